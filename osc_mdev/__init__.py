@@ -1,0 +1,1 @@
+"""osc-mdev: OpenStackClient commands for mediated devices (vGPUs)."""

@@ -1,0 +1,31 @@
+"""Client layer: every HTTP call osc-mdev makes lives below this package."""
+
+
+class MdevClient:
+    """What ``client_manager.mdev`` gives the commands.
+
+    Service clients are built on first use, so a command that needs only
+    Placement never looks up another service.
+    """
+
+    def __init__(self, instance, max_workers):
+        self._instance = instance
+        self.max_workers = max_workers
+        self._placement = None
+
+    def _endpoint_override(self, service_type):
+        config = self._instance.get_configuration()
+        key = '%s_endpoint_override' % service_type.replace('-', '_')
+        return config.get(key)
+
+    @property
+    def placement(self):
+        if self._placement is None:
+            from osc_mdev.client import placement
+            self._placement = placement.PlacementClient(
+                self._instance.session,
+                region_name=self._instance.region_name,
+                interface=self._instance.interface,
+                endpoint_override=self._endpoint_override('placement'),
+                max_workers=self.max_workers)
+        return self._placement

@@ -1,0 +1,221 @@
+"""Every Placement call osc-mdev makes, each with an explicit microversion.
+
+Requests go through osc-placement's ``SessionClient`` (keystoneauth
+session, per-request microversion, Placement's 4xx answers as osc-lib
+exceptions). This module turns what is left (unreachable service, policy
+refusals, a Placement too old for a call) into one-line CommandErrors.
+"""
+
+import json
+import urllib.parse
+
+from keystoneauth1 import exceptions as ks_exc
+from osc_lib import exceptions as osc_exc
+from osc_placement import http as placement_http
+
+from osc_mdev.client import pool
+
+# Microversions, named by what needs them.
+PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
+REQUIRED_TRAITS = '1.18'     # GET /resource_providers?required=
+TRAITS = '1.6'
+RESOURCE_CLASS = '1.2'
+INVENTORIES = '1.0'
+USAGES = '1.0'
+PROVIDER_ALLOCATIONS = '1.0'
+
+
+class NotFound(Exception):
+    """Placement answered 404 for a resource that is expected to exist."""
+
+
+def _version_tuple(version):
+    major, minor = version.split('.')
+    return int(major), int(minor)
+
+
+class PlacementClient:
+    """Placement requests used by the mdev commands."""
+
+    def __init__(self, session, region_name=None, interface=None,
+                 endpoint_override=None,
+                 max_workers=pool.DEFAULT_MAX_WORKERS):
+        ks_filter = {'service_type': 'placement',
+                     'region_name': region_name,
+                     'interface': interface}
+        # An explicit microversion on every call: no negotiation round trip.
+        self._http = placement_http.SessionClient(
+            session, ks_filter, api_version='1.0')
+        self._endpoint_override = endpoint_override
+        self.max_workers = max_workers
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _request(self, method, url, version, **kwargs):
+        if self._endpoint_override:
+            kwargs.setdefault('endpoint_override', self._endpoint_override)
+        try:
+            response = self._http.request(method, url, version=version,
+                                          **kwargs)
+        except osc_exc.NotFound as exc:
+            raise NotFound(str(exc.message)) from exc
+        except (osc_exc.Unauthorized, ks_exc.Unauthorized) as exc:
+            raise osc_exc.CommandError(
+                'Placement did not accept the credentials (HTTP 401: %s); '
+                'check the cloud configuration or token.'
+                % _message(exc)) from exc
+        except osc_exc.Forbidden as exc:
+            raise osc_exc.CommandError(
+                'Placement refused %s %s (HTTP 403: %s); these commands need '
+                'an account with the admin role or a policy that allows it.'
+                % (method, _path(url), _message(exc))) from exc
+        except osc_exc.ClientException as exc:
+            raise osc_exc.CommandError(
+                'Placement rejected %s %s: %s' % (method, _path(url),
+                                                  _message(exc))) from exc
+        except osc_exc.CommandError as exc:
+            # osc-placement maps 4xx codes with no osc-lib class here.
+            cause = exc.__cause__
+            status = getattr(cause, 'http_status', None)
+            if status == 406:
+                raise self._version_error(version, cause) from exc
+            raise osc_exc.CommandError(
+                'Placement rejected %s %s (HTTP %s): %s'
+                % (method, _path(url), status, exc.args[-1])) from exc
+        except ks_exc.EndpointNotFound as exc:
+            raise osc_exc.CommandError(
+                'No Placement endpoint found (%s); add one to the service '
+                'catalog or set placement_endpoint_override.' % exc) from exc
+        except ks_exc.ConnectionError as exc:
+            raise osc_exc.CommandError(
+                'Cannot reach the Placement API (%s); check the endpoint and '
+                'that the service is running.' % _first_line(exc)) from exc
+        except ks_exc.HttpError as exc:
+            raise osc_exc.CommandError(
+                'Placement failed on %s %s (HTTP %s: %s); try again or check '
+                'the Placement service logs.'
+                % (method, _path(url), exc.http_status,
+                   _first_line(exc))) from exc
+        except (ValueError, KeyError) as exc:
+            # An error answer whose body is not Placement's JSON: a proxy,
+            # a load balancer or Keystone answered.
+            cause = exc.__context__
+            if isinstance(cause, ks_exc.Unauthorized):
+                raise osc_exc.CommandError(
+                    'The credentials were not accepted (HTTP 401); check the '
+                    'cloud configuration or token.') from exc
+            if isinstance(cause, ks_exc.HttpError):
+                raise osc_exc.CommandError(
+                    'Placement endpoint answered HTTP %s to %s %s with a '
+                    'non-Placement body; check the Placement endpoint URL.'
+                    % (cause.http_status, method, _path(url))) from exc
+            raise
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def _version_error(self, version, http_error):
+        server_max = None
+        try:
+            body = json.loads(http_error.response.content)
+            server_max = body['errors'][0].get('max_version')
+        except (ValueError, KeyError, IndexError, AttributeError):
+            pass
+        return osc_exc.CommandError(
+            'This command needs Placement API microversion %s or later; '
+            'the cloud\'s Placement supports up to %s.'
+            % (version, server_max or 'an older version'))
+
+    def map(self, func, items):
+        """Run ``func`` over ``items`` with this client's bounded pool."""
+        return pool.bounded_map(func, items, self.max_workers)
+
+    # -- reads ------------------------------------------------------------
+
+    def list_providers(self, required_traits=()):
+        """All resource providers, with parent and root UUIDs."""
+        if required_traits:
+            url = '/resource_providers?' + urllib.parse.urlencode(
+                {'required': ','.join(required_traits)})
+            version = REQUIRED_TRAITS
+        else:
+            url, version = '/resource_providers', PROVIDER_TREE
+        return self._request('GET', url, version)['resource_providers']
+
+    def get_inventories(self, uuid):
+        """``(generation, {resource class: inventory})``."""
+        body = self._request(
+            'GET', '/resource_providers/%s/inventories' % uuid, INVENTORIES)
+        return body['resource_provider_generation'], body['inventories']
+
+    def get_usages(self, uuid):
+        body = self._request(
+            'GET', '/resource_providers/%s/usages' % uuid, USAGES)
+        return body['usages']
+
+    def get_traits(self, uuid):
+        body = self._request(
+            'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
+        return body['traits']
+
+    def get_provider_allocations(self, uuid):
+        body = self._request(
+            'GET', '/resource_providers/%s/allocations' % uuid,
+            PROVIDER_ALLOCATIONS)
+        return body['allocations']
+
+    def resource_class_exists(self, name):
+        try:
+            self._request('GET', '/resource_classes/%s' % name,
+                          RESOURCE_CLASS)
+        except NotFound:
+            return False
+        return True
+
+    def get_provider_details(self, uuids, usages=True, traits=True,
+                             allocations=False):
+        """Read what the device rows need for many providers at once.
+
+        Every (provider, part) request is independent and runs in the
+        bounded pool. Returns ``{uuid: {...}}``; a provider that vanished
+        since it was listed (404) is left out.
+        """
+        getters = {'inventories': self.get_inventories}
+        if usages:
+            getters['usages'] = self.get_usages
+        if traits:
+            getters['traits'] = self.get_traits
+        if allocations:
+            getters['allocations'] = self.get_provider_allocations
+        jobs = [(uuid, part) for uuid in uuids for part in getters]
+
+        def fetch(job):
+            uuid, part = job
+            try:
+                return getters[part](uuid)
+            except NotFound:
+                return NotFound
+
+        details = {}
+        gone = set()
+        for (uuid, part), result in zip(jobs, self.map(fetch, jobs)):
+            if result is NotFound:
+                gone.add(uuid)
+            else:
+                details.setdefault(uuid, {})[part] = result
+        for uuid in gone:
+            details.pop(uuid, None)
+        return details
+
+
+def _message(exc):
+    return getattr(exc, 'message', None) or _first_line(exc)
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+def _path(url):
+    return url.split('?', 1)[0]

@@ -1,0 +1,25 @@
+"""Bounded concurrency for independent API requests."""
+
+from concurrent import futures
+
+DEFAULT_MAX_WORKERS = 8
+
+
+def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
+    """Return ``[func(item) for item in items]``, run at most N at a time.
+
+    Results keep the order of ``items``. The first exception cancels the
+    requests not yet started and is raised once the running ones end.
+    """
+    items = list(items)
+    workers = max(1, min(max_workers, len(items)))
+    if workers == 1:
+        return [func(item) for item in items]
+    with futures.ThreadPoolExecutor(max_workers=workers) as executor:
+        pending = [executor.submit(func, item) for item in items]
+        try:
+            return [future.result() for future in pending]
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise

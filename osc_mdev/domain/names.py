@@ -1,0 +1,117 @@
+"""Names used by Nova and Placement for mediated devices.
+
+Pure functions: no network, no OpenStack client imports.
+"""
+
+import re
+import uuid
+
+# libvirt names a PCI node device ``pci_DDDD_BB_SS_F``.
+_PCI_NODEDEV_RE = re.compile(
+    r'^pci_([0-9a-f]{4})_([0-9a-f]{2})_([0-9a-f]{2})_([0-7])$', re.IGNORECASE)
+# A PCI address as operators write it: ``0000:84:00.0`` or ``84:00.0``.
+_PCI_ADDRESS_RE = re.compile(
+    r'^(?:([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$',
+    re.IGNORECASE)
+# What is left of a child provider's name once ``<root name>_`` is removed
+# must be a libvirt node device name: PCI-in-Placement providers
+# (``host_0000:81:00.0``) and Neutron agents (``host:Open vSwitch agent``)
+# never match it.
+_NODEDEV_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
+
+_CUSTOM_NAME_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
+_STANDARD_TRAIT_RE = re.compile(r'^[A-Z][A-Z0-9_]*$')
+MAX_NAME_LENGTH = 255
+
+VGPU = 'VGPU'
+CUSTOM_NAME_RULE = ('CUSTOM_ followed by upper-case letters, digits and _, '
+                    'at most %d characters' % MAX_NAME_LENGTH)
+
+
+def nodedev_from_provider_name(provider_name, root_name):
+    """Return the libvirt node device part of a Nova mdev provider name.
+
+    Nova names the provider of a parent device ``<root name>_<nodedev>``.
+    Host names may contain ``_`` and ``.``, so the split is on the root
+    provider's name, never on the first ``_``. Returns None when the name
+    is not of that form.
+    """
+    prefix = root_name + '_'
+    if not provider_name.startswith(prefix):
+        return None
+    nodedev = provider_name[len(prefix):]
+    if not _NODEDEV_RE.match(nodedev):
+        return None
+    return nodedev
+
+
+def pci_address_from_nodedev(nodedev):
+    """``pci_0000_84_00_0`` -> ``0000:84:00.0``; None for other devices."""
+    match = _PCI_NODEDEV_RE.match(nodedev)
+    if not match:
+        return None
+    domain, bus, slot, function = match.groups()
+    return ('%s:%s:%s.%s' % (domain, bus, slot, function)).lower()
+
+
+def normalize_pci_address(text):
+    """Return the canonical ``dddd:bb:ss.f`` form of a PCI address.
+
+    Accepts upper or lower case and a missing domain (``84:00.0``).
+    Raises ValueError with the expected form when ``text`` is not one.
+    """
+    match = _PCI_ADDRESS_RE.match(text.strip())
+    if not match:
+        raise ValueError(
+            "'%s' is not a PCI address: write it as DOMAIN:BUS:SLOT.FUNCTION "
+            "in hexadecimal, e.g. 0000:84:00.0" % text)
+    domain, bus, slot, function = match.groups()
+    return ('%s:%s:%s.%s' % (domain or '0000', bus, slot, function)).lower()
+
+
+def looks_like_pci_address(text):
+    return bool(_PCI_ADDRESS_RE.match(text.strip()))
+
+
+def is_uuid(text):
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def is_mdev_resource_class(name):
+    """True for the classes Nova reports mdev inventories with."""
+    return name == VGPU or bool(_CUSTOM_NAME_RE.match(name))
+
+
+def validate_mdev_resource_class(name):
+    """Return ``name`` if it can be an mdev resource class, else raise.
+
+    Nova accepts ``VGPU`` or ``CUSTOM_<NAME>`` in ``[mdev_<type>]
+    mdev_class``; anything else can never be an mdev inventory.
+    """
+    if len(name) <= MAX_NAME_LENGTH and is_mdev_resource_class(name):
+        return name
+    raise ValueError(
+        "'%s' is not an mdev resource class: use VGPU or %s"
+        % (name, CUSTOM_NAME_RULE))
+
+
+def validate_trait_name(name):
+    """Return ``name`` if it is a well-formed trait name, else raise.
+
+    Custom traits follow Placement's ``^CUSTOM_[A-Z0-9_]+$``; standard
+    traits (``OWNER_NOVA``, ``COMPUTE_...``) are upper case too. Whether
+    a standard trait exists is Placement's to say.
+    """
+    if len(name) > MAX_NAME_LENGTH or not _STANDARD_TRAIT_RE.match(name):
+        raise ValueError(
+            "'%s' is not a valid trait name: use a standard trait such as "
+            "OWNER_NOVA or %s" % (name, CUSTOM_NAME_RULE))
+    if name.startswith('CUSTOM') and not _CUSTOM_NAME_RE.match(name):
+        raise ValueError(
+            "'%s' is not a valid custom trait name: use %s"
+            % (name, CUSTOM_NAME_RULE))
+    return name

@@ -1,0 +1,263 @@
+"""Mdev parent devices as Nova reports them to Placement.
+
+Pure logic over Placement's JSON: which providers are mdev devices, what
+their rows look like, how filters apply and how an operator's name for a
+device resolves to one provider.
+"""
+
+import dataclasses
+import re
+
+from osc_mdev.domain import names
+
+
+_HEX_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]+(:[0-9a-fA-F.]*)+$')
+
+
+class DeviceLookupError(LookupError):
+    """An operator's device reference matched no device or several."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A child provider whose name has Nova's ``<root>_<nodedev>`` form.
+
+    Whether it really is an mdev device is known only once its inventory
+    is read (it must hold ``VGPU`` or ``CUSTOM_*``).
+    """
+
+    uuid: str
+    name: str
+    host: str
+    root_uuid: str
+    nodedev: str
+    pci_address: str | None
+    generation: int
+
+    @property
+    def device(self):
+        """What operators call the device: PCI address or nodedev name."""
+        return self.pci_address or self.nodedev
+
+
+@dataclasses.dataclass(frozen=True)
+class Inventory:
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int = 1
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+    @classmethod
+    def from_api(cls, data):
+        return cls(total=data['total'],
+                   reserved=data.get('reserved', 0),
+                   min_unit=data.get('min_unit', 1),
+                   max_unit=data.get('max_unit', data['total']),
+                   step_size=data.get('step_size', 1),
+                   allocation_ratio=data.get('allocation_ratio', 1.0))
+
+    @property
+    def capacity(self):
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One mdev inventory (resource class) of one parent device."""
+
+    candidate: Candidate
+    resource_class: str
+    inventory: Inventory
+    used: int
+    generation: int
+    traits: tuple | None  # None when traits were not read
+
+    @property
+    def uuid(self):
+        return self.candidate.uuid
+
+    @property
+    def host(self):
+        return self.candidate.host
+
+    @property
+    def device(self):
+        return self.candidate.device
+
+    @property
+    def free(self):
+        return max(self.inventory.capacity - self.used, 0)
+
+
+def find_candidates(providers):
+    """Return the providers that are named like Nova's mdev devices.
+
+    ``providers`` is the ``resource_providers`` list of ``GET
+    /resource_providers`` at microversion 1.14 or later (it must carry
+    ``root_provider_uuid``). Roots are compute nodes; their name is the
+    host. A child qualifies when its name is ``<root name>_<nodedev>``.
+    """
+    by_uuid = {p['uuid']: p for p in providers}
+    candidates = []
+    for provider in providers:
+        root_uuid = provider.get('root_provider_uuid') or provider['uuid']
+        if root_uuid == provider['uuid'] or root_uuid not in by_uuid:
+            continue
+        host = by_uuid[root_uuid]['name']
+        nodedev = names.nodedev_from_provider_name(provider['name'], host)
+        if nodedev is None:
+            continue
+        candidates.append(Candidate(
+            uuid=provider['uuid'], name=provider['name'], host=host,
+            root_uuid=root_uuid, nodedev=nodedev,
+            pci_address=names.pci_address_from_nodedev(nodedev),
+            generation=provider.get('generation', 0)))
+    return candidates
+
+
+def hosts_of(providers):
+    """Names of the root providers (compute nodes)."""
+    return {p['name'] for p in providers
+            if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']}
+
+
+def build_devices(candidate, inventories, generation, usages, traits=None):
+    """Turn one candidate's Placement data into Device rows.
+
+    ``inventories`` and ``usages`` are the dicts of ``GET
+    /resource_providers/{uuid}/inventories`` and ``.../usages``. Only mdev
+    resource classes (``VGPU``, ``CUSTOM_*``) make rows; a candidate with
+    none is not an mdev device and gives an empty list.
+    """
+    devices = []
+    for rc in sorted(inventories):
+        if not names.is_mdev_resource_class(rc):
+            continue
+        devices.append(Device(
+            candidate=candidate, resource_class=rc,
+            inventory=Inventory.from_api(inventories[rc]),
+            used=usages.get(rc, 0), generation=generation,
+            traits=tuple(sorted(traits)) if traits is not None else None))
+    return devices
+
+
+def usages_from_allocations(allocations):
+    """Sum ``GET /resource_providers/{uuid}/allocations`` into usages."""
+    usages = {}
+    for alloc in allocations.values():
+        for rc, amount in alloc['resources'].items():
+            usages[rc] = usages.get(rc, 0) + amount
+    return usages
+
+
+def consumers_of(allocations, resource_class):
+    """Consumers holding ``resource_class`` on a provider, by UUID."""
+    return [{'consumer': consumer,
+             'resource_class': resource_class,
+             'amount': alloc['resources'][resource_class]}
+            for consumer, alloc in sorted(allocations.items())
+            if alloc['resources'].get(resource_class)]
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceFilter:
+    hosts: tuple = ()
+    resource_class: str | None = None
+    traits: tuple = ()
+    free: bool = False
+    full: bool = False
+
+    def wants_candidate(self, candidate):
+        return not self.hosts or candidate.host in self.hosts
+
+    def wants(self, device):
+        if not self.wants_candidate(device.candidate):
+            return False
+        if self.resource_class and device.resource_class != (
+                self.resource_class):
+            return False
+        if self.traits and device.traits is not None and not set(
+                self.traits) <= set(device.traits):
+            return False
+        if self.free and device.free <= 0:
+            return False
+        if self.full and device.free > 0:
+            return False
+        return True
+
+
+def sort_key(device):
+    return (device.host, device.device, device.resource_class)
+
+
+def resolve_device(reference, candidates):
+    """Find the one candidate an operator's ``reference`` names.
+
+    Accepted forms: provider UUID, provider name, ``HOST:PCI_ADDRESS`` or
+    ``HOST:NODEDEV`` (``compute1:0000:84:00.0``, ``compute1:mtty_mtty``),
+    and a bare PCI address or node device name when only one host has it.
+    Raises DeviceLookupError (no match, or several) or ValueError
+    (malformed address).
+    """
+    ref = reference.strip()
+    for candidate in candidates:
+        if ref in (candidate.uuid, candidate.name):
+            return candidate
+
+    matches = []
+    host, sep, device = ref.partition(':')
+    hosts = {c.host for c in candidates}
+    if sep and host not in hosts and _HEX_ADDRESS_RE.match(ref):
+        # A bare PCI address, well formed or not.
+        names.normalize_pci_address(ref)
+    if sep and device and not names.looks_like_pci_address(ref):
+        # HOST:ADDRESS or HOST:NODEDEV (host names never contain ':').
+        wanted = _device_key(device)
+        matches = [c for c in candidates
+                   if c.host == host and _candidate_key(c) == wanted]
+        if not matches:
+            where = ('host %s has no mdev device %s' % (host, device)
+                     if host in hosts else
+                     'no host named %s has mdev devices' % host)
+            raise DeviceLookupError(
+                "No mdev device matches '%s': %s; run 'openstack mdev "
+                "provider list' to see the devices." % (reference, where))
+    else:
+        wanted = _device_key(ref)
+        matches = [c for c in candidates if _candidate_key(c) == wanted]
+
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise DeviceLookupError(
+            "No mdev device matches '%s'; name it by provider UUID, provider "
+            "name or HOST:PCI_ADDRESS, as 'openstack mdev provider list' "
+            "shows them." % reference)
+    raise DeviceLookupError(
+        "'%s' matches %d devices (%s); name one as HOST:%s."
+        % (reference, len(matches),
+           ', '.join(sorted('%s:%s' % (c.host, c.device) for c in matches)),
+           'PCI_ADDRESS' if matches[0].pci_address else 'DEVICE'))
+
+
+def _device_key(text):
+    if names.looks_like_pci_address(text):
+        return names.normalize_pci_address(text)
+    if text.lower().startswith('pci_'):
+        address = names.pci_address_from_nodedev(text)
+        if address is None:
+            raise ValueError(
+                "'%s' is not a libvirt PCI device name: write it as "
+                "pci_DDDD_BB_SS_F or as a PCI address such as 0000:84:00.0"
+                % text)
+        return address
+    if ':' in text:
+        # Node device names have no ':'; this is meant as an address.
+        names.normalize_pci_address(text)
+    return text
+
+
+def _candidate_key(candidate):
+    return candidate.pci_address or candidate.nodedev

@@ -1,0 +1,53 @@
+"""OpenStackClient plugin entry point for osc-mdev.
+
+``openstack`` imports every plugin's entry point module on every run, so
+this module imports only the standard library; the client layer is loaded
+when a command first asks for ``client_manager.mdev``.
+"""
+
+import os
+
+API_NAME = 'mdev'
+API_VERSION_OPTION = 'os_mdev_api_version'
+DEFAULT_API_VERSION = '1'
+API_VERSIONS = ('1',)
+
+DEFAULT_MAX_WORKERS = 8
+
+
+def make_client(instance):
+    from osc_mdev import client
+
+    config = instance.get_configuration()
+    workers = config.get('mdev_max_workers') or DEFAULT_MAX_WORKERS
+    return client.MdevClient(instance, max_workers=int(workers))
+
+
+def _positive_int(text):
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            '%r is not a positive whole number' % text)
+    return value
+
+
+def build_option_parser(parser):
+    parser.add_argument(
+        '--os-mdev-api-version',
+        metavar='<mdev-api-version>',
+        default=os.environ.get('OS_MDEV_API_VERSION'),
+        help='osc-mdev command set version, default=%s '
+             '(Env: OS_MDEV_API_VERSION)' % DEFAULT_API_VERSION)
+    parser.add_argument(
+        '--os-mdev-max-workers',
+        metavar='<count>',
+        type=_positive_int,
+        default=os.environ.get('OS_MDEV_MAX_WORKERS'),
+        help='Most API requests osc-mdev commands run at once, default=%d '
+             '(Env: OS_MDEV_MAX_WORKERS)' % DEFAULT_MAX_WORKERS)
+    return parser

@@ -1,0 +1,147 @@
+import pytest
+
+from osc_mdev.domain import providers as domain
+
+
+def _rp(uuid, name, root=None, parent=None, generation=1):
+    return {'uuid': uuid, 'name': name, 'generation': generation,
+            'root_provider_uuid': root or uuid,
+            'parent_provider_uuid': parent or (root if root else None)}
+
+
+PROVIDERS = [
+    _rp('r1', 'compute_1.example.com'),
+    _rp('g1', 'compute_1.example.com_pci_0000_84_00_0', root='r1'),
+    _rp('g2', 'compute_1.example.com_pci_0000_85_00_0', root='r1'),
+    _rp('r2', 'compute2'),
+    _rp('g3', 'compute2_pci_0000_84_00_0', root='r2'),
+    _rp('m1', 'compute2_mtty_mtty', root='r2'),
+    _rp('p1', 'compute2_0000:81:00.0', root='r2'),
+    _rp('n1', 'compute2:Open vSwitch agent', root='r2'),
+    _rp('r3', 'compute'),  # a host whose name prefixes others
+    _rp('x1', 'unrelated-child', root='r3'),
+]
+
+
+def test_find_candidates_uses_root_names():
+    found = {c.uuid: c for c in domain.find_candidates(PROVIDERS)}
+    assert sorted(found) == ['g1', 'g2', 'g3', 'm1']
+    assert found['g1'].host == 'compute_1.example.com'
+    assert found['g1'].device == '0000:84:00.0'
+    assert found['g3'].host == 'compute2'
+    assert found['m1'].device == 'mtty_mtty'
+    assert found['m1'].pci_address is None
+
+
+def test_hosts_of():
+    assert domain.hosts_of(PROVIDERS) == {
+        'compute_1.example.com', 'compute2', 'compute'}
+
+
+def _candidate(uuid='g1'):
+    return {c.uuid: c for c in domain.find_candidates(PROVIDERS)}[uuid]
+
+
+def test_build_devices_keeps_only_mdev_classes():
+    inventories = {
+        'VGPU': {'total': 8, 'max_unit': 8, 'reserved': 1,
+                 'allocation_ratio': 1.0},
+        'PGPU': {'total': 1},
+    }
+    [device] = domain.build_devices(
+        _candidate(), inventories, 7, {'VGPU': 3}, ['OWNER_NOVA', 'CUSTOM_A'])
+    assert device.resource_class == 'VGPU'
+    assert (device.inventory.total, device.used, device.free) == (8, 3, 4)
+    assert device.traits == ('CUSTOM_A', 'OWNER_NOVA')
+    assert device.generation == 7
+    assert domain.build_devices(_candidate(), {'PGPU': {'total': 1}}, 1,
+                                {}) == []
+
+
+def test_free_never_negative():
+    [device] = domain.build_devices(
+        _candidate(), {'VGPU': {'total': 2}}, 1, {'VGPU': 5})
+    assert device.free == 0
+
+
+def _device(uuid, rc='VGPU', total=4, used=0, traits=('OWNER_NOVA',)):
+    [device] = domain.build_devices(
+        _candidate(uuid), {rc: {'total': total}}, 1, {rc: used}, traits)
+    return device
+
+
+def test_filter():
+    full = _device('g1', total=2, used=2)
+    free = _device('g2', rc='CUSTOM_MLX5', traits=('CUSTOM_X', 'OWNER_NOVA'))
+    other_host = _device('g3')
+    devices = [full, free, other_host]
+
+    def pick(**kwargs):
+        wanted = domain.DeviceFilter(**kwargs)
+        return [d.uuid for d in devices if wanted.wants(d)]
+
+    assert pick() == ['g1', 'g2', 'g3']
+    assert pick(hosts=('compute2',)) == ['g3']
+    assert pick(hosts=('compute2', 'compute_1.example.com')) == [
+        'g1', 'g2', 'g3']
+    assert pick(resource_class='CUSTOM_MLX5') == ['g2']
+    assert pick(traits=('CUSTOM_X',)) == ['g2']
+    assert pick(traits=('CUSTOM_X', 'CUSTOM_Y')) == []
+    assert pick(free=True) == ['g2', 'g3']
+    assert pick(full=True) == ['g1']
+
+
+def test_usages_and_consumers_from_allocations():
+    allocations = {
+        'b': {'resources': {'VGPU': 1}},
+        'a': {'resources': {'VGPU': 2, 'CUSTOM_OTHER': 1}},
+    }
+    assert domain.usages_from_allocations(allocations) == {
+        'VGPU': 3, 'CUSTOM_OTHER': 1}
+    assert domain.consumers_of(allocations, 'VGPU') == [
+        {'consumer': 'a', 'resource_class': 'VGPU', 'amount': 2},
+        {'consumer': 'b', 'resource_class': 'VGPU', 'amount': 1}]
+
+
+CANDIDATES = domain.find_candidates(PROVIDERS)
+
+
+@pytest.mark.parametrize('reference,uuid', [
+    ('g1', 'g1'),
+    ('compute2_mtty_mtty', 'm1'),
+    ('compute2:0000:84:00.0', 'g3'),
+    ('compute2:84:00.0', 'g3'),
+    ('compute2:pci_0000_84_00_0', 'g3'),
+    ('compute_1.example.com:0000:85:00.0', 'g2'),
+    ('compute_1.example.com:0000:85:00.0 ', 'g2'),
+    ('0000:85:00.0', 'g2'),   # only one host has it
+    ('compute2:mtty_mtty', 'm1'),
+    ('mtty_mtty', 'm1'),
+])
+def test_resolve_device(reference, uuid):
+    assert domain.resolve_device(reference, CANDIDATES).uuid == uuid
+
+
+def test_resolve_device_ambiguous_lists_matches():
+    with pytest.raises(domain.DeviceLookupError) as err:
+        domain.resolve_device('0000:84:00.0', CANDIDATES)
+    assert str(err.value) == (
+        "'0000:84:00.0' matches 2 devices (compute2:0000:84:00.0, "
+        "compute_1.example.com:0000:84:00.0); name one as HOST:PCI_ADDRESS.")
+
+
+@pytest.mark.parametrize('reference,message', [
+    ('compute2:0000:99:00.0', 'host compute2 has no mdev device'),
+    ('nohost:0000:84:00.0', 'no host named nohost has mdev devices'),
+    ('r1', 'No mdev device matches'),
+])
+def test_resolve_device_unknown(reference, message):
+    with pytest.raises(domain.DeviceLookupError, match=message):
+        domain.resolve_device(reference, CANDIDATES)
+
+
+@pytest.mark.parametrize('reference', [
+    'compute2:0000:84:00', '0000:84:00', 'compute2:pci_0000_84', '84:00.9'])
+def test_resolve_device_malformed_address(reference):
+    with pytest.raises(ValueError, match='0000:84:00.0'):
+        domain.resolve_device(reference, CANDIDATES)
