@@ -5,6 +5,7 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from osc_mdev.client import devices
 from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
 
@@ -26,7 +27,7 @@ class ConsumersColumn(columns.FormattableColumn):
         return [dict(c) for c in self._value]
 
 
-def _row(device, cols):
+def row(device, cols):
     values = {
         'UUID': device.uuid,
         'Name': device.candidate.name,
@@ -45,27 +46,12 @@ def _row(device, cols):
     return tuple(values[c] for c in cols)
 
 
-def _check(func, *args):
+def check(func, *args):
     """Run a domain validator; its ValueError becomes a CommandError."""
     try:
         return func(*args)
     except ValueError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
-
-
-def _read_devices(placement, candidates, traits=True):
-    details = placement.get_provider_details(
-        [c.uuid for c in candidates], traits=traits)
-    devices = []
-    for candidate in candidates:
-        info = details.get(candidate.uuid)
-        if info is None:
-            continue  # deleted since it was listed
-        generation, inventories = info['inventories']
-        devices.extend(domain.build_devices(
-            candidate, inventories, generation, info['usages'],
-            info.get('traits')))
-    return devices
 
 
 class ListProvider(command.Lister):
@@ -105,47 +91,20 @@ class ListProvider(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        resource_class = parsed_args.resource_class and _check(
+        resource_class = parsed_args.resource_class and check(
             names.validate_mdev_resource_class, parsed_args.resource_class)
-        traits = tuple(_check(names.validate_trait_name, t)
+        traits = tuple(check(names.validate_trait_name, t)
                        for t in parsed_args.trait)
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full)
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
-        # Traits are read per device only when shown or filtered on.
+        # Traits are read per device only when shown (or filtered on, which
+        # Placement does).
         read_traits = 'Traits' in (parsed_args.columns or cols)
-
-        placement = self.app.client_manager.mdev.placement
-        calls = [placement.list_providers]
-        if traits:
-            calls.append(lambda: placement.list_providers(traits))
-        if resource_class:
-            calls.append(
-                lambda: placement.resource_class_exists(resource_class))
-        results = placement.map(lambda call: call(), calls)
-        providers = results[0]
-        with_traits = results[1] if traits else None
-        if resource_class and not results[-1]:
-            raise exceptions.CommandError(
-                "Resource class %s does not exist in Placement; run "
-                "'openstack resource class list' to see the classes."
-                % resource_class)
-        unknown = set(wanted.hosts) - domain.hosts_of(providers)
-        if unknown:
-            raise exceptions.CommandError(
-                'No compute host named %s in Placement; hosts are named as '
-                "in 'openstack hypervisor list'." % ', '.join(sorted(unknown)))
-
-        candidates = [c for c in domain.find_candidates(providers)
-                      if wanted.wants_candidate(c)]
-        if with_traits is not None:
-            matching = {p['uuid'] for p in with_traits}
-            candidates = [c for c in candidates if c.uuid in matching]
-        devices = _read_devices(placement, candidates, traits=read_traits)
-        rows = [_row(d, cols) for d in sorted(
-            filter(wanted.wants, devices), key=domain.sort_key)]
-        return cols, rows
+        found = devices.list_devices(self.app.client_manager.mdev.placement,
+                                     wanted, read_traits=read_traits)
+        return cols, [row(d, cols) for d in found]
 
 
 class ShowProvider(command.ShowOne):
@@ -166,44 +125,8 @@ class ShowProvider(command.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        placement = self.app.client_manager.mdev.placement
-        providers = placement.list_providers()
-        candidates = domain.find_candidates(providers)
-        try:
-            candidate = domain.resolve_device(parsed_args.device, candidates)
-        except domain.DeviceLookupError as exc:
-            raise exceptions.CommandError(
-                self._not_found(parsed_args.device, providers, exc)) from exc
-        except ValueError as exc:
-            raise exceptions.CommandError('%s.' % exc) from exc
-
-        details = placement.get_provider_details(
-            [candidate.uuid], usages=False, allocations=True)
-        info = details.get(candidate.uuid)
-        if info is None:
-            raise exceptions.CommandError(
-                'Device %s:%s was deleted while it was being read; run the '
-                'command again.' % (candidate.host, candidate.device))
-        generation, inventories = info['inventories']
-        allocations = info['allocations']
-        devices = domain.build_devices(
-            candidate, inventories, generation,
-            domain.usages_from_allocations(allocations), info['traits'])
-        if not devices:
-            raise exceptions.CommandError(
-                'Provider %s has no VGPU or CUSTOM_* inventory, so it is not '
-                'an mdev device.' % candidate.name)
-        device = devices[0]
-        cols = LONG_COLUMNS + ('Consumers',)
+        device, allocations = devices.show_device(
+            self.app.client_manager.mdev.placement, parsed_args.device)
         consumers = domain.consumers_of(allocations, device.resource_class)
-        return cols, _row(device, LONG_COLUMNS) + (
+        return LONG_COLUMNS + ('Consumers',), row(device, LONG_COLUMNS) + (
             ConsumersColumn(consumers),)
-
-    @staticmethod
-    def _not_found(reference, providers, exc):
-        for provider in providers:
-            if reference in (provider['uuid'], provider['name']):
-                return ('Provider %s is not an mdev device (it is not named '
-                        '<host>_<libvirt device> under a compute node); see '
-                        "'openstack mdev provider list'." % provider['name'])
-        return str(exc)

@@ -1,0 +1,148 @@
+"""Reading mdev devices out of Placement: the requests, batched.
+
+Combines the Placement calls of ``client.placement`` with the pure logic
+of ``domain.providers``: one provider listing, then every per-device
+request at once in the bounded pool.
+"""
+
+from osc_lib import exceptions
+
+from osc_mdev.domain import providers as domain
+
+
+def _devices(placement, candidates, details):
+    devices = []
+    for candidate in candidates:
+        info = details.get(candidate.uuid)
+        if info is None:
+            continue  # deleted since it was listed
+        generation, inventories = info['inventories']
+        usages = info.get('usages')
+        if usages is None and 'allocations' in info:
+            usages = domain.usages_from_allocations(info['allocations'])
+        devices.extend(domain.build_devices(
+            candidate, inventories, generation, usages or {},
+            info.get('traits')))
+    return devices
+
+
+def check_hosts(providers, hosts):
+    unknown = set(hosts) - domain.hosts_of(providers)
+    if unknown:
+        raise exceptions.CommandError(
+            'No compute host named %s in Placement; hosts are named as in '
+            "'openstack hypervisor list'." % ', '.join(sorted(unknown)))
+
+
+def list_devices(placement, wanted, read_traits=True):
+    """Every mdev device that ``wanted`` (a DeviceFilter) lets through."""
+    calls = [placement.list_providers]
+    if wanted.traits:
+        # Placement filters by trait: only matching devices are read.
+        calls.append(lambda: placement.list_providers(wanted.traits))
+    if wanted.resource_class:
+        calls.append(
+            lambda: placement.resource_class_exists(wanted.resource_class))
+    results = placement.map(lambda call: call(), calls)
+    providers = results[0]
+    if wanted.resource_class and not results[-1]:
+        raise exceptions.CommandError(
+            "Resource class %s does not exist in Placement; run 'openstack "
+            "resource class list' to see the classes." % wanted.resource_class)
+    check_hosts(providers, wanted.hosts)
+
+    candidates = [c for c in domain.find_candidates(providers)
+                  if wanted.wants_candidate(c)]
+    if wanted.traits:
+        matching = {p['uuid'] for p in results[1]}
+        candidates = [c for c in candidates if c.uuid in matching]
+    details = placement.get_provider_details(
+        [c.uuid for c in candidates], traits=read_traits)
+    devices = _devices(placement, candidates, details)
+    return sorted(filter(wanted.wants, devices), key=domain.sort_key)
+
+
+def not_found_message(reference, providers, exc):
+    for provider in providers:
+        if reference in (provider['uuid'], provider['name']):
+            return ('Provider %s is not an mdev device (it is not named '
+                    '<host>_<libvirt device> under a compute node); see '
+                    "'openstack mdev provider list'." % provider['name'])
+    return str(exc)
+
+
+def resolve(providers, candidates, reference):
+    """The candidate ``reference`` names, or a one-line CommandError."""
+    try:
+        return domain.resolve_device(reference, candidates)
+    except domain.DeviceLookupError as exc:
+        raise exceptions.CommandError(
+            not_found_message(reference, providers, exc)) from exc
+    except ValueError as exc:
+        raise exceptions.CommandError('%s.' % exc) from exc
+
+
+def show_device(placement, reference):
+    """One device with its consumers' allocations: ``(device, allocs)``."""
+    providers = placement.list_providers()
+    candidate = resolve(providers, domain.find_candidates(providers),
+                        reference)
+    details = placement.get_provider_details(
+        [candidate.uuid], usages=False, allocations=True)
+    if candidate.uuid not in details:
+        raise exceptions.CommandError(
+            'Device %s:%s was deleted while it was being read; run the '
+            'command again.' % (candidate.host, candidate.device))
+    devices = _devices(placement, [candidate], details)
+    if not devices:
+        raise exceptions.CommandError(
+            'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an '
+            'mdev device.' % candidate.name)
+    return devices[0], details[candidate.uuid]['allocations']
+
+
+def select_devices(placement, references=(), hosts=(), resource_class=None,
+                   all_devices=False):
+    """The devices a write command acts on, each once.
+
+    ``references`` name devices one by one (as ``provider show`` takes
+    them); ``hosts``, ``resource_class`` and ``all_devices`` select by
+    property and must together match at least one device. Traits are
+    not read here: writers read them with the provider generation.
+    """
+    providers = placement.list_providers()
+    check_hosts(providers, hosts)
+    candidates = domain.find_candidates(providers)
+    named = {c.uuid: c for c in (
+        resolve(providers, candidates, ref) for ref in references)}
+    selecting = bool(hosts or resource_class or all_devices)
+    pool = [c for c in candidates if not hosts or c.host in hosts] \
+        if selecting else []
+    wanted = {c.uuid: c for c in pool}
+    wanted.update(named)
+    details = placement.get_provider_details(
+        list(wanted), usages=False, traits=False)
+    rows = _devices(placement, wanted.values(), details)
+    found = {d.uuid for d in rows}
+    for uuid, candidate in named.items():
+        if uuid not in found:
+            raise exceptions.CommandError(
+                'Provider %s has no VGPU or CUSTOM_* inventory, so it is not '
+                'an mdev device.' % candidate.name)
+    chosen = {d.uuid: d for d in rows if d.uuid in named}
+    if selecting:
+        pooled = {c.uuid for c in pool}
+        matched = [d for d in rows if d.uuid in pooled and (
+            not resource_class or d.resource_class == resource_class)]
+        if not matched:
+            what = []
+            if hosts:
+                what.append('on host %s' % ', '.join(hosts))
+            if resource_class:
+                what.append('with resource class %s' % resource_class)
+            raise exceptions.CommandError(
+                "No mdev device %s; run 'openstack mdev provider list' to "
+                "see the devices." % (' '.join(what) or 'in the cloud'))
+        for device in matched:
+            chosen.setdefault(device.uuid, device)
+    return sorted(chosen.values(), key=domain.sort_key)
