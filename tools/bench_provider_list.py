@@ -36,8 +36,8 @@ from tests.fixtures import servers  # noqa: E402
 
 
 def served(url):
-    with urllib.request.urlopen(url + '/_requests') as resp:
-        return int(resp.read())
+    with urllib.request.urlopen(url + '/_stats') as resp:
+        return json.loads(resp.read())['requests']
 
 
 def openstack(url, *args):

@@ -7,6 +7,8 @@ refusals, a Placement too old for a call) into one-line CommandErrors.
 """
 
 import json
+import random
+import time
 import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
@@ -24,9 +26,16 @@ INVENTORIES = '1.0'
 USAGES = '1.0'
 PROVIDER_ALLOCATIONS = '1.0'
 
+UPDATE_ATTEMPTS = 10
+UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
+
 
 class NotFound(Exception):
     """Placement answered 404 for a resource that is expected to exist."""
+
+
+class GenerationConflict(Exception):
+    """Placement answered 409: another writer changed the provider."""
 
 
 def _version_tuple(version):
@@ -59,6 +68,8 @@ class PlacementClient:
                                           **kwargs)
         except osc_exc.NotFound as exc:
             raise NotFound(str(exc.message)) from exc
+        except osc_exc.Conflict as exc:
+            raise GenerationConflict(str(exc.message)) from exc
         except (osc_exc.Unauthorized, ks_exc.Unauthorized) as exc:
             raise osc_exc.CommandError(
                 'Placement did not accept the credentials (HTTP 401: %s); '
@@ -158,6 +169,11 @@ class PlacementClient:
             'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
         return body['traits']
 
+    def get_traits_and_generation(self, uuid):
+        body = self._request(
+            'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
+        return body['resource_provider_generation'], body['traits']
+
     def get_provider_allocations(self, uuid):
         body = self._request(
             'GET', '/resource_providers/%s/allocations' % uuid,
@@ -171,6 +187,53 @@ class PlacementClient:
         except NotFound:
             return False
         return True
+
+    def trait_exists(self, name):
+        try:
+            self._request('GET', '/traits/%s' % name, TRAITS)
+        except NotFound:
+            return False
+        return True
+
+    # -- writes -----------------------------------------------------------
+
+    def ensure_trait(self, name):
+        """Create custom trait ``name`` unless it exists (PUT is idempotent).
+        """
+        self._request('PUT', '/traits/%s' % name, TRAITS)
+
+    def put_traits(self, uuid, generation, traits):
+        """Replace a provider's traits; GenerationConflict if it moved on."""
+        body = self._request(
+            'PUT', '/resource_providers/%s/traits' % uuid, TRAITS,
+            json={'resource_provider_generation': generation,
+                  'traits': sorted(traits)})
+        return body['resource_provider_generation']
+
+    def update_traits(self, uuid, change, dry_run=False,
+                      attempts=UPDATE_ATTEMPTS, backoff=UPDATE_BACKOFF):
+        """Read-modify-write a provider's traits, safe against other writers.
+
+        ``change(current traits) -> new traits``. A generation conflict
+        (another writer, such as nova-compute, changed the provider in
+        between) re-reads the provider and applies ``change`` again, up to
+        ``attempts`` times with jittered exponential backoff. Returns
+        ``(before, after)``; with ``dry_run`` nothing is written.
+        """
+        for attempt in range(attempts):
+            generation, current = self.get_traits_and_generation(uuid)
+            wanted = frozenset(change(frozenset(current)))
+            if dry_run or wanted == frozenset(current):
+                return frozenset(current), wanted
+            try:
+                self.put_traits(uuid, generation, wanted)
+                return frozenset(current), wanted
+            except GenerationConflict:
+                delay = min(backoff * 2 ** attempt, 2.0)
+                time.sleep(random.uniform(delay / 2, delay))
+        raise osc_exc.CommandError(
+            'Provider %s kept changing under %d attempts to update its '
+            'traits; run the command again.' % (uuid, attempts))
 
     def get_provider_details(self, uuids, usages=True, traits=True,
                              allocations=False):

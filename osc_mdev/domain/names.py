@@ -40,9 +40,12 @@ def nodedev_from_provider_name(provider_name, root_name):
     if not provider_name.startswith(prefix):
         return None
     nodedev = provider_name[len(prefix):]
-    if not _NODEDEV_RE.match(nodedev):
-        return None
-    return nodedev
+    return nodedev if is_nodedev_name(nodedev) else None
+
+
+def is_nodedev_name(text):
+    """True for names libvirt gives node devices (``mtty_mtty``)."""
+    return bool(_NODEDEV_RE.match(text))
 
 
 def pci_address_from_nodedev(nodedev):

@@ -1,0 +1,70 @@
+"""Trait changes on mdev devices, planned without touching Placement."""
+
+import re
+
+from osc_mdev.domain import names
+
+OWNER_PREFIX = 'OWNER_'
+DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
+
+
+def is_owner_trait(trait):
+    """Traits a service (Nova, Cyborg) sets to claim a provider."""
+    return trait.startswith(OWNER_PREFIX)
+
+
+def plan(current, add=(), remove=(), replace=False, force=False):
+    """Return the trait set a device should have after a change.
+
+    * default: ``current`` plus ``add`` minus ``remove``; other writers'
+      traits (Nova's ``OWNER_NOVA``, another operator's) stay.
+    * ``replace``: exactly ``add``, except that ``OWNER_*`` traits already
+      there stay unless ``force`` is given.
+    * removing an ``OWNER_*`` trait needs ``force`` too.
+    """
+    current = set(current)
+    if replace:
+        kept = set() if force else {t for t in current if is_owner_trait(t)}
+        new = set(add) | kept
+    else:
+        new = current | set(add)
+    for trait in remove:
+        if is_owner_trait(trait) and not force:
+            continue
+        new.discard(trait)
+    return frozenset(new)
+
+
+def protected_removals(remove, force):
+    """The ``OWNER_*`` traits in ``remove`` that ``force`` does not allow."""
+    return sorted(t for t in remove if is_owner_trait(t)) if not force else []
+
+
+def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
+    """``nvidia-35`` -> ``CUSTOM_NVIDIA_35`` (the default naming).
+
+    Upper-cases the type and turns every character that is not a letter or
+    digit into ``_``; ``prefix`` (a ``CUSTOM_...`` string) goes in front.
+    """
+    validate_prefix(prefix)
+    body = re.sub(r'[^A-Z0-9]', '_', mdev_type.upper())
+    return names.validate_trait_name(prefix + body)
+
+
+def validate_prefix(prefix):
+    if not re.match(r'^CUSTOM_[A-Z0-9_]*$', prefix):
+        raise ValueError(
+            "'%s' is not a valid trait prefix: it must start with CUSTOM_ "
+            "and hold only upper-case letters, digits and _" % prefix)
+    return prefix
+
+
+def describe_change(before, after, dry_run=False):
+    """``added CUSTOM_A; removed CUSTOM_B``, ``would add ...`` or
+    ``unchanged``."""
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    verbs = ('would add', 'would remove') if dry_run else ('added', 'removed')
+    parts = ['%s %s' % (verb, ', '.join(group))
+             for verb, group in zip(verbs, (added, removed)) if group]
+    return '; '.join(parts) if parts else 'unchanged'

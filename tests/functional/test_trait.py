@@ -1,0 +1,328 @@
+"""``openstack mdev trait set/unset`` against a real Placement."""
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.fixtures import cli
+from tests.fixtures import placement_data
+from tests.fixtures.placement_data import Gpu
+
+
+@pytest.fixture(scope='module')
+def auth(placement_url):
+    return cli.admin_token_args(placement_url)
+
+
+@pytest.fixture
+def host(placement, request):
+    """A fresh compute host with three GPUs for each test."""
+    name = 'trait-%s.example_com' % request.node.name[-40:].replace(
+        '[', '-').replace(']', '').replace('_', '-')
+    gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_KEEP_ME',)),
+            Gpu('pci_0000_85_00_0', 'VGPU', 4),
+            Gpu('pci_0000_86_00_0', 'CUSTOM_MLX5', 8)]
+    placement.add_compute_node(name, gpus)
+    return name, gpus
+
+
+def traits(placement, gpu):
+    return set(placement.get_traits(gpu.uuid))
+
+
+def mdev(auth, *args):
+    return cli.openstack(*auth, 'mdev', *args)
+
+
+def generations(placement, gpus):
+    return [placement.generation(g.uuid) for g in gpus]
+
+
+def test_set_adds_and_keeps_existing(placement, auth, host):
+    name, gpus = host
+    result = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_NVIDIA_11',
+                  '-f', 'json', '%s:0000:84:00.0' % name)
+    assert result.rc == 0, result.stderr
+    assert result.json() == [{
+        'Device': '0000:84:00.0', 'Host': name,
+        'Traits': ['CUSTOM_KEEP_ME', 'CUSTOM_NVIDIA_11', 'OWNER_NOVA'],
+        'Result': 'added CUSTOM_NVIDIA_11'}]
+    assert traits(placement, gpus[0]) == {
+        'OWNER_NOVA', 'CUSTOM_KEEP_ME', 'CUSTOM_NVIDIA_11'}
+    # The other devices are untouched.
+    assert traits(placement, gpus[1]) == {'OWNER_NOVA'}
+    # Running it again changes nothing and says so.
+    again = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_NVIDIA_11',
+                 '-f', 'json', gpus[0].uuid).json()
+    assert again[0]['Result'] == 'unchanged'
+
+
+def test_set_by_host_and_class_selectors(placement, auth, host):
+    name, gpus = host
+    result = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
+                  '--trait', 'CUSTOM_POOL_B', '--host', name,
+                  '--resource-class', 'VGPU', '-f', 'json').json()
+    assert [r['Device'] for r in result] == ['0000:84:00.0', '0000:85:00.0']
+    for gpu in gpus[:2]:
+        assert {'CUSTOM_POOL_A', 'CUSTOM_POOL_B', 'OWNER_NOVA'} <= traits(
+            placement, gpu)
+    assert traits(placement, gpus[2]) == {'OWNER_NOVA'}
+
+
+def test_set_creates_missing_custom_trait(placement, auth, host):
+    name, gpus = host
+    new = 'CUSTOM_BRAND_NEW_%d' % int(time.time() * 1000)
+    placement.request('GET', '/traits/%s' % new, ok=(404,))
+    result = mdev(auth, 'trait', 'set', '--trait', new, gpus[1].name)
+    assert result.rc == 0, result.stderr
+    placement.request('GET', '/traits/%s' % new, ok=(204,))
+    assert new in traits(placement, gpus[1])
+
+
+def test_unset_removes_only_named(placement, auth, host):
+    name, gpus = host
+    placement.set_traits(gpus[0].uuid, [
+        'OWNER_NOVA', 'CUSTOM_KEEP_ME', 'CUSTOM_DROP_ME'])
+    result = mdev(auth, 'trait', 'unset', '--trait', 'CUSTOM_DROP_ME',
+                  '--host', name, '-f', 'json').json()
+    assert [r['Result'] for r in result] == [
+        'removed CUSTOM_DROP_ME', 'unchanged', 'unchanged']
+    assert traits(placement, gpus[0]) == {'OWNER_NOVA', 'CUSTOM_KEEP_ME'}
+
+
+def test_replace_keeps_owner_traits_unless_forced(placement, auth, host):
+    name, gpus = host
+    mdev(auth, 'trait', 'set', '--replace', '--trait', 'CUSTOM_ONLY',
+         gpus[0].uuid)
+    assert traits(placement, gpus[0]) == {'OWNER_NOVA', 'CUSTOM_ONLY'}
+    mdev(auth, 'trait', 'set', '--replace', '--force', '--trait',
+         'CUSTOM_ONLY', gpus[0].uuid)
+    assert traits(placement, gpus[0]) == {'CUSTOM_ONLY'}
+
+
+def test_unset_owner_trait_needs_force(placement, auth, host):
+    name, gpus = host
+    before = generations(placement, gpus)
+    result = mdev(auth, 'trait', 'unset', '--trait', 'OWNER_NOVA',
+                  '--host', name)
+    assert result.rc == 1
+    assert 'add --force' in result.stderr
+    assert generations(placement, gpus) == before
+    forced = mdev(auth, 'trait', 'unset', '--trait', 'OWNER_NOVA', '--force',
+                  gpus[1].uuid)
+    assert forced.rc == 0, forced.stderr
+    assert traits(placement, gpus[1]) == set()
+
+
+def test_dry_run_writes_nothing(placement, auth, host):
+    name, gpus = host
+    before = generations(placement, gpus)
+    trait = 'CUSTOM_DRY_%d' % int(time.time() * 1000)
+    result = mdev(auth, 'trait', 'set', '--trait', trait, '--host', name,
+                  '--dry-run', '-f', 'json').json()
+    assert result[0] == {
+        'Device': '0000:84:00.0', 'Host': name,
+        'Current Traits': ['CUSTOM_KEEP_ME', 'OWNER_NOVA'],
+        'Traits': sorted(['CUSTOM_KEEP_ME', trait, 'OWNER_NOVA']),
+        'Result': 'would add %s' % trait}
+    assert len(result) == 3
+    unset = mdev(auth, 'trait', 'unset', '--trait', 'CUSTOM_KEEP_ME',
+                 '--all', '--dry-run', '-f', 'json')
+    assert unset.rc == 0, unset.stderr
+    assert generations(placement, gpus) == before
+    # Not even the custom trait was created.
+    placement.request('GET', '/traits/%s' % trait, ok=(404,))
+
+
+@pytest.mark.parametrize('args,fragment', [
+    (['set', '--trait', 'custom_lower', '--all'], 'not a valid trait name'),
+    (['set', '--trait', 'CUSTOM_A-B', '--all'], 'not a valid'),
+    (['set', '--trait', 'NOT_A_STANDARD_TRAIT', '--all'],
+     'neither a standard trait nor known to Placement'),
+    (['set', '--trait', 'CUSTOM_OK'],
+     'Name the devices to change, or select them'),
+    (['set', '--all'], 'Give at least one --trait'),
+    (['set', '--trait', 'CUSTOM_OK', '--host', 'no-such-host'],
+     'No compute host named no-such-host'),
+    (['set', '--trait', 'CUSTOM_OK', '--resource-class', 'CUSTOM_NONE_HERE'],
+     'No mdev device with resource class CUSTOM_NONE_HERE'),
+    (['set', '--trait', 'CUSTOM_OK', '--resource-class', 'PGPU'],
+     'not an mdev resource class'),
+    (['set', '--trait', 'CUSTOM_OK', 'nohost:0000:84:00.0'],
+     'no host named nohost'),
+    (['set', '--trait', 'CUSTOM_OK', 'HOST:0000:84:00'],
+     'is not a PCI address'),
+    (['set', '--trait', 'CUSTOM_OK', '--force', '--all'],
+     '--force only has a meaning with --replace'),
+])
+def test_bad_input_writes_nothing(placement, auth, host, args, fragment):
+    name, gpus = host
+    args = [a.replace('HOST', name) for a in args]
+    before = generations(placement, gpus)
+    result = mdev(auth, 'trait', *args)
+    assert result.rc == 1
+    assert result.stdout == ''
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert fragment in lines[0]
+    assert generations(placement, gpus) == before
+    placement.request('GET', '/traits/CUSTOM_OK', ok=(404,))
+
+
+def test_failure_on_one_device_is_reported_and_exit_1(
+        placement, auth, host, monkeypatch):
+    # A device deleted between selection and update fails alone.
+    from osc_mdev.client import placement as placement_client
+
+    name, gpus = host
+    real = placement_client.PlacementClient.get_traits_and_generation
+
+    def vanish(self, uuid):
+        if uuid == gpus[1].uuid:
+            raise placement_client.NotFound('gone')
+        return real(self, uuid)
+
+    monkeypatch.setattr(placement_client.PlacementClient,
+                        'get_traits_and_generation', vanish)
+    result = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_PARTIAL',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 1
+    rows = __import__('json').loads(result.stdout)
+    assert [r['Result'] for r in rows] == [
+        'added CUSTOM_PARTIAL', 'failed: the device was deleted meanwhile',
+        'added CUSTOM_PARTIAL']
+    assert '1 of the devices could not be changed' in result.stderr
+    assert 'CUSTOM_PARTIAL' in traits(placement, gpus[2])
+
+
+NOVA_CONF = """
+[devices]
+enabled_mdev_types = nvidia-35,nvidia-36,mlx5_core
+[mdev_nvidia-35]
+device_addresses = 0000:84:00.0
+[vgpu_nvidia-36]
+device_addresses = 0000:85:00.0
+[mdev_mlx5_core]
+mdev_class = CUSTOM_MLX5
+"""
+
+
+def test_from_nova_conf(placement, auth, host, tmp_path):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF)
+    # A stale type tag from an earlier configuration goes away.
+    placement.set_traits(gpus[0].uuid, ['OWNER_NOVA', 'CUSTOM_NVIDIA_36'])
+    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                  '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert traits(placement, gpus[0]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_35'}
+    assert traits(placement, gpus[1]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_36'}
+    # Unlisted: the default type (the one without device_addresses).
+    assert traits(placement, gpus[2]) == {'OWNER_NOVA', 'CUSTOM_MLX5_CORE'}
+    prefixed = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                    '--host', name, '--trait-prefix', 'CUSTOM_TYPE_',
+                    '--dry-run', '-f', 'json').json()
+    assert prefixed[0]['Result'] == 'would add CUSTOM_TYPE_NVIDIA_35'
+
+
+def test_from_nova_conf_without_default_skips_unlisted(
+        placement, auth, host, tmp_path):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[devices]\nenabled_vgpu_types = nvidia-11\n'
+                    '[vgpu_nvidia-11]\ndevice_addresses = 0000:84:00.0\n')
+    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                  '--host', name, '-f', 'json').json()
+    assert [r['Result'] for r in result] == [
+        'added CUSTOM_NVIDIA_11',
+        'skipped: no mdev type for it in %s' % conf,
+        'skipped: no mdev type for it in %s' % conf]
+
+
+def test_from_nova_conf_nova_would_refuse(placement, auth, host, tmp_path):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF.replace(
+        'device_addresses = 0000:85:00.0',
+        'device_addresses = 0000:85:00.0,0000:84:00.0'))
+    before = generations(placement, gpus)
+    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                  '--host', name)
+    assert result.rc == 1
+    assert 'device 0000:84:00.0 is listed under both' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert generations(placement, gpus) == before
+
+
+def test_from_nova_conf_needs_one_host(placement, auth, host, tmp_path):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF)
+    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                  '--all')
+    assert result.rc == 1
+    assert 'give exactly one --host' in result.stderr
+
+
+class NovaLikeWriter(threading.Thread):
+    """Bumps provider generations the way nova-compute's periodic does:
+    re-PUTs inventory and re-reads/re-writes its own traits."""
+
+    def __init__(self, url, gpus):
+        super().__init__(daemon=True)
+        self.placement = placement_data.Placement(url)
+        self.gpus = gpus
+        self.stop = threading.Event()
+        self.writes = 0
+
+    def run(self):
+        self.placement.ensure_trait('CUSTOM_NOVA_SIDE')
+        while not self.stop.is_set():
+            for gpu in self.gpus:
+                try:
+                    self.placement.set_inventory(gpu.uuid, {
+                        gpu.resource_class: {'total': gpu.total,
+                                             'max_unit': gpu.total}})
+                    # Read-modify-write with the generation read alongside
+                    # the traits, as Placement clients must.
+                    path = '/resource_providers/%s/traits' % gpu.uuid
+                    body = self.placement.request('GET', path)
+                    self.placement.request('PUT', path, json={
+                        'resource_provider_generation':
+                            body['resource_provider_generation'],
+                        'traits': sorted(
+                            set(body['traits']) | {'CUSTOM_NOVA_SIDE'})})
+                    self.writes += 1
+                except placement_data.PlacementError:
+                    pass  # lost a race itself; try again next round
+
+
+def test_concurrent_sets_lose_nothing(placement, placement_url, auth, host):
+    name, gpus = host
+    before = placement_data.server_stats(placement_url)['status']
+    writer = NovaLikeWriter(placement_url, gpus)
+    writer.start()
+    procs = [subprocess.Popen(
+        [sys.executable, '-m', 'openstackclient.shell', *auth, 'mdev',
+         'trait', 'set', '--trait', 'CUSTOM_RACE_%d' % i, '--host', name,
+         '-f', 'json'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(8)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    writer.stop.set()
+    writer.join(30)
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err
+        assert '409' not in out + err and 'Conflict' not in out + err
+    for gpu in gpus:
+        expected = {'CUSTOM_RACE_%d' % i for i in range(8)} | {
+            'OWNER_NOVA', 'CUSTOM_NOVA_SIDE'}
+        assert expected <= traits(placement, gpu)
+    assert 'CUSTOM_KEEP_ME' in traits(placement, gpus[0])
+    after = placement_data.server_stats(placement_url)['status']
+    # The race was real: Placement refused stale generations meanwhile.
+    assert after.get('409', 0) > before.get('409', 0)
+    assert writer.writes > 0
