@@ -1,0 +1,1 @@
+"""An embedded test cloud: real Nova and Placement with fake vGPU hosts."""

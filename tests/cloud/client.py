@@ -1,0 +1,189 @@
+"""Start and drive an embedded test cloud from any Python process.
+
+``EmbeddedCloud`` runs ``python -m tests.cloud.server`` as a child
+process (the cloud needs eventlet; the caller does not import it), waits
+for its READY line and talks to its control API over HTTP::
+
+    with EmbeddedCloud(tmp_path) as cloud:
+        cloud.control('create_flavor', name='vgpu',
+                      extra_specs={'resources:VGPU': '1'})
+        server, = cloud.control('boot', flavor='vgpu')
+        subprocess.run(['openstack', '--os-cloud', cloud.cloud_name,
+                        'server', 'show', server['id']],
+                       env=cloud.cli_environ())
+
+Only the standard library is used here.
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import select
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+#: Modules the cloud process needs beyond the project's own requirements:
+#: Nova with its shipped functional test harness and what that imports.
+SERVER_MODULES = ('nova', 'placement', 'testtools', 'oslotest',
+                  'wsgi_intercept', 'eventlet')
+
+
+def missing_modules():
+    """Names of the SERVER_MODULES this Python cannot import."""
+    return [name for name in SERVER_MODULES
+            if importlib.util.find_spec(name) is None]
+
+
+class CloudError(RuntimeError):
+    """The cloud did not start, or a control operation failed."""
+
+
+class EmbeddedCloud:
+    """An embedded Nova + Placement cloud running in a child process.
+
+    :param workdir: directory for ``clouds.yaml``, ``cloud.log`` and the
+        topology file; created if missing.
+    :param topology: ``None`` for the server's demo topology, a dict (it is
+        written to ``workdir/topology.json``) or the path of a JSON file.
+    :param timeout: seconds to wait for the cloud to be ready.
+    :param control_timeout: default seconds to wait for a control answer.
+
+    The cloud starts when the object is created; ``stop()`` (or leaving the
+    ``with`` block) ends it.
+    """
+
+    def __init__(self, workdir, topology=None, timeout=120,
+                 control_timeout=300):
+        self.workdir = pathlib.Path(workdir).resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.workdir / 'cloud.log'
+        self.control_timeout = control_timeout
+        self.proc = None
+        command = [sys.executable, '-m', 'tests.cloud.server',
+                   '--workdir', str(self.workdir), '--exit-with-parent']
+        if isinstance(topology, dict):
+            path = self.workdir / 'topology.json'
+            path.write_text(json.dumps(topology, indent=2))
+            command += ['--topology', str(path)]
+        elif topology is not None:
+            command += ['--topology', str(pathlib.Path(topology).resolve())]
+        env = dict(os.environ)
+        env['PYTHONPATH'] = os.pathsep.join(
+            [str(REPO)] + [p for p in env.get('PYTHONPATH', '').split(
+                os.pathsep) if p])
+        started = time.monotonic()
+        with open(self.log_path, 'ab') as log:
+            self.proc = subprocess.Popen(
+                command, cwd=str(REPO), env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=log)
+        try:
+            self.ready = self._wait_ready(timeout)
+        except BaseException:
+            self._terminate()
+            raise
+        finally:
+            self.proc.stdout.close()
+        self.start_seconds = time.monotonic() - started
+        self.compute_url = self.ready['compute_url']
+        self.placement_url = self.ready['placement_url']
+        self.control_url = self.ready['control_url']
+        self.clouds_yaml = self.ready['clouds_yaml']
+        self.cloud_name = self.ready['cloud']
+        self.hosts = self.ready['hosts']
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        buffered = b''
+        while True:
+            while b'\n' in buffered:
+                line, buffered = buffered.split(b'\n', 1)
+                if line.startswith(b'READY '):
+                    return json.loads(line[len(b'READY '):])
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CloudError('the cloud was not ready after %s s%s' % (
+                    timeout, self._log_tail()))
+            readable, _, _ = select.select([fd], [], [], min(remaining, 1))
+            chunk = os.read(fd, 65536) if readable else b''
+            if readable and not chunk:
+                code = self.proc.wait()
+                raise CloudError('the cloud exited with %s before it was '
+                                 'ready%s' % (code, self._log_tail()))
+            buffered += chunk
+
+    def _log_tail(self, lines=40):
+        try:
+            text = self.log_path.read_text(errors='replace')
+        except OSError:
+            return ''
+        tail = '\n'.join(text.splitlines()[-lines:])
+        return '; end of %s:\n%s' % (self.log_path, tail)
+
+    def control(self, op, timeout=None, **kwargs):
+        """Run one control operation; answer its parsed JSON result.
+
+        Raises ``CloudError`` with the server's message when it answers
+        ``{"error": ...}``.
+        """
+        body = json.dumps(dict(kwargs, op=op)).encode()
+        request = urllib.request.Request(
+            self.control_url, data=body, method='POST',
+            headers={'Content-Type': 'application/json'})
+        try:
+            with urllib.request.urlopen(
+                    request, timeout=timeout or self.control_timeout) as rsp:
+                return json.loads(rsp.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read())['error']
+            except (ValueError, KeyError, TypeError):
+                message = str(exc)
+            raise CloudError('%s failed (HTTP %s): %s' % (
+                op, exc.code, message)) from None
+
+    def cli_environ(self, base=None):
+        """Environment for an ``openstack`` process that uses this cloud."""
+        env = dict(os.environ if base is None else base)
+        env['OS_CLIENT_CONFIG_FILE'] = str(self.clouds_yaml)
+        env['OS_CLOUD'] = self.cloud_name
+        return env
+
+    def stop(self, timeout=30):
+        """Ask the cloud to stop; terminate it if it does not."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            self.control('stop', timeout=5)
+        except (CloudError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._terminate()
+
+    def _terminate(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    @property
+    def returncode(self):
+        """The child's exit status, or None while it runs."""
+        return self.proc.poll()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()

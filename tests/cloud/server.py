@@ -1,0 +1,840 @@
+"""An embedded OpenStack test cloud whose compute hosts have vGPUs.
+
+Run as::
+
+    python -m tests.cloud.server --workdir DIR [--topology FILE.json]
+                                 [--exit-with-parent]
+
+One process runs Nova's own functional test harness (the libvirt vGPU
+test case shipped in the ``nova`` package): the Nova API (the real WSGI
+application), conductor, scheduler and one nova-compute service per host
+on a fake libvirt whose PCI devices are mdev-capable GPUs, against a real
+in-process Placement. Every compute host gets its own ``[devices]`` and
+``[mdev_<type>]`` configuration before its service starts, so Nova itself
+writes the providers, inventories and allocations into Placement.
+
+The Nova API, Placement and a small control API are served over HTTP on
+ephemeral ports of 127.0.0.1. ``DIR/clouds.yaml`` gets a cloud named
+``mdev-sandbox`` for the ``openstack`` CLI: ``auth_type: admin_token``
+with token ``admin`` (Placement's noauth2 admin; the Nova API takes any
+request without ``X-Auth-User`` headers as the admin of the harness's
+project), ``placement_endpoint_override``, ``compute_endpoint_override``
+(``<compute_url>``, ending in ``/v2.1``), ``compute_api_version`` (the
+newest microversion of the installed Nova) and an identity endpoint on the
+control port that only answers Keystone v3 version discovery: there is no
+Keystone, but ``openstack server list`` builds an identity v3 client and
+fails without one. When everything answers, exactly one line goes to
+stdout::
+
+    READY {"compute_url": ..., "placement_url": ..., "control_url": ...,
+           "clouds_yaml": ..., "cloud": "mdev-sandbox", "hosts": {...}}
+
+Logs go to ``DIR/cloud.log`` (``OS_DEBUG=1`` for debug logs). SIGTERM,
+SIGINT or the ``stop`` operation shut the cloud down; the process then
+exits 0 (1 when the cloud could not start).
+
+Unlike the plain fake libvirt, a GPU's ``availableInstances`` drops as
+mdevs are created on it, as on real hardware, so Nova's inventory total
+stays at the GPU's capacity and a GPU can be filled up. Deleting a server
+does not remove its mdev (Nova keeps and reuses it).
+
+Topology
+========
+
+A JSON file ``{"hosts": [HOST, ...]}``; each HOST is::
+
+    {"name": "compute1",
+     "gpus": 2,
+     "bus": "0x81",
+     "enabled_mdev_types": ["nvidia-11", "nvidia-12"],
+     "mdev": {"nvidia-11": {"device_addresses": ["0000:81:00.0"],
+                            "mdev_class": "VGPU",
+                            "max_instances": 4}}}
+
+``name``
+    The compute host name (service host, hypervisor hostname and root
+    resource provider name). ``_`` and ``.`` are allowed.
+``gpus``
+    Either a number of GPUs of kind ``nvidia`` or a list of kinds, one per
+    GPU. Kinds are the fake libvirt's devices: ``nvidia`` offers
+    ``nvidia-11`` (16 instances) and ``nvidia-12`` (8); ``generic`` offers
+    ``mlx5_core`` (16) and ``nvidia-12`` (8). GPU ``i`` sits at PCI address
+    ``0000:<bus>:<i>.0`` (libvirt name ``pci_0000_<bus>_<i>_0``).
+``bus``
+    PCI bus of the GPUs, ``"0x81"`` by default.
+``enabled_mdev_types``
+    ``[devices] enabled_mdev_types`` of this host.
+``mdev``
+    Per type, the options of its ``[mdev_<type>]`` group:
+    ``device_addresses``, ``mdev_class``, ``max_instances``.
+
+Without ``--topology`` the built-in ``demo`` topology (``DEMO_TOPOLOGY``)
+is used: three hosts with two GPUs each, the vGPU types ``nvidia-11`` and
+``nvidia-12`` (class ``VGPU``) and the generic type ``mlx5_core`` with
+class ``CUSTOM_MLX5``; two hosts carry two types.
+
+The ``hosts`` value of the READY line describes, per host, its
+``enabled_mdev_types`` and its ``gpus``: ``parent_device`` (libvirt
+name), ``pci_address``, ``kind``, ``offers`` (type to instance count),
+``mdev_type`` (the type Nova is configured to use on it, or null when none
+applies or the GPU does not offer it), ``resource_class`` and ``total``
+(the class and total of the inventory Nova is expected to report for it;
+null and 0 when none) and ``provider_name`` (``<host>_<parent_device>``).
+These follow Nova's rules from the configuration alone: a GPU listed in a
+type's ``device_addresses`` takes that type and its ``mdev_class``; other
+GPUs take the first enabled type without ``device_addresses`` and are
+always ``VGPU``, whatever that type's ``mdev_class`` says; with
+``max_instances``, GPUs are counted in address order and those that would
+exceed the limit get no inventory.
+
+Control API
+===========
+
+``POST /control`` with a JSON object ``{"op": OP, ...arguments}``; the
+answer is JSON. Errors are ``{"error": "..."}`` with status 400 (unknown
+op, bad arguments, unknown flavor/server/host, or a 4xx answer of the Nova
+API, whose body is quoted) or 500 (anything else, such as a timeout).
+Operations run one at a time.
+
+``create_flavor`` {name, vcpus=1, ram=512, disk=1, ephemeral=0,
+extra_specs={}}
+    -> ``{"id", "name"}``
+``boot`` {flavor (name or id), name?, host?, count=1, timeout=120}
+    Boots ``count`` servers (one request with min/max count; names get
+    ``-1``, ``-2``... suffixes) from the harness's image, without network.
+    ``host`` is the requested host of microversion 2.74: the scheduler
+    still checks it, so Placement allocations are made as usual. Waits
+    until each server leaves BUILD -> ``[{"id", "name", "host", "status",
+    "fault"}]``; ``fault`` is the fault message of a server in ERROR (for
+    example "No valid host was found."), else null.
+``delete`` {server, timeout=120}
+    Deletes the server and waits until it is gone -> ``{"deleted": id}``.
+``mdev_truth`` {}
+    The fake libvirt's view, independent of Placement: one entry per mdev
+    that a guest uses, ``{"server", "host", "parent_device",
+    "pci_address", "mdev_type", "mdev_uuid"}``.
+``periodic`` {}
+    Runs every compute's ``update_available_resource`` -> ``{"hosts"}``.
+``resize`` {server, flavor, timeout=120} / ``migrate`` {server, host?,
+timeout=120}
+    Resizes (cold-migrates), confirms, and answers ``{"id", "status",
+    "source_host", "host"}``.
+``hosts`` {}
+    The ``hosts`` value of the READY line.
+``stop`` {}
+    Answers ``{"stopping": true}``, then shuts the cloud down.
+"""
+
+import argparse
+import collections
+import inspect
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from xml.etree import ElementTree
+
+# Importing Nova's test package applies eventlet monkey patching, so it
+# comes before any other third-party import.
+from nova.tests.functional.libvirt import test_vgpu
+
+import eventlet
+from eventlet import wsgi as eventlet_wsgi
+import fixtures
+from nova.api import auth
+from nova.api.openstack import api_version_request
+import nova.conf
+from nova import context as nova_context
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.api import client as api_client
+from nova.virt.libvirt import utils as libvirt_utils
+from placement import deploy as placement_deploy
+import yaml
+
+CONF = nova.conf.CONF
+LOG = logging.getLogger('tests.cloud')
+
+CLOUD_NAME = 'mdev-sandbox'
+IMAGE_ID = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
+
+#: What each kind of fake GPU offers: mdev type -> available instances.
+GPU_KINDS = {
+    'nvidia': {fakelibvirt.NVIDIA_11_VGPU_TYPE: 16,
+               fakelibvirt.NVIDIA_12_VGPU_TYPE: 8},
+    'generic': {fakelibvirt.MLX5_CORE_TYPE: 16,
+                fakelibvirt.NVIDIA_12_VGPU_TYPE: 8},
+}
+MDEV_OPTIONS = ('device_addresses', 'mdev_class', 'max_instances')
+ALL_DOMAINS = (fakelibvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE |
+               fakelibvirt.VIR_CONNECT_LIST_DOMAINS_INACTIVE)
+
+DEMO_TOPOLOGY = {
+    'hosts': [
+        {'name': 'compute1',
+         'gpus': 2,
+         'bus': '0x81',
+         'enabled_mdev_types': ['nvidia-11']},
+        {'name': 'compute2',
+         'gpus': 2,
+         'bus': '0x84',
+         'enabled_mdev_types': ['nvidia-11', 'nvidia-12'],
+         'mdev': {
+             'nvidia-11': {'device_addresses': ['0000:84:00.0']},
+             'nvidia-12': {'device_addresses': ['0000:84:01.0']}}},
+        {'name': 'gpu_node.rack3',
+         'gpus': ['generic', 'generic'],
+         'bus': '0x3b',
+         'enabled_mdev_types': ['mlx5_core', 'nvidia-12'],
+         'mdev': {
+             'mlx5_core': {'device_addresses': ['0000:3b:00.0'],
+                           'mdev_class': 'CUSTOM_MLX5'},
+             'nvidia-12': {'device_addresses': ['0000:3b:01.0'],
+                           'mdev_class': 'VGPU'}}},
+    ],
+}
+
+
+class BadRequest(Exception):
+    """A control request that cannot be served as asked (HTTP 400)."""
+
+
+def _bus(host):
+    bus = host.get('bus', 0x81)
+    return int(bus, 0) if isinstance(bus, str) else int(bus)
+
+
+def plan_hosts(topology):
+    """Validate a topology; answer per host what it has and should report.
+
+    This is the READY line's ``hosts`` value, computed from the
+    configuration alone (never from Placement).
+    """
+    hosts = topology.get('hosts')
+    if not isinstance(hosts, list) or not hosts:
+        raise ValueError('topology needs a non-empty "hosts" list')
+    plan = {}
+    for host in hosts:
+        name = host.get('name')
+        if not name or not isinstance(name, str):
+            raise ValueError('every host needs a "name"')
+        if name in plan:
+            raise ValueError('duplicate host name %r' % name)
+        plan[name] = _plan_host(host)
+    return plan
+
+
+def _plan_host(host):
+    name = host['name']
+    gpus = host.get('gpus', 2)
+    kinds = ['nvidia'] * gpus if isinstance(gpus, int) else list(gpus)
+    for kind in kinds:
+        if kind not in GPU_KINDS:
+            raise ValueError('%s: unknown GPU kind %r (known: %s)' % (
+                name, kind, ', '.join(sorted(GPU_KINDS))))
+    bus = _bus(host)
+    enabled = list(host.get('enabled_mdev_types', []))
+    mdev = host.get('mdev', {})
+    for mdev_type, options in mdev.items():
+        if mdev_type not in enabled:
+            raise ValueError('%s: [mdev_%s] given but the type is not '
+                             'enabled' % (name, mdev_type))
+        unknown = set(options) - set(MDEV_OPTIONS)
+        if unknown:
+            raise ValueError('%s: unknown [mdev_%s] options: %s' % (
+                name, mdev_type, ', '.join(sorted(unknown))))
+
+    # Nova's rules: a listed address takes its type and that type's class;
+    # other devices take the first type without addresses, always as VGPU.
+    listed = {}
+    default_type = None
+    for mdev_type in enabled:
+        addresses = mdev.get(mdev_type, {}).get('device_addresses')
+        if not addresses:
+            default_type = default_type or mdev_type
+        for address in addresses or ():
+            listed[address] = mdev_type
+    # max_instances: devices are taken in order while the type's running
+    # total stays within the limit; the others get no inventory.
+    counted = collections.Counter()
+    gpu_plan = []
+    for slot, kind in enumerate(kinds):
+        parent = fakelibvirt._get_libvirt_nodedev_name(bus, slot, 0)
+        address = '0000:%02x:%02x.0' % (bus, slot)
+        mdev_type = listed.get(address, default_type)
+        options = mdev.get(mdev_type, {})
+        resource_class = (options.get('mdev_class', 'VGPU')
+                          if address in listed else 'VGPU')
+        total = GPU_KINDS[kind].get(mdev_type, 0)
+        if not total:
+            mdev_type = None
+        limit = options.get('max_instances')
+        if limit and counted[mdev_type] + total > limit:
+            total = 0
+        counted[mdev_type] += total
+        gpu_plan.append({
+            'parent_device': parent,
+            'pci_address': address,
+            'kind': kind,
+            'offers': dict(GPU_KINDS[kind]),
+            'mdev_type': mdev_type,
+            'resource_class': resource_class if total else None,
+            'total': total,
+            'provider_name': '%s_%s' % (name, parent),
+        })
+    return {'enabled_mdev_types': enabled, 'gpus': gpu_plan}
+
+
+class CloudHarness(test_vgpu.VGPUTestBase):
+    """Nova's vGPU functional test case, kept running as a cloud.
+
+    ``setUp`` builds the whole cloud; ``doCleanups`` tears it down. The
+    ``op_*`` methods are the control API's operations.
+    """
+
+    ADMIN_API = True
+    microversion = 'latest'
+
+    def __init__(self, topology):
+        super().__init__('runTest')
+        self.topology = topology
+        self.host_plan = plan_hosts(topology)
+        self._mdev_groups = set()
+
+    def runTest(self):
+        """Unused: the cloud is driven by ``setUp`` and the control API."""
+
+    def _setup_services(self):
+        # The harness looks for api-paste.ini relative to site-packages;
+        # the nova wheel installs it elsewhere.
+        self.flags(api_paste_config=find_api_paste(), group='wsgi')
+        # A test cloud has no quota: tests may boot many servers.
+        self.flags(instances=-1, cores=-1, ram=-1, group='quota')
+        super()._setup_services()
+
+    def setUp(self):
+        """Start Placement, the control plane and every compute host."""
+        super().setUp()
+        header_context = auth.NovaKeystoneContext._create_context
+
+        def create_context(env, **kwargs):
+            if 'HTTP_X_AUTH_USER' in env:
+                return header_context(env, **kwargs)
+            return nova_context.RequestContext(
+                'admin', nova_fixtures.PROJECT_ID, is_admin=True,
+                roles=['reader', 'member', 'admin'], **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.auth.NovaKeystoneContext._create_context',
+            create_context))
+        for host in self.topology['hosts']:
+            self._start_host(host)
+
+    def _configure_host(self, host):
+        for group in self._mdev_groups:
+            self.reset_flags(*MDEV_OPTIONS, group=group)
+        self.flags(enabled_mdev_types=list(host.get('enabled_mdev_types',
+                                                    [])),
+                   group='devices')
+        nova.conf.devices.register_dynamic_opts(CONF)
+        for mdev_type, options in host.get('mdev', {}).items():
+            group = 'mdev_%s' % mdev_type
+            self._mdev_groups.add(group)
+            self.flags(group=group, **options)
+
+    def _start_host(self, host):
+        name = host['name']
+        self._configure_host(host)
+        pci_info = fakelibvirt.HostPCIDevicesInfo(
+            num_pci=0, num_pfs=0, num_vfs=0, num_mdevcap=0)
+        for slot, gpu in enumerate(self.host_plan[name]['gpus']):
+            pci_info.add_device(
+                dev_type='MDEV_TYPES', bus=_bus(host), slot=slot, function=0,
+                iommu_group=40 + slot,
+                numa_node=pci_info._calc_numa_node(slot, None),
+                multiple_gpu_types=gpu['kind'] == 'nvidia',
+                generic_types=gpu['kind'] == 'generic')
+        started = time.monotonic()
+        self.start_compute(
+            hostname=name, pci_info=pci_info,
+            libvirt_version=self.FAKE_LIBVIRT_VERSION,
+            qemu_version=self.FAKE_QEMU_VERSION)
+        LOG.info('Compute %s started in %.1f s', name,
+                 time.monotonic() - started)
+
+    def _create_mdev(self, dev_name, mdev_type, uuid=None):
+        """Create the mdev as the harness does, then lower the parent's
+        ``availableInstances`` like real hardware.
+
+        The fake GPUs otherwise offer the same number of instances however
+        many mdevs exist, and Nova's inventory total (existing mdevs plus
+        available instances) would grow with every mdev created.
+        """
+        uuid = super()._create_mdev(dev_name, mdev_type, uuid=uuid)
+        connection = self.computes[
+            self._current_host].driver._host.get_connection()
+        created = collections.Counter(
+            info['mdev_type']
+            for info in (_mdev_xml_info(device.XMLDesc(0))
+                         for device in connection.mdev_info.devices.values())
+            if info['parent_device'] == dev_name)
+        device = connection.pci_info.devices[dev_name]
+        for offered_type, offered in self._offers(device).items():
+            device.pci_device = re.sub(
+                r"(<type id='%s'>.*?<availableInstances>)\d+" % re.escape(
+                    offered_type),
+                lambda match: match.group(1) + str(
+                    max(0, offered - created[offered_type])),
+                device.pci_device, count=1, flags=re.DOTALL)
+        return uuid
+
+    @staticmethod
+    def _offers(device):
+        if device.generic_types:
+            return GPU_KINDS['generic']
+        return GPU_KINDS['nvidia']
+
+    # Control API operations.
+
+    def _flavor_id(self, flavor):
+        for candidate in self.api.get_flavors():
+            if flavor in (candidate['id'], candidate['name']):
+                return candidate['id']
+        raise BadRequest('no flavor %r' % flavor)
+
+    def _server(self, server):
+        try:
+            return self.api.get_server(server)
+        except api_client.OpenStackApiNotFoundException:
+            raise BadRequest('no server %r' % server)
+
+    def _wait(self, server_id, done, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                server = self.api.get_server(server_id)
+            except api_client.OpenStackApiNotFoundException:
+                server = None
+            if done(server):
+                return server
+            if time.monotonic() > deadline:
+                raise RuntimeError('server %s still %s after %s s' % (
+                    server_id, server and server['status'], timeout))
+            eventlet.sleep(0.2)
+
+    @staticmethod
+    def _summary(server):
+        fault = server.get('fault') or {}
+        return {'id': server['id'],
+                'name': server['name'],
+                'host': server.get('OS-EXT-SRV-ATTR:host'),
+                'status': server['status'],
+                'fault': fault.get('message')}
+
+    def op_create_flavor(self, name, vcpus=1, ram=512, disk=1, ephemeral=0,
+                         extra_specs=None):
+        """Create a flavor, with extra specs if given."""
+        flavor_id = self._create_flavor(
+            name=name, memory_mb=int(ram), vcpu=int(vcpus), disk=int(disk),
+            ephemeral=int(ephemeral),
+            extra_spec={k: str(v) for k, v in (extra_specs or {}).items()})
+        return {'id': flavor_id, 'name': name}
+
+    def op_boot(self, flavor, name=None, host=None, count=1, timeout=120):
+        """Boot servers and wait until each is ACTIVE or ERROR."""
+        count = int(count)
+        if host is not None and host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        body = self._build_server(
+            name=name, image_uuid=IMAGE_ID,
+            flavor_id=self._flavor_id(flavor), networks='none', host=host)
+        if count > 1:
+            body.update(min_count=count, max_count=count,
+                        return_reservation_id=True)
+        answer = self.api.post_server({'server': body})
+        if count > 1:
+            ids = [s['id'] for s in self.api.get_servers(
+                detail=False,
+                search_opts={'reservation_id': answer['reservation_id']})]
+        else:
+            ids = [answer['id']]
+        servers = []
+        for server_id in ids:
+            server = self._wait(
+                server_id,
+                lambda s: s is not None and s['status'] != 'BUILD' and (
+                    s['status'] != 'ERROR' or 'fault' in s),
+                timeout)
+            servers.append(self._summary(server))
+        return servers
+
+    def op_delete(self, server, timeout=120):
+        """Delete a server and wait until it is gone."""
+        server_id = self._server(server)['id']
+        self.api.delete_server(server_id)
+        self._wait(server_id, lambda s: s is None, timeout)
+        return {'deleted': server_id}
+
+    def op_mdev_truth(self):
+        """Every mdev a guest uses, as the fake libvirt hosts know it."""
+        truth = []
+        for host, compute in sorted(self.computes.items()):
+            connection = compute.driver._host.get_connection()
+            for domain in connection.listAllDomains(ALL_DOMAINS):
+                xml = ElementTree.fromstring(domain.XMLDesc(0))
+                for hostdev in xml.iter('hostdev'):
+                    if hostdev.get('type') != 'mdev':
+                        continue
+                    mdev_uuid = hostdev.find('./source/address').get('uuid')
+                    truth.append(dict(
+                        server=domain.UUIDString(), host=host,
+                        mdev_uuid=mdev_uuid,
+                        **self._mdev_info(connection, mdev_uuid)))
+        return truth
+
+    @staticmethod
+    def _mdev_info(connection, mdev_uuid):
+        name = libvirt_utils.mdev_uuid2name(mdev_uuid)
+        device = connection.mdev_info.devices.get(name)
+        if device is None:
+            return {'parent_device': None, 'pci_address': None,
+                    'mdev_type': None}
+        return _mdev_xml_info(device.XMLDesc(0))
+
+    def op_periodic(self):
+        """Run every compute's update_available_resource."""
+        self._run_periodics()
+        return {'hosts': sorted(self.computes)}
+
+    def _move(self, server, action, timeout):
+        before = self._server(server)
+        source = before['OS-EXT-SRV-ATTR:host']
+        self.api.post_server_action(before['id'], action)
+        moved = self._wait(
+            before['id'],
+            lambda s: s['status'] in ('VERIFY_RESIZE', 'ERROR', 'ACTIVE') and
+            s.get('OS-EXT-STS:task_state') is None,
+            timeout)
+        if moved['status'] != 'VERIFY_RESIZE':
+            fault = (moved.get('fault') or {}).get('message', '')
+            raise RuntimeError('%s of %s ended %s %s' % (
+                list(action)[0], before['id'], moved['status'], fault))
+        self._confirm_resize(moved, host=source)
+        after = self.api.get_server(before['id'])
+        return {'id': after['id'], 'status': after['status'],
+                'source_host': source,
+                'host': after['OS-EXT-SRV-ATTR:host']}
+
+    def op_resize(self, server, flavor, timeout=120):
+        """Resize a server to another flavor and confirm the resize."""
+        return self._move(
+            server, {'resize': {'flavorRef': self._flavor_id(flavor)}},
+            timeout)
+
+    def op_migrate(self, server, host=None, timeout=120):
+        """Cold-migrate a server and confirm the migration."""
+        return self._move(
+            server, {'migrate': {'host': host} if host else None}, timeout)
+
+    def op_hosts(self):
+        """What each host has, as on the READY line."""
+        return self.host_plan
+
+
+def _mdev_xml_info(xml):
+    """Parent device, its PCI address and type of a libvirt mdev node."""
+    tree = ElementTree.fromstring(xml)
+    parent = tree.findtext('parent')
+    address = None
+    if parent.startswith('pci_'):
+        address = '{}:{}:{}.{}'.format(*parent[4:].split('_'))
+    return {'parent_device': parent, 'pci_address': address,
+            'mdev_type': tree.find('./capability/type').get('id')}
+
+
+def _check_sqlalchemy():
+    import sqlalchemy
+    if tuple(map(int, sqlalchemy.__version__.split('.')[:2])) >= (2, 1):
+        LOG.warning('SQLAlchemy %s: resize and migrate fail in this harness '
+                    'with SQLAlchemy 2.1 (Nova uses APIs it deprecates, and '
+                    'the harness turns those warnings into errors); install '
+                    'SQLAlchemy<2.1', sqlalchemy.__version__)
+
+
+def find_api_paste():
+    """Locate the api-paste.ini that the nova distribution installed."""
+    from importlib import metadata
+    for path in metadata.files('nova') or ():
+        if path.name == 'api-paste.ini' and 'etc' in path.parts:
+            located = path.locate()
+            if os.path.exists(located):
+                return os.path.abspath(str(located))
+    for base in (sys.prefix, sys.exec_prefix, '/usr/local', '/usr'):
+        candidate = os.path.join(base, 'etc', 'nova', 'api-paste.ini')
+        if os.path.exists(candidate):
+            return candidate
+    raise RuntimeError('api-paste.ini of nova not found')
+
+
+class Cloud:
+    """The harness plus its HTTP servers, control API and lifecycle."""
+
+    def __init__(self, workdir, topology):
+        self.workdir = workdir
+        self.harness = CloudHarness(topology)
+        self.stopping = False
+        self.servers = []
+        self.lock = eventlet.semaphore.Semaphore()
+
+    def start(self):
+        """Build the cloud and serve it; answer the READY information."""
+        self.harness.setUp()
+        compute_port = self._serve(self.harness.api_fixture.app(), 'compute')
+        placement_conf = self.harness.placement_fixture.conf_fixture.conf
+        placement_port = self._serve(
+            placement_deploy.loadapp(placement_conf), 'placement')
+        control_port = self._serve(self.control_app, 'control')
+        base = 'http://127.0.0.1:%d'
+        compute_url = base % compute_port + '/v2.1'
+        placement_url = base % placement_port
+        clouds_yaml = os.path.join(self.workdir, 'clouds.yaml')
+        write_clouds_yaml(clouds_yaml, compute_url, placement_url,
+                          base % control_port + '/identity/v3')
+        return {
+            'compute_url': compute_url,
+            'placement_url': placement_url,
+            'control_url': base % control_port + '/control',
+            'clouds_yaml': clouds_yaml,
+            'cloud': CLOUD_NAME,
+            'hosts': self.harness.host_plan,
+        }
+
+    def _serve(self, app, name):
+        sock = eventlet.listen(('127.0.0.1', 0))
+        thread = eventlet.spawn(
+            eventlet_wsgi.server, sock, app,
+            log=logging.getLogger('tests.cloud.http.' + name),
+            log_output=LOG.isEnabledFor(logging.DEBUG), debug=False)
+        self.servers.append((thread, sock))
+        return sock.getsockname()[1]
+
+    def control_app(self, environ, start_response):
+        """WSGI application of the control API."""
+        status, answer = self._control(environ)
+        body = json.dumps(answer, default=str).encode()
+        start_response(status, [('Content-Type', 'application/json'),
+                                ('Content-Length', str(len(body)))])
+        return [body]
+
+    def _control(self, environ):
+        if environ['PATH_INFO'].rstrip('/') == '/identity/v3':
+            return '200 OK', identity_version(environ)
+        if environ['PATH_INFO'] != '/control':
+            return '404 Not Found', {'error': 'only /control is served'}
+        if environ['REQUEST_METHOD'] != 'POST':
+            return '405 Method Not Allowed', {'error': 'POST only'}
+        try:
+            length = int(environ.get('CONTENT_LENGTH') or 0)
+            request = json.loads(environ['wsgi.input'].read(length) or '{}')
+            op = request.pop('op')
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return '400 Bad Request', {
+                'error': 'the body must be a JSON object with "op"'}
+        if op == 'stop':
+            self.stopping = True
+            return '200 OK', {'stopping': True}
+        method = getattr(self.harness, 'op_' + str(op), None)
+        if method is None:
+            return '400 Bad Request', {'error': 'unknown op %r' % op}
+        try:
+            inspect.signature(method).bind(**request)
+        except TypeError as exc:
+            return '400 Bad Request', {'error': '%s: %s' % (op, exc)}
+        LOG.info('Control: %s %s', op, request)
+        with self.lock:
+            try:
+                return '200 OK', method(**request)
+            except (BadRequest, ValueError) as exc:
+                LOG.warning('Control %s refused: %s', op, exc)
+                return '400 Bad Request', {'error': str(exc)}
+            except api_client.OpenStackApiException as exc:
+                LOG.warning('Control %s: Nova refused: %s', op, exc)
+                code = exc.response.status_code
+                return ('400 Bad Request' if code < 500
+                        else '500 Internal Server Error'), {
+                    'error': 'Nova API answered %s: %s' % (
+                        code, exc.response.text)}
+            except BaseException as exc:
+                LOG.exception('Control %s failed', op)
+                return '500 Internal Server Error', {
+                    'error': '%s: %s' % (type(exc).__name__, exc)}
+
+    def stop(self):
+        """Stop serving and tear the harness down."""
+        for thread, sock in self.servers:
+            thread.kill()
+            sock.close()
+        self.harness.doCleanups()
+
+
+def identity_version(environ):
+    """A Keystone v3 version document, for the CLI's version discovery.
+
+    There is no Keystone: the admin token needs none. ``openstack server
+    list`` still builds an identity v3 client, and that needs an identity
+    endpoint whose discovery answers v3.
+    """
+    url = 'http://%s%s' % (environ['HTTP_HOST'], environ['PATH_INFO'])
+    return {'version': {
+        'id': 'v3.14', 'status': 'stable', 'updated': '2020-04-07T00:00:00Z',
+        'links': [{'rel': 'self', 'href': url.rstrip('/') + '/'}],
+        'media-types': [{
+            'base': 'application/json',
+            'type': 'application/vnd.openstack.identity-v3+json'}],
+    }}
+
+
+def write_clouds_yaml(path, compute_url, placement_url, identity_url):
+    """Write a clouds.yaml with the mdev-sandbox cloud for the CLI."""
+    cloud = {
+        'auth_type': 'admin_token',
+        'auth': {'token': 'admin', 'endpoint': placement_url},
+        'placement_endpoint_override': placement_url,
+        'compute_endpoint_override': compute_url,
+        'compute_api_version':
+            api_version_request.max_api_version().get_string(),
+        'identity_endpoint_override': identity_url,
+        'identity_api_version': '3',
+        'region_name': 'RegionOne',
+    }
+    with open(path, 'w') as out:
+        yaml.safe_dump({'clouds': {CLOUD_NAME: cloud}}, out,
+                       default_flow_style=False)
+
+
+def _redirect_output(log_path):
+    """Send fds 1 and 2 to the log; answer a stream on the real stdout."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ready = os.fdopen(os.dup(1), 'w')
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    return ready
+
+
+def _log_to_file(log_path):
+    """Make the root logger write to the log file only; answer its handler.
+
+    Nova's harness swaps the root handlers for an in-memory capture while
+    it runs and puts these back when it is cleaned up.
+    """
+    handler = logging.FileHandler(log_path)
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s %(levelname)s [%(name)s] %(message)s'))
+    _use_only(handler)
+    return handler
+
+
+def _use_only(handler):
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    debug = os.environ.get('OS_DEBUG', '').lower() in ('1', 'true', 'yes')
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+
+
+def _take_back_logging(harness, handler):
+    """Write out what the harness captured while starting; log to file."""
+    captured = getattr(harness, 'stdlog', None)
+    if captured is not None:
+        handler.acquire()
+        try:
+            handler.stream.write(captured.logger.output)
+            handler.flush()
+        finally:
+            handler.release()
+    _use_only(handler)
+
+
+def main(argv=None):
+    """Run the cloud until told to stop."""
+    parser = argparse.ArgumentParser(
+        description='Run an embedded Nova + Placement cloud with vGPUs.')
+    parser.add_argument('--workdir', required=True,
+                        help='directory for clouds.yaml and cloud.log')
+    parser.add_argument('--topology',
+                        help='JSON topology file (default: the demo one)')
+    parser.add_argument('--exit-with-parent', action='store_true',
+                        help='stop when the process that started this one '
+                             'ends (so a killed test run leaves no cloud)')
+    args = parser.parse_args(argv)
+    parent = os.getppid()
+
+    workdir = os.path.abspath(args.workdir)
+    os.makedirs(workdir, exist_ok=True)
+    log_path = os.path.join(workdir, 'cloud.log')
+    ready = _redirect_output(log_path)
+    for variable in ('OS_TEST_TIMEOUT', 'OS_STDOUT_CAPTURE',
+                     'OS_STDERR_CAPTURE', 'OS_LOG_CAPTURE'):
+        os.environ.pop(variable, None)
+
+    handler = _log_to_file(log_path)
+    _check_sqlalchemy()
+    started = time.monotonic()
+    cloud = None
+    try:
+        if args.topology:
+            with open(args.topology) as source:
+                topology = json.load(source)
+        else:
+            topology = DEMO_TOPOLOGY
+        cloud = Cloud(workdir, topology)
+        info = cloud.start()
+    except BaseException as exc:
+        if cloud is not None:
+            _take_back_logging(cloud.harness, handler)
+        LOG.exception('The cloud did not start')
+        if cloud is not None:
+            try:
+                cloud.harness.doCleanups()
+            except BaseException:
+                LOG.exception('Error while cleaning up')
+        LOG.error('The cloud did not start: %s: %s', type(exc).__name__, exc)
+        logging.shutdown()
+        return 1
+    _take_back_logging(cloud.harness, handler)
+    LOG.info('Cloud ready in %.1f s: %s', time.monotonic() - started,
+             json.dumps(info))
+
+    def on_signal(signum, frame):
+        cloud.stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    ready.write('READY ' + json.dumps(info) + '\n')
+    ready.flush()
+    while not cloud.stopping:
+        eventlet.sleep(0.2)
+        if args.exit_with_parent and os.getppid() != parent:
+            LOG.warning('The parent process ended')
+            cloud.stopping = True
+    LOG.info('Stopping the cloud')
+    # Let the answer to a stop request leave before the servers go.
+    eventlet.sleep(0.2)
+    try:
+        cloud.stop()
+    except BaseException:
+        LOG.exception('Error while stopping the cloud')
+    LOG.info('Cloud stopped')
+    logging.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

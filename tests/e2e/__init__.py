@@ -1,0 +1,1 @@
+"""End-to-end tests against the embedded test cloud (tests.cloud)."""

@@ -1,0 +1,183 @@
+"""Smoke tests of the embedded test cloud (``tests.cloud``).
+
+One cloud on the demo topology serves the whole module: real Nova services
+with fake-libvirt GPU hosts and a real Placement, in a child process. The
+tests check that what Nova writes into Placement matches the configured
+topology and the fake hypervisors' own record of which GPU each server's
+mdev sits on, and that the real ``openstack`` CLI works against it.
+"""
+
+import pytest
+import requests
+
+from tests.cloud import client
+from tests.fixtures import cli
+
+
+PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'placement 1.14'}
+CLASSES = ('VGPU', 'CUSTOM_MLX5')
+
+
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud')) as cloud:
+        yield cloud
+    assert cloud.returncode == 0
+
+
+@pytest.fixture(scope='module')
+def flavors(cloud):
+    """One flavor per mdev resource class of the demo topology."""
+    return {
+        rc: cloud.control(
+            'create_flavor', name='e2e-%s' % rc.lower(),
+            extra_specs={'resources:%s' % rc: '1'})['id']
+        for rc in CLASSES}
+
+
+def placement_get(cloud, path):
+    rsp = requests.get(cloud.placement_url + path,
+                       headers=PLACEMENT_HEADERS, timeout=30)
+    rsp.raise_for_status()
+    return rsp.json()
+
+
+def boot(cloud, flavor, **kwargs):
+    server, = cloud.control('boot', flavor=flavor, **kwargs)
+    assert server['status'] == 'ACTIVE', server['fault']
+    return server
+
+
+def mdev_of(cloud, server):
+    """The fake hypervisor's record of the server's one mdev."""
+    mdevs = [m for m in cloud.control('mdev_truth')
+             if m['server'] == server['id']]
+    assert len(mdevs) == 1, mdevs
+    return mdevs[0]
+
+
+def openstack(cloud, *args):
+    return cli.openstack_process(
+        '--os-cloud', cloud.cloud_name, *args, '-f', 'json',
+        env=cloud.cli_environ()).json()
+
+
+def test_placement_has_one_provider_per_configured_gpu(cloud):
+    providers = {p['name']: p for p in placement_get(
+        cloud, '/resource_providers')['resource_providers']}
+    planned = {gpu['provider_name']: gpu
+               for host in cloud.hosts.values() for gpu in host['gpus']
+               if gpu['resource_class']}
+    expected = {name: gpu['resource_class'] for name, gpu in planned.items()}
+    # The demo topology mixes a vGPU class and a generic one, and has a
+    # host whose name holds '_' and '.'.
+    assert set(expected.values()) == set(CLASSES)
+    assert any('_' in h and '.' in h for h in cloud.hosts)
+
+    children = {}
+    for host in cloud.hosts:
+        root = providers[host]
+        assert root['parent_provider_uuid'] is None
+        children.update({name: p for name, p in providers.items()
+                         if p['parent_provider_uuid'] == root['uuid']})
+    assert sorted(children) == sorted(expected)
+    for name, resource_class in expected.items():
+        inventories = placement_get(
+            cloud, '/resource_providers/%s/inventories'
+            % children[name]['uuid'])['inventories']
+        assert list(inventories) == [resource_class], name
+        assert inventories[resource_class]['total'] > 0, name
+        assert inventories[resource_class]['total'] == planned[name]['total']
+
+
+@pytest.mark.parametrize('resource_class', CLASSES)
+def test_allocation_names_the_gpu_the_hypervisor_used(
+        cloud, flavors, resource_class):
+    server = boot(cloud, flavors[resource_class])
+    mdev = mdev_of(cloud, server)
+    assert mdev['host'] == server['host']
+    gpus = {g['parent_device']: g for g in cloud.hosts[server['host']]['gpus']}
+    assert mdev['parent_device'] in gpus
+    gpu = gpus[mdev['parent_device']]
+    assert gpu['resource_class'] == resource_class
+    assert mdev['mdev_type'] == gpu['mdev_type']
+    assert mdev['pci_address'] == gpu['pci_address']
+
+    allocations = placement_get(
+        cloud, '/allocations/%s' % server['id'])['allocations']
+    holders = {uuid: a['resources'] for uuid, a in allocations.items()
+               if resource_class in a['resources']}
+    assert len(holders) == 1, allocations
+    (provider_uuid, resources), = holders.items()
+    assert resources[resource_class] == 1
+    provider = placement_get(cloud, '/resource_providers/%s' % provider_uuid)
+    assert provider['name'] == '%s_%s' % (server['host'],
+                                          mdev['parent_device'])
+
+
+def test_cli_shows_the_server_and_the_usage(cloud, flavors):
+    before = {row['UUID']: row
+              for row in openstack(cloud, 'mdev', 'provider', 'list')}
+    server = boot(cloud, flavors['VGPU'])
+    mdev = mdev_of(cloud, server)
+
+    shown = openstack(cloud, 'server', 'show', server['id'])
+    assert shown['id'] == server['id']
+    assert shown['status'] == 'ACTIVE'
+    assert shown['OS-EXT-SRV-ATTR:host'] == server['host']
+    listed = openstack(cloud, 'server', 'list')
+    assert server['id'] in [s['ID'] for s in listed]
+
+    after = {row['UUID']: row
+             for row in openstack(cloud, 'mdev', 'provider', 'list')}
+    assert sorted(after) == sorted(before)
+    moved = {uuid: row for uuid, row in after.items()
+             if row['Used'] != before[uuid]['Used']}
+    assert len(moved) == 1, moved
+    (uuid, row), = moved.items()
+    assert (row['Host'], row['Device']) == (server['host'],
+                                            mdev['pci_address'])
+    assert row['Used'] == before[uuid]['Used'] + 1
+
+
+def test_delete_frees_the_device(cloud, flavors):
+    server = boot(cloud, flavors['VGPU'])
+    mdev = mdev_of(cloud, server)
+    provider, = placement_get(
+        cloud, '/resource_providers?name=%s_%s' % (
+            server['host'], mdev['parent_device']))['resource_providers']
+    usages = '/resource_providers/%s/usages' % provider['uuid']
+    used = placement_get(cloud, usages)['usages']['VGPU']
+
+    cloud.control('delete', server=server['id'])
+    assert server['id'] not in [m['server']
+                                for m in cloud.control('mdev_truth')]
+    assert placement_get(
+        cloud, '/allocations/%s' % server['id'])['allocations'] == {}
+    assert placement_get(cloud, usages)['usages']['VGPU'] == used - 1
+
+
+def test_resize_moves_the_mdev_to_the_new_host(cloud, flavors):
+    server = boot(cloud, flavors['VGPU'], host='compute1')
+    bigger = cloud.control('create_flavor', name='e2e-vgpu-bigger', ram=1024,
+                           extra_specs={'resources:VGPU': '1'})
+    moved = cloud.control('resize', server=server['id'], flavor=bigger['id'])
+    assert moved['status'] == 'ACTIVE'
+    assert moved['source_host'] == 'compute1'
+    assert moved['host'] != 'compute1'
+
+    mdev = mdev_of(cloud, server)
+    assert mdev['host'] == moved['host']
+    allocations = placement_get(
+        cloud, '/allocations/%s' % server['id'])['allocations']
+    names = [placement_get(cloud, '/resource_providers/%s' % uuid)['name']
+             for uuid, a in allocations.items() if 'VGPU' in a['resources']]
+    assert names == ['%s_%s' % (moved['host'], mdev['parent_device'])]
+
+
+def test_control_api_errors_are_reported(cloud):
+    with pytest.raises(client.CloudError, match="unknown op 'no_such_op'"):
+        cloud.control('no_such_op')
+    with pytest.raises(client.CloudError, match='no flavor'):
+        cloud.control('boot', flavor='no-such-flavor')
