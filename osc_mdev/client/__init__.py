@@ -12,6 +12,7 @@ class MdevClient:
         self._instance = instance
         self.max_workers = max_workers
         self._placement = None
+        self._compute = None
 
     def _endpoint_override(self, service_type):
         config = self._instance.get_configuration()
@@ -29,3 +30,12 @@ class MdevClient:
                 endpoint_override=self._endpoint_override('placement'),
                 max_workers=self.max_workers)
         return self._placement
+
+    @property
+    def compute(self):
+        if self._compute is None:
+            from osc_mdev.client import compute
+            self._compute = compute.ComputeClient(
+                lambda: self._instance.sdk_connection.compute,
+                max_workers=self.max_workers)
+        return self._compute

@@ -25,6 +25,8 @@ RESOURCE_CLASS = '1.2'
 INVENTORIES = '1.0'
 USAGES = '1.0'
 PROVIDER_ALLOCATIONS = '1.0'
+CONSUMER_ALLOCATIONS = '1.0'
+CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -32,6 +34,10 @@ UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
 
 class NotFound(Exception):
     """Placement answered 404 for a resource that is expected to exist."""
+
+
+class MicroversionUnsupported(osc_exc.CommandError):
+    """The cloud's Placement is older than a call needs."""
 
 
 class GenerationConflict(Exception):
@@ -132,7 +138,7 @@ class PlacementClient:
             server_max = body['errors'][0].get('max_version')
         except (ValueError, KeyError, IndexError, AttributeError):
             pass
-        return osc_exc.CommandError(
+        return MicroversionUnsupported(
             'This command needs Placement API microversion %s or later; '
             'the cloud\'s Placement supports up to %s.'
             % (version, server_max or 'an older version'))
@@ -179,6 +185,21 @@ class PlacementClient:
             'GET', '/resource_providers/%s/allocations' % uuid,
             PROVIDER_ALLOCATIONS)
         return body['allocations']
+
+    def get_consumer_allocations(self, consumer):
+        """``{provider uuid: {'resources': {...}}}``; empty if none."""
+        return self._request('GET', '/allocations/%s' % consumer,
+                             CONSUMER_ALLOCATIONS)['allocations']
+
+    def get_consumer_type(self, consumer):
+        """``INSTANCE``, ``MIGRATION``...; None for a consumer without
+        allocations or a Placement older than 1.38."""
+        try:
+            body = self._request('GET', '/allocations/%s' % consumer,
+                                 CONSUMER_TYPES)
+        except MicroversionUnsupported:
+            return None
+        return body.get('consumer_type') if body['allocations'] else None
 
     def resource_class_exists(self, name):
         try:

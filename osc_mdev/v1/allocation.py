@@ -1,0 +1,104 @@
+"""``openstack mdev allocation show`` / ``list``."""
+
+import sys
+
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+
+from osc_mdev.client import allocations
+from osc_mdev.v1.provider import check
+from osc_mdev.domain import names
+
+SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
+                'Amount', 'Provider UUID', 'Traits')
+LIST_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
+                'Amount', 'Provider UUID')
+LONG_EXTRA = ('Server Status', 'Nova Host')
+
+
+def _row(allocation, server, cols, traits=None):
+    values = {
+        'Server': allocation.consumer,
+        'Server Name': server.name,
+        'Host': allocation.host,
+        'Device': allocation.device,
+        'Resource Class': allocation.resource_class,
+        'Amount': allocation.amount,
+        'Provider UUID': allocation.candidate.uuid,
+        'Traits': format_columns.ListColumn(sorted(traits or ())),
+        'Server Status': server.status,
+        'Nova Host': server.nova_host,
+    }
+    return tuple(values[c] for c in cols)
+
+
+class ShowAllocation(command.Lister):
+    """Show which physical device(s) back a server's mdevs (vGPUs).
+
+    One row per mdev allocation of the server, with the host and PCI
+    address of the device in Placement. A server ID unknown to Nova whose
+    allocations are still in Placement is shown, marked as orphaned.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'server', metavar='<server>',
+            help='Server name or ID (any project). A name that several '
+                 'servers share is an error listing their IDs.')
+        parser.add_argument(
+            '--long', action='store_true',
+            help="Also show the server's status and the host Nova has it "
+                 'on (OS-EXT-SRV-ATTR:host), to spot a mismatch with '
+                 'Placement.')
+        return parser
+
+    def take_action(self, parsed_args):
+        mdev = self.app.client_manager.mdev
+        result = allocations.server_allocations(
+            mdev.placement, mdev.compute, parsed_args.server)
+        cols = SHOW_COLUMNS + (LONG_EXTRA if parsed_args.long else ())
+        if not result.allocations:
+            sys.stderr.write('Server %s has no mdev allocations.\n'
+                             % parsed_args.server)
+        return cols, [_row(a, result.server, cols,
+                           result.traits.get(a.candidate.uuid))
+                      for a in result.allocations]
+
+
+class ListAllocation(command.Lister):
+    """List the consumers (servers) of mdev devices across the cloud.
+
+    One row per server and device. Answers "which servers must move before
+    this GPU is serviced?" with --device, and "who is on this host's
+    GPUs?" with --host.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--host', metavar='<host>', action='append', default=[],
+            help='Only devices of this compute host. Repeat for several.')
+        parser.add_argument(
+            '--device', metavar='<device>', action='append', default=[],
+            help='Only this device: HOST:PCI_ADDRESS, provider name or '
+                 'UUID. Repeat for several.')
+        parser.add_argument(
+            '--resource-class', metavar='<resource-class>',
+            help='Only allocations of this class (VGPU or CUSTOM_<NAME>).')
+        parser.add_argument(
+            '--long', action='store_true',
+            help="Also show each server's status and the host Nova has it "
+                 'on (OS-EXT-SRV-ATTR:host).')
+        return parser
+
+    def take_action(self, parsed_args):
+        resource_class = parsed_args.resource_class and check(
+            names.validate_mdev_resource_class, parsed_args.resource_class)
+        mdev = self.app.client_manager.mdev
+        found, servers = allocations.list_allocations(
+            mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
+            references=tuple(parsed_args.device),
+            resource_class=resource_class)
+        cols = LIST_COLUMNS + (LONG_EXTRA if parsed_args.long else ())
+        return cols, [_row(a, servers[a.consumer], cols) for a in found]

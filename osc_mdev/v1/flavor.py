@@ -1,0 +1,142 @@
+"""``openstack mdev flavor configure`` / ``show``."""
+
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from osc_mdev.client import flavors
+from osc_mdev.domain import flavors as flavor_logic
+from osc_mdev.domain import names
+from osc_mdev.domain import traits as trait_logic
+from osc_mdev.v1.provider import check
+
+CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result')
+
+
+class ConfigureFlavor(command.Lister):
+    """Make a flavor ask for mediated devices (vGPUs), validated.
+
+    Sets resources:<CLASS>=N and trait:<TRAIT>=required|forbidden extra
+    specs. Keys of an earlier mdev request on the flavor are replaced, not
+    added to; other extra specs are left alone. Before writing, checks that
+    the class and traits exist and that some device in the cloud can serve
+    the request.
+
+    One device or several: by default all N mdevs of a server come from
+    one physical device (resources:VGPU=N), which needs a device whose
+    max_unit is at least N. With --spread each mdev comes from a different
+    device of the same host (resources1:VGPU=1, resources2:VGPU=1, ... with
+    group_policy=isolate), as Nova documents for servers with several
+    vGPUs; use it when one device cannot give more than one mdev to a
+    server (most vGPU types) or to spread load over devices.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'flavor', metavar='<flavor>', help='Flavor name or ID.')
+        parser.add_argument(
+            '--resource-class', metavar='<resource-class>', required=True,
+            help='VGPU, or the CUSTOM_<NAME> class of a generic mdev type '
+                 '([mdev_<type>] mdev_class in nova.conf).')
+        parser.add_argument(
+            '--amount', metavar='<count>', type=int, default=1,
+            help='Mdevs per server (default 1).')
+        parser.add_argument(
+            '--spread', action='store_true',
+            help='Take each of the --amount mdevs from a different device '
+                 'of the host (numbered request groups with '
+                 'group_policy=isolate) instead of all from one device.')
+        parser.add_argument(
+            '--trait', metavar='<trait>', action='append', default=[],
+            help='Trait the device must have, e.g. CUSTOM_NVIDIA_11. '
+                 'Repeat for several.')
+        parser.add_argument(
+            '--forbid-trait', metavar='<trait>', action='append', default=[],
+            help='Trait the device must not have. Repeat for several.')
+        parser.add_argument(
+            '--mdev-type', metavar='<type>', action='append', default=[],
+            help='Shortcut for --trait with the trait "mdev trait set '
+                 '--from-nova-conf" gives this type: nvidia-35 means '
+                 'CUSTOM_NVIDIA_35.')
+        parser.add_argument(
+            '--trait-prefix', metavar='<prefix>',
+            default=trait_logic.DEFAULT_TRAIT_PREFIX,
+            help='Prefix of --mdev-type traits (default: CUSTOM_).')
+        parser.add_argument(
+            '--no-validate', action='store_true',
+            help='Skip the checks against the cloud (class, traits and '
+                 'devices exist); names are still checked.')
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help='Show the extra specs that would be set and removed, and '
+                 'change nothing.')
+        return parser
+
+    def take_action(self, parsed_args):
+        request = flavor_logic.MdevRequest(
+            resource_class=check(names.validate_mdev_resource_class,
+                                 parsed_args.resource_class),
+            amount=check(flavor_logic.validate_amount, parsed_args.amount),
+            required=_required_traits(parsed_args),
+            forbidden=tuple(sorted(set(
+                check(names.validate_trait_name, t)
+                for t in parsed_args.forbid_trait))),
+            spread=parsed_args.spread)
+        both = set(request.required) & set(request.forbidden)
+        if both:
+            raise exceptions.CommandError(
+                'Trait %s cannot be both required and forbidden.'
+                % ', '.join(sorted(both)))
+
+        mdev = self.app.client_manager.mdev
+        plan = flavors.configure(
+            mdev.compute, mdev.placement, parsed_args.flavor, request,
+            validate=not parsed_args.no_validate,
+            dry_run=parsed_args.dry_run)
+        rows = []
+        for change in plan.changes:
+            result = change.action
+            if parsed_args.dry_run and result != 'unchanged':
+                result = 'would be ' + result
+            rows.append((change.key, change.before, change.after, result))
+        return CONFIGURE_COLUMNS, rows
+
+
+class ShowFlavor(command.ShowOne):
+    """Show a flavor's mdev request and the devices that can serve it now.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'flavor', metavar='<flavor>', help='Flavor name or ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        mdev = self.app.client_manager.mdev
+        view = flavors.show(mdev.compute, mdev.placement, parsed_args.flavor)
+        devices = ['%s:%s (%s free)' % (d.host, d.device, d.free)
+                   for d in view.fit.devices] if view.fit else []
+        fields = ('Flavor', 'ID', 'Request', 'Extra Specs', 'Devices',
+                  'Servers That Fit', 'Problem')
+        return fields, (
+            view.flavor['name'], view.flavor['id'],
+            view.request.describe() if view.request
+            else 'no mdev resources',
+            format_columns.DictColumn(view.extra_specs),
+            format_columns.ListColumn(devices),
+            view.servers_that_fit,
+            (view.fit.problem if view.fit else None) or '')
+
+
+def _required_traits(parsed_args):
+    required = {check(names.validate_trait_name, t)
+                for t in parsed_args.trait}
+    if parsed_args.mdev_type:
+        check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        required.update(
+            check(trait_logic.trait_for_mdev_type, t,
+                  parsed_args.trait_prefix)
+            for t in parsed_args.mdev_type)
+    return tuple(sorted(required))

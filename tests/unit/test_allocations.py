@@ -1,0 +1,61 @@
+from osc_mdev.domain import allocations
+from osc_mdev.domain import providers
+
+
+def _rp(uuid, name, root=None):
+    return {'uuid': uuid, 'name': name, 'generation': 1,
+            'root_provider_uuid': root or uuid}
+
+
+CANDIDATES = {c.uuid: c for c in providers.find_candidates([
+    _rp('r1', 'compute1'),
+    _rp('g1', 'compute1_pci_0000_84_00_0', 'r1'),
+    _rp('g2', 'compute1_pci_0000_85_00_0', 'r1'),
+    _rp('r2', 'compute_2.dc'),
+    _rp('g3', 'compute_2.dc_mtty_mtty', 'r2'),
+])}
+
+
+def test_of_consumer_keeps_only_mdev_parts_on_devices():
+    found = allocations.of_consumer('s1', {
+        'r1': {'resources': {'VCPU': 2, 'MEMORY_MB': 2048}},
+        'g2': {'resources': {'VGPU': 1}},
+        'g1': {'resources': {'CUSTOM_MLX5': 2}},
+    }, CANDIDATES)
+    assert [(a.host, a.device, a.resource_class, a.amount)
+            for a in found] == [
+        ('compute1', '0000:84:00.0', 'CUSTOM_MLX5', 2),
+        ('compute1', '0000:85:00.0', 'VGPU', 1)]
+    assert all(a.consumer == 's1' for a in found)
+
+
+def test_of_consumer_without_mdev():
+    assert allocations.of_consumer(
+        's1', {'r1': {'resources': {'VCPU': 1}}}, CANDIDATES) == []
+    assert allocations.of_consumer('s1', {}, CANDIDATES) == []
+
+
+def test_of_providers():
+    found = allocations.of_providers({
+        'g3': {'b': {'resources': {'CUSTOM_MTTY': 1}}},
+        'g1': {'a': {'resources': {'VGPU': 1}},
+               'c': {'resources': {'VGPU': 2}}},
+        'g2': {},
+    }, CANDIDATES)
+    assert [(a.consumer, a.host, a.device, a.amount) for a in found] == [
+        ('a', 'compute1', '0000:84:00.0', 1),
+        ('c', 'compute1', '0000:84:00.0', 2),
+        ('b', 'compute_2.dc', 'mtty_mtty', 1)]
+
+
+def test_server_views():
+    view = allocations.ServerView.from_server({
+        'id': 's', 'name': 'vm1', 'status': 'ACTIVE',
+        'OS-EXT-SRV-ATTR:host': 'compute1'})
+    assert (view.name, view.status, view.nova_host) == (
+        'vm1', 'ACTIVE', 'compute1')
+    orphan = allocations.ServerView.unknown('INSTANCE')
+    assert orphan.status == 'ORPHANED' and 'orphaned' in orphan.name
+    assert allocations.ServerView.unknown(None).status == 'ORPHANED'
+    moving = allocations.ServerView.unknown('MIGRATION')
+    assert moving.status == 'MIGRATION'

@@ -1,0 +1,158 @@
+"""A guided tour of osc-mdev on an embedded cloud (``tox -e demo``).
+
+Starts the embedded test cloud (real Nova API, conductor, scheduler and
+three fake-libvirt compute hosts with mdev-capable GPUs, against a real
+Placement; see tests/cloud/server.py), then runs the commands an operator
+would, printing each command line and its real output.
+
+``--keep`` leaves the cloud running at the end (as ``tools/sandbox.py``
+does) until Ctrl-C.
+"""
+
+import argparse
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.cloud import client  # noqa: E402
+
+
+def openstack_command():
+    found = shutil.which('openstack')
+    return [found] if found else [sys.executable, '-m',
+                                  'openstackclient.shell']
+
+
+class Tour:
+    def __init__(self, cloud, workdir):
+        self.cloud = cloud
+        self.workdir = workdir
+        self.env = cloud.cli_environ(
+            {k: v for k, v in os.environ.items() if not k.startswith('OS_')})
+        self.failures = 0
+
+    def say(self, text):
+        print('\n# ' + text.replace('\n', '\n# '), flush=True)
+
+    def run(self, *args, expect_failure=False):
+        print('$ openstack ' + ' '.join(shlex.quote(a) for a in args),
+              flush=True)
+        proc = subprocess.run(openstack_command() + list(args),
+                              env=self.env, capture_output=True, text=True,
+                              cwd=self.workdir)
+        sys.stdout.write(proc.stdout)
+        sys.stdout.write(proc.stderr)
+        sys.stdout.flush()
+        if (proc.returncode != 0) != expect_failure:
+            self.failures += 1
+            print('(unexpected exit status %d)' % proc.returncode)
+        return proc
+
+    def nova_conf(self, host):
+        info = self.cloud.hosts[host]
+        by_type = {}
+        for gpu in info['gpus']:
+            if gpu['mdev_type']:
+                by_type.setdefault(gpu['mdev_type'], []).append(
+                    gpu['pci_address'])
+        lines = ['[devices]', 'enabled_mdev_types = %s'
+                 % ', '.join(info['enabled_mdev_types'])]
+        for mdev_type in info['enabled_mdev_types']:
+            lines += ['', '[mdev_%s]' % mdev_type,
+                      'device_addresses = %s'
+                      % ', '.join(by_type.get(mdev_type, []))]
+        path = self.workdir / ('nova-%s.conf' % host)
+        path.write_text('\n'.join(lines) + '\n')
+        return path
+
+
+def tour(cloud, workdir):
+    t = Tour(cloud, workdir)
+    t.say('Every physical GPU Nova reports to Placement, with its usage:')
+    t.run('mdev', 'provider', 'list')
+
+    host = sorted(cloud.hosts)[1]
+    conf = t.nova_conf(host)
+    t.say('Tag the GPUs of %s with the trait of the vGPU type its '
+          'nova.conf gives them\n(%s):\n%s'
+          % (host, conf.name, conf.read_text().rstrip()))
+    t.run('mdev', 'trait', 'set', '--from-nova-conf', conf.name,
+          '--host', host)
+    for other in sorted(cloud.hosts):
+        if other != host:
+            subprocess.run(
+                openstack_command() + [
+                    'mdev', 'trait', 'set', '--from-nova-conf',
+                    t.nova_conf(other).name, '--host', other],
+                env=t.env, cwd=workdir, capture_output=True, check=True)
+    t.say('(the other hosts were tagged the same way)')
+    t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
+
+    t.say('A flavor for one nvidia-12 vGPU, validated against the cloud:')
+    t.run('flavor', 'create', '--vcpus', '1', '--ram', '512', '--disk',
+          '1', 'vgpu.nvidia-12', '-c', 'name', '-c', 'id')
+    t.run('mdev', 'flavor', 'configure', 'vgpu.nvidia-12',
+          '--resource-class', 'VGPU', '--mdev-type', 'nvidia-12')
+    t.run('mdev', 'flavor', 'show', 'vgpu.nvidia-12')
+    t.say('Asking for something no GPU can give fails before anything is '
+          'written:')
+    t.run('mdev', 'flavor', 'configure', 'vgpu.nvidia-12',
+          '--resource-class', 'VGPU', '--mdev-type', 'nvidia-99',
+          expect_failure=True)
+
+    t.say('Boot two servers with it (through the test cloud, which has '
+          'no image service):')
+    for server in cloud.control('boot', flavor='vgpu.nvidia-12', count=2,
+                                name='demo-vm'):
+        print('%(name)s: %(status)s on %(host)s' % server)
+
+    t.say('Which physical GPU backs the server?')
+    t.run('mdev', 'allocation', 'show', 'demo-vm-1', '--long')
+    t.say("The fake hypervisor's own record of each mdev's parent device "
+          "agrees:\n" + '\n'.join(
+              '  server %s: %s:%s (%s)' % (m['server'], m['host'],
+                                           m['pci_address'], m['mdev_type'])
+              for m in cloud.control('mdev_truth')))
+    t.say('Which servers sit on the mdev devices, cloud-wide?')
+    t.run('mdev', 'allocation', 'list')
+    t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
+    return t.failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the cloud running until Ctrl-C')
+    args = parser.parse_args()
+    missing = client.missing_modules()
+    if missing:
+        sys.exit('The demo needs %s; run it with "tox -e demo".'
+                 % ', '.join(missing))
+    with tempfile.TemporaryDirectory(prefix='osc-mdev-demo-') as tmp:
+        workdir = pathlib.Path(tmp)
+        print('Starting the embedded cloud (Nova API, conductor, scheduler, '
+              'three compute hosts with fake GPUs, Placement)...',
+              flush=True)
+        started = time.monotonic()
+        with client.EmbeddedCloud(workdir / 'cloud') as cloud:
+            print('Cloud ready in %.0f s.' % (time.monotonic() - started))
+            failures = tour(cloud, workdir)
+            if args.keep:
+                from tools import sandbox
+                sandbox.wait(cloud)
+    print('\nTour finished in %.0f s%s.' % (
+        time.monotonic() - started,
+        '' if not failures else ' with %d unexpected results' % failures))
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Keep an embedded cloud running for ``openstack`` in another shell.
+
+``tox -e sandbox`` starts the embedded test cloud (see
+tests/cloud/server.py) on 127.0.0.1, prints how to point ``openstack`` at
+it, and serves until Ctrl-C.
+"""
+
+import argparse
+import os
+import pathlib
+import signal
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.cloud import client  # noqa: E402
+
+
+def describe(cloud):
+    lines = [
+        'The sandbox cloud is running. In another shell:',
+        '',
+        '    export OS_CLIENT_CONFIG_FILE=%s' % cloud.clouds_yaml,
+        '    export OS_CLOUD=%s' % cloud.cloud_name,
+        '    openstack mdev provider list',
+        '',
+        'Nova API:  %s' % cloud.compute_url,
+        'Placement: %s' % cloud.placement_url,
+        'Hosts:     %s' % ', '.join(sorted(cloud.hosts)),
+        'Control API (boot/delete servers, see tests/cloud/server.py): %s'
+        % cloud.control_url,
+        '',
+        'Press Ctrl-C to stop it.',
+    ]
+    return '\n'.join(lines)
+
+
+def wait(cloud):
+    print('\n' + describe(cloud), flush=True)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    try:
+        while not stop and cloud.returncode is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    print('\nStopping the sandbox cloud.', flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--workdir', default=os.path.join(
+        os.environ.get('TMPDIR', '/tmp'), 'osc-mdev-sandbox'),
+        help='where clouds.yaml and the logs go (default: %(default)s)')
+    parser.add_argument('--topology', help='topology JSON file (see '
+                        'tests/cloud/server.py); default: the demo cloud')
+    args = parser.parse_args()
+    missing = client.missing_modules()
+    if missing:
+        sys.exit('The sandbox needs %s; run it with "tox -e sandbox".'
+                 % ', '.join(missing))
+    print('Starting the sandbox cloud in %s...' % args.workdir, flush=True)
+    with client.EmbeddedCloud(args.workdir, topology=args.topology) as cloud:
+        wait(cloud)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
