@@ -10,6 +10,7 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.client import devices
+from osc_mdev.client import naming
 from osc_mdev.client import placement as placement_client
 from osc_mdev.client import pool
 from osc_mdev.domain import allocations as domain
@@ -33,17 +34,11 @@ def _find_server_id(compute, reference):
     """
     if names.is_uuid(reference):
         return reference, None
-    matches = compute.servers_named(reference)
-    if not matches:
-        raise exceptions.CommandError(
-            "No server named '%s' in any project; give its name or ID as "
-            "'openstack server list --all-projects' shows it." % reference)
-    if len(matches) > 1:
-        raise exceptions.CommandError(
-            "%d servers are named '%s' (%s); give the ID of one."
-            % (len(matches), reference,
-               ', '.join(sorted(s['id'] for s in matches))))
-    return matches[0]['id'], matches[0]
+    server = naming.one_named(
+        compute.servers_named(reference), reference, 'server',
+        "No server named '%s' in any project; give its name or ID as "
+        "'openstack server list --all-projects' shows it." % reference)
+    return server['id'], server
 
 
 def server_allocations(placement, compute, reference):

@@ -10,7 +10,7 @@ from osc_lib import exceptions
 from osc_mdev.domain import providers as domain
 
 
-def _devices(placement, candidates, details):
+def _devices(candidates, details):
     devices = []
     for candidate in candidates:
         info = details.get(candidate.uuid)
@@ -58,7 +58,7 @@ def list_devices(placement, wanted, read_traits=True):
         candidates = [c for c in candidates if c.uuid in matching]
     details = placement.get_provider_details(
         [c.uuid for c in candidates], traits=read_traits)
-    devices = _devices(placement, candidates, details)
+    devices = _devices(candidates, details)
     return sorted(filter(wanted.wants, devices), key=domain.sort_key)
 
 
@@ -93,7 +93,7 @@ def show_device(placement, reference):
         raise exceptions.CommandError(
             'Device %s:%s was deleted while it was being read; run the '
             'command again.' % (candidate.host, candidate.device))
-    devices = _devices(placement, [candidate], details)
+    devices = _devices([candidate], details)
     if not devices:
         raise exceptions.CommandError(
             'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an '
@@ -122,7 +122,7 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     wanted.update(named)
     details = placement.get_provider_details(
         list(wanted), usages=False, traits=False)
-    rows = _devices(placement, wanted.values(), details)
+    rows = _devices(wanted.values(), details)
     found = {d.uuid for d in rows}
     for uuid, candidate in named.items():
         if uuid not in found:

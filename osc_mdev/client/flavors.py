@@ -9,6 +9,7 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.client import devices as device_reads
+from osc_mdev.client import naming
 from osc_mdev.client import pool
 from osc_mdev.domain import flavors as domain
 from osc_mdev.domain import names
@@ -35,18 +36,12 @@ def find_flavor(compute, reference):
     flavor = compute.get_flavor(reference)
     if flavor is not None:
         return flavor
-    matches = compute.flavors_named(reference)
-    if not matches:
-        raise exceptions.CommandError(
-            "No flavor named or with ID '%s'; see 'openstack flavor list "
-            "--all'." % reference)
-    if len(matches) > 1:
-        raise exceptions.CommandError(
-            "%d flavors are named '%s' (%s); give the ID of one."
-            % (len(matches), reference,
-               ', '.join(sorted(f['id'] for f in matches))))
+    match = naming.one_named(
+        compute.flavors_named(reference), reference, 'flavor',
+        "No flavor named or with ID '%s'; see 'openstack flavor list "
+        "--all'." % reference)
     # The listing may not carry extra specs on every microversion.
-    return compute.get_flavor(matches[0]['id']) or matches[0]
+    return compute.get_flavor(match['id']) or match
 
 
 def _all_devices(placement):

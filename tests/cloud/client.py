@@ -12,7 +12,8 @@ for its READY line and talks to its control API over HTTP::
                         'server', 'show', server['id']],
                        env=cloud.cli_environ())
 
-Only the standard library is used here.
+Only the standard library is used here (and tests.fixtures.servers,
+which uses nothing else).
 """
 
 import importlib.util
@@ -25,6 +26,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+from tests.fixtures import servers
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -169,13 +172,7 @@ class EmbeddedCloud:
             self._terminate()
 
     def _terminate(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        servers.terminate(self.proc)
 
     @property
     def returncode(self):
