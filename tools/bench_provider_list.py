@@ -1,4 +1,4 @@
-"""Benchmark ``openstack mdev provider list`` on a big simulated cloud.
+"""Benchmark the Placement-bound commands on a big simulated cloud.
 
 Starts a real Placement (SQLite) that answers every request after a fixed
 delay standing for a real cloud's round trip, fills it the way Nova does
@@ -9,6 +9,7 @@ measures, each as a real ``openstack`` process:
   as a shell loop over providers would send them) and with the default
   bounded pool;
 * the requests each run sent (counted by the server), per device;
+* ``mdev trait set --all`` and ``trait unset --all`` the same two ways;
 * today's way, a shell loop over osc-placement commands
   (``resource provider inventory list`` + ``usage show`` + ``trait list``
   per provider), timed on SAMPLE providers and scaled to all of them.
@@ -112,6 +113,17 @@ def report(url, devices, args):
                  requests / len(devices)))
     print('speed-up of the bounded pool over one request at a time: %.1fx'
           % (results['1'] / results['8']))
+
+    for workers in ('1', '8'):
+        for verb in ('set', 'unset'):
+            before = served(url)
+            elapsed, _ = openstack(
+                url, '--os-mdev-max-workers', workers, 'mdev', 'trait', verb,
+                '--trait', 'CUSTOM_BENCH', '--all', '-f', 'json')
+            requests = served(url) - before
+            print('osc-mdev trait %s --all, %s worker(s): %.2f s, %d requests '
+                  '(%.2f per device)' % (verb, workers, elapsed, requests,
+                                         requests / len(devices)))
 
     # Today's way: one osc-placement process per provider and question.
     sample = devices[:args.sample]

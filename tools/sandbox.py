@@ -24,7 +24,7 @@ def describe(cloud):
         '',
         '    export OS_CLIENT_CONFIG_FILE=%s' % cloud.clouds_yaml,
         '    export OS_CLOUD=%s' % cloud.cloud_name,
-        '    openstack mdev provider list',
+        '    %s mdev provider list' % openstack_path(),
         '',
         'Nova API:  %s' % cloud.compute_url,
         'Placement: %s' % cloud.placement_url,
@@ -35,6 +35,12 @@ def describe(cloud):
         'Press Ctrl-C to stop it.',
     ]
     return '\n'.join(lines)
+
+
+def openstack_path():
+    """The openstack command that has osc-mdev (this environment's)."""
+    here = pathlib.Path(sys.executable).parent / 'openstack'
+    return str(here) if here.exists() else 'openstack'
 
 
 def wait(cloud):
