@@ -46,12 +46,10 @@ def openstack_path():
 def wait(cloud):
     print('\n' + describe(cloud), flush=True)
     stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    try:
-        while not stop and cloud.returncode is None:
-            time.sleep(1)
-    except KeyboardInterrupt:
-        pass
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.append(True))
+    while not stop and cloud.returncode is None:
+        time.sleep(0.5)
     print('\nStopping the sandbox cloud.', flush=True)
 
 
