@@ -324,5 +324,45 @@ def test_concurrent_sets_lose_nothing(placement, placement_url, auth, host):
     assert 'CUSTOM_KEEP_ME' in traits(placement, gpus[0])
     after = placement_data.server_stats(placement_url)['status']
     # The race was real: Placement refused stale generations meanwhile.
-    assert after.get('409', 0) > before.get('409', 0)
+    conflicts = after.get('409', 0) - before.get('409', 0)
+    print('409 answers during the race: %d; competing writes: %d'
+          % (conflicts, writer.writes))
+    assert conflicts > 0
     assert writer.writes > 0
+
+
+def test_progress_line_on_a_terminal_only(placement, auth):
+    # 24 devices: enough for the progress line, shown only on a terminal.
+    import os
+    import pty
+
+    name = 'trait-progress.example'
+    gpus = [Gpu('pci_0000_%02x_00_0' % (0x40 + i), 'VGPU', 2)
+            for i in range(24)]
+    placement.add_compute_node(name, gpus)
+    command = [sys.executable, '-m', 'openstackclient.shell', *auth, 'mdev',
+               'trait', 'set', '--trait', 'CUSTOM_PROGRESS', '--host', name,
+               '-f', 'value', '-c', 'Result']
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave,
+                            text=True)
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b''
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert out.splitlines() == ['added CUSTOM_PROGRESS'] * 24
+    assert b'Updating traits: 24/24 devices' in seen
+    # Not a terminal: no progress line.
+    quiet = subprocess.run(command, capture_output=True, text=True,
+                           timeout=120)
+    assert quiet.returncode == 0
+    assert 'Updating traits' not in quiet.stderr
