@@ -170,17 +170,6 @@ def password_env(monkeypatch, keystone, user=None, password=None,
         monkeypatch.setenv(key, value)
 
 
-def one_line_error(result, *fragments):
-    assert result.rc == 1, (result.rc, result.stdout, result.stderr)
-    assert result.stdout == ''
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert 'Traceback' not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
-
-
 def test_os_environment_variables(cloud, keystone, monkeypatch):
     password_env(monkeypatch, keystone)
     listed = cli.openstack('mdev', 'provider', 'list', '-f', 'json').json()
@@ -236,23 +225,25 @@ def test_trait_set_through_the_catalog(cloud, keystone, monkeypatch):
 
 def test_wrong_region_is_one_line(cloud, keystone, monkeypatch):
     password_env(monkeypatch, keystone)
-    one_line_error(cli.openstack('--os-region-name', 'Nowhere',
-                                 'mdev', 'provider', 'list'),
-                   'No Placement endpoint found', 'Nowhere')
+    cli.assert_one_line_error(
+        cli.openstack('--os-region-name', 'Nowhere', 'mdev', 'provider',
+                      'list'),
+        'No Placement endpoint found', 'Nowhere')
 
 
 def test_member_only_user_is_refused_by_policy(cloud, keystone,
                                                monkeypatch):
     password_env(monkeypatch, keystone, MEMBER_USER, MEMBER_PASSWORD,
                  MEMBER_PROJECT)
-    one_line_error(cli.openstack('mdev', 'provider', 'list'),
-                   'HTTP 403', 'placement:resource_providers:list',
-                   'admin role')
+    cli.assert_one_line_error(
+        cli.openstack('mdev', 'provider', 'list'),
+        'HTTP 403', 'placement:resource_providers:list', 'admin role')
 
 
 def test_wrong_password_is_one_line(cloud, keystone, monkeypatch):
     password_env(monkeypatch, keystone, password='not-the-password')
-    one_line_error(cli.openstack('mdev', 'provider', 'list'), 'HTTP 401')
+    cli.assert_one_line_error(
+        cli.openstack('mdev', 'provider', 'list'), 'HTTP 401')
 
 
 def test_placement_accepts_only_keystone_tokens(cloud, placement_url):

@@ -234,17 +234,6 @@ def test_show_virtual_parent_and_table(cloud, auth):
     assert '| Consumers ' in result.stdout
 
 
-def one_line_error(result, *fragments):
-    assert result.rc == 1
-    assert result.stdout == ''
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert 'Traceback' not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
-
-
 @pytest.mark.parametrize('args,fragments', [
     (['provider', 'show', 'compute9:0000:84:00.0'],
      ['no host named compute9 has mdev devices']),
@@ -271,7 +260,7 @@ def one_line_error(result, *fragments):
      ['Resource class CUSTOM_NOT_THERE does not exist']),
 ])
 def test_bad_input_one_line_exit_1(cloud, auth, args, fragments):
-    one_line_error(mdev(auth, *args), *fragments)
+    cli.assert_one_line_error(mdev(auth, *args), *fragments)
 
 
 def test_free_and_full_are_exclusive(cloud, auth):
@@ -285,7 +274,7 @@ def test_policy_refusal_is_one_line(cloud, placement_url):
     # Placement's noauth2 gives any token but 'admin' no roles.
     result = cli.openstack(*cli.admin_token_args(placement_url, 'demo'),
                            'mdev', 'provider', 'list')
-    one_line_error(result, 'HTTP 403', 'admin role')
+    cli.assert_one_line_error(result, 'HTTP 403', 'admin role')
 
 
 def test_unreachable_placement_is_one_line():
@@ -296,7 +285,7 @@ def test_unreachable_placement_is_one_line():
     result = cli.openstack(
         *cli.admin_token_args('http://127.0.0.1:%d' % port),
         'mdev', 'provider', 'list')
-    one_line_error(result, 'Cannot reach the Placement API')
+    cli.assert_one_line_error(result, 'Cannot reach the Placement API')
 
 
 def test_os_environment_variables(cloud, placement_url, monkeypatch):
