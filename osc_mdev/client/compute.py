@@ -13,6 +13,7 @@ from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions as osc_exc
 
+from osc_mdev.client import errors
 from osc_mdev.client import pool
 
 SERVER = '2.1'        # OS-EXT-SRV-ATTR:host for admins; uuid filter
@@ -59,7 +60,7 @@ class ComputeClient:
         except sdk_exc.HttpException as exc:
             raise osc_exc.CommandError(
                 'The Compute API rejected %s %s: %s'
-                % (method, _path(url), _first_line(exc))) from exc
+                % (method, _path(url), errors.first_line(exc))) from exc
         except ks_exc.EndpointNotFound as exc:
             raise osc_exc.CommandError(
                 'No Compute endpoint found (%s); add one to the service '
@@ -67,7 +68,8 @@ class ComputeClient:
         except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as exc:
             raise osc_exc.CommandError(
                 'Cannot reach the Compute API (%s); check the endpoint and '
-                'that the service is running.' % _first_line(exc)) from exc
+                'that the service is running.'
+                % errors.connection_problem(exc)) from exc
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -156,11 +158,6 @@ class ComputeClient:
                 flavor_id, urllib.parse.quote(key, safe='')), EXTRA_SPECS)
         except NotFound:
             pass  # already gone: the goal is reached
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else exc.__class__.__name__
 
 
 def _path(url):

@@ -15,6 +15,7 @@ from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions as osc_exc
 from osc_placement import http as placement_http
 
+from osc_mdev.client import errors
 from osc_mdev.client import pool
 
 # Microversions, named by what needs them.
@@ -106,13 +107,14 @@ class PlacementClient:
         except ks_exc.ConnectionError as exc:
             raise osc_exc.CommandError(
                 'Cannot reach the Placement API (%s); check the endpoint and '
-                'that the service is running.' % _first_line(exc)) from exc
+                'that the service is running.'
+                % errors.connection_problem(exc)) from exc
         except ks_exc.HttpError as exc:
             raise osc_exc.CommandError(
                 'Placement failed on %s %s (HTTP %s: %s); try again or check '
                 'the Placement service logs.'
                 % (method, _path(url), exc.http_status,
-                   _first_line(exc))) from exc
+                   errors.first_line(exc))) from exc
         except (ValueError, KeyError) as exc:
             # An error answer whose body is not Placement's JSON: a proxy,
             # a load balancer or Keystone answered.
@@ -293,12 +295,7 @@ class PlacementClient:
 
 
 def _message(exc):
-    return getattr(exc, 'message', None) or _first_line(exc)
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else exc.__class__.__name__
+    return getattr(exc, 'message', None) or errors.first_line(exc)
 
 
 def _path(url):

@@ -1,0 +1,30 @@
+"""Short, one-line descriptions of transport errors."""
+
+import re
+
+_URL = re.compile(r'(https?://[^\s:]+(?::\d+)?[^\s:]*)')
+_REASONS = (
+    ('Connection refused', 'connection refused'),
+    ('timed out', 'timed out'),
+    ('Name or service not known', 'unknown host name'),
+    ('Temporary failure in name resolution', 'host name not resolved'),
+    ('No route to host', 'no route to host'),
+    ('CERTIFICATE_VERIFY_FAILED', 'TLS certificate not trusted'),
+)
+
+
+def first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+def connection_problem(exc):
+    """``http://host:port/path: connection refused`` from a keystoneauth
+    connection error, instead of urllib3's nested repr."""
+    text = str(exc)
+    match = _URL.search(text)
+    reason = next((short for needle, short in _REASONS if needle in text),
+                  None)
+    if match and reason:
+        return '%s: %s' % (match.group(1), reason)
+    return first_line(exc)
