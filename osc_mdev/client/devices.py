@@ -26,6 +26,12 @@ def _devices(candidates, details):
     return devices
 
 
+def _not_mdev(candidate):
+    return exceptions.CommandError(
+        'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an mdev '
+        'device.' % candidate.name)
+
+
 def check_hosts(providers, hosts):
     unknown = set(hosts) - domain.hosts_of(providers)
     if unknown:
@@ -95,9 +101,7 @@ def show_device(placement, reference):
             'command again.' % (candidate.host, candidate.device))
     devices = _devices([candidate], details)
     if not devices:
-        raise exceptions.CommandError(
-            'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an '
-            'mdev device.' % candidate.name)
+        raise _not_mdev(candidate)
     return devices[0], details[candidate.uuid]['allocations']
 
 
@@ -126,9 +130,7 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     found = {d.uuid for d in rows}
     for uuid, candidate in named.items():
         if uuid not in found:
-            raise exceptions.CommandError(
-                'Provider %s has no VGPU or CUSTOM_* inventory, so it is not '
-                'an mdev device.' % candidate.name)
+            raise _not_mdev(candidate)
     chosen = {d.uuid: d for d in rows if d.uuid in named}
     if selecting:
         pooled = {c.uuid for c in pool}
