@@ -1,5 +1,6 @@
 """Trait changes on mdev devices, planned without touching Placement."""
 
+import dataclasses
 import re
 
 from osc_mdev.domain import names
@@ -68,3 +69,45 @@ def describe_change(before, after, dry_run=False):
     parts = ['%s %s' % (verb, ', '.join(group))
              for verb, group in zip(verbs, (added, removed)) if group]
     return '; '.join(parts) if parts else 'unchanged'
+
+
+@dataclasses.dataclass(frozen=True)
+class DevicePlan:
+    """The trait change one device gets, or why it is skipped."""
+
+    device: object               # providers.Device
+    add: tuple = ()
+    remove: tuple = ()
+    replace: bool = False
+    force: bool = False
+    skip: str | None = None
+
+    def apply(self, current):
+        return plan(current, self.add, self.remove, self.replace, self.force)
+
+
+def type_traits(conf, prefix=DEFAULT_TRAIT_PREFIX):
+    """``{mdev type: trait}`` for every type a nova.conf enables."""
+    return {t.name: trait_for_mdev_type(t.name, prefix) for t in conf.types}
+
+
+def plans_from_nova_conf(devices, conf, source, add=(),
+                         prefix=DEFAULT_TRAIT_PREFIX, replace=False,
+                         force=False):
+    """Each device gets the trait of the type ``conf`` gives it (plus
+    ``add``) and loses the traits of the file's other types; a device
+    the file gives no type is skipped."""
+    by_type = type_traits(conf, prefix)
+    plans = []
+    for device in devices:
+        mdev_type = conf.type_for(device.device)
+        if mdev_type is None:
+            plans.append(DevicePlan(
+                device, skip='no mdev type for it in %s' % source))
+            continue
+        own = by_type[mdev_type]
+        plans.append(DevicePlan(
+            device, add=tuple(add) + (own,),
+            remove=tuple(t for t in by_type.values() if t != own),
+            replace=replace, force=force))
+    return plans

@@ -8,7 +8,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.client import devices
-from osc_mdev.client import placement as placement_client
+from osc_mdev.client import traits
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
@@ -57,62 +57,26 @@ class _TraitCommand(command.Lister):
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             all_devices=parsed_args.all_devices)
 
-    def _check_traits_exist(self, placement, wanted):
-        """Standard (non-CUSTOM_) traits must already exist."""
-        import os_traits
-
-        known = set(os_traits.get_traits())
-        unknown = [t for t in wanted
-                   if not t.startswith('CUSTOM_') and t not in known]
-        missing = [t for t, exists in zip(
-            unknown, placement.map(placement.trait_exists, unknown))
-            if not exists]
-        if missing:
-            raise exceptions.CommandError(
-                'Trait %s is neither a standard trait nor known to '
-                'Placement; custom traits must start with CUSTOM_.'
-                % ', '.join(missing))
-
-    def _apply(self, placement, plans, dry_run):
-        """Run every device's update at once (bounded); one row each.
-
-        ``plans`` is a list of ``(device, change)``; ``change`` maps the
-        current traits to the wanted ones, or is a string saying why the
-        device is skipped.
-        """
+    def _write(self, placement, plans, wanted, dry_run):
+        """Check the traits, create custom ones, update every device."""
+        traits.check_exist(placement, wanted)
+        if not dry_run:
+            traits.create_custom(placement, wanted)
         progress = _Progress(len(plans))
-
-        def update(plan):
-            device, change = plan
-            try:
-                if isinstance(change, str):
-                    return device, None, None, 'skipped: %s' % change
-                before, after = placement.update_traits(
-                    device.uuid, change, dry_run=dry_run)
-                return device, before, after, trait_logic.describe_change(
-                    before, after, dry_run)
-            except placement_client.NotFound:
-                return (device, None, None,
-                        'failed: the device was deleted meanwhile')
-            except exceptions.CommandError as exc:
-                return device, None, None, 'failed: %s' % exc
-            finally:
-                progress.tick()
-
-        results = placement.map(update, plans)
+        outcomes = traits.apply(placement, plans, dry_run, progress.tick)
         progress.done()
-        self.failed = [r for r in results if r[3].startswith('failed')]
-        cols = DRY_RUN_COLUMNS if dry_run else COLUMNS
+        self.failed = [o for o in outcomes if o.failed]
         rows = []
-        for device, before, after, result in results:
-            shown = format_columns.ListColumn(sorted(after or ()))
+        for o in outcomes:
+            after = format_columns.ListColumn(sorted(o.after or ()))
             if dry_run:
-                rows.append((device.device, device.host,
-                             format_columns.ListColumn(sorted(before or ())),
-                             shown, result))
+                before = format_columns.ListColumn(sorted(o.before or ()))
+                rows.append((o.device.device, o.device.host, before, after,
+                             o.result))
             else:
-                rows.append((device.device, device.host, shown, result))
-        return cols, rows
+                rows.append((o.device.device, o.device.host, after,
+                             o.result))
+        return (DRY_RUN_COLUMNS if dry_run else COLUMNS), rows
 
     def run(self, parsed_args):
         self.failed = []
@@ -181,37 +145,23 @@ class SetTrait(_TraitCommand):
 
         placement = self.app.client_manager.mdev.placement
         selected = self._selected(placement, parsed_args, resource_class)
-        plans = []
-        type_traits = {}
-        if conf:
-            type_traits = {
-                t.name: trait_logic.trait_for_mdev_type(
-                    t.name, parsed_args.trait_prefix) for t in conf.types}
-        for device in selected:
-            if conf is None:
-                own, others = add, ()
-            else:
-                mdev_type = conf.type_for(device.device)
-                if mdev_type is None:
-                    plans.append((device, 'no mdev type for it in %s'
-                                  % parsed_args.from_nova_conf))
-                    continue
-                own = add + (type_traits[mdev_type],)
-                others = tuple(t for t in type_traits.values()
-                               if t != type_traits[mdev_type])
-            plans.append((device, _changer(
-                own, others, parsed_args.replace, parsed_args.force)))
-        if conf and all(isinstance(c, str) for _, c in plans):
-            raise exceptions.CommandError(
-                '%s gives no mdev type to any device of host %s.'
-                % (parsed_args.from_nova_conf, parsed_args.host[0]))
-
-        wanted = set(add) | set(type_traits.values())
-        self._check_traits_exist(placement, wanted)
-        if not parsed_args.dry_run:
-            custom = sorted(t for t in wanted if t.startswith('CUSTOM_'))
-            placement.map(placement.ensure_trait, custom)
-        return self._apply(placement, plans, parsed_args.dry_run)
+        wanted = set(add)
+        if conf is None:
+            plans = [trait_logic.DevicePlan(
+                d, add=add, replace=parsed_args.replace,
+                force=parsed_args.force) for d in selected]
+        else:
+            plans = trait_logic.plans_from_nova_conf(
+                selected, conf, parsed_args.from_nova_conf, add,
+                parsed_args.trait_prefix, parsed_args.replace,
+                parsed_args.force)
+            if all(p.skip for p in plans):
+                raise exceptions.CommandError(
+                    '%s gives no mdev type to any device of host %s.'
+                    % (parsed_args.from_nova_conf, parsed_args.host[0]))
+            wanted.update(trait_logic.type_traits(
+                conf, parsed_args.trait_prefix).values())
+        return self._write(placement, plans, wanted, parsed_args.dry_run)
 
 
 class UnsetTrait(_TraitCommand):
@@ -242,16 +192,10 @@ class UnsetTrait(_TraitCommand):
             names.validate_mdev_resource_class, parsed_args.resource_class)
         placement = self.app.client_manager.mdev.placement
         selected = self._selected(placement, parsed_args, resource_class)
-        change = _changer((), remove, False, parsed_args.force)
-        return self._apply(placement, [(d, change) for d in selected],
-                           parsed_args.dry_run)
-
-
-def _changer(add, remove, replace, force):
-    def change(current):
-        return trait_logic.plan(current, add=add, remove=remove,
-                                replace=replace, force=force)
-    return change
+        plans = [trait_logic.DevicePlan(d, remove=remove,
+                                        force=parsed_args.force)
+                 for d in selected]
+        return self._write(placement, plans, (), parsed_args.dry_run)
 
 
 def _read_nova_conf(path):
@@ -281,6 +225,7 @@ class _Progress:
         self.show = total >= PROGRESS_THRESHOLD and sys.stderr.isatty()
 
     def tick(self):
+        """One more device done."""
         with self.lock:
             self.count += 1
             if self.show:

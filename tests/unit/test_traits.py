@@ -59,3 +59,32 @@ def test_describe_change():
         'added C, D; removed B')
     assert traits.describe_change({'A'}, {'A', 'C'}, dry_run=True) == (
         'would add C')
+
+
+def test_plans_from_nova_conf():
+    from osc_mdev.domain import novaconf
+    from osc_mdev.domain import providers
+
+    conf = novaconf.parse('[devices]\nenabled_mdev_types = nvidia-35, '
+                          'nvidia-36\n[mdev_nvidia-35]\ndevice_addresses = '
+                          '0000:84:00.0\n[mdev_nvidia-36]\ndevice_addresses '
+                          '= 0000:85:00.0\n')
+
+    def device(address):
+        nodedev = 'pci_' + address.replace(':', '_').replace('.', '_')
+        cand = providers.Candidate('u-' + address, 'h_' + nodedev, 'h', 'r',
+                                   nodedev, address, 1)
+        return providers.build_devices(cand, {'VGPU': {'total': 1}}, 1,
+                                       {})[0]
+
+    devices = [device('0000:84:00.0'), device('0000:85:00.0'),
+               device('0000:86:00.0')]
+    plans = traits.plans_from_nova_conf(devices, conf, 'nova.conf',
+                                        add=('CUSTOM_POOL',))
+    assert plans[0].apply({'OWNER_NOVA', 'CUSTOM_NVIDIA_36'}) == {
+        'OWNER_NOVA', 'CUSTOM_POOL', 'CUSTOM_NVIDIA_35'}
+    assert plans[1].apply({'OWNER_NOVA'}) == {
+        'OWNER_NOVA', 'CUSTOM_POOL', 'CUSTOM_NVIDIA_36'}
+    assert plans[2].skip == 'no mdev type for it in nova.conf'
+    assert traits.type_traits(conf, 'CUSTOM_T_') == {
+        'nvidia-35': 'CUSTOM_T_NVIDIA_35', 'nvidia-36': 'CUSTOM_T_NVIDIA_36'}

@@ -1,0 +1,67 @@
+"""Trait writes on many devices: checked first, then run at once.
+
+Every device is read and written in the bounded pool; a device that
+fails does not stop the others.
+"""
+
+import dataclasses
+
+from osc_lib import exceptions
+
+from osc_mdev.client import placement as placement_client
+from osc_mdev.domain import traits as domain
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    device: object
+    before: frozenset | None
+    after: frozenset | None
+    result: str
+    failed: bool = False
+
+
+def check_exist(placement, traits):
+    """Standard (non-CUSTOM_) traits must exist in os-traits or Placement.
+    """
+    import os_traits
+
+    known = set(os_traits.get_traits())
+    unknown = sorted(t for t in traits
+                     if not t.startswith('CUSTOM_') and t not in known)
+    missing = [t for t, exists in zip(
+        unknown, placement.map(placement.trait_exists, unknown))
+        if not exists]
+    if missing:
+        raise exceptions.CommandError(
+            'Trait %s is neither a standard trait nor known to Placement; '
+            'custom traits must start with CUSTOM_.' % ', '.join(missing))
+
+
+def create_custom(placement, traits):
+    """Create the CUSTOM_ traits (PUT is a no-op for existing ones)."""
+    placement.map(placement.ensure_trait,
+                  sorted(t for t in traits if t.startswith('CUSTOM_')))
+
+
+def apply(placement, plans, dry_run=False, on_done=lambda: None):
+    """Run every DevicePlan; one Outcome each, in the plans' order."""
+
+    def run(plan):
+        try:
+            if plan.skip:
+                return Outcome(plan.device, None, None,
+                               'skipped: %s' % plan.skip)
+            before, after = placement.update_traits(
+                plan.device.uuid, plan.apply, dry_run=dry_run)
+            return Outcome(plan.device, before, after,
+                           domain.describe_change(before, after, dry_run))
+        except placement_client.NotFound:
+            return Outcome(plan.device, None, None,
+                           'failed: the device was deleted meanwhile', True)
+        except exceptions.CommandError as exc:
+            return Outcome(plan.device, None, None, 'failed: %s' % exc, True)
+        finally:
+            on_done()
+
+    return placement.map(run, plans)
