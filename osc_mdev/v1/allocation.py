@@ -6,8 +6,7 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from osc_mdev.client import allocations
-from osc_mdev.v1.provider import check
-from osc_mdev.domain import names
+from osc_mdev.v1 import common
 
 SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID', 'Traits')
@@ -93,8 +92,7 @@ class ListAllocation(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        resource_class = parsed_args.resource_class and check(
-            names.validate_mdev_resource_class, parsed_args.resource_class)
+        resource_class = common.resource_class(parsed_args.resource_class)
         mdev = self.app.client_manager.mdev
         found, servers = allocations.list_allocations(
             mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),

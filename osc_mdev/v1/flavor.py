@@ -6,9 +6,8 @@ from osc_lib import exceptions
 
 from osc_mdev.client import flavors
 from osc_mdev.domain import flavors as flavor_logic
-from osc_mdev.domain import names
 from osc_mdev.domain import traits as trait_logic
-from osc_mdev.v1.provider import check
+from osc_mdev.v1 import common
 
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result')
 
@@ -75,13 +74,12 @@ class ConfigureFlavor(command.Lister):
 
     def take_action(self, parsed_args):
         request = flavor_logic.MdevRequest(
-            resource_class=check(names.validate_mdev_resource_class,
-                                 parsed_args.resource_class),
-            amount=check(flavor_logic.validate_amount, parsed_args.amount),
+            resource_class=common.resource_class(parsed_args.resource_class),
+            amount=common.check(flavor_logic.validate_amount,
+                                parsed_args.amount),
             required=_required_traits(parsed_args),
             forbidden=tuple(sorted(set(
-                check(names.validate_trait_name, t)
-                for t in parsed_args.forbid_trait))),
+                common.trait_names(parsed_args.forbid_trait)))),
             spread=parsed_args.spread)
         both = set(request.required) & set(request.forbidden)
         if both:
@@ -131,12 +129,11 @@ class ShowFlavor(command.ShowOne):
 
 
 def _required_traits(parsed_args):
-    required = {check(names.validate_trait_name, t)
-                for t in parsed_args.trait}
+    required = set(common.trait_names(parsed_args.trait))
     if parsed_args.mdev_type:
-        check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         required.update(
-            check(trait_logic.trait_for_mdev_type, t,
-                  parsed_args.trait_prefix)
+            common.check(trait_logic.trait_for_mdev_type, t,
+                         parsed_args.trait_prefix)
             for t in parsed_args.mdev_type)
     return tuple(sorted(required))

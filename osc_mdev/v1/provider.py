@@ -3,10 +3,9 @@
 from cliff import columns
 from osc_lib.cli import format_columns
 from osc_lib.command import command
-from osc_lib import exceptions
 
 from osc_mdev.client import devices
-from osc_mdev.domain import names
+from osc_mdev.v1 import common
 from osc_mdev.domain import providers as domain
 
 COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used',
@@ -46,14 +45,6 @@ def row(device, cols):
     return tuple(values[c] for c in cols)
 
 
-def check(func, *args):
-    """Run a domain validator; its ValueError becomes a CommandError."""
-    try:
-        return func(*args)
-    except ValueError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
-
-
 class ListProvider(command.Lister):
     """List the physical devices (GPUs) that offer mediated devices.
 
@@ -91,10 +82,8 @@ class ListProvider(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        resource_class = parsed_args.resource_class and check(
-            names.validate_mdev_resource_class, parsed_args.resource_class)
-        traits = tuple(check(names.validate_trait_name, t)
-                       for t in parsed_args.trait)
+        resource_class = common.resource_class(parsed_args.resource_class)
+        traits = common.trait_names(parsed_args.trait)
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full)

@@ -9,10 +9,9 @@ from osc_lib import exceptions
 
 from osc_mdev.client import devices
 from osc_mdev.client import traits
-from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
-from osc_mdev.v1.provider import check
+from osc_mdev.v1 import common
 
 COLUMNS = ('Device', 'Host', 'Traits', 'Result')
 DRY_RUN_COLUMNS = ('Device', 'Host', 'Current Traits', 'Traits', 'Result')
@@ -124,16 +123,14 @@ class SetTrait(_TraitCommand):
         return parser
 
     def take_action(self, parsed_args):
-        add = tuple(check(names.validate_trait_name, t)
-                    for t in parsed_args.trait)
-        resource_class = parsed_args.resource_class and check(
-            names.validate_mdev_resource_class, parsed_args.resource_class)
+        add = common.trait_names(parsed_args.trait)
+        resource_class = common.resource_class(parsed_args.resource_class)
         if parsed_args.force and not parsed_args.replace:
             raise exceptions.CommandError(
                 '--force only has a meaning with --replace.')
         conf = None
         if parsed_args.from_nova_conf:
-            check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+            common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
             if len(parsed_args.host) != 1:
                 raise exceptions.CommandError(
                     '--from-nova-conf describes one compute host: give '
@@ -180,16 +177,14 @@ class UnsetTrait(_TraitCommand):
         return parser
 
     def take_action(self, parsed_args):
-        remove = tuple(check(names.validate_trait_name, t)
-                       for t in parsed_args.trait)
+        remove = common.trait_names(parsed_args.trait)
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
             raise exceptions.CommandError(
                 'Removing %s would stop Nova scheduling to the devices; '
                 'add --force if that is what you want.'
                 % ', '.join(protected))
-        resource_class = parsed_args.resource_class and check(
-            names.validate_mdev_resource_class, parsed_args.resource_class)
+        resource_class = common.resource_class(parsed_args.resource_class)
         placement = self.app.client_manager.mdev.placement
         selected = self._selected(placement, parsed_args, resource_class)
         plans = [trait_logic.DevicePlan(d, remove=remove,
