@@ -25,10 +25,6 @@ class ServerAllocations:
     traits: dict          # provider UUID -> traits
 
 
-def _run(placement, *calls):
-    return pool.bounded_map(lambda call: call(), calls, placement.max_workers)
-
-
 def _find_server_id(compute, reference):
     """The server ID ``reference`` names, and the server if Nova knows it.
     """
@@ -48,7 +44,7 @@ def server_allocations(placement, compute, reference):
              lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
         calls.append(lambda: compute.get_server(server_id))
-    results = _run(placement, *calls)
+    results = pool.call_all(calls, placement.max_workers)
     provider_list, consumer_allocs = results[0], results[1]
     if server is None:
         server = results[2]
@@ -62,7 +58,7 @@ def server_allocations(placement, compute, reference):
     extra = [lambda u=u: placement.get_traits(u) for u in uuids]
     if server is None:
         extra.append(lambda: placement.get_consumer_type(server_id))
-    results = _run(placement, *extra)
+    results = pool.call_all(extra, placement.max_workers)
     view = (domain.ServerView.from_server(server) if server is not None
             else domain.ServerView.unknown(results[-1]))
     return ServerAllocations(view, found, dict(zip(uuids, results)))

@@ -7,6 +7,7 @@ request at once in the bounded pool.
 
 from osc_lib import exceptions
 
+from osc_mdev.client import pool
 from osc_mdev.domain import providers as domain
 
 
@@ -49,7 +50,7 @@ def list_devices(placement, wanted, read_traits=True):
     if wanted.resource_class:
         calls.append(
             lambda: placement.resource_class_exists(wanted.resource_class))
-    results = placement.map(lambda call: call(), calls)
+    results = pool.call_all(calls, placement.max_workers)
     providers = results[0]
     if wanted.resource_class and not results[-1]:
         raise exceptions.CommandError(
@@ -120,9 +121,9 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     named = {c.uuid: c for c in (
         resolve(providers, candidates, ref) for ref in references)}
     selecting = bool(hosts or resource_class or all_devices)
-    pool = [c for c in candidates if not hosts or c.host in hosts] \
+    in_scope = [c for c in candidates if not hosts or c.host in hosts] \
         if selecting else []
-    wanted = {c.uuid: c for c in pool}
+    wanted = {c.uuid: c for c in in_scope}
     wanted.update(named)
     details = placement.get_provider_details(
         list(wanted), usages=False, traits=False)
@@ -133,7 +134,7 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
             raise _not_mdev(candidate)
     chosen = {d.uuid: d for d in rows if d.uuid in named}
     if selecting:
-        pooled = {c.uuid for c in pool}
+        pooled = {c.uuid for c in in_scope}
         matched = [d for d in rows if d.uuid in pooled and (
             not resource_class or d.resource_class == resource_class)]
         if not matched:

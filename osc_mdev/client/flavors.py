@@ -40,8 +40,8 @@ def find_flavor(compute, reference):
         compute.flavors_named(reference), reference, 'flavor',
         "No flavor named or with ID '%s'; see 'openstack flavor list "
         "--all'." % reference)
-    # The listing may not carry extra specs on every microversion.
-    return compute.get_flavor(match['id']) or match
+    # Flavor listings carry extra_specs too (the same microversion).
+    return match
 
 
 def _all_devices(placement):
@@ -63,8 +63,7 @@ def configure(compute, placement, reference, request, validate=True,
         calls.append(
             lambda: placement.resource_class_exists(request.resource_class))
         calls.extend(lambda t=t: placement.trait_exists(t) for t in traits)
-    results = pool.bounded_map(lambda call: call(), calls,
-                               placement.max_workers)
+    results = pool.call_all(calls, placement.max_workers)
     flavor = results[0]
     devices = []
     if validate:
@@ -87,9 +86,7 @@ def configure(compute, placement, reference, request, validate=True,
 
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     device_traits = _cloud_traits(devices) | set(traits)
-    current = flavor.get('extra_specs')
-    if current is None:
-        current = compute.get_flavor(flavor['id']).get('extra_specs') or {}
+    current = flavor.get('extra_specs') or {}
     to_set, to_delete, changes = domain.plan(
         current, request, mdev_classes, device_traits)
     if not dry_run:
@@ -102,8 +99,7 @@ def configure(compute, placement, reference, request, validate=True,
 
 def show(compute, placement, reference):
     """The flavor's mdev request and where it fits now."""
-    flavor, devices = pool.bounded_map(
-        lambda call: call(),
+    flavor, devices = pool.call_all(
         [lambda: find_flavor(compute, reference),
          lambda: _all_devices(placement)], placement.max_workers)
     specs = flavor.get('extra_specs') or {}

@@ -45,11 +45,6 @@ class GenerationConflict(Exception):
     """Placement answered 409: another writer changed the provider."""
 
 
-def _version_tuple(version):
-    major, minor = version.split('.')
-    return int(major), int(minor)
-
-
 class PlacementClient:
     """Placement requests used by the mdev commands."""
 
@@ -173,9 +168,7 @@ class PlacementClient:
         return body['usages']
 
     def get_traits(self, uuid):
-        body = self._request(
-            'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
-        return body['traits']
+        return self.get_traits_and_generation(uuid)[1]
 
     def get_traits_and_generation(self, uuid):
         body = self._request(
@@ -203,20 +196,18 @@ class PlacementClient:
             return None
         return body.get('consumer_type') if body['allocations'] else None
 
-    def resource_class_exists(self, name):
+    def _exists(self, url, version):
         try:
-            self._request('GET', '/resource_classes/%s' % name,
-                          RESOURCE_CLASS)
+            self._request('GET', url, version)
         except NotFound:
             return False
         return True
 
+    def resource_class_exists(self, name):
+        return self._exists('/resource_classes/%s' % name, RESOURCE_CLASS)
+
     def trait_exists(self, name):
-        try:
-            self._request('GET', '/traits/%s' % name, TRAITS)
-        except NotFound:
-            return False
-        return True
+        return self._exists('/traits/%s' % name, TRAITS)
 
     # -- writes -----------------------------------------------------------
 

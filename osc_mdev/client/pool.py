@@ -5,6 +5,12 @@ from concurrent import futures
 DEFAULT_MAX_WORKERS = 8
 
 
+def call_all(calls, max_workers=DEFAULT_MAX_WORKERS):
+    """Run independent zero-argument ``calls`` at once; their results in
+    order."""
+    return bounded_map(lambda call: call(), calls, max_workers)
+
+
 def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
     """Return ``[func(item) for item in items]``, run at most N at a time.
 
