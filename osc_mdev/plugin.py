@@ -13,6 +13,7 @@ DEFAULT_API_VERSION = '1'
 API_VERSIONS = ('1',)
 
 DEFAULT_MAX_WORKERS = 8
+DEFAULT_TIMEOUT = 60
 
 
 def make_client(instance):
@@ -20,7 +21,10 @@ def make_client(instance):
 
     config = instance.get_configuration()
     workers = config.get('mdev_max_workers') or DEFAULT_MAX_WORKERS
-    return client.MdevClient(instance, max_workers=int(workers))
+    timeout = config.get('mdev_timeout')
+    return client.MdevClient(
+        instance, max_workers=int(workers),
+        timeout=float(timeout) if timeout else None)
 
 
 def _positive_int(text):
@@ -33,6 +37,19 @@ def _positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(
             '%r is not a positive whole number' % text)
+    return value
+
+
+def _positive_seconds(text):
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(
+            '%r is not a positive number of seconds' % text)
     return value
 
 
@@ -50,4 +67,12 @@ def build_option_parser(parser):
         default=os.environ.get('OS_MDEV_MAX_WORKERS'),
         help='Most API requests osc-mdev commands run at once, default=%d '
              '(Env: OS_MDEV_MAX_WORKERS)' % DEFAULT_MAX_WORKERS)
+    parser.add_argument(
+        '--os-mdev-timeout',
+        metavar='<seconds>',
+        type=_positive_seconds,
+        default=os.environ.get('OS_MDEV_TIMEOUT'),
+        help='Seconds osc-mdev waits for each Placement or Compute answer '
+             'before it retries, default=%d (Env: OS_MDEV_TIMEOUT)'
+             % DEFAULT_TIMEOUT)
     return parser

@@ -1,33 +1,62 @@
 """Client layer: every HTTP call osc-mdev makes lives below this package."""
 
+import threading
+import uuid
+
 
 class MdevClient:
     """What ``client_manager.mdev`` gives the commands.
 
     Service clients are built on first use, so a command that needs only
-    Placement never looks up another service.
+    Placement never looks up another service. Both share one semaphore:
+    ``max_workers`` bounds the requests in flight for the whole command.
+    They also share one global request ID, so the command's requests can
+    be followed through the Placement and Nova logs.
     """
 
-    def __init__(self, instance, max_workers):
+    def __init__(self, instance, max_workers, timeout):
         self._instance = instance
         self.max_workers = max_workers
+        self.timeout = timeout
+        self.request_id = 'req-%s' % uuid.uuid4()
+        self._semaphore = threading.BoundedSemaphore(max_workers)
         self._placement = None
         self._compute = None
 
-    def _endpoint_override(self, service_type):
+    def _service(self, service_type, label):
+        from osc_mdev.client import http
+
         config = self._instance.get_configuration()
-        key = '%s_endpoint_override' % service_type.replace('-', '_')
-        return config.get(key)
+
+        def setting(name, cast):
+            key = service_type.replace('-', '_')
+            value = config.get('%s_%s' % (key, name), config.get(name))
+            return cast(value) if value is not None else None
+
+        def retries(name):
+            value = setting(name, int)
+            return http.DEFAULT_RETRIES if value is None else value
+
+        timeout = self.timeout or setting('api_timeout', float)
+        return http.Service(
+            self._instance.session, service_type, label,
+            semaphore=self._semaphore,
+            interface=self._instance.interface,
+            region_name=self._instance.region_name,
+            endpoint_override=setting('endpoint_override', str),
+            connect_retries=retries('connect_retries'),
+            status_retries=retries('status_code_retries'),
+            connect_retry_delay=setting('connect_retry_delay', float),
+            status_retry_delay=setting('status_code_retry_delay', float),
+            timeout=timeout or http.DEFAULT_TIMEOUT,
+            global_request_id=self.request_id)
 
     @property
     def placement(self):
         if self._placement is None:
             from osc_mdev.client import placement
             self._placement = placement.PlacementClient(
-                self._instance.session,
-                region_name=self._instance.region_name,
-                interface=self._instance.interface,
-                endpoint_override=self._endpoint_override('placement'),
+                self._service('placement', 'Placement'),
                 max_workers=self.max_workers)
         return self._placement
 
@@ -36,6 +65,6 @@ class MdevClient:
         if self._compute is None:
             from osc_mdev.client import compute
             self._compute = compute.ComputeClient(
-                lambda: self._instance.sdk_connection.compute,
+                self._service('compute', 'Compute'),
                 max_workers=self.max_workers)
         return self._compute

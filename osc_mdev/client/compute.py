@@ -1,19 +1,13 @@
 """Every Compute API call osc-mdev makes, each with an explicit microversion.
 
-Requests go through the SDK's compute proxy (keystoneauth adapter with the
-cloud's endpoint, overrides and auth) and the SDK's error mapping; this
-module turns the errors into one-line CommandErrors.
+Requests go through ``client.http.Service`` (keystoneauth's Adapter, the
+shared retry policy and error mapper).
 """
 
 import re
-import threading
 import urllib.parse
 
-from keystoneauth1 import exceptions as ks_exc
-from openstack import exceptions as sdk_exc
-from osc_lib import exceptions as osc_exc
-
-from osc_mdev.client import errors
+from osc_mdev.client import http
 from osc_mdev.client import pool
 
 SERVER = '2.1'        # OS-EXT-SRV-ATTR:host for admins; uuid filter
@@ -23,56 +17,20 @@ EXTRA_SPECS = '2.1'
 # Servers per page of GET /servers/detail (Nova's default max_limit).
 PAGE_SIZE = 1000
 
-
-class NotFound(Exception):
-    """The Compute API answered 404."""
+NotFound = http.NotFound
 
 
 class ComputeClient:
     """Compute requests used by the mdev commands."""
 
-    def __init__(self, proxy_factory, max_workers=pool.DEFAULT_MAX_WORKERS):
-        # The SDK discovers the endpoint's versions when the proxy is
-        # built, so it is built on first use, inside the error handling.
-        self._proxy_factory = proxy_factory
-        self._proxy = None
-        self._lock = threading.Lock()
+    def __init__(self, service, max_workers=pool.DEFAULT_MAX_WORKERS):
+        self._http = service
         self.max_workers = max_workers
 
-    def _get_proxy(self):
-        with self._lock:
-            if self._proxy is None:
-                self._proxy = self._proxy_factory()
-            return self._proxy
-
     def _request(self, method, url, version, **kwargs):
-        try:
-            response = self._get_proxy().request(
-                url, method, microversion=version, **kwargs)
-            sdk_exc.raise_from_response(response)
-        except sdk_exc.NotFoundException as exc:
-            raise NotFound(str(exc)) from exc
-        except sdk_exc.ForbiddenException as exc:
-            raise osc_exc.CommandError(
-                'The Compute API refused %s %s (HTTP 403); these commands '
-                'need an account with the admin role.'
-                % (method, _path(url))) from exc
-        except sdk_exc.HttpException as exc:
-            raise osc_exc.CommandError(
-                'The Compute API rejected %s %s: %s'
-                % (method, _path(url), errors.first_line(exc))) from exc
-        except ks_exc.EndpointNotFound as exc:
-            raise osc_exc.CommandError(
-                'No Compute endpoint found (%s); add one to the service '
-                'catalog or set compute_endpoint_override.' % exc) from exc
-        except (ks_exc.ConnectionError, ks_exc.DiscoveryFailure) as exc:
-            raise osc_exc.CommandError(
-                'Cannot reach the Compute API (%s); check the endpoint and '
-                'that the service is running.'
-                % errors.connection_problem(exc)) from exc
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+        return self._http.request(method, url, version,
+                                  json_body=kwargs.pop('json', None),
+                                  **kwargs)
 
     def map(self, func, items):
         return pool.bounded_map(func, items, self.max_workers)
@@ -158,7 +116,3 @@ class ComputeClient:
                 flavor_id, urllib.parse.quote(key, safe='')), EXTRA_SPECS)
         except NotFound:
             pass  # already gone: the goal is reached
-
-
-def _path(url):
-    return url.split('?', 1)[0]

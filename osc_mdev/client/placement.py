@@ -1,21 +1,16 @@
 """Every Placement call osc-mdev makes, each with an explicit microversion.
 
-Requests go through osc-placement's ``SessionClient`` (keystoneauth
-session, per-request microversion, Placement's 4xx answers as osc-lib
-exceptions). This module turns what is left (unreachable service, policy
-refusals, a Placement too old for a call) into one-line CommandErrors.
+Requests go through ``client.http.Service`` (keystoneauth's Adapter, the
+shared retry policy and error mapper).
 """
 
-import json
 import random
 import time
 import urllib.parse
 
-from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions as osc_exc
-from osc_placement import http as placement_http
 
-from osc_mdev.client import errors
+from osc_mdev.client import http
 from osc_mdev.client import pool
 
 # Microversions, named by what needs them.
@@ -32,113 +27,29 @@ CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
 
+NotFound = http.NotFound
+GenerationConflict = http.Conflict
+MicroversionUnsupported = http.MicroversionUnsupported
 
-class NotFound(Exception):
-    """Placement answered 404 for a resource that is expected to exist."""
-
-
-class MicroversionUnsupported(osc_exc.CommandError):
-    """The cloud's Placement is older than a call needs."""
-
-
-class GenerationConflict(Exception):
-    """Placement answered 409: another writer changed the provider."""
+# Placement answers 500 "Another thread concurrently updated the resource
+# provider data. Please retry your update" when two writers race on one
+# provider; the write did not happen, so it is a conflict like a 409.
+_CONCURRENT_UPDATE = 'concurrently updated'
 
 
 class PlacementClient:
     """Placement requests used by the mdev commands."""
 
-    def __init__(self, session, region_name=None, interface=None,
-                 endpoint_override=None,
-                 max_workers=pool.DEFAULT_MAX_WORKERS):
-        ks_filter = {'service_type': 'placement',
-                     'region_name': region_name,
-                     'interface': interface}
-        # An explicit microversion on every call: no negotiation round trip.
-        self._http = placement_http.SessionClient(
-            session, ks_filter, api_version='1.0')
-        self._endpoint_override = endpoint_override
+    def __init__(self, service, max_workers=pool.DEFAULT_MAX_WORKERS):
+        self._http = service
         self.max_workers = max_workers
 
     # -- plumbing ---------------------------------------------------------
 
     def _request(self, method, url, version, **kwargs):
-        if self._endpoint_override:
-            kwargs.setdefault('endpoint_override', self._endpoint_override)
-        try:
-            response = self._http.request(method, url, version=version,
-                                          **kwargs)
-        except osc_exc.NotFound as exc:
-            raise NotFound(str(exc.message)) from exc
-        except osc_exc.Conflict as exc:
-            raise GenerationConflict(str(exc.message)) from exc
-        except (osc_exc.Unauthorized, ks_exc.Unauthorized) as exc:
-            raise osc_exc.CommandError(
-                'Placement did not accept the credentials (HTTP 401: %s); '
-                'check the cloud configuration or token.'
-                % _message(exc)) from exc
-        except osc_exc.Forbidden as exc:
-            raise osc_exc.CommandError(
-                'Placement refused %s %s (HTTP 403: %s); these commands need '
-                'an account with the admin role or a policy that allows it.'
-                % (method, _path(url), _message(exc))) from exc
-        except osc_exc.ClientException as exc:
-            raise osc_exc.CommandError(
-                'Placement rejected %s %s: %s' % (method, _path(url),
-                                                  _message(exc))) from exc
-        except osc_exc.CommandError as exc:
-            # osc-placement maps 4xx codes with no osc-lib class here.
-            cause = exc.__cause__
-            status = getattr(cause, 'http_status', None)
-            if status == 406:
-                raise self._version_error(version, cause) from exc
-            raise osc_exc.CommandError(
-                'Placement rejected %s %s (HTTP %s): %s'
-                % (method, _path(url), status, exc.args[-1])) from exc
-        except ks_exc.EndpointNotFound as exc:
-            raise osc_exc.CommandError(
-                'No Placement endpoint found (%s); add one to the service '
-                'catalog or set placement_endpoint_override.' % exc) from exc
-        except ks_exc.ConnectionError as exc:
-            raise osc_exc.CommandError(
-                'Cannot reach the Placement API (%s); check the endpoint and '
-                'that the service is running.'
-                % errors.connection_problem(exc)) from exc
-        except ks_exc.HttpError as exc:
-            raise osc_exc.CommandError(
-                'Placement failed on %s %s (HTTP %s: %s); try again or check '
-                'the Placement service logs.'
-                % (method, _path(url), exc.http_status,
-                   errors.first_line(exc))) from exc
-        except (ValueError, KeyError) as exc:
-            # An error answer whose body is not Placement's JSON: a proxy,
-            # a load balancer or Keystone answered.
-            cause = exc.__context__
-            if isinstance(cause, ks_exc.Unauthorized):
-                raise osc_exc.CommandError(
-                    'The credentials were not accepted (HTTP 401); check the '
-                    'cloud configuration or token.') from exc
-            if isinstance(cause, ks_exc.HttpError):
-                raise osc_exc.CommandError(
-                    'Placement endpoint answered HTTP %s to %s %s with a '
-                    'non-Placement body; check the Placement endpoint URL.'
-                    % (cause.http_status, method, _path(url))) from exc
-            raise
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
-
-    def _version_error(self, version, http_error):
-        server_max = None
-        try:
-            body = json.loads(http_error.response.content)
-            server_max = body['errors'][0].get('max_version')
-        except (ValueError, KeyError, IndexError, AttributeError):
-            pass
-        return MicroversionUnsupported(
-            'This command needs Placement API microversion %s or later; '
-            'the cloud\'s Placement supports up to %s.'
-            % (version, server_max or 'an older version'))
+        return self._http.request(method, url, version,
+                                  json_body=kwargs.pop('json', None),
+                                  **kwargs)
 
     def map(self, func, items):
         """Run ``func`` over ``items`` with this client's bounded pool."""
@@ -217,11 +128,28 @@ class PlacementClient:
         self._request('PUT', '/traits/%s' % name, TRAITS)
 
     def put_traits(self, uuid, generation, traits):
-        """Replace a provider's traits; GenerationConflict if it moved on."""
-        body = self._request(
-            'PUT', '/resource_providers/%s/traits' % uuid, TRAITS,
-            json={'resource_provider_generation': generation,
-                  'traits': sorted(traits)})
+        """Replace a provider's traits; GenerationConflict if it moved on.
+
+        Placement answers a race between two writers on one provider with
+        409, or with 500 "concurrently updated"; neither wrote anything,
+        so both are conflicts (re-read and try again), never retried
+        blindly. A retried PUT whose first answer was lost after Placement
+        applied it meets a new generation: a conflict too, and the re-read
+        shows the change made.
+        """
+        try:
+            body = self._request(
+                'PUT', '/resource_providers/%s/traits' % uuid, TRAITS,
+                json={'resource_provider_generation': generation,
+                      'traits': sorted(traits)},
+                transient=(502, 503, 504), conflicts=(409, 500))
+        except GenerationConflict as exc:
+            if exc.status == 500 and _CONCURRENT_UPDATE not in str(exc):
+                raise osc_exc.CommandError(
+                    'Placement failed on PUT /resource_providers/%s/traits '
+                    'with HTTP 500 (%s); try again later or check the '
+                    'Placement service logs.' % (uuid, exc)) from exc
+            raise
         return body['resource_provider_generation']
 
     def update_traits(self, uuid, change, dry_run=False,
@@ -232,16 +160,21 @@ class PlacementClient:
         (another writer, such as nova-compute, changed the provider in
         between) re-reads the provider and applies ``change`` again, up to
         ``attempts`` times with jittered exponential backoff. Returns
-        ``(before, after)``; with ``dry_run`` nothing is written.
+        ``(before, after)``: the traits first read and those the provider
+        has now, so a write whose answer was lost (it shows on the re-read)
+        is reported as made. With ``dry_run`` nothing is written.
         """
+        first = None
         for attempt in range(attempts):
             generation, current = self.get_traits_and_generation(uuid)
-            wanted = frozenset(change(frozenset(current)))
-            if dry_run or wanted == frozenset(current):
-                return frozenset(current), wanted
+            current = frozenset(current)
+            first = current if first is None else first
+            wanted = frozenset(change(current))
+            if dry_run or wanted == current:
+                return first, wanted
             try:
                 self.put_traits(uuid, generation, wanted)
-                return frozenset(current), wanted
+                return first, wanted
             except GenerationConflict:
                 delay = min(backoff * 2 ** attempt, 2.0)
                 time.sleep(random.uniform(delay / 2, delay))
@@ -283,11 +216,3 @@ class PlacementClient:
         for uuid in gone:
             details.pop(uuid, None)
         return details
-
-
-def _message(exc):
-    return getattr(exc, 'message', None) or errors.first_line(exc)
-
-
-def _path(url):
-    return url.split('?', 1)[0]

@@ -5,6 +5,16 @@ from concurrent import futures
 DEFAULT_MAX_WORKERS = 8
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during ``bounded_map``: the calls not started were dropped,
+    the running ones were let finish. ``done`` maps the index of each
+    finished item to its result."""
+
+    def __init__(self, done):
+        super().__init__()
+        self.done = done
+
+
 def call_all(calls, max_workers=DEFAULT_MAX_WORKERS):
     """Run independent zero-argument ``calls`` at once; their results in
     order."""
@@ -16,15 +26,30 @@ def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
 
     Results keep the order of ``items``. The first exception cancels the
     requests not yet started and is raised once the running ones end.
+    Ctrl-C does the same and raises ``Interrupted`` with what finished, so
+    a write command can say which objects were done.
     """
     items = list(items)
     workers = max(1, min(max_workers, len(items)))
     if workers == 1:
-        return [func(item) for item in items]
+        results = []
+        try:
+            for item in items:
+                results.append(func(item))
+        except KeyboardInterrupt:
+            raise Interrupted(dict(enumerate(results))) from None
+        return results
     with futures.ThreadPoolExecutor(max_workers=workers) as executor:
         pending = [executor.submit(func, item) for item in items]
         try:
             return [future.result() for future in pending]
+        except KeyboardInterrupt:
+            for future in pending:
+                future.cancel()
+            futures.wait(pending)
+            raise Interrupted({
+                i: f.result() for i, f in enumerate(pending)
+                if not f.cancelled() and f.exception() is None}) from None
         except BaseException:
             for future in pending:
                 future.cancel()

@@ -9,6 +9,7 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.client import placement as placement_client
+from osc_mdev.client import pool
 from osc_mdev.domain import traits as domain
 
 
@@ -19,6 +20,7 @@ class Outcome:
     after: frozenset | None
     result: str
     failed: bool = False
+    interrupted: bool = False
 
 
 def check_exist(placement, traits):
@@ -45,7 +47,11 @@ def create_custom(placement, traits):
 
 
 def apply(placement, plans, dry_run=False, on_done=lambda: None):
-    """Run every DevicePlan; one Outcome each, in the plans' order."""
+    """Run every DevicePlan; one Outcome each, in the plans' order.
+
+    On Ctrl-C the devices being written are let finish and the others are
+    left untouched; their Outcome says so (``interrupted``).
+    """
 
     def run(plan):
         try:
@@ -64,4 +70,9 @@ def apply(placement, plans, dry_run=False, on_done=lambda: None):
         finally:
             on_done()
 
-    return placement.map(run, plans)
+    try:
+        return placement.map(run, plans)
+    except pool.Interrupted as stop:
+        return [stop.done[i] if i in stop.done else Outcome(
+            plan.device, None, None, 'not changed: interrupted', True, True)
+            for i, plan in enumerate(plans)]

@@ -65,6 +65,7 @@ class _TraitCommand(command.Lister):
         outcomes = traits.apply(placement, plans, dry_run, progress.tick)
         progress.done()
         self.failed = [o for o in outcomes if o.failed]
+        self.total = len(outcomes)
         rows = []
         for o in outcomes:
             after = format_columns.ListColumn(sorted(o.after or ()))
@@ -80,6 +81,14 @@ class _TraitCommand(command.Lister):
     def run(self, parsed_args):
         self.failed = []
         status = super().run(parsed_args)
+        stopped = [o for o in self.failed if o.interrupted]
+        if stopped:
+            sys.stderr.write(
+                'Interrupted: %d of %d devices were not changed (Result '
+                '"not changed: interrupted"); every other device is done as '
+                'shown. Run the command again to finish.\n'
+                % (len(stopped), self.total))
+            raise KeyboardInterrupt()
         if self.failed:
             raise exceptions.CommandError(
                 '%d of the devices could not be changed; see the Result '

@@ -3,6 +3,7 @@
 import socket
 
 import pytest
+import requests
 
 from tests.fixtures import cli
 from tests.fixtures.placement_data import Gpu
@@ -341,12 +342,17 @@ def test_too_old_placement_names_both_versions(placement_url):
     from keystoneauth1 import token_endpoint
     from osc_lib import exceptions
 
+    from osc_mdev.client import http
     from osc_mdev.client import placement as placement_client
 
-    client = placement_client.PlacementClient(ks_session.Session(
-        auth=token_endpoint.Token(placement_url, 'admin')))
+    root = requests.get(placement_url, timeout=30).json()
+    newest = root['versions'][0]['max_version']
+    session = ks_session.Session(
+        auth=token_endpoint.Token(placement_url, 'admin'))
+    client = placement_client.PlacementClient(
+        http.Service(session, 'placement', 'Placement'))
     with pytest.raises(exceptions.CommandError) as err:
-        client._request('GET', '/resource_providers', '1.99')
+        client._request('GET', '/resource_providers', '1.999')
     assert str(err.value) == (
-        "This command needs Placement API microversion 1.99 or later; the "
-        "cloud's Placement supports up to 1.39.")
+        "This command needs Placement API microversion 1.999 or later; the "
+        "cloud's Placement supports up to %s." % newest)

@@ -1,0 +1,258 @@
+"""The one HTTP path of osc-mdev: keystoneauth's Adapter, one error mapper.
+
+Every Placement and Compute request goes through ``Service.request``:
+
+* keystoneauth's public ``Adapter`` finds the endpoint (service catalog or
+  ``<service>_endpoint_override``), authenticates, sends the explicit
+  microversion of each call, the command's global request ID, and logs
+  with hashed tokens under ``--debug``;
+* transient faults are retried by keystoneauth (``connect_retries`` for
+  connection errors and timeouts, ``status_code_retries`` for HTTP 500,
+  502, 503 and 504), with its exponential backoff; every request osc-mdev
+  makes is idempotent (reads, generation-guarded PUTs, PUTs of a state,
+  DELETEs), so a retried request never applies a change twice;
+* one shared semaphore bounds the requests in flight for the whole
+  command (``--os-mdev-max-workers``), however the command batches them;
+* every failure becomes ``NotFound`` (404), ``Conflict`` (409), or a
+  one-line ``CommandError`` that names the service, the request, the
+  answer and, for transient faults, the number of attempts.
+"""
+
+import json
+import logging
+import threading
+import urllib.parse
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from osc_lib import exceptions as osc_exc
+
+from osc_mdev.client import errors
+
+DEFAULT_RETRIES = 3
+DEFAULT_TIMEOUT = 60.0
+TRANSIENT_STATUSES = (500, 502, 503, 504)
+
+
+class NotFound(Exception):
+    """The service answered 404 for the resource asked for."""
+
+
+class Conflict(Exception):
+    """The service answered 409 (in Placement: another writer changed the
+    provider since it was read)."""
+
+    def __init__(self, message, code=None, status=409):
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+class MicroversionUnsupported(osc_exc.CommandError):
+    """The cloud's service is older than a call needs."""
+
+
+class _RequestLog(logging.LoggerAdapter):
+    """keystoneauth's request log, with its retry warnings at INFO.
+
+    A fault that a retry cures is no error: ``-v`` shows the retries,
+    ``--debug`` every request (tokens hashed by keystoneauth), and a final
+    failure is the command's one-line error.
+    """
+
+    def warning(self, msg, *args, **kwargs):
+        self.info(msg, *args, **kwargs)
+
+
+_LOG = _RequestLog(logging.getLogger('keystoneauth.session'), {})
+
+
+class Service:
+    """One OpenStack API (Placement or Compute) for one command.
+
+    :param session: the command's keystoneauth session.
+    :param service_type: ``placement`` or ``compute``.
+    :param label: how messages name the service (``Placement``).
+    :param semaphore: bounds the requests in flight; shared by every
+        Service of a command.
+    :param connect_retries: retries after a connection error or timeout.
+    :param status_retries: retries after a transient HTTP status (so one
+        more attempt than retries, at most).
+    :param timeout: seconds to wait for an answer before the attempt
+        counts as failed.
+    """
+
+    def __init__(self, session, service_type, label, semaphore=None,
+                 interface=None, region_name=None, endpoint_override=None,
+                 connect_retries=DEFAULT_RETRIES,
+                 status_retries=DEFAULT_RETRIES, connect_retry_delay=None,
+                 status_retry_delay=None, timeout=DEFAULT_TIMEOUT,
+                 global_request_id=None):
+        self.label = label
+        self.service_type = service_type
+        self.connect_retries = connect_retries
+        self.status_retries = status_retries
+        self.timeout = timeout
+        self._semaphore = semaphore or threading.BoundedSemaphore(8)
+        self._adapter = ks_adapter.Adapter(
+            session, service_type=service_type, interface=interface,
+            region_name=region_name, endpoint_override=endpoint_override,
+            connect_retries=connect_retries,
+            status_code_retries=status_retries,
+            retriable_status_codes=list(TRANSIENT_STATUSES),
+            connect_retry_delay=connect_retry_delay,
+            status_code_retry_delay=status_retry_delay,
+            global_request_id=global_request_id,
+            client_name='osc-mdev', logger=_LOG)
+
+    def request(self, method, url, microversion, json_body=None,
+                transient=TRANSIENT_STATUSES, conflicts=(409,)):
+        """Send one request; answer its JSON body (None when empty).
+
+        ``transient``: the HTTP statuses retried for this request;
+        ``conflicts``: the statuses that raise ``Conflict``.
+        """
+        kwargs = {'microversion': microversion, 'raise_exc': False,
+                  'retriable_status_codes': list(transient),
+                  'status_code_retries': (self.status_retries if transient
+                                          else 0),
+                  'rate_semaphore': self._semaphore,
+                  'timeout': self.timeout}
+        if json_body is not None:
+            kwargs['json'] = json_body
+        try:
+            response = self._adapter.request(url, method, **kwargs)
+        except ks_exc.EndpointNotFound as exc:
+            raise osc_exc.CommandError(
+                'No %s endpoint found in the service catalog (%s); add one '
+                'or set %s_endpoint_override in clouds.yaml.'
+                % (self.label, errors.first_line(exc),
+                   self.service_type)) from exc
+        except ks_exc.ConnectionError as exc:
+            raise osc_exc.CommandError(
+                'Cannot reach the %s API (%s) for %s %s after %d attempts; '
+                'check the endpoint and that the service is running.'
+                % (self.label, errors.connection_problem(exc), method,
+                   _path(url), self.connect_retries + 1)) from exc
+        except ks_exc.Unauthorized as exc:
+            raise self._credentials_error() from exc
+        except ks_exc.ClientException as exc:
+            # Authentication plugins and discovery fail with these.
+            raise osc_exc.CommandError(
+                'Request to the %s API failed before it was sent: %s.'
+                % (self.label, errors.first_line(exc).rstrip('.'))) from exc
+        return self._answer(method, url, microversion, response, transient,
+                            conflicts)
+
+    # -- the error mapper -------------------------------------------------
+
+    def _answer(self, method, url, microversion, response, transient,
+                conflicts):
+        status = response.status_code
+        if status < 400:
+            if status == 204 or not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                raise osc_exc.CommandError(
+                    '%s %s at %s answered something that is not JSON; '
+                    'check that the %s endpoint URL is right.'
+                    % (method, _path(url), _endpoint(response), self.label))
+        detail, shaped = _error_detail(response)
+        where = '%s %s' % (method, _path(url))
+        if status == 404 and shaped:
+            raise NotFound(detail)
+        if status in conflicts and shaped:
+            raise Conflict(detail, _error_code(response), status)
+        if not shaped:
+            raise osc_exc.CommandError(
+                '%s answered HTTP %d with a page that is not from the %s '
+                'API to %s; check the %s endpoint URL.'
+                % (_endpoint(response), status, self.label, where,
+                   self.label))
+        if status == 401:
+            raise self._credentials_error()
+        if status == 403:
+            raise osc_exc.CommandError(
+                '%s refused %s (HTTP 403: %s); these commands need an '
+                'account with the admin role or a policy that allows it.'
+                % (self.label, where, detail))
+        if status == 406:
+            raise MicroversionUnsupported(
+                "This command needs %s API microversion %s or later; the "
+                "cloud's %s supports up to %s."
+                % (self.label, microversion, self.label,
+                   _max_version(response) or 'an older version'))
+        if status >= 500:
+            attempts = self.status_retries + 1 if status in transient else 1
+            raise osc_exc.CommandError(
+                '%s failed on %s with HTTP %d (%s) after %d attempt%s; try '
+                'again later or check the %s service logs.'
+                % (self.label, where, status, detail, attempts,
+                   '' if attempts == 1 else 's', self.label))
+        raise osc_exc.CommandError(
+            '%s rejected %s (HTTP %d): %s.'
+            % (self.label, where, status, detail.rstrip('.')))
+
+    def _credentials_error(self):
+        return osc_exc.CommandError(
+            '%s did not accept the credentials (HTTP 401); check the cloud '
+            'configuration or token.' % self.label)
+
+
+def _error_detail(response):
+    """``(one-line detail, whether the body is the service's own)``.
+
+    Placement answers ``{"errors": [{"detail": ...}]}``, Nova
+    ``{"itemNotFound": {"message": ...}}``; a proxy, a load balancer or a
+    wrong endpoint answers HTML or other JSON.
+    """
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return 'HTTP %d' % response.status_code, False
+    if isinstance(body, dict):
+        errors_list = body.get('errors')
+        if isinstance(errors_list, list) and errors_list and isinstance(
+                errors_list[0], dict):
+            first = errors_list[0]
+            return _last_line(first.get('detail') or first.get('title')
+                              or ''), True
+        if len(body) == 1:
+            (inner,) = body.values()
+            if isinstance(inner, dict) and 'message' in inner:
+                return _last_line(str(inner['message'])), True
+    return 'HTTP %d' % response.status_code, False
+
+
+def _error_code(response):
+    try:
+        return json.loads(response.content)['errors'][0].get('code')
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+
+
+def _max_version(response):
+    try:
+        return json.loads(response.content)['errors'][0].get('max_version')
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+
+
+def _last_line(text):
+    """Placement's details start with a generic sentence; the last
+    non-empty line says what happened."""
+    lines = [line.strip() for line in str(text).splitlines()
+             if line.strip()]
+    return lines[-1] if lines else ''
+
+
+def _endpoint(response):
+    parts = urllib.parse.urlsplit(response.url or '')
+    return '%s://%s' % (parts.scheme, parts.netloc) if parts.netloc else (
+        'The endpoint')
+
+
+def _path(url):
+    return url.split('?', 1)[0]

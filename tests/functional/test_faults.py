@@ -1,0 +1,257 @@
+"""Transient and lasting faults between the CLI and a real Placement.
+
+A real TCP proxy (tests.fixtures.faults) sits between the ``openstack``
+command and a real Placement and, per request, answers 500/503, drops the
+connection before or after forwarding, delays past the timeout, or answers
+a load balancer's HTML page. Each test checks what Placement holds
+afterwards, read directly (not through the proxy or osc-mdev).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.fixtures import cli
+from tests.fixtures import faults
+from tests.fixtures.placement_data import Gpu
+
+TRAITS_PUT = '/traits'
+
+
+@pytest.fixture
+def proxy(placement_url):
+    with faults.FaultProxy(placement_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def cloud(proxy, tmp_path, monkeypatch):
+    """A clouds.yaml entry that reaches Placement through the proxy, with
+    short retry delays (the cloud's own retry settings are honoured)."""
+    path = tmp_path / 'clouds.yaml'
+    path.write_text(yaml.safe_dump({'clouds': {'faulty': {
+        'auth_type': 'admin_token',
+        'auth': {'token': 'admin', 'endpoint': proxy.url},
+        'placement_endpoint_override': proxy.url,
+        'connect_retry_delay': 0.05,
+        'status_code_retry_delay': 0.05,
+    }}}))
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(path))
+    return ['--os-cloud', 'faulty']
+
+
+@pytest.fixture
+def host(placement, request):
+    name = 'fault-%s' % request.node.name[-40:].replace('_', '-')
+    gpus = [Gpu('pci_0000_%02x_00_0' % (0x60 + i), 'VGPU', 4)
+            for i in range(6)]
+    placement.add_compute_node(name, gpus)
+    return name, gpus
+
+
+def mdev(cloud, *args):
+    return cli.openstack(*cloud, 'mdev', *args)
+
+
+def state(placement, gpus):
+    """(generation, traits) of each device, read from Placement itself."""
+    return [(placement.generation(g.uuid),
+             frozenset(placement.get_traits(g.uuid))) for g in gpus]
+
+
+def test_reads_survive_transient_faults(placement, cloud, proxy, host):
+    name, gpus = host
+    clean = mdev(cloud, 'provider', 'list', '--host', name, '-f', 'json')
+    assert clean.rc == 0, clean.stderr
+    kinds = [faults.status(503), faults.status(500), faults.DROP_BEFORE,
+             faults.DROP_AFTER, faults.HTML_PAGE]
+
+    def every_third(req):
+        return kinds[req.n // 3 % len(kinds)] if req.n % 3 == 0 else None
+    proxy.reset(every_third)
+    result = mdev(cloud, 'provider', 'list', '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert result.json() == clean.json()
+    assert result.stderr == ''
+    assert len(proxy.actions()) >= len(kinds), proxy.log
+
+
+def test_lasting_503_is_one_line_naming_request_and_attempts(
+        cloud, proxy, host):
+    proxy.reset(lambda req: faults.status(503))
+    result = mdev(cloud, 'provider', 'list')
+    line = cli.assert_one_line_error(
+        result, 'Placement failed on GET /resource_providers with HTTP 503',
+        'after 4 attempts')
+    assert 'Traceback' not in line
+    assert len(proxy.log) == 4
+
+
+def test_load_balancer_html_page_is_one_line(cloud, proxy, host):
+    html = faults.status(404, b'<html><body>Not here</body></html>',
+                         'text/html')
+    proxy.reset(lambda req: html)
+    result = mdev(cloud, 'provider', 'list')
+    cli.assert_one_line_error(
+        result, 'answered HTTP 404 with a page that is not from the '
+        'Placement API', 'check the Placement endpoint URL')
+
+
+def test_a_200_that_is_not_json_is_one_line(cloud, proxy, host):
+    page = faults.status(200, b'<html>portal login</html>', 'text/html')
+    proxy.reset(lambda req: page)
+    result = mdev(cloud, 'provider', 'list')
+    cli.assert_one_line_error(result, 'answered something that is not JSON')
+
+
+def test_answer_slower_than_the_timeout_is_retried(
+        placement, cloud, proxy, host):
+    name, gpus = host
+    proxy.reset(faults.nth('GET', '/resource_providers', {1},
+                           faults.delay(3)))
+    result = mdev(cloud, '--os-mdev-timeout', '1', 'provider', 'list',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert len(result.json()) == len(gpus)
+    assert proxy.actions(faults.Delay)
+
+
+def test_timeouts_that_last_are_one_line(cloud, proxy, host):
+    proxy.reset(lambda req: faults.delay(2))
+    result = mdev(cloud, '--os-mdev-timeout', '0.5', 'provider', 'list')
+    cli.assert_one_line_error(result, 'Cannot reach the Placement API',
+                              'timed out', 'after 4 attempts')
+
+
+def test_lost_trait_writes_are_verified_not_repeated(
+        placement, cloud, proxy, host):
+    """Placement applies every second trait PUT but its answer is lost:
+    the command re-reads, reports each device as changed, and no device
+    is written twice."""
+    name, gpus = host
+    before = state(placement, gpus)
+    proxy.reset(faults.nth('PUT', '/resource_providers/', {1, 3, 5},
+                           faults.DROP_AFTER))
+    result = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_LOST_ANSWER',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert {r['Result'] for r in result.json()} == {
+        'added CUSTOM_LOST_ANSWER'}
+    after = state(placement, gpus)
+    for (gen0, traits0), (gen1, traits1) in zip(before, after):
+        assert traits1 == traits0 | {'CUSTOM_LOST_ANSWER'}
+        # One trait write per device: a lost answer was not applied twice.
+        assert gen1 == gen0 + 1
+    assert len(proxy.actions(faults.DROP_AFTER)) == 3
+
+
+def test_lasting_fault_mid_run_reports_each_device_and_converges(
+        placement, cloud, proxy, host):
+    name, gpus = host
+    before = state(placement, gpus)
+    victim = gpus[2].uuid
+
+    def break_one(req):
+        if req.method == 'PUT' and victim in req.path:
+            return faults.status(502)
+        return None
+    proxy.reset(break_one)
+    result = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_HALF_DONE',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 1
+    rows = json.loads(result.stdout)
+    by_device = {r['Device']: r['Result'] for r in rows}
+    assert by_device.pop('0000:62:00.0').startswith('failed: ')
+    assert set(by_device.values()) == {'added CUSTOM_HALF_DONE'}
+    assert result.stderr.strip().splitlines()[-1] == (
+        '1 of the devices could not be changed; see the Result column.')
+    assert 'Traceback' not in result.stderr
+    after = state(placement, gpus)
+    # Every device fully changed or untouched.
+    for gpu, (gen0, traits0), (gen1, traits1) in zip(gpus, before, after):
+        if gpu.uuid == victim:
+            assert (gen1, traits1) == (gen0, traits0)
+        else:
+            assert traits1 == traits0 | {'CUSTOM_HALF_DONE'}
+    # Run again without the fault: it converges.
+    proxy.reset()
+    again = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_HALF_DONE',
+                 '--host', name, '-f', 'json')
+    assert again.rc == 0, again.stderr
+    assert {r['Device']: r['Result'] for r in again.json()} == {
+        '0000:%02x:00.0' % (0x60 + i): (
+            'added CUSTOM_HALF_DONE' if i == 2 else 'unchanged')
+        for i in range(6)}
+    assert all('CUSTOM_HALF_DONE' in t for _, t in state(placement, gpus))
+
+
+def test_concurrent_update_500_is_a_conflict_and_reread(
+        placement, cloud, proxy, host):
+    """Placement's 500 "concurrently updated" on a trait PUT wrote
+    nothing: the device is re-read and written again."""
+    name, gpus = host
+    body = json.dumps({'errors': [{
+        'status': 500, 'title': 'Internal Server Error',
+        'detail': 'Another thread concurrently updated the resource '
+                  'provider data. Please retry your update',
+        'code': 'placement.undefined_code'}]}).encode()
+    proxy.reset(faults.nth('PUT', '/resource_providers/', {1, 2},
+                           faults.status(500, body)))
+    result = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_AFTER_RACE',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert {r['Result'] for r in result.json()} == {
+        'added CUSTOM_AFTER_RACE'}
+    assert all('CUSTOM_AFTER_RACE' in t for _, t in state(placement, gpus))
+
+
+def test_ctrl_c_mid_run_leaves_each_device_done_or_untouched(
+        placement, cloud, proxy, host, tmp_path):
+    name, gpus = host
+    before = state(placement, gpus)
+    slow = faults.delay(0.6)
+    proxy.reset(lambda req: slow if req.method == 'PUT' and (
+        '/resource_providers/' in req.path) else None)
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'openstackclient.shell', *cloud,
+         '--os-mdev-max-workers', '2', 'mdev', 'trait', 'set', '--trait',
+         'CUSTOM_INTERRUPTED', '--host', name, '-f', 'json'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while len(proxy.actions(faults.Delay)) < 2:
+        assert time.monotonic() < deadline, proxy.log
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert 'Traceback' not in stderr
+    assert 'Interrupted: ' in stderr and 'Run the command again' in stderr
+    rows = {r['Device']: r['Result'] for r in json.loads(stdout)}
+    after = state(placement, gpus)
+    done = 0
+    for i, ((gen0, traits0), (gen1, traits1)) in enumerate(
+            zip(before, after)):
+        result = rows['0000:%02x:00.0' % (0x60 + i)]
+        if 'CUSTOM_INTERRUPTED' in traits1:
+            assert result == 'added CUSTOM_INTERRUPTED'
+            assert (gen1, traits1) == (gen0 + 1, traits0 | {
+                'CUSTOM_INTERRUPTED'})
+            done += 1
+        else:
+            assert result == 'not changed: interrupted'
+            assert (gen1, traits1) == (gen0, traits0)
+    assert 0 < done < len(gpus)
+    # Running it again finishes the job.
+    proxy.reset()
+    again = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_INTERRUPTED',
+                 '--host', name, '-f', 'json')
+    assert again.rc == 0, again.stderr
+    assert all('CUSTOM_INTERRUPTED' in t for _, t in state(placement, gpus))
