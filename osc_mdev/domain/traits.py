@@ -44,11 +44,16 @@ def protected_removals(remove, force):
 def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
     """``nvidia-35`` -> ``CUSTOM_NVIDIA_35`` (the default naming).
 
-    Upper-cases the type and turns every character that is not a letter or
-    digit into ``_``; ``prefix`` (a ``CUSTOM_...`` string) goes in front.
+    The name is os-traits' ``normalize_name`` of the type (each run of
+    characters other than ASCII letters and digits becomes one ``_``, then
+    upper case), with ``prefix`` (a ``CUSTOM_...`` string) in place of its
+    ``CUSTOM_``.
     """
+    import os_traits
+
     validate_prefix(prefix)
-    body = re.sub(r'[^A-Z0-9]', '_', mdev_type.upper())
+    body = os_traits.normalize_name(mdev_type)[
+        len(os_traits.CUSTOM_NAMESPACE):]
     return names.validate_trait_name(prefix + body)
 
 

@@ -42,6 +42,8 @@ def test_plan_is_idempotent():
     ('mlx5_core', 'CUSTOM_', 'CUSTOM_MLX5_CORE'),
     ('i915-GVTg_V5_4', 'CUSTOM_', 'CUSTOM_I915_GVTG_V5_4'),
     ('nvidia-35', 'CUSTOM_VGPU_', 'CUSTOM_VGPU_NVIDIA_35'),
+    # os-traits' normalize_name: a run of other characters is one '_'.
+    ('grid--p40.8q', 'CUSTOM_', 'CUSTOM_GRID_P40_8Q'),
 ])
 def test_trait_for_mdev_type(mdev_type, prefix, expected):
     assert traits.trait_for_mdev_type(mdev_type, prefix) == expected
