@@ -73,9 +73,14 @@ def list_allocations(placement, compute, hosts=(), references=(),
     candidates = providers.find_candidates(provider_list)
     chosen = [c for c in candidates if not hosts or c.host in hosts]
     if references:
-        named = {devices.resolve(provider_list, candidates, ref).uuid
-                 for ref in references}
-        chosen = [c for c in chosen if c.uuid in named]
+        # Named devices must match --host too (one rule for selectors:
+        # domain.providers.SELECTION_RULE).
+        named = {}
+        for ref in references:
+            candidate = devices.resolve(provider_list, candidates, ref)
+            devices.check_within(ref, candidate, hosts)
+            named[candidate.uuid] = candidate
+        chosen = list(named.values())
     per_provider = dict(zip(
         [c.uuid for c in chosen],
         placement.map(_allocations_or_empty(placement),

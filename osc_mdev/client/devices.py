@@ -111,33 +111,46 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     """The devices a write command acts on, each once.
 
     ``references`` name devices one by one (as ``provider show`` takes
-    them); ``hosts``, ``resource_class`` and ``all_devices`` select by
-    property and must together match at least one device. Traits are
-    not read here: writers read them with the provider generation.
+    them); ``hosts`` and ``resource_class`` narrow the selection and
+    ``all_devices`` takes every device, by the one rule of
+    ``domain.SELECTION_RULE``: a named device outside ``hosts`` or
+    ``resource_class`` and a selection that matches nothing are errors.
+    Traits are not read here: writers read them with the provider
+    generation.
     """
+    try:
+        domain.check_selectors(references, hosts, resource_class,
+                               all_devices)
+    except ValueError as exc:
+        raise exceptions.CommandError('%s.' % exc) from exc
     providers = placement.list_providers()
     check_hosts(providers, hosts)
     candidates = domain.find_candidates(providers)
-    named = {c.uuid: c for c in (
-        resolve(providers, candidates, ref) for ref in references)}
-    selecting = bool(hosts or resource_class or all_devices)
-    in_scope = [c for c in candidates if not hosts or c.host in hosts] \
-        if selecting else []
-    wanted = {c.uuid: c for c in in_scope}
-    wanted.update(named)
+    named = {}
+    for reference in references:
+        candidate = resolve(providers, candidates, reference)
+        check_within(reference, candidate, hosts)
+        named.setdefault(candidate.uuid, (reference, candidate))
+    wanted = [c for _, c in named.values()] if references else [
+        c for c in candidates if not hosts or c.host in hosts]
     details = placement.get_provider_details(
-        list(wanted), usages=False, traits=False)
-    rows = _devices(wanted.values(), details)
-    found = {d.uuid for d in rows}
-    for uuid, candidate in named.items():
-        if uuid not in found:
+        [c.uuid for c in wanted], usages=False, traits=False)
+    rows = _devices(wanted, details)
+    chosen = {}
+    for reference, candidate in named.values():
+        mine = [d for d in rows if d.uuid == candidate.uuid]
+        if not mine:
             raise _not_mdev(candidate)
-    chosen = {d.uuid: d for d in rows if d.uuid in named}
-    if selecting:
-        pooled = {c.uuid for c in in_scope}
-        matched = [d for d in rows if d.uuid in pooled and (
-            not resource_class or d.resource_class == resource_class)]
-        if not matched:
+        matching = [d for d in mine if not resource_class
+                    or d.resource_class == resource_class]
+        if not matching:
+            check_within(reference, mine[0], (), resource_class)
+        chosen.setdefault(candidate.uuid, matching[0])
+    if not references:
+        for device in rows:
+            if not resource_class or device.resource_class == resource_class:
+                chosen.setdefault(device.uuid, device)
+        if not chosen:
             what = []
             if hosts:
                 what.append('on host %s' % ', '.join(hosts))
@@ -146,6 +159,12 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
             raise exceptions.CommandError(
                 "No mdev device %s; run 'openstack mdev provider list' to "
                 "see the devices." % (' '.join(what) or 'in the cloud'))
-        for device in matched:
-            chosen.setdefault(device.uuid, device)
     return sorted(chosen.values(), key=domain.sort_key)
+
+
+def check_within(reference, device, hosts=(), resource_class=None):
+    why = domain.outside_selection(reference, device, hosts, resource_class)
+    if why:
+        raise exceptions.CommandError(
+            'The selection contradicts itself: %s; drop the option or the '
+            'name.' % why)

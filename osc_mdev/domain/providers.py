@@ -188,6 +188,44 @@ class DeviceFilter:
         return True
 
 
+SELECTION_RULE = (
+    'Repeating an option widens the selection (--host a --host b: devices '
+    'of either host); different options narrow it (--host a '
+    '--resource-class VGPU: devices that match both); named devices must '
+    'match the options too; --all stands alone.')
+
+
+def check_selectors(references=(), hosts=(), resource_class=None,
+                    all_devices=False):
+    """Refuse selector combinations that contradict each other.
+
+    ``--all`` means every device: with names, ``--host`` or
+    ``--resource-class`` it would silently mean less, so it stands alone.
+    """
+    others = [what for what, given in (
+        ('device names', references), ('--host', hosts),
+        ('--resource-class', resource_class)) if given]
+    if all_devices and others:
+        raise ValueError(
+            '--all selects every device and cannot be combined with %s; '
+            'drop --all to select by %s'
+            % (' or '.join(others), ' and '.join(others)))
+
+
+def outside_selection(reference, device, hosts=(), resource_class=None):
+    """Why a named device is not within ``--host``/``--resource-class``,
+    or None when it is (``device`` is a Candidate or a Device)."""
+    host = device.host
+    if hosts and host not in hosts:
+        return ("device '%s' is on host %s, not on %s given with --host"
+                % (reference, host, ', '.join(hosts)))
+    rc = getattr(device, 'resource_class', None)
+    if resource_class and rc is not None and rc != resource_class:
+        return ("device '%s' has resource class %s, not %s given with "
+                "--resource-class" % (reference, rc, resource_class))
+    return None
+
+
 def sort_key(device):
     return (device.host, device.device, device.resource_class)
 

@@ -81,7 +81,8 @@ class ListAllocation(command.Lister):
         parser.add_argument(
             '--device', metavar='<device>', action='append', default=[],
             help='Only this device: HOST:PCI_ADDRESS, provider name or '
-                 'UUID. Repeat for several.')
+                 'UUID. Repeat for several; with --host, each must be on '
+                 'one of those hosts.')
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Only allocations of this class (VGPU or CUSTOM_<NAME>).')

@@ -38,7 +38,10 @@ class _TraitCommand(command.Lister):
                  'CUSTOM_<NAME>); with --host, only on those hosts.')
         parser.add_argument(
             '--all', action='store_true', dest='all_devices',
-            help='Every mdev device in the cloud.')
+            help='Every mdev device in the cloud; stands alone (with '
+                 'names, --host or --resource-class it is an error). '
+                 'Repeated options widen the selection, different options '
+                 'narrow it, and named devices must match the options.')
         parser.add_argument(
             '--dry-run', action='store_true',
             help='Show each device\'s traits before and after and change '

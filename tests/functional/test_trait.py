@@ -4,6 +4,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -20,8 +21,7 @@ def auth(placement_url):
 @pytest.fixture
 def host(placement, request):
     """A fresh compute host with three GPUs for each test."""
-    name = 'trait-%s.example_com' % request.node.name[-40:].replace(
-        '[', '-').replace(']', '').replace('_', '-')
+    name = 'trait-%s.example_com' % uuid.uuid4().hex[:12]
     gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_KEEP_ME',)),
             Gpu('pci_0000_85_00_0', 'VGPU', 4),
             Gpu('pci_0000_86_00_0', 'CUSTOM_MLX5', 8)]
@@ -157,18 +157,39 @@ def test_dry_run_writes_nothing(placement, auth, host):
      'is not a PCI address'),
     (['set', '--trait', 'CUSTOM_OK', '--force', '--all'],
      '--force only has a meaning with --replace'),
+    # Contradictory selectors: --all stands alone, named devices must
+    # match the options.
+    (['set', '--trait', 'CUSTOM_OK', '--all', '--host', 'HOST'],
+     '--all selects every device and cannot be combined with --host'),
+    (['set', '--trait', 'CUSTOM_OK', '--all', '--resource-class', 'VGPU'],
+     'cannot be combined with --resource-class'),
+    (['set', '--trait', 'CUSTOM_OK', '--all', 'HOST:0000:84:00.0'],
+     'cannot be combined with device names'),
+    (['unset', '--trait', 'CUSTOM_KEEP_ME', '--all', '--host', 'HOST'],
+     'cannot be combined with --host'),
+    (['set', '--trait', 'CUSTOM_OK', 'HOST:0000:84:00.0', '--host',
+      'OTHER'], "is on host HOST, not on OTHER given with --host"),
+    (['set', '--trait', 'CUSTOM_OK', 'HOST:0000:86:00.0',
+      '--resource-class', 'VGPU'],
+     'has resource class CUSTOM_MLX5, not VGPU given with '
+     '--resource-class'),
 ])
 def test_bad_input_writes_nothing(placement, auth, host, args, fragment):
     name, gpus = host
-    args = [a.replace('HOST', name) for a in args]
-    before = generations(placement, gpus)
+    other = [Gpu('pci_0000_84_00_0', 'VGPU', 4)]
+    placement.add_compute_node('other-%s' % name, other)
+    args = [a.replace('HOST', name).replace('OTHER', 'other-%s' % name)
+            for a in args]
+    fragment = fragment.replace('HOST', name).replace('OTHER',
+                                                      'other-%s' % name)
+    before = generations(placement, gpus + other)
     result = mdev(auth, 'trait', *args)
     assert result.rc == 1
     assert result.stdout == ''
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
     assert fragment in lines[0]
-    assert generations(placement, gpus) == before
+    assert generations(placement, gpus + other) == before
     placement.request('GET', '/traits/CUSTOM_OK', ok=(404,))
 
 

@@ -145,3 +145,37 @@ def test_resolve_device_unknown(reference, message):
 def test_resolve_device_malformed_address(reference):
     with pytest.raises(ValueError, match='0000:84:00.0'):
         domain.resolve_device(reference, CANDIDATES)
+
+
+@pytest.mark.parametrize('kwargs,fragment', [
+    (dict(all_devices=True, hosts=('a',)), 'combined with --host'),
+    (dict(all_devices=True, resource_class='VGPU'),
+     'combined with --resource-class'),
+    (dict(all_devices=True, references=('a:0000:84:00.0',), hosts=('a',)),
+     'combined with device names or --host'),
+])
+def test_all_stands_alone(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        domain.check_selectors(**kwargs)
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(all_devices=True), dict(hosts=('a', 'b'), resource_class='VGPU'),
+    dict(references=('x',), hosts=('a',)), dict()])
+def test_selectors_that_agree(kwargs):
+    domain.check_selectors(**kwargs)
+
+
+def test_named_device_outside_the_options():
+    [candidate] = domain.find_candidates([
+        {'uuid': 'r', 'name': 'h1', 'root_provider_uuid': 'r'},
+        {'uuid': 'c', 'name': 'h1_pci_0000_84_00_0',
+         'root_provider_uuid': 'r'}])
+    assert domain.outside_selection('x', candidate, ('h1',)) is None
+    assert domain.outside_selection('x', candidate, ('h2', 'h3')) == (
+        "device 'x' is on host h1, not on h2, h3 given with --host")
+    device = domain.build_devices(
+        candidate, {'CUSTOM_MLX5': {'total': 4}}, 1, {})[0]
+    assert domain.outside_selection('x', device, (), 'VGPU') == (
+        "device 'x' has resource class CUSTOM_MLX5, not VGPU given with "
+        "--resource-class")
