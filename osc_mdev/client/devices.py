@@ -38,7 +38,8 @@ def check_hosts(providers, hosts):
     if unknown:
         raise exceptions.CommandError(
             'No compute host named %s in Placement; hosts are named as in '
-            "'openstack hypervisor list'." % ', '.join(sorted(unknown)))
+            "'openstack hypervisor list'."
+            % ', '.join("'%s'" % h for h in sorted(unknown)))
 
 
 def list_devices(placement, wanted, read_traits=True):

@@ -40,7 +40,7 @@ class ShowAllocation(command.Lister):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'server', metavar='<server>',
             help='Server name or ID (any project). A name that several '
@@ -74,7 +74,7 @@ class ListAllocation(command.Lister):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             '--host', metavar='<host>', action='append', default=[],
             help='Only devices of this compute host. Repeat for several.')

@@ -19,9 +19,29 @@ def check(func, *args):
 
 def resource_class(value):
     """A valid mdev resource class, or None when none was given."""
-    return value and check(names.validate_mdev_resource_class, value)
+    if value is None:
+        return None
+    return check(names.validate_mdev_resource_class, value)
 
 
 def trait_names(values):
     """Every trait name valid, in the order given."""
     return tuple(check(names.validate_trait_name, t) for t in values)
+
+
+def one_line_errors(parser):
+    """Make ``parser`` report a bad argument as one CommandError line.
+
+    argparse prints the usage and exits 2; osc-mdev's commands say what
+    was wrong in one line, exit 1, and point to the command's help.
+    """
+    prog = parser.prog
+
+    def error(message):
+        raise exceptions.CommandError(
+            "%s%s; see 'openstack help %s'."
+            % (message[0].upper(), message[1:].rstrip('.'),
+               prog.replace('openstack ', '', 1)))
+
+    parser.error = error
+    return parser

@@ -31,7 +31,7 @@ class ConfigureFlavor(command.Lister):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
         parser.add_argument(
@@ -106,7 +106,7 @@ class ShowFlavor(command.ShowOne):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
         return parser

@@ -53,7 +53,7 @@ class ListProvider(command.Lister):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             '--host', metavar='<host>', action='append', default=[],
             help='Only devices of this compute host (the root resource '
@@ -105,7 +105,7 @@ class ShowProvider(command.ShowOne):
     """
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'device', metavar='<device>',
             help='Provider UUID, provider name, or HOST:PCI_ADDRESS '

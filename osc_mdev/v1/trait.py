@@ -22,7 +22,7 @@ class _TraitCommand(command.Lister):
     """Shared selection, validation and bulk update of trait commands."""
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'device', metavar='<device>', nargs='*',
             help='Device to change: provider UUID, provider name or '

@@ -251,3 +251,31 @@ def test_placement_accepts_only_keystone_tokens(cloud, placement_url):
     resp = requests.get(placement_url + '/resource_providers',
                         headers={'X-Auth-Token': 'admin'})
     assert resp.status_code == 401
+
+
+def test_debug_output_and_errors_never_show_secrets(cloud, keystone,
+                                                    identity, monkeypatch):
+    """--debug logs every request; the password and any token (fernet
+    tokens start with gAAAAA) appear nowhere in the output, nor in the
+    errors of a refused or failed request."""
+    password_env(monkeypatch, keystone)
+    secrets = [keystone.admin_password, MEMBER_PASSWORD, 'gAAAAA',
+               identity.token]
+    runs = [cli.openstack_process('--debug', 'mdev', 'provider', 'list'),
+            cli.openstack_process('--debug', 'mdev', 'trait', 'set',
+                                  '--trait', 'CUSTOM_DEBUGGED', '--all')]
+    assert all(r.rc == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+    assert 'REQ: curl' in runs[0].stderr
+    assert 'X-Auth-Token: {SHA256}' in runs[0].stderr
+    password_env(monkeypatch, keystone, MEMBER_USER, MEMBER_PASSWORD,
+                 MEMBER_PROJECT)
+    runs.append(cli.openstack_process('mdev', 'provider', 'list'))
+    runs.append(cli.openstack_process('--debug', 'mdev', 'provider',
+                                      'list'))
+    monkeypatch.setenv('OS_PASSWORD', 'wrong-%s' % MEMBER_PASSWORD)
+    runs.append(cli.openstack_process('--debug', 'mdev', 'provider',
+                                      'list'))
+    assert [r.rc for r in runs[2:]] == [1, 1, 1]
+    for run in runs:
+        for secret in secrets:
+            assert secret not in run.stdout + run.stderr

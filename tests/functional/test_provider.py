@@ -250,7 +250,7 @@ def test_show_virtual_parent_and_table(cloud, auth):
      ['compute2_0000:81:00.0 is not an mdev device']),
     (['provider', 'show', 'no-such-thing'], ['No mdev device matches']),
     (['provider', 'list', '--host', 'compute9'],
-     ['No compute host named compute9']),
+     ["No compute host named 'compute9'"]),
     (['provider', 'list', '--trait', 'custom_lower'],
      ['not a valid trait name', 'CUSTOM_']),
     (['provider', 'list', '--trait', 'CUSTOM_NOT_THERE'],

@@ -146,7 +146,7 @@ def test_dry_run_writes_nothing(placement, auth, host):
      'Name the devices to change, or select them'),
     (['set', '--all'], 'Give at least one --trait'),
     (['set', '--trait', 'CUSTOM_OK', '--host', 'no-such-host'],
-     'No compute host named no-such-host'),
+     "No compute host named 'no-such-host'"),
     (['set', '--trait', 'CUSTOM_OK', '--resource-class', 'CUSTOM_NONE_HERE'],
      'No mdev device with resource class CUSTOM_NONE_HERE'),
     (['set', '--trait', 'CUSTOM_OK', '--resource-class', 'PGPU'],
