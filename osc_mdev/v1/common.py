@@ -35,13 +35,12 @@ def one_line_errors(parser):
     argparse prints the usage and exits 2; osc-mdev's commands say what
     was wrong in one line, exit 1, and point to the command's help.
     """
-    prog = parser.prog
+    command = parser.prog.split(' ', 1)[-1]
 
     def error(message):
         raise exceptions.CommandError(
             "%s%s; see 'openstack help %s'."
-            % (message[0].upper(), message[1:].rstrip('.'),
-               prog.replace('openstack ', '', 1)))
+            % (message[0].upper(), message[1:].rstrip('.'), command))
 
     parser.error = error
     return parser

@@ -184,8 +184,11 @@ class UnsetTrait(_TraitCommand):
             help='Trait to remove. Repeat for several.')
         parser.add_argument(
             '--force', action='store_true',
-            help='Allow removing OWNER_* traits such as OWNER_NOVA (Nova '
-                 'needs it to schedule to the device).')
+            help='Allow removing OWNER_* traits such as OWNER_NOVA. Nova '
+                 'marks its own providers with OWNER_NOVA and adds it back '
+                 'on its next periodic update; meanwhile the device looks '
+                 'like another service\'s (Cyborg\'s) to Nova\'s scheduler '
+                 'prefilter and to other tools.')
         return parser
 
     def take_action(self, parsed_args):
@@ -193,9 +196,9 @@ class UnsetTrait(_TraitCommand):
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
             raise exceptions.CommandError(
-                'Removing %s would stop Nova scheduling to the devices; '
-                'add --force if that is what you want.'
-                % ', '.join(protected))
+                '%s marks the devices as owned by a service, which adds it '
+                'back on its next update (Nova does, for OWNER_NOVA); add '
+                '--force to remove it anyway.' % ', '.join(protected))
         resource_class = common.resource_class(parsed_args.resource_class)
         placement = self.app.client_manager.mdev.placement
         selected = self._selected(placement, parsed_args, resource_class)

@@ -255,3 +255,15 @@ def test_ctrl_c_mid_run_leaves_each_device_done_or_untouched(
                  '--host', name, '-f', 'json')
     assert again.rc == 0, again.stderr
     assert all('CUSTOM_INTERRUPTED' in t for _, t in state(placement, gpus))
+
+
+def test_read_failing_on_some_devices_prints_no_partial_table(
+        placement, cloud, proxy, host):
+    name, gpus = host
+    victim = gpus[4].uuid
+    proxy.reset(lambda req: faults.status(503) if (
+        victim in req.path and req.path.endswith('/usages')) else None)
+    result = mdev(cloud, 'provider', 'list', '--host', name)
+    cli.assert_one_line_error(
+        result, 'Placement failed on GET /resource_providers/%s/usages'
+        % victim, 'HTTP 503', 'after 4 attempts')
