@@ -151,7 +151,7 @@ class _LocatingParser(cfg.ConfigParser):
         return self.lineno
 
 
-def _group(name):
+def group_key(name):
     """oslo.config's group name normalisation (lower case but DEFAULT)."""
     return name if name == 'DEFAULT' else name.lower()
 
@@ -221,7 +221,7 @@ class Settings:
 
     def group_line(self, section):
         for name, file, line in self.sections:
-            if _group(name) == _group(section):
+            if group_key(name) == group_key(section):
                 return '[%s], %s:%d' % (name, file, line)
         return '[%s]' % section
 
@@ -236,7 +236,7 @@ def _winner(occurrences, names_in_order):
     for file in reversed(files):
         for group, option in names_in_order:
             found = [o for o in occurrences if o.file == file and
-                     _group(o.section) == group and o.name == option]
+                     group_key(o.section) == group and o.name == option]
             if found:
                 return found[-1]
     return None
@@ -271,7 +271,7 @@ def load(paths, directories=True):
     for path in files:
         args += ['--config-file', path]
     quiet = _QuietDeprecations()
-    oslo_log = logging.getLogger('oslo_config')
+    oslo_log = logging.getLogger('oslo_config.cfg')
     oslo_log.addFilter(quiet)
     try:
         conf(args=args, project='nova', default_config_files=[],
@@ -303,8 +303,8 @@ def load(paths, directories=True):
 
 
 def _value(conf, occurrences, group, name, deprecated=()):
-    written = _winner(occurrences, [(_group(group), name)] + [
-        (_group(g), n) for g, n in deprecated])
+    written = _winner(occurrences, [(group_key(group), name)] + [
+        (group_key(g), n) for g, n in deprecated])
     try:
         value = conf[group][name]
     except (cfg.ConfigFileValueError, ValueError) as exc:
