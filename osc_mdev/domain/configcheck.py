@@ -371,7 +371,7 @@ def sysfs_findings(conf, parents, functions=None):
         if mdev_type and device.address not in listed and \
                 mdev_type not in device.types:
             found.append(_f(
-                WARNING, '[devices] enabled_mdev_types',
+                WARNING, conf.settings.enabled.where,
                 '%s takes the default type %s, which it does not offer (it '
                 'offers %s): Nova will report no inventory for it.'
                 % (device.address, mdev_type,

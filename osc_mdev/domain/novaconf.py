@@ -293,8 +293,10 @@ def load(paths, directories=True):
                                         'max_instances'),
             }
     except cfg.Error as exc:
-        raise NovaConfError('%s cannot be read by oslo.config (%s)' % (
-            ', '.join(files), str(exc).splitlines()[0])) from exc
+        raise NovaConfError(
+            '%s cannot be read by oslo.config (%s); nova-compute refuses to '
+            'start with it' % (', '.join(files),
+                               str(exc).splitlines()[0])) from exc
     finally:
         oslo_log.removeFilter(quiet)
         conf.reset()

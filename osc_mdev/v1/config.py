@@ -147,7 +147,8 @@ class CheckConfig(command.Lister):
             return 0
         status = super().produce_output(parsed_args, column_names, data)
         if parsed_args.long:
-            self.app.stdout.write('\n')
+            if data:
+                self.app.stdout.write('\n')
             parsed_args.columns = []
             super().produce_output(parsed_args, DEVICE_COLUMNS, self.devices)
         return status

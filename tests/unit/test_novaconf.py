@@ -283,6 +283,9 @@ def test_directory_reads_conf_files_sorted(tmp_path):
     (b'  \n\n', 'is empty'),
     (b'[devices\nx = 1\n', 'line 1 cannot be parsed'),
     (b'x = 1\n', 'line 1 cannot be parsed'),
+    (b'[devices]\nenabled_mdev_types = a\n[mdev_a]\n'
+     b'device_addresses = $nothing\n',
+     'no such option nothing in group [DEFAULT]); nova-compute refuses'),
 ])
 def test_files_that_are_not_nova_confs(tmp_path, content, problem):
     path = tmp_path / 'nova.conf'
