@@ -94,6 +94,10 @@ def tour(cloud, workdir):
                     t.nova_conf(other).name, '--host', other],
                 env=t.env, cwd=workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
+    t.say('Before restarting nova-compute on %s with a nova.conf, check it '
+          'as Nova will read it\nand against what Placement has for the '
+          'host (no finding: they agree):' % host)
+    t.run('mdev', 'config', 'check', conf.name, '--host', host, '--long')
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
 
     t.say('A flavor for one nvidia-12 vGPU, validated against the cloud:')

@@ -107,3 +107,31 @@ def _allocations_or_empty(placement):
         except placement_client.NotFound:
             return {}  # deleted since it was listed
     return read
+
+
+def node_devices_with_servers(placement, compute, host):
+    """The mdev devices Placement has for compute node ``host``, each with
+    the servers (``name (ID)``, or the consumer ID when Nova cannot say)
+    holding its resource class: ``[(Device, [server, ...])]``."""
+    found = devices.list_devices(
+        placement, providers.DeviceFilter(hosts=(host,)))
+    uuids = [d.uuid for d in found]
+    per_provider = dict(zip(uuids, placement.map(
+        _allocations_or_empty(placement), uuids)))
+    consumers = {
+        d.uuid: sorted(c for c, alloc in per_provider[d.uuid].items()
+                       if alloc['resources'].get(d.resource_class))
+        for d in found}
+    everyone = sorted({c for cs in consumers.values() for c in cs})
+    known = {}
+    if everyone:
+        try:
+            known = compute.servers_by_id(everyone, hosts=(host,))
+        except Exception:  # noqa: B902 - naming servers is best effort
+            known = {}   # Nova unreachable: the consumer IDs name them
+
+    def label(consumer):
+        server = known.get(consumer)
+        return '%s (%s)' % (server.get('name'), consumer) if server \
+            else consumer
+    return [(d, [label(c) for c in consumers[d.uuid]]) for d in found]

@@ -1,143 +1,592 @@
-"""Read the mdev part of a nova.conf the way nova-compute does.
+"""The mdev part of a nova.conf, read exactly as nova-compute reads it.
 
 ``[devices] enabled_mdev_types`` (old name ``enabled_vgpu_types``) lists
-the types; each has a group ``[mdev_<type>]`` (old name ``[vgpu_<type>]``)
-with ``device_addresses``, ``mdev_class`` and ``max_instances``. The rules
-nova-compute applies when it starts are applied here too, so a file Nova
-would refuse is refused before anything is written.
+the types; each has a group ``[mdev_<type>]`` with ``device_addresses``
+(also read from the old group ``[vgpu_<type>]``), ``mdev_class`` and
+``max_instances``.
+
+Files are parsed by oslo.config itself (list options, continuation
+lines, repeated sections, ``$`` interpolation, several files where the
+later one wins), with the options registered as Nova registers them.
+Each rule nova-compute applies when it starts is one function below whose
+docstring names the Nova function it mirrors. Addresses are kept as
+written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
+``0000:3B:00.4`` starts fine but never matches libvirt's lower-case
+``0000:3b:00.4``, so that device takes the default type.
 """
 
-import configparser
 import dataclasses
+import glob
+import logging
+import os
 import re
+
+from oslo_config import cfg
+from oslo_config import iniparser
 
 from osc_mdev.domain import names
 
-_MDEV_CLASS_RE = re.compile(r'^(VGPU|CUSTOM_[A-Z0-9_]+)$')
+MAX_FILE_BYTES = 10 * 1024 * 1024
+VGPU = names.VGPU
+MDEV_CLASS_PATTERN = r'^(VGPU|CUSTOM_[A-Z0-9_]+)$'
+
+ERROR = 'error'        # nova-compute refuses to start
+WARNING = 'warning'    # Nova silently does something other than written
+INFO = 'info'
+SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+# libvirt's name of a PCI parent and the address Nova compares with it.
+_LIBVIRT_PCI_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
+# nova/pci/utils.py _PCI_ADDRESS_PATTERN: the ``.`` is any character.
+_NOVA_PCI_ADDRESS_RE = re.compile(
+    r'^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2}).([0-7]{1})$')
 
 
 class NovaConfError(ValueError):
-    """The file is one nova-compute would refuse to start with."""
+    """One line: a file that cannot be read, or that nova-compute would
+    refuse to start with."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    severity: str
+    where: str
+    message: str
+
+
+# -- Reading the files (shared by every command that takes a nova.conf) --
+
+def config_files(paths, directories=True):
+    """The files ``paths`` stand for, in the order oslo.config reads them.
+
+    A directory is read like ``--config-dir``: its ``*.conf`` files in
+    sorted order (only with ``directories``). Raises NovaConfError for a
+    directory with no ``.conf`` file.
+    """
+    files = []
+    for path in paths:
+        if os.path.isdir(path) and directories:
+            found = sorted(glob.glob(os.path.join(path, '*.conf')))
+            if not found:
+                raise NovaConfError(
+                    '%s is a directory with no .conf file; give the nova.conf '
+                    'file or the --config-dir directory nova-compute reads'
+                    % path)
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def read_text(path):
+    """The text of a nova.conf, or NovaConfError naming the file and what
+    is wrong: missing, unreadable, a directory, huge, binary, not UTF-8 or
+    empty."""
+    if os.path.isdir(path):
+        raise NovaConfError('%s is a directory, not a nova.conf file' % path)
+    try:
+        with open(path, 'rb') as conf_file:
+            data = conf_file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise NovaConfError('Cannot read %s: %s' % (
+            path, exc.strerror or exc)) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise NovaConfError(
+            '%s is larger than %d MB, too large to be a nova.conf'
+            % (path, MAX_FILE_BYTES // (1024 * 1024)))
+    if b'\0' in data:
+        raise NovaConfError('%s is a binary file, not a nova.conf' % path)
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise NovaConfError(
+            '%s is not UTF-8 text (invalid byte at offset %d), so it is not '
+            'a nova.conf' % (path, exc.start)) from exc
+    if not text.strip():
+        raise NovaConfError('%s is empty' % path)
+    return text
+
+
+# -- Parsing with oslo.config ------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Occurrence:
+    """One ``name = value`` line of one file."""
+
+    section: str          # as written
+    name: str
+    value: str
+    file: str
+    line: int
+
+
+class _LocatingParser(cfg.ConfigParser):
+    """oslo.config's own file parser, remembering where each option and
+    section was written."""
+
+    def __init__(self, filename, lines, occurrences, sections):
+        super().__init__(filename, {})
+        self._lines = lines
+        self._occurrences = occurrences
+        self._section_lines = sections
+
+    def new_section(self, section):
+        super().new_section(section)
+        self._section_lines.append((section, self.filename, self.lineno))
+
+    def assignment(self, key, value):
+        super().assignment(key, value)
+        self._occurrences.append(Occurrence(
+            self.section, key, '\n'.join(value), self.filename,
+            self._key_line(key)))
+
+    def _key_line(self, key):
+        # The assignment is reported once its last line is read: look back
+        # for the line that starts it.
+        for number in range(min(self.lineno, len(self._lines)), 0, -1):
+            line = self._lines[number - 1]
+            if line[:1] not in ('', ' ', '\t', '#', ';', '[') and \
+                    re.split('[:=]', line, 1)[0].strip() == key:
+                return number
+        return self.lineno
+
+
+def group_key(name):
+    """oslo.config's group name normalisation (lower case but DEFAULT)."""
+    return name if name == 'DEFAULT' else name.lower()
+
+
+def _devices_opts():
+    """``[devices] enabled_mdev_types`` as nova/conf/devices.py
+    registers it."""
+    return [cfg.ListOpt('enabled_mdev_types', default=[],
+                        deprecated_name='enabled_vgpu_types')]
+
+
+def _type_opts(mdev_type):
+    """The ``[mdev_<type>]`` options as nova/conf/devices.py
+    ``register_dynamic_opts`` registers them: only ``device_addresses``
+    is also read from the old ``[vgpu_<type>]`` group."""
+    return [
+        cfg.ListOpt('device_addresses', default=[],
+                    item_type=cfg.types.String(),
+                    deprecated_group='vgpu_%s' % mdev_type),
+        cfg.StrOpt('mdev_class', default=VGPU, regex=MDEV_CLASS_PATTERN,
+                   max_length=255),
+        cfg.IntOpt('max_instances', default=None, min=1),
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """An option's effective value and where it was written.
+
+    ``value`` is None and ``error`` says why when oslo.config refuses the
+    written value (nova-compute stops on it)."""
+
+    group: str
+    name: str
+    value: object = None
+    error: str | None = None
+    written: Occurrence | None = None
+
+    @property
+    def where(self):
+        return where(self.written.section if self.written else self.group,
+                     self.written.name if self.written else self.name,
+                     self.written)
+
+    @property
+    def is_set(self):
+        return self.written is not None
+
+
+def where(section, option, occurrence=None):
+    """``[section] option, FILE:LINE`` (or without the file part)."""
+    text = '[%s] %s' % (section, option) if option else '[%s]' % section
+    if occurrence is not None:
+        text += ', %s:%d' % (occurrence.file, occurrence.line)
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What a set of nova.conf files says about mdevs."""
+
+    files: tuple
+    enabled: Value                 # [devices] enabled_mdev_types
+    groups: dict                   # type -> {option name: Value}
+    occurrences: tuple             # every Occurrence, in reading order
+    sections: tuple                # (section, file, line), reading order
+
+    def group_line(self, section):
+        for name, file, line in self.sections:
+            if group_key(name) == group_key(section):
+                return '[%s], %s:%d' % (name, file, line)
+        return '[%s]' % section
+
+
+def _winner(occurrences, names_in_order):
+    """The occurrence oslo.config takes the value from: newest file first;
+    in it, the current name before deprecated ones; the last line."""
+    files = []
+    for occ in occurrences:
+        if occ.file not in files:
+            files.append(occ.file)
+    for file in reversed(files):
+        for group, option in names_in_order:
+            found = [o for o in occurrences if o.file == file and
+                     group_key(o.section) == group and o.name == option]
+            if found:
+                return found[-1]
+    return None
+
+
+class _QuietDeprecations(logging.Filter):
+    def filter(self, record):
+        return False
+
+
+def load(paths, directories=True):
+    """Parse nova.conf files (and directories) as nova-compute does.
+
+    Raises NovaConfError (one line) for a file that cannot be read or
+    parsed; values oslo.config refuses are kept as ``Value.error``.
+    """
+    files = config_files(paths, directories)
+    occurrences, sections = [], []
+    for path in files:
+        lines = read_text(path).splitlines()
+        parser = _LocatingParser(path, lines, occurrences, sections)
+        try:
+            iniparser.BaseParser.parse(parser, lines)
+        except iniparser.ParseError as exc:
+            raise NovaConfError(
+                '%s line %d cannot be parsed (%s); nova-compute refuses to '
+                'start with it' % (path, exc.lineno, exc.msg)) from exc
+
+    conf = cfg.ConfigOpts()
+    conf.register_opts(_devices_opts(), group='devices')
+    args = []
+    for path in files:
+        args += ['--config-file', path]
+    quiet = _QuietDeprecations()
+    oslo_log = logging.getLogger('oslo_config.cfg')
+    oslo_log.addFilter(quiet)
+    try:
+        conf(args=args, project='nova', default_config_files=[],
+             default_config_dirs=[], use_env=False)
+        enabled = _value(conf, occurrences, 'devices', 'enabled_mdev_types',
+                         [('devices', 'enabled_vgpu_types')])
+        groups = {}
+        for mdev_type in enabled.value or ():
+            group = 'mdev_%s' % mdev_type
+            if group in groups:
+                continue
+            conf.register_opts(_type_opts(mdev_type), group=group)
+            groups[mdev_type] = {
+                'device_addresses': _value(
+                    conf, occurrences, group, 'device_addresses',
+                    [('vgpu_%s' % mdev_type, 'device_addresses')]),
+                'mdev_class': _value(conf, occurrences, group, 'mdev_class'),
+                'max_instances': _value(conf, occurrences, group,
+                                        'max_instances'),
+            }
+    except cfg.Error as exc:
+        raise NovaConfError(
+            '%s cannot be read by oslo.config (%s); nova-compute refuses to '
+            'start with it' % (', '.join(files),
+                               str(exc).splitlines()[0])) from exc
+    finally:
+        oslo_log.removeFilter(quiet)
+        conf.reset()
+    return Settings(tuple(files), enabled, groups, tuple(occurrences),
+                    tuple(sections))
+
+
+def _value(conf, occurrences, group, name, deprecated=()):
+    written = _winner(occurrences, [(group_key(group), name)] + [
+        (group_key(g), n) for g, n in deprecated])
+    try:
+        value = conf[group][name]
+    except (cfg.ConfigFileValueError, ValueError) as exc:
+        return Value(group, name, error=_oslo_reason(exc), written=written)
+    return Value(group, name, value=value, written=written)
+
+
+def _oslo_reason(exc):
+    text = str(exc)
+    # "Value for option X from LocationInfo(...) is not valid: <reason>"
+    return text.rsplit('is not valid: ', 1)[-1].strip()
+
+
+# -- Nova's rules, one function each ---------------------------------------
+
+def parse_address(address):
+    """Mirrors nova/pci/utils.py ``parse_address``: the (domain, bus,
+    slot, function) of ``hex{4}:hex{2}:hex{2}.[0-7]``, upper or lower
+    case; ValueError for anything else."""
+    match = _NOVA_PCI_ADDRESS_RE.match(address)
+    if not match:
+        raise ValueError("'%s' is not a PCI address" % address)
+    return match.groups()
+
+
+def looks_like_virtual_parent(address):
+    """Whether ``address`` can name a virtual parent device (``mtty_mtty``
+    for ``/sys/devices/virtual/mtty/mtty``) when sysfs cannot be read."""
+    return names.is_nodedev_name(address) and not address.startswith('pci_')
+
+
+def sysfs_virtual_parent(root):
+    """A ``virtual_parent_exists`` that looks under ROOT like Nova looks
+    under /sys."""
+    def exists(address):
+        return os.path.exists(os.path.join(
+            root, 'devices', 'virtual', address.replace('_', '/')))
+    return exists
+
+
+def validate_device_address(address, virtual_parent_exists=None):
+    """Mirrors nova/virt/libvirt/driver.py ``_validate_device_address``.
+
+    Returns ``'pci'`` for what ``parse_address`` accepts (even if it can
+    never match, see :func:`matches_libvirt`) and ``'virtual'`` for a
+    virtual parent that exists (``mtty_mtty`` ->
+    ``/sys/devices/virtual/mtty/mtty``). Anything else raises
+    NovaConfError: Nova raises InvalidLibvirtMdevConfig and
+    nova-compute stops. Without ``virtual_parent_exists`` the check is
+    on the name's form only.
+    """
+    try:
+        parse_address(address)
+        return 'pci'
+    except ValueError:
+        pass
+    exists = virtual_parent_exists or looks_like_virtual_parent
+    if exists(address):
+        return 'virtual'
+    hint = ('write the full lower-case address, e.g. 0000:84:00.0'
+            if ':' in address or address.startswith('pci_') else
+            'give a PCI address such as 0000:84:00.0 or an existing virtual '
+            'parent such as mtty_mtty')
+    raise NovaConfError(
+        "device address '%s' is neither a PCI address nor a virtual mdev "
+        "parent: nova-compute refuses to start (incorrect device address); "
+        "%s" % (address, hint))
+
+
+def matches_libvirt(address):
+    """Whether a PCI address Nova accepted can ever equal the address Nova
+    builds from libvirt's name (``_get_device_address``): lower-case hex
+    and a ``.`` before the function."""
+    return bool(_LIBVIRT_PCI_RE.match(address))
 
 
 @dataclasses.dataclass(frozen=True)
 class MdevType:
     name: str
-    device_addresses: tuple
-    mdev_class: str = 'VGPU'
+    device_addresses: tuple      # as written
+    mdev_class: str = VGPU
     max_instances: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class MdevConfig:
-    types: tuple                 # MdevType, in enabled_mdev_types order
-    by_address: dict             # device address -> type name
-    default_type: str | None     # type of every device not listed
-    warnings: tuple = ()
+    """What nova-compute makes of the file: the attributes its libvirt
+    driver sets in ``_get_supported_vgpu_types``."""
 
-    def type_for(self, device):
-        """The type Nova gives a device (PCI address or nodedev name)."""
-        return self.by_address.get(device, self.default_type)
+    supported_types: tuple       # supported_vgpu_types, in Nova's order
+    types: tuple                 # MdevType of each supported type
+    pgpu_type_mapping: dict      # address as written -> type
+    mdev_class_mapping: dict     # address as written -> resource class
+    default_type: str | None     # pgpu_type_default
+    virtual_mdevs: frozenset
+    max_instances: dict          # mdev_type_max_mapping
+    findings: tuple = ()
+    settings: Settings | None = None
 
-    def mdev_class(self, type_name):
+    @property
+    def errors(self):
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def by_address(self):
+        return dict(self.pgpu_type_mapping)
+
+    def mdev_type(self, name):
         for mdev_type in self.types:
-            if mdev_type.name == type_name:
-                return mdev_type.mdev_class
+            if mdev_type.name == name:
+                return mdev_type
         return None
 
+    def type_for(self, nodedev):
+        return vgpu_type_per_pgpu(self, nodedev)
 
-def _list(value):
-    return tuple(item.strip() for item in value.split(',') if item.strip())
+    def resource_class_for(self, nodedev):
+        return resource_class_for_device(self, nodedev)
 
-
-def _option(parser, groups, option):
-    """First value of ``option`` in ``groups`` (new name first)."""
-    for group in groups:
-        if parser.has_option(group, option):
-            return parser.get(group, option)
-    return None
-
-
-def _device_address(text, type_name, source):
-    if ':' in text or names.looks_like_pci_address(text):
-        try:
-            return names.normalize_pci_address(text)
-        except ValueError as exc:
-            raise NovaConfError(
-                "%s: [mdev_%s] device_addresses has %s; nova-compute refuses "
-                "to start with it" % (source, type_name, exc)) from exc
-    if not names.is_nodedev_name(text):
-        raise NovaConfError(
-            "%s: [mdev_%s] device_addresses has '%s', which is neither a PCI "
-            "address nor a virtual device name such as mtty_mtty"
-            % (source, type_name, text))
-    return text
+    def unmatched_addresses(self):
+        """PCI addresses Nova accepts but never matches to a device."""
+        return [a for a in self.pgpu_type_mapping
+                if a not in self.virtual_mdevs and not matches_libvirt(a)]
 
 
-def parse(text, source='nova.conf'):
-    """Return the MdevConfig of a nova.conf's text.
+def supported_vgpu_types(settings, virtual_parent_exists=None):
+    """Mirrors nova/virt/libvirt/driver.py ``_get_supported_vgpu_types``.
 
-    Raises NovaConfError (with the offending address or value) for what
-    nova-compute refuses: the same address under two types, malformed
-    addresses, an invalid ``mdev_class`` or ``max_instances``.
+    Walks ``enabled_mdev_types`` in order: the first type without
+    ``device_addresses`` becomes the default type (``pgpu_type_default``)
+    and any further one is dropped with only a warning; each listed
+    address must pass ``_validate_device_address`` and may appear under
+    one type only ("duplicate types for PCI ID"); the class goes into
+    ``mdev_class_mapping`` for the listed addresses only. Where Nova
+    stops at its first fatal error this goes on and records every one as
+    an ``error`` Finding.
     """
-    parser = configparser.ConfigParser(
-        strict=False, interpolation=None, default_section='__no_default__')
-    try:
-        parser.read_string(text, source=source)
-    except configparser.Error as exc:
-        raise NovaConfError('%s is not a valid INI file: %s'
-                            % (source, str(exc).splitlines()[0])) from exc
-
-    enabled = _option(parser, ['devices'], 'enabled_mdev_types')
-    if enabled is None:
-        enabled = _option(parser, ['devices'], 'enabled_vgpu_types')
-    type_names = _list(enabled or '')
-
-    types, by_address, warnings = [], {}, []
-    default_type = None
-    for type_name in type_names:
-        groups = ['mdev_%s' % type_name, 'vgpu_%s' % type_name]
-        mdev_class = _option(parser, groups, 'mdev_class') or 'VGPU'
-        if len(mdev_class) > 255 or not _MDEV_CLASS_RE.match(mdev_class):
-            raise NovaConfError(
-                "%s: [mdev_%s] mdev_class = %s is invalid: use VGPU or %s"
-                % (source, type_name, mdev_class, names.CUSTOM_NAME_RULE))
-        max_instances = _option(parser, groups, 'max_instances')
-        if max_instances is not None:
-            try:
-                max_instances = int(max_instances)
-            except ValueError:
-                max_instances = 0
-            if max_instances < 1:
-                raise NovaConfError(
-                    '%s: [mdev_%s] max_instances must be a whole number of '
-                    'at least 1' % (source, type_name))
-        addresses = tuple(
-            _device_address(a, type_name, source)
-            for a in _list(_option(parser, groups, 'device_addresses') or ''))
+    findings = []
+    supported, types = [], []
+    type_mapping, class_mapping, max_mapping = {}, {}, {}
+    virtual, where_of = set(), {}
+    default = None
+    for mdev_type in settings.enabled.value or ():
+        supported.append(mdev_type)
+        opts = settings.groups[mdev_type]
+        mdev_class = _checked(opts['mdev_class'], findings, VGPU)
+        max_instances = _checked(opts['max_instances'], findings, None)
+        if max_instances:
+            max_mapping[mdev_type] = max_instances
+        addresses = _checked(opts['device_addresses'], findings, [])
         if not addresses:
-            if default_type is None:
-                default_type = type_name
+            if default is None:
+                default = mdev_type
             else:
-                warnings.append(
-                    '[mdev_%s] has no device_addresses and %s is already the '
-                    'default type, so nova-compute does not use %s'
-                    % (type_name, default_type, type_name))
+                findings.append(Finding(
+                    WARNING, settings.group_line('mdev_%s' % mdev_type),
+                    'Type %s has no device_addresses and %s is already the '
+                    'default type, so Nova does not use %s at all (it only '
+                    'logs a warning); list the devices of %s in '
+                    'device_addresses or remove it from enabled_mdev_types.'
+                    % (mdev_type, default, mdev_type, mdev_type)))
+                supported.remove(mdev_type)
                 continue
+            types.append(MdevType(mdev_type, (), mdev_class, max_instances))
+            continue
+        listed = []
         for address in addresses:
-            if address in by_address:
-                raise NovaConfError(
-                    '%s: device %s is listed under both [mdev_%s] and '
-                    '[mdev_%s]; nova-compute refuses duplicate types for a '
-                    'PCI ID' % (source, address, by_address[address],
-                                type_name))
-            by_address[address] = type_name
-        types.append(MdevType(type_name, addresses, mdev_class,
+            here = opts['device_addresses'].where
+            if address in type_mapping:
+                findings.append(Finding(
+                    ERROR, here,
+                    "Device address %s is also listed under [mdev_%s] "
+                    "(%s): nova-compute refuses to start (duplicate types "
+                    "for PCI ID %s); list each device under one type only."
+                    % (address, type_mapping[address], where_of[address],
+                       address)))
+                continue
+            try:
+                kind = validate_device_address(address, virtual_parent_exists)
+            except NovaConfError as exc:
+                findings.append(Finding(ERROR, here, '%s.' % (
+                    str(exc)[0].upper() + str(exc)[1:])))
+                continue
+            if kind == 'virtual':
+                virtual.add(address)
+            type_mapping[address] = mdev_type
+            class_mapping[address] = mdev_class
+            where_of[address] = here
+            listed.append(address)
+        types.append(MdevType(mdev_type, tuple(listed), mdev_class,
                               max_instances))
-    if not types:
-        raise NovaConfError(
-            '%s enables no mdev type: [devices] enabled_mdev_types is '
-            'empty or missing' % source)
-    return MdevConfig(tuple(types), by_address, default_type,
-                      tuple(warnings))
+    return MdevConfig(tuple(supported), tuple(types), type_mapping,
+                      class_mapping, default, frozenset(virtual), max_mapping,
+                      tuple(findings), settings)
+
+
+def _checked(value, findings, default):
+    if value.error is None:
+        return value.value if value.value is not None else default
+    findings.append(Finding(ERROR, value.where, _value_error(value)))
+    return default
+
+
+def _value_error(value):
+    if value.name == 'mdev_class':
+        fix = 'use VGPU or %s' % names.CUSTOM_NAME_RULE
+    elif value.name == 'max_instances':
+        fix = 'use a whole number of at least 1, or leave it unset'
+    else:
+        fix = 'correct the value'
+    return ("%s = %s is refused by nova-compute, which will not start "
+            "(%s); %s." % (value.name, value.written.value if value.written
+                           else '', value.error, fix))
+
+
+def device_address(conf, nodedev):
+    """Mirrors nova/virt/libvirt/driver.py ``_get_device_address``: a
+    listed virtual parent keeps its name, ``pci_0000_84_00_0`` becomes
+    ``0000:84:00.0``, anything else None."""
+    if nodedev in conf.virtual_mdevs:
+        return nodedev
+    return names.pci_address_from_nodedev(nodedev)
+
+
+def vgpu_type_per_pgpu(conf, nodedev):
+    """Mirrors nova/virt/libvirt/driver.py ``_get_vgpu_type_per_pgpu``:
+    the type listed for the device's address, compared literally, else
+    the default type; None when no type is enabled or the device has no
+    address."""
+    if not conf.supported_types:
+        return None
+    address = device_address(conf, nodedev)
+    if not address:
+        return None
+    return conf.pgpu_type_mapping.get(address) or conf.default_type
+
+
+def resource_class_for_device(conf, nodedev):
+    """Mirrors nova/virt/libvirt/driver.py
+    ``_get_resource_class_for_device`` (``mdev_class_mapping``): the
+    ``mdev_class`` of the type that lists the device's address, VGPU for
+    every other device, the default type's included."""
+    address = device_address(conf, nodedev)
+    if not address:
+        return VGPU
+    return conf.mdev_class_mapping.get(address, VGPU)
+
+
+# -- Using the rules -------------------------------------------------------
+
+def parse_files(paths, virtual_parent_exists=None, directories=True):
+    """``load`` + ``supported_vgpu_types``: the MdevConfig of the files."""
+    return supported_vgpu_types(load(paths, directories),
+                                virtual_parent_exists)
+
+
+def fatal(conf):
+    """Raise NovaConfError with the first error finding, if any."""
+    for finding in conf.errors:
+        raise NovaConfError('%s: %s' % (finding.where, finding.message
+                                        .rstrip('.')))
+
+
+def libvirt_form(address):
+    """The address libvirt would give the device ``address`` means."""
+    return '%s.%s' % (address[:10].lower(), address[11:])
+
+
+def unmatched_notes(conf):
+    """One sentence per address Nova accepts but never matches."""
+    notes = []
+    for address in conf.unmatched_addresses():
+        if conf.default_type:
+            takes = 'the default type %s' % conf.default_type
+        else:
+            takes = 'no type (no type without device_addresses is enabled)'
+        notes.append(
+            '%s in [mdev_%s] device_addresses matches no device: Nova '
+            "compares it literally with libvirt's %s, so that device takes "
+            '%s; write it as %s'
+            % (address, conf.pgpu_type_mapping[address],
+               libvirt_form(address), takes, libvirt_form(address)))
+    return notes

@@ -92,20 +92,22 @@ class DevicePlan:
 
 
 def type_traits(conf, prefix=DEFAULT_TRAIT_PREFIX):
-    """``{mdev type: trait}`` for every type a nova.conf enables."""
+    """``{mdev type: trait}`` for every type nova-compute uses from a
+    nova.conf (a novaconf.MdevConfig)."""
     return {t.name: trait_for_mdev_type(t.name, prefix) for t in conf.types}
 
 
 def plans_from_nova_conf(devices, conf, source, add=(),
                          prefix=DEFAULT_TRAIT_PREFIX, replace=False,
                          force=False):
-    """Each device gets the trait of the type ``conf`` gives it (plus
-    ``add``) and loses the traits of the file's other types; a device
-    the file gives no type is skipped."""
+    """Each device gets the trait of the type Nova gives it (the
+    ``novaconf.vgpu_type_per_pgpu`` rule on its libvirt name, plus
+    ``add``) and loses the traits of the file's other types; a device Nova
+    gives no type is skipped."""
     by_type = type_traits(conf, prefix)
     plans = []
     for device in devices:
-        mdev_type = conf.type_for(device.device)
+        mdev_type = conf.type_for(device.candidate.nodedev)
         if mdev_type is None:
             plans.append(DevicePlan(
                 device, skip='no mdev type for it in %s' % source))

@@ -125,8 +125,13 @@ class SetTrait(_TraitCommand):
             help='Tag each device of --host with the trait of the mdev type '
                  'this nova.conf gives it ([devices] enabled_mdev_types, '
                  '[mdev_<type>] device_addresses; old vgpu_ names too). '
-                 'Devices not listed get the default type, as in Nova. Traits '
-                 'of the file\'s other types are removed from each device.')
+                 'The file is read as nova-compute reads it: a file Nova '
+                 'would refuse is an error and nothing is written; addresses '
+                 'are compared literally with libvirt\'s lower-case form, '
+                 'and devices not matched get the default type, as in Nova '
+                 '(a note on stderr names addresses that match nothing). '
+                 'Traits of the file\'s other types are removed from each '
+                 'device.')
         parser.add_argument(
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
@@ -209,18 +214,18 @@ class UnsetTrait(_TraitCommand):
 
 
 def _read_nova_conf(path):
+    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
+    file it cannot read or would refuse; notes on stderr for what Nova
+    will silently do otherwise."""
     try:
-        with open(path) as conf_file:
-            text = conf_file.read()
-    except OSError as exc:
-        raise exceptions.CommandError(
-            'Cannot read %s: %s.' % (path, exc.strerror)) from exc
-    try:
-        conf = novaconf.parse(text, source=path)
+        conf = novaconf.parse_files([path], directories=False)
+        novaconf.fatal(conf)
     except novaconf.NovaConfError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
-    for warning in conf.warnings:
-        sys.stderr.write('Warning: %s.\n' % warning)
+    for finding in conf.findings:
+        sys.stderr.write('Warning: %s\n' % finding.message)
+    for note in novaconf.unmatched_notes(conf):
+        sys.stderr.write('Note: %s.\n' % note)
     return conf
 
 

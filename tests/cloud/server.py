@@ -121,6 +121,10 @@ timeout=120}
     "source_host", "host"}``.
 ``hosts`` {}
     The ``hosts`` value of the READY line.
+``reconfigure`` {host, enabled_mdev_types, mdev={}}
+    Gives one host a new ``[devices] enabled_mdev_types`` and ``[mdev_*]``
+    options (as in the topology) and restarts its nova-compute, then runs
+    the periodic update -> the host's new entry of ``hosts``.
 ``stop`` {}
     Answers ``{"stopping": true}``, then shuts the cloud down.
 """
@@ -542,6 +546,24 @@ class CloudHarness(test_vgpu.VGPUTestBase):
     def op_hosts(self):
         """What each host has, as on the READY line."""
         return self.host_plan
+
+    def op_reconfigure(self, host, enabled_mdev_types, mdev=None):
+        """Give one host a new ``[devices]``/``[mdev_*]`` configuration and
+        restart its nova-compute, as an operator would; answers the host's
+        new plan (as ``hosts`` does)."""
+        entry = next((h for h in self.topology['hosts']
+                      if h['name'] == host), None)
+        if entry is None:
+            raise BadRequest('no host named %r' % host)
+        changed = dict(entry, enabled_mdev_types=list(enabled_mdev_types),
+                       mdev=dict(mdev or {}))
+        plan = _plan_host(changed)
+        self._configure_host(changed)
+        self.restart_compute_service(host)
+        self._run_periodics()
+        entry.update(changed)
+        self.host_plan[host] = plan
+        return plan
 
 
 def _mdev_xml_info(xml):

@@ -274,8 +274,70 @@ def test_from_nova_conf_nova_would_refuse(placement, auth, host, tmp_path):
     result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
                   '--host', name)
     assert result.rc == 1
-    assert 'device 0000:84:00.0 is listed under both' in result.stderr
+    assert 'duplicate types for PCI ID 0000:84:00.0' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert generations(placement, gpus) == before
+
+
+def test_from_nova_conf_short_address_refused(placement, auth, host,
+                                              tmp_path):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF.replace('device_addresses = 0000:84:00.0',
+                                      'device_addresses = 84:00.0'))
+    before = generations(placement, gpus)
+    line = cli.assert_one_line_error(
+        mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+             '--host', name),
+        "'84:00.0'", 'nova-compute refuses to start', str(conf))
+    assert '[mdev_nvidia-35] device_addresses, %s:5' % conf in line
+    assert generations(placement, gpus) == before
+
+
+def test_from_nova_conf_upper_case_address_takes_default_type(
+        placement, auth, host, tmp_path):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF.replace('device_addresses = 0000:84:00.0',
+                                      'device_addresses = 0000:84:00.0,'
+                                      '0000:86:00.0').replace(
+        'device_addresses = 0000:85:00.0', 'device_addresses = 0000:8A:00.0'))
+    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+                  '--host', name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    # Nova compares 0000:8A:00.0 literally with libvirt's 0000:8a:00.0:
+    # it matches nothing, and no device is nvidia-36 any more.
+    assert [r['Device'] for r in result.json()] == [
+        '0000:84:00.0', '0000:85:00.0', '0000:86:00.0']
+    assert traits(placement, gpus[0]) == {'OWNER_NOVA', 'CUSTOM_KEEP_ME',
+                                          'CUSTOM_NVIDIA_35'}
+    assert traits(placement, gpus[1]) == {'OWNER_NOVA', 'CUSTOM_MLX5_CORE'}
+    assert traits(placement, gpus[2]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_35'}
+    assert result.stderr.strip() == (
+        "Note: 0000:8A:00.0 in [mdev_nvidia-36] device_addresses matches no "
+        "device: Nova compares it literally with libvirt's 0000:8a:00.0, so "
+        "that device takes the default type mlx5_core; write it as "
+        "0000:8a:00.0.")
+
+
+@pytest.mark.parametrize('content,problem', [
+    (b'\x00\x01binary\xff', 'is a binary file, not a nova.conf'),
+    (b'[devices]\nenabled_mdev_types = \xe9\n', 'is not UTF-8 text'),
+    (b'', 'is empty'),
+    (None, 'is a directory, not a nova.conf file'),
+])
+def test_from_nova_conf_not_a_nova_conf(placement, auth, host, tmp_path,
+                                        content, problem):
+    name, gpus = host
+    conf = tmp_path / 'nova.conf'
+    if content is None:
+        conf.mkdir()
+    else:
+        conf.write_bytes(content)
+    before = generations(placement, gpus)
+    cli.assert_one_line_error(
+        mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+             '--host', name), str(conf), problem)
     assert generations(placement, gpus) == before
 
 

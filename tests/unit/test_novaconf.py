@@ -1,6 +1,22 @@
+"""nova.conf rules, each case cross-checked with Nova's own driver code.
+
+For every case the same file is handed to nova 34's libvirt driver
+(``_get_supported_vgpu_types``, ``_get_vgpu_type_per_pgpu``,
+``_get_resource_class_for_device`` on a LibvirtDriver made without
+``__init__``), so the expectations below are Nova's answers too.
+"""
+
+import collections
+import os
+
 import pytest
+from oslo_config import cfg
 
 from osc_mdev.domain import novaconf
+
+# Devices every case is asked about (libvirt node device names).
+DEVICES = ('pci_0000_84_00_0', 'pci_0000_85_00_0', 'pci_0000_86_00_0',
+           'pci_0000_3b_00_4', 'mtty_mtty', 'mtty_other')
 
 MULTI = """
 [DEFAULT]
@@ -15,111 +31,284 @@ device_addresses = 0000:84:00.0,0000:85:00.0
 [mdev_nvidia-36]
 device_addresses = 0000:86:00.0
 max_instances = 4
+mdev_class = CUSTOM_NV36
 
 [mdev_mlx5_core]
 mdev_class = CUSTOM_MLX5
 """
 
+D35 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
 
-def test_multi_type_with_default():
-    conf = novaconf.parse(MULTI)
-    assert [t.name for t in conf.types] == [
-        'nvidia-35', 'nvidia-36', 'mlx5_core']
-    assert conf.type_for('0000:84:00.0') == 'nvidia-35'
-    assert conf.type_for('0000:86:00.0') == 'nvidia-36'
-    # Not listed: the first type without addresses is the default.
-    assert conf.type_for('0000:3b:00.0') == 'mlx5_core'
+# name: (files, {device: (type, class)} or an error fragment,
+#        warnings expected)
+CASES = {
+    'multi type, default takes VGPU whatever its mdev_class': (
+        [MULTI], {
+            'pci_0000_84_00_0': ('nvidia-35', 'VGPU'),
+            'pci_0000_85_00_0': ('nvidia-35', 'VGPU'),
+            'pci_0000_86_00_0': ('nvidia-36', 'CUSTOM_NV36'),
+            'pci_0000_3b_00_4': ('mlx5_core', 'VGPU'),
+            'mtty_mtty': (None, 'VGPU')}, 0),
+    'old names enabled_vgpu_types and [vgpu_<type>]': ([
+        '[devices]\nenabled_vgpu_types = nvidia-11,nvidia-12\n'
+        '[vgpu_nvidia-11]\ndevice_addresses = 0000:84:00.0\n'
+        '[vgpu_nvidia-12]\ndevice_addresses = 0000:85:00.0\n'], {
+            'pci_0000_84_00_0': ('nvidia-11', 'VGPU'),
+            'pci_0000_85_00_0': ('nvidia-12', 'VGPU'),
+            'pci_0000_86_00_0': (None, 'VGPU')}, 0),
+    'new group wins over the old one': ([
+        '[devices]\nenabled_mdev_types = nvidia-11\n'
+        '[mdev_nvidia-11]\ndevice_addresses = 0000:84:00.0\n'
+        '[vgpu_nvidia-11]\ndevice_addresses = 0000:85:00.0\n'], {
+            'pci_0000_84_00_0': ('nvidia-11', 'VGPU'),
+            'pci_0000_85_00_0': (None, 'VGPU')}, 0),
+    'mdev_class in an old [vgpu_<type>] group is not read': ([
+        '[devices]\nenabled_mdev_types = nvidia-11\n'
+        '[vgpu_nvidia-11]\ndevice_addresses = 0000:84:00.0\n'
+        'mdev_class = CUSTOM_IGNORED\n'], {
+            'pci_0000_84_00_0': ('nvidia-11', 'VGPU')}, 0),
+    'upper-case address parses but matches nothing': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3B:00.4\n'
+        'mdev_class = CUSTOM_A\n'], {
+            'pci_0000_3b_00_4': ('nvidia-36', 'VGPU'),
+            'pci_0000_84_00_0': ('nvidia-36', 'VGPU')}, 0),
+    'lower-case address matches and takes the class': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3b:00.4\n'
+        'mdev_class = CUSTOM_A\n'], {
+            'pci_0000_3b_00_4': ('nvidia-35', 'CUSTOM_A'),
+            'pci_0000_84_00_0': ('nvidia-36', 'VGPU')}, 0),
+    'colon before the function parses but matches nothing': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00:0\n'], {
+            'pci_0000_84_00_0': ('nvidia-36', 'VGPU')}, 0),
+    'address without domain stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 84:00.0\n'],
+        "address '84:00.0' is neither a PCI address", 0),
+    'libvirt name instead of address stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = pci_0000_84_00_0\n'],
+        "'pci_0000_84_00_0' is neither", 0),
+    'virtual parent that exists': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = mtty_mtty\n'
+        'mdev_class = CUSTOM_MTTY\n'], {
+            'mtty_mtty': ('nvidia-35', 'CUSTOM_MTTY'),
+            'mtty_other': (None, 'VGPU'),
+            'pci_0000_84_00_0': ('nvidia-36', 'VGPU')}, 0),
+    'virtual parent that does not exist stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = mtty_nothere\n'],
+        "'mtty_nothere' is neither", 0),
+    'same address under two types stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+        '[mdev_nvidia-36]\ndevice_addresses = 0000:85:00.0,0000:84:00.0\n'],
+        'duplicate types for PCI ID 0000:84:00.0', 0),
+    'same address in two cases is two devices for Nova': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3b:00.4\n'
+        '[mdev_nvidia-36]\ndevice_addresses = 0000:3B:00.4\n'], {
+            'pci_0000_3b_00_4': ('nvidia-35', 'VGPU')}, 0),
+    'a type enabled twice lists its addresses twice': ([
+        '[devices]\nenabled_mdev_types = nvidia-35,nvidia-35\n'
+        '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        'duplicate types for PCI ID 0000:84:00.0', 0),
+    'lower-case mdev_class stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\nmdev_class = mlx5\n'],
+        'mdev_class = mlx5 is refused by nova-compute', 0),
+    'max_instances 0 stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\nmax_instances = 0\n'],
+        'max_instances = 0 is refused', 0),
+    'max_instances not a number stops nova-compute': ([
+        D35 + '[mdev_nvidia-35]\nmax_instances = many\n'],
+        'max_instances = many is refused', 0),
+    'second type without addresses is dropped': ([
+        '[devices]\nenabled_mdev_types = nvidia-11,nvidia-12\n'], {
+            'pci_0000_84_00_0': ('nvidia-11', 'VGPU')}, 1),
+    'no type enabled': (['[DEFAULT]\ndebug = true\n'], {
+        'pci_0000_84_00_0': (None, 'VGPU')}, 0),
+    'list over continuation lines and odd spacing': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses =   0000:84:00.0 ,\n'
+        '    0000:85:00.0\n'], {
+            'pci_0000_84_00_0': ('nvidia-35', 'VGPU'),
+            'pci_0000_85_00_0': ('nvidia-35', 'VGPU')}, 0),
+    'repeated section: the last value wins': ([
+        '[devices]\nenabled_mdev_types = nvidia-11\n'
+        '[mdev_nvidia-12]\ndevice_addresses = 0000:84:00.0\n'
+        '[devices]\nenabled_mdev_types = nvidia-12\n'], {
+            'pci_0000_84_00_0': ('nvidia-12', 'VGPU'),
+            'pci_0000_85_00_0': (None, 'VGPU')}, 0),
+    'two files: the later one wins': ([
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n',
+        '[mdev_nvidia-35]\ndevice_addresses = 0000:85:00.0\n'
+        'mdev_class = CUSTOM_LATER\n'], {
+            'pci_0000_84_00_0': ('nvidia-36', 'VGPU'),
+            'pci_0000_85_00_0': ('nvidia-35', 'CUSTOM_LATER')}, 0),
+}
+
+
+@pytest.fixture(scope='module')
+def nova_driver():
+    from nova.virt.libvirt import driver
+    return driver
+
+
+@pytest.fixture
+def sysfs(tmp_path):
+    """A /sys with one virtual mdev parent, mtty/mtty."""
+    root = tmp_path / 'sys'
+    (root / 'devices' / 'virtual' / 'mtty' / 'mtty').mkdir(parents=True)
+    return str(root)
+
+
+def write_files(tmp_path, texts):
+    paths = []
+    for number, text in enumerate(texts):
+        path = tmp_path / ('%02d-nova.conf' % number)
+        path.write_text(text)
+        paths.append(str(path))
+    return paths
+
+
+def run_nova(nova_driver, monkeypatch, paths, sysfs_root):
+    """Nova's own answer: (supported types, {device: (type, class)}) or
+    the exception nova-compute stops with."""
+    import nova.conf.devices
+
+    conf = cfg.ConfigOpts()
+    nova.conf.devices.register_opts(conf)
+    args = []
+    for path in paths:
+        args += ['--config-file', path]
+    conf(args=args, default_config_files=[], default_config_dirs=[],
+         use_env=False)
+    monkeypatch.setattr(nova_driver, 'CONF', conf)
+    real_exists = os.path.exists
+
+    def exists(path):
+        if path.startswith('/sys/devices/virtual/'):
+            path = sysfs_root + path[len('/sys'):]
+        return real_exists(path)
+    monkeypatch.setattr(nova_driver.os.path, 'exists', exists)
+
+    drv = object.__new__(nova_driver.LibvirtDriver)
+    drv.pgpu_type_mapping = collections.defaultdict(str)
+    drv.mdev_class_mapping = collections.defaultdict(lambda: 'VGPU')
+    drv.mdev_classes = set()
+    drv.mdev_type_max_mapping = collections.defaultdict(str)
+    drv.pgpu_type_default = None
+    drv.virtual_mdevs = set()
+    try:
+        drv.supported_vgpu_types = drv._get_supported_vgpu_types()
+    except Exception as exc:   # what nova-compute stops with
+        return exc
+    return drv.supported_vgpu_types, {
+        device: (drv._get_vgpu_type_per_pgpu(device),
+                 drv._get_resource_class_for_device(device))
+        for device in DEVICES}
+
+
+@pytest.mark.parametrize('name', sorted(CASES))
+def test_rules_agree_with_nova(name, tmp_path, nova_driver, monkeypatch,
+                               sysfs):
+    texts, expected, warnings = CASES[name]
+    paths = write_files(tmp_path, texts)
+    ours = novaconf.parse_files(
+        paths, virtual_parent_exists=novaconf.sysfs_virtual_parent(sysfs))
+    nova = run_nova(nova_driver, monkeypatch, paths, sysfs)
+
+    if isinstance(expected, str):
+        assert isinstance(nova, Exception), nova
+        assert ours.errors, ours.findings
+        assert expected in ' '.join(f.message for f in ours.errors)
+        return
+    assert not isinstance(nova, Exception), nova
+    assert not ours.errors, ours.findings
+    nova_supported, nova_devices = nova
+    assert list(ours.supported_types) == nova_supported
+    for device in DEVICES:
+        answer = (ours.type_for(device), ours.resource_class_for(device))
+        assert answer == nova_devices[device], device
+        if device in expected:
+            assert answer == expected[device], device
+    assert len(ours.findings) == warnings
+
+
+def test_nova_view_of_types(tmp_path):
+    conf = novaconf.parse_files(write_files(tmp_path, [MULTI]))
     assert conf.default_type == 'mlx5_core'
-    assert conf.mdev_class('mlx5_core') == 'CUSTOM_MLX5'
-    assert conf.mdev_class('nvidia-35') == 'VGPU'
-    assert conf.types[1].max_instances == 4
-    assert conf.warnings == ()
+    assert conf.mdev_type('nvidia-36').max_instances == 4
+    assert conf.mdev_type('mlx5_core').mdev_class == 'CUSTOM_MLX5'
+    assert conf.pgpu_type_mapping == {'0000:84:00.0': 'nvidia-35',
+                                      '0000:85:00.0': 'nvidia-35',
+                                      '0000:86:00.0': 'nvidia-36'}
 
 
-def test_legacy_names():
-    conf = novaconf.parse("""
-[devices]
-enabled_vgpu_types = nvidia-11,nvidia-12
-[vgpu_nvidia-11]
-device_addresses = 0000:84:00.0
-[vgpu_nvidia-12]
-device_addresses = 0000:85:00.0
-""")
-    assert conf.type_for('0000:84:00.0') == 'nvidia-11'
-    assert conf.type_for('0000:85:00.0') == 'nvidia-12'
-    assert conf.type_for('0000:86:00.0') is None
-
-
-def test_new_group_name_wins_over_legacy():
-    conf = novaconf.parse("""
-[devices]
-enabled_mdev_types = nvidia-11
-[mdev_nvidia-11]
-device_addresses = 0000:84:00.0
-[vgpu_nvidia-11]
-device_addresses = 0000:99:00.0
-""")
-    assert conf.by_address == {'0000:84:00.0': 'nvidia-11'}
-
-
-def test_addresses_are_normalised():
-    conf = novaconf.parse("""
-[devices]
-enabled_mdev_types = nvidia-11
-[mdev_nvidia-11]
-device_addresses = 0000:AF:00.0, 3b:00.0, mtty_mtty
-""")
-    assert set(conf.by_address) == {'0000:af:00.0', '0000:3b:00.0',
-                                    'mtty_mtty'}
-
-
-def test_second_type_without_addresses_is_dropped_with_warning():
-    conf = novaconf.parse("""
-[devices]
-enabled_mdev_types = nvidia-11,nvidia-12
-""")
-    assert conf.default_type == 'nvidia-11'
-    assert [t.name for t in conf.types] == ['nvidia-11']
-    assert len(conf.warnings) == 1
-    assert 'nvidia-12' in conf.warnings[0]
-
-
-@pytest.mark.parametrize('text,message', [
-    ("""
-[devices]
-enabled_mdev_types = nvidia-11,nvidia-12
-[mdev_nvidia-11]
-device_addresses = 0000:84:00.0
-[mdev_nvidia-12]
-device_addresses = 0000:85:00.0,0000:84:00.0
-""", 'device 0000:84:00.0 is listed under both [mdev_nvidia-11] and '
-     '[mdev_nvidia-12]'),
-    ("""
-[devices]
-enabled_mdev_types = nvidia-11
-[mdev_nvidia-11]
-device_addresses = 0000:84:00
-""", "'0000:84:00' is not a PCI address"),
-    ("""
-[devices]
-enabled_mdev_types = mlx5_core
-[mdev_mlx5_core]
-mdev_class = mlx5
-""", 'mdev_class = mlx5 is invalid'),
-    ("""
-[devices]
-enabled_mdev_types = nvidia-11
-[mdev_nvidia-11]
-max_instances = 0
-""", 'max_instances must be a whole number of at least 1'),
-    ("""
-[DEFAULT]
-debug = true
-""", 'enables no mdev type'),
-    ("no section header", 'not a valid INI file'),
-])
-def test_files_nova_refuses(text, message):
+def test_where_names_file_and_line(tmp_path):
+    paths = write_files(tmp_path, [
+        D35 + '[mdev_nvidia-35]\n# GPUs of rack 3\n'
+        'device_addresses = 0000:84:00.0,\n   84:00.1\n'])
+    conf = novaconf.parse_files(paths)
+    [error] = conf.errors
+    assert error.where == '[mdev_nvidia-35] device_addresses, %s:5' % (
+        paths[0])
     with pytest.raises(novaconf.NovaConfError) as err:
-        novaconf.parse(text, source='nova.conf')
-    assert message in str(err.value)
-    assert str(err.value).startswith('nova.conf')
+        novaconf.fatal(conf)
+    assert str(err.value).startswith('[mdev_nvidia-35] device_addresses, ')
+    assert "'84:00.1'" in str(err.value)
+
+
+def test_unmatched_note(tmp_path):
+    conf = novaconf.parse_files(write_files(tmp_path, [
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3B:00.4\n']))
+    assert novaconf.unmatched_notes(conf) == [
+        "0000:3B:00.4 in [mdev_nvidia-35] device_addresses matches no "
+        "device: Nova compares it literally with libvirt's 0000:3b:00.4, "
+        "so that device takes the default type nvidia-36; write it as "
+        "0000:3b:00.4"]
+
+
+def test_directory_reads_conf_files_sorted(tmp_path):
+    conf_dir = tmp_path / 'nova.conf.d'
+    conf_dir.mkdir()
+    (conf_dir / '20-late.conf').write_text(
+        '[mdev_nvidia-35]\ndevice_addresses = 0000:85:00.0\n')
+    (conf_dir / '10-early.conf').write_text(
+        D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n')
+    (conf_dir / 'README').write_text('not read\n')
+    conf = novaconf.parse_files([str(conf_dir)])
+    assert conf.pgpu_type_mapping == {'0000:85:00.0': 'nvidia-35'}
+    assert conf.settings.files == (str(conf_dir / '10-early.conf'),
+                                   str(conf_dir / '20-late.conf'))
+
+
+@pytest.mark.parametrize('content,problem', [
+    (b'\x7fELF\x02\x01\x01\x00\x00\x00', 'is a binary file'),
+    (b'[devices]\nenabled_mdev_types = nvidia-\xe9\n', 'is not UTF-8'),
+    (b'', 'is empty'),
+    (b'  \n\n', 'is empty'),
+    (b'[devices\nx = 1\n', 'line 1 cannot be parsed'),
+    (b'x = 1\n', 'line 1 cannot be parsed'),
+    (b'[devices]\nenabled_mdev_types = a\n[mdev_a]\n'
+     b'device_addresses = $nothing\n',
+     'no such option nothing in group [DEFAULT]); nova-compute refuses'),
+])
+def test_files_that_are_not_nova_confs(tmp_path, content, problem):
+    path = tmp_path / 'nova.conf'
+    path.write_bytes(content)
+    with pytest.raises(novaconf.NovaConfError) as err:
+        novaconf.parse_files([str(path)])
+    assert str(path) in str(err.value)
+    assert problem in str(err.value)
+    assert '\n' not in str(err.value)
+
+
+def test_huge_missing_and_directory(tmp_path):
+    huge = tmp_path / 'huge.conf'
+    with open(huge, 'wb') as out:
+        out.write(b'# x\n' * (novaconf.MAX_FILE_BYTES // 4 + 1))
+    with pytest.raises(novaconf.NovaConfError, match='larger than 10 MB'):
+        novaconf.read_text(str(huge))
+    with pytest.raises(novaconf.NovaConfError, match='Cannot read'):
+        novaconf.read_text(str(tmp_path / 'missing.conf'))
+    with pytest.raises(novaconf.NovaConfError, match='is a directory'):
+        novaconf.read_text(str(tmp_path))
+    empty = tmp_path / 'empty.d'
+    empty.mkdir()
+    with pytest.raises(novaconf.NovaConfError,
+                       match='directory with no .conf file'):
+        novaconf.config_files([str(empty)])

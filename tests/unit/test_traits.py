@@ -63,14 +63,16 @@ def test_describe_change():
         'would add C')
 
 
-def test_plans_from_nova_conf():
+def test_plans_from_nova_conf(tmp_path):
     from osc_mdev.domain import novaconf
     from osc_mdev.domain import providers
 
-    conf = novaconf.parse('[devices]\nenabled_mdev_types = nvidia-35, '
-                          'nvidia-36\n[mdev_nvidia-35]\ndevice_addresses = '
-                          '0000:84:00.0\n[mdev_nvidia-36]\ndevice_addresses '
-                          '= 0000:85:00.0\n')
+    path = tmp_path / 'nova.conf'
+    path.write_text('[devices]\nenabled_mdev_types = nvidia-35, '
+                    'nvidia-36\n[mdev_nvidia-35]\ndevice_addresses = '
+                    '0000:84:00.0\n[mdev_nvidia-36]\ndevice_addresses '
+                    '= 0000:85:00.0\n')
+    conf = novaconf.parse_files([str(path)])
 
     def device(address):
         nodedev = 'pci_' + address.replace(':', '_').replace('.', '_')

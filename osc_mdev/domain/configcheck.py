@@ -1,0 +1,472 @@
+"""``mdev config check``: what nova-compute will make of a configuration.
+
+Nova's own rules come from ``novaconf`` (one function per Nova rule);
+this module adds what Nova does not say (options it silently ignores,
+addresses that can never match), compares the file with a compute node's
+sysfs tree and with what Placement shows for the node. Pure logic apart
+from reading the sysfs tree.
+"""
+
+import dataclasses
+import os
+import re
+
+from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import traits as trait_logic
+
+ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
+Finding = novaconf.Finding
+OTHER_DEVICES = '(any other device)'
+
+
+def _f(severity, where, message):
+    return Finding(severity, where, message)
+
+
+def _where_type(conf, mdev_type, option=None):
+    value = conf.settings.groups.get(mdev_type, {}).get(option or '')
+    if value is not None and value.is_set:
+        return value.where
+    return conf.settings.group_line('mdev_%s' % mdev_type)
+
+
+# -- The file alone ---------------------------------------------------------
+
+def file_findings(conf, sysfs_checked=False):
+    """Findings about the files themselves, beyond Nova's fatal ones."""
+    settings = conf.settings
+    found = []
+    enabled = settings.enabled
+    if not enabled.value and enabled.error is None:
+        found.append(_f(INFO, where('devices', 'enabled_mdev_types'),
+                        'No mdev type is enabled: nova-compute offers no '
+                        'mediated devices from this configuration.'))
+        return found + _stray_groups(settings, ())
+    if enabled.written and enabled.written.name == 'enabled_vgpu_types':
+        found.append(_f(INFO, enabled.where,
+                        'enabled_vgpu_types is the deprecated name of '
+                        'enabled_mdev_types; Nova still reads it.'))
+    types = list(dict.fromkeys(enabled.value or ()))
+    for mdev_type in types:
+        found.extend(_group_findings(settings, mdev_type))
+    found.extend(_stray_groups(settings, types))
+    for address in conf.unmatched_addresses():
+        mdev_type = conf.pgpu_type_mapping[address]
+        found.append(_f(
+            WARNING, _where_type(conf, mdev_type, 'device_addresses'),
+            'Address %s is accepted but matches no device: Nova compares it '
+            "literally with libvirt's %s, so that device takes %s and "
+            'resource class VGPU instead of %s; write it as %s.'
+            % (address, novaconf.libvirt_form(address),
+               'the default type %s' % conf.default_type
+               if conf.default_type else 'no type at all',
+               mdev_type, novaconf.libvirt_form(address))))
+    default = conf.mdev_type(conf.default_type) if conf.default_type \
+        else None
+    if default is not None and default.mdev_class != novaconf.VGPU:
+        found.append(_f(
+            WARNING, _where_type(conf, default.name, 'mdev_class'),
+            'Type %s is the default type (no device_addresses): the devices '
+            'that take it are reported as VGPU, not %s, because Nova maps '
+            'classes by listed address only; list its devices in '
+            'device_addresses to get %s.'
+            % (default.name, default.mdev_class, default.mdev_class)))
+    if len(conf.types) == 1 and conf.types[0].mdev_class != novaconf.VGPU:
+        only = conf.types[0]
+        found.append(_f(
+            INFO, _where_type(conf, only.name, 'mdev_class'),
+            'mdev_class = %s on the only enabled type: computes older than '
+            'Nova 29.0.0 (2024.1) ignore it and report VGPU.'
+            % only.mdev_class))
+    if not sysfs_checked:
+        for address in sorted(conf.virtual_mdevs):
+            found.append(_f(
+                INFO, _where_type(conf, conf.pgpu_type_mapping[address],
+                                  'device_addresses'),
+                '%s is taken as a virtual parent: nova-compute refuses to '
+                'start unless /sys/devices/virtual/%s exists (check with '
+                '--sysfs /sys).' % (address, address.replace('_', '/'))))
+    return found
+
+
+def where(section, option, occurrence=None):
+    return novaconf.where(section, option, occurrence)
+
+
+def _group_findings(settings, mdev_type):
+    found = []
+    opts = settings.groups.get(mdev_type, {})
+    new = 'mdev_%s' % mdev_type
+    old = 'vgpu_%s' % mdev_type
+    in_new = _options_in(settings, new)
+    in_old = _options_in(settings, old)
+    if not in_new and not in_old and not _section_exists(settings, new) \
+            and not _section_exists(settings, old):
+        found.append(_f(
+            INFO, where('devices', 'enabled_mdev_types') if not
+            settings.enabled.written else settings.enabled.where,
+            'Type %s has no [mdev_%s] group: it has no device_addresses, so '
+            'it can only be the default type for every device not listed.'
+            % (mdev_type, mdev_type)))
+    addresses = opts.get('device_addresses')
+    for occ in in_old:
+        if occ.name == 'device_addresses':
+            if addresses is not None and addresses.written is not None \
+                    and novaconf.group_key(addresses.written.section) == new:
+                found.append(_f(
+                    WARNING, where(occ.section, occ.name, occ),
+                    'Ignored: [%s] device_addresses is set too, and Nova '
+                    'reads the new group first; remove the old group.'
+                    % new))
+            else:
+                found.append(_f(
+                    INFO, where(occ.section, occ.name, occ),
+                    '[%s] is the deprecated name of [%s]; Nova still reads '
+                    'device_addresses from it.' % (old, new)))
+        else:
+            found.append(_f(
+                WARNING, where(occ.section, occ.name, occ),
+                'Ignored: Nova reads %s only from [%s], not from the old '
+                '[%s] group; move it there.' % (occ.name, new, old)))
+    return found
+
+
+def _options_in(settings, section):
+    return [o for o in settings.occurrences
+            if novaconf.group_key(o.section) == novaconf.group_key(section)]
+
+
+def _section_exists(settings, section):
+    return any(novaconf.group_key(name) == novaconf.group_key(section)
+               for name, _, _ in settings.sections)
+
+
+def _stray_groups(settings, types):
+    found = []
+    seen = set()
+    enabled = {novaconf.group_key('mdev_%s' % t) for t in types} | {
+        novaconf.group_key('vgpu_%s' % t) for t in types}
+    for name, file, line in settings.sections:
+        key = novaconf.group_key(name)
+        if key in seen or key in enabled:
+            continue
+        if key.startswith(('mdev_', 'vgpu_')):
+            seen.add(key)
+            found.append(_f(
+                WARNING, '[%s], %s:%d' % (name, file, line),
+                'Ignored: type %s is not in [devices] enabled_mdev_types, so '
+                'Nova does not read this group; enable the type or remove '
+                'the group.' % name[5:]))
+    return found
+
+
+# -- The effective result ---------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class DeviceResult:
+    device: str                # address, nodedev or OTHER_DEVICES
+    mdev_type: str | None
+    resource_class: str | None
+    why: str
+
+
+def nodedev_of(address):
+    """libvirt's node device name of a device address."""
+    if novaconf.matches_libvirt(address):
+        return 'pci_' + re.sub('[:.]', '_', address)
+    return address
+
+
+def effective(conf, devices=()):
+    """Each device with the type and class Nova will give it.
+
+    ``devices`` are libvirt node device names known to exist (from sysfs
+    or Placement); listed addresses are shown too, and, when the devices
+    are not known, one row for every other device.
+    """
+    rows = {}
+    known = bool(devices)
+    for address, mdev_type in conf.pgpu_type_mapping.items():
+        if address not in conf.virtual_mdevs and \
+                not novaconf.matches_libvirt(address):
+            rows[address] = DeviceResult(
+                address, None, None,
+                'matches no device (compared literally with %s)'
+                % novaconf.libvirt_form(address))
+            meant = novaconf.libvirt_form(address)
+            if meant not in conf.pgpu_type_mapping:
+                devices = list(devices) + [nodedev_of(meant)]
+            continue
+        rows[address] = DeviceResult(
+            address, mdev_type,
+            novaconf.resource_class_for_device(conf, nodedev_of(address)),
+            'listed under [mdev_%s]' % mdev_type)
+    for nodedev in devices:
+        address = names.pci_address_from_nodedev(nodedev) or nodedev
+        if address in rows:
+            continue
+        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        rows[address] = DeviceResult(
+            address, mdev_type,
+            novaconf.resource_class_for_device(conf, nodedev)
+            if mdev_type else None,
+            'not listed: default type' if mdev_type else
+            'not listed and no default type: no inventory')
+    result = sorted(rows.values(), key=lambda r: r.device)
+    if not known and conf.default_type:
+        result.append(DeviceResult(OTHER_DEVICES, conf.default_type,
+                                   novaconf.VGPU, 'default type'))
+    return result
+
+
+# -- sysfs -------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class SysfsDevice:
+    address: str
+    types: dict                # type -> available_instances (or None)
+    physfn: str | None = None  # parent PF address for a VF
+    virtfns: tuple = ()        # VF addresses for a PF
+
+
+def read_sysfs(root):
+    """``{address: SysfsDevice}`` of ``ROOT/class/mdev_bus`` (the mdev
+    parents) and of the PCI functions they are linked with."""
+    bus = os.path.join(root, 'class', 'mdev_bus')
+    found = {}
+    try:
+        entries = sorted(os.listdir(bus))
+    except OSError:
+        return None
+    for entry in entries:
+        path = os.path.join(bus, entry)
+        address = entry
+        real = os.path.realpath(path)
+        virtual = os.path.join(os.path.realpath(root), 'devices', 'virtual')
+        if not novaconf.matches_libvirt(entry) and real.startswith(
+                virtual + os.sep):
+            # libvirt names a virtual parent after its sysfs path:
+            # devices/virtual/mtty/mtty is mtty_mtty.
+            address = os.path.relpath(real, virtual).replace(os.sep, '_')
+        found[address] = _sysfs_device(address, path)
+    return found
+
+
+def _sysfs_device(address, path):
+    types = {}
+    types_dir = os.path.join(path, 'mdev_supported_types')
+    if os.path.isdir(types_dir):
+        for mdev_type in sorted(os.listdir(types_dir)):
+            types[mdev_type] = _read_int(os.path.join(
+                types_dir, mdev_type, 'available_instances'))
+    physfn = _link_name(os.path.join(path, 'physfn'))
+    virtfns = tuple(sorted(
+        _link_name(os.path.join(path, name)) for name in _listdir(path)
+        if re.match(r'^virtfn\d+$', name)))
+    return SysfsDevice(address, types, physfn, virtfns)
+
+
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _read_int(path):
+    try:
+        with open(path) as value:
+            return int(value.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _link_name(path):
+    if not os.path.islink(path) and not os.path.exists(path):
+        return None
+    return os.path.basename(os.path.realpath(path))
+
+
+def pci_functions(root, addresses):
+    """``{address: SysfsDevice}`` for PCI functions under
+    ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents)."""
+    found = {}
+    for address in addresses:
+        path = os.path.join(root, 'bus', 'pci', 'devices', address)
+        if os.path.exists(path):
+            found[address] = _sysfs_device(address, path)
+    return found
+
+
+def sysfs_findings(conf, parents, functions=None):
+    """Compare the file with the mdev parents sysfs shows.
+
+    ``parents``: ``read_sysfs`` of the node; ``functions``: other PCI
+    functions by address (physical functions of SR-IOV GPUs).
+    """
+    functions = functions or {}
+    found = []
+    if parents is None:
+        return [_f(ERROR, '--sysfs', 'There is no class/mdev_bus in the '
+                   'sysfs tree: no device offers mediated devices (is the '
+                   'vGPU driver loaded?); Nova will report none.')]
+    listed = {a: t for a, t in conf.pgpu_type_mapping.items()
+              if a not in conf.virtual_mdevs and novaconf.matches_libvirt(a)}
+    for address, mdev_type in sorted(listed.items()):
+        here = _where_type(conf, mdev_type, 'device_addresses')
+        device = parents.get(address)
+        if device is None:
+            pf = functions.get(address)
+            if pf is not None and pf.virtfns:
+                found.append(_f(
+                    WARNING, here,
+                    '%s is the physical function of an SR-IOV GPU: its '
+                    'mdevs are on its virtual functions (%s); list those '
+                    'instead. Nova will report nothing for %s.'
+                    % (address, _short(pf.virtfns), address)))
+            else:
+                found.append(_f(
+                    WARNING, here,
+                    '%s is not an mdev-capable device on this host (not in '
+                    'class/mdev_bus%s): Nova will report nothing for it.'
+                    % (address, '; a virtual function that does not exist'
+                       if _looks_like_vf(address, parents) else '')))
+            continue
+        if mdev_type not in device.types:
+            found.append(_f(
+                WARNING, here,
+                '%s does not offer type %s (it offers %s): Nova will report '
+                'no inventory for it.' % (
+                    address, mdev_type,
+                    ', '.join(sorted(device.types)) or 'no type')))
+        if device.physfn and device.physfn in listed:
+            found.append(_f(
+                WARNING, here,
+                'Virtual function %s is listed together with its physical '
+                'function %s: list the virtual functions only.'
+                % (address, device.physfn)))
+    for mdev_type, limit in sorted(conf.max_instances.items()):
+        holders = [d for d in parents.values()
+                   if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
+                       conf, nodedev_of(d.address)) == mdev_type]
+        available = sum(d.types[mdev_type] or 0 for d in holders)
+        here = _where_type(conf, mdev_type, 'max_instances')
+        if available > limit:
+            found.append(_f(
+                WARNING, here,
+                'max_instances = %d but the %d device(s) of type %s offer %d '
+                'instances: Nova gives inventory to devices only while the '
+                'sum stays within %d, and none to the others.'
+                % (limit, len(holders), mdev_type, available, limit)))
+        elif available < limit:
+            found.append(_f(
+                INFO, here,
+                'max_instances = %d but the devices of type %s offer only %d '
+                'instances: the limit has no effect.'
+                % (limit, mdev_type, available)))
+    for device in sorted(parents.values(), key=lambda d: d.address):
+        nodedev = nodedev_of(device.address)
+        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        if mdev_type and device.address not in listed and \
+                mdev_type not in device.types:
+            found.append(_f(
+                WARNING, conf.settings.enabled.where,
+                '%s takes the default type %s, which it does not offer (it '
+                'offers %s): Nova will report no inventory for it.'
+                % (device.address, mdev_type,
+                   ', '.join(sorted(device.types)) or 'no type')))
+    return found
+
+
+def _short(items, limit=4):
+    items = list(items)
+    text = ', '.join(items[:limit])
+    return text + (' and %d more' % (len(items) - limit)
+                   if len(items) > limit else '')
+
+
+def _looks_like_vf(address, parents):
+    return any(d.physfn and d.physfn[:10] == address[:10]
+               for d in parents.values())
+
+
+# -- Placement ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class PlacementDevice:
+    """What Placement shows for one mdev parent of the node."""
+
+    nodedev: str
+    address: str
+    resource_class: str
+    total: int
+    traits: tuple
+    servers: tuple = ()        # names (or IDs) of servers allocated there
+
+
+def placement_findings(conf, host, devices, prefix=trait_logic
+                       .DEFAULT_TRAIT_PREFIX):
+    """What changes on ``host`` when nova-compute restarts with ``conf``.
+
+    ``devices``: the node's PlacementDevice list.
+    """
+    found = []
+    where_host = 'Placement, host %s' % host
+    type_traits = {t: trait_logic.trait_for_mdev_type(t, prefix)
+                   for t in conf.supported_types}
+    in_placement = {d.address: d for d in devices}
+    listed = [a for a in conf.pgpu_type_mapping
+              if a in conf.virtual_mdevs or novaconf.matches_libvirt(a)]
+    for address in sorted(listed):
+        if address not in in_placement:
+            mdev_type = conf.pgpu_type_mapping[address]
+            found.append(_f(
+                WARNING, _where_type(conf, mdev_type, 'device_addresses'),
+                'Placement has no device %s on host %s: it does not exist '
+                'there, offers no %s instance, or nova-compute has not '
+                'reported it yet.' % (address, host, mdev_type)))
+    for device in sorted(devices, key=lambda d: d.address):
+        mdev_type = novaconf.vgpu_type_per_pgpu(conf, device.nodedev)
+        held = (' Placement refuses that while servers hold allocations '
+                'there (%s): nova-compute\'s updates for the node fail until '
+                'they move.' % ', '.join(device.servers)
+                if device.servers else '')
+        if mdev_type is None:
+            on_it = (' Servers with allocations there: %s.'
+                     % ', '.join(device.servers) if device.servers else '')
+            found.append(_f(
+                WARNING, where_host,
+                'Device %s (%s, total %d) gets no type from this file: '
+                'nova-compute stops reporting it but does not delete its '
+                'provider, so Placement keeps offering its old inventory '
+                'and the scheduler can still pick it while Nova cannot '
+                'create mdevs there; give it a type, or delete the provider '
+                'once no server uses it.%s'
+                % (device.address, device.resource_class, device.total,
+                   on_it)))
+            continue
+        expected = novaconf.resource_class_for_device(conf, device.nodedev)
+        if expected != device.resource_class:
+            found.append(_f(
+                WARNING, where_host,
+                'Device %s is %s in Placement but Nova will report %s '
+                '(type %s): its inventory changes class on restart.%s'
+                % (device.address, device.resource_class, expected,
+                   mdev_type, held)))
+        wrong = sorted(t for t in device.traits
+                       if t in type_traits.values()
+                       and t != type_traits[mdev_type])
+        if wrong:
+            found.append(_f(
+                WARNING, where_host,
+                'Device %s carries %s but will be of type %s: run '
+                "'openstack mdev trait set --from-nova-conf FILE --host %s' "
+                'after the restart to tag it %s.'
+                % (device.address, ', '.join(wrong), mdev_type, host,
+                   type_traits[mdev_type])))
+    return found
+
+
+def sort_findings(findings):
+    return sorted(findings, key=lambda f: novaconf.SEVERITY_ORDER[f.severity])

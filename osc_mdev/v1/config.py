@@ -1,0 +1,163 @@
+"""``openstack mdev config check``."""
+
+import json
+import os
+
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from osc_mdev.domain import configcheck
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import traits as trait_logic
+from osc_mdev.v1 import common
+
+COLUMNS = ('Severity', 'Where', 'Message')
+DEVICE_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Why')
+
+
+class CheckConfig(command.Lister):
+    """Check a compute node's mdev configuration before nova-compute does.
+
+    Reads nova.conf files as nova-compute does (oslo.config; several files
+    in order, the later winning; a directory as --config-dir) and applies
+    Nova's rules: one row per finding, 'error' where nova-compute will
+    refuse to start, 'warning' where Nova will silently do something other
+    than what is written. With --sysfs, the file is compared with the
+    node's devices; with --host, with what Placement has for the node (what
+    changes when nova-compute restarts). Exit status 1 on any error.
+    """
+
+    # Only --host talks to the cloud: a compute node can check its files
+    # with no credentials at all.
+    auth_required = False
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            'files', metavar='<file>', nargs='+',
+            help='nova.conf file, or a directory whose *.conf files are read '
+                 'in sorted order like --config-dir. Give them in the order '
+                 'nova-compute gets them: later values win.')
+        parser.add_argument(
+            '--host', metavar='<host>',
+            help='Compare with what Placement has for this compute node '
+                 '(root provider name, as in "openstack hypervisor list"): '
+                 'devices the file assigns but Placement lacks, resource '
+                 'class changes, devices the file no longer covers (with '
+                 'the servers on them) and type traits that will be wrong '
+                 'after a restart.')
+        parser.add_argument(
+            '--sysfs', metavar='<root>',
+            help='Root of the node\'s sysfs (/sys on the compute node): '
+                 'check that each address is an mdev parent offering its '
+                 'type, max_instances against available_instances, SR-IOV '
+                 'virtual functions, and virtual parents such as '
+                 'mtty_mtty.')
+        parser.add_argument(
+            '--trait-prefix', metavar='<prefix>',
+            default=trait_logic.DEFAULT_TRAIT_PREFIX,
+            help='With --host, the prefix of type traits, as in "mdev trait '
+                 'set --from-nova-conf" (default: CUSTOM_).')
+        parser.add_argument(
+            '--long', action='store_true',
+            help='Also show the effective result: each device with the '
+                 'type and resource class Nova will give it (always part '
+                 'of -f json and -f yaml, under "Devices").')
+        return parser
+
+    def take_action(self, parsed_args):
+        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        if parsed_args.sysfs and not os.path.isdir(
+                parsed_args.sysfs):
+            raise exceptions.CommandError(
+                '--sysfs %s is not a directory; give the root of the '
+                "node's sysfs, /sys on the compute node." % parsed_args.sysfs)
+        virtual = (novaconf.sysfs_virtual_parent(parsed_args.sysfs)
+                   if parsed_args.sysfs else None)
+        try:
+            conf = novaconf.parse_files(parsed_args.files, virtual)
+        except novaconf.NovaConfError as exc:
+            raise exceptions.CommandError('%s.' % exc) from exc
+        findings = list(conf.findings)
+        findings += configcheck.file_findings(
+            conf, sysfs_checked=bool(parsed_args.sysfs))
+        known = []
+        if parsed_args.sysfs:
+            parents = configcheck.read_sysfs(parsed_args.sysfs)
+            functions = configcheck.pci_functions(
+                parsed_args.sysfs, list(conf.pgpu_type_mapping))
+            findings += configcheck.sysfs_findings(conf, parents, functions)
+            known += [configcheck.nodedev_of(a) for a in parents or ()]
+        if parsed_args.host:
+            placed = self._placement_devices(parsed_args.host)
+            findings += configcheck.placement_findings(
+                conf, parsed_args.host, placed, parsed_args.trait_prefix)
+            known += [d.nodedev for d in placed]
+        self.errors = [f for f in findings if f.severity == novaconf.ERROR]
+        self.devices = [
+            (r.device, r.mdev_type, r.resource_class, r.why)
+            for r in configcheck.effective(conf, list(dict.fromkeys(known)))]
+        rows = [(f.severity, f.where, f.message)
+                for f in configcheck.sort_findings(findings)]
+        return COLUMNS, rows
+
+    def _placement_devices(self, host):
+        from osc_mdev.client import allocations
+        manager = self._authenticated_client_manager()
+        mdev = manager.mdev
+        found = allocations.node_devices_with_servers(
+            mdev.placement, mdev.compute, host)
+        return [configcheck.PlacementDevice(
+            d.candidate.nodedev, d.device, d.resource_class,
+            d.inventory.total, tuple(d.traits or ()), tuple(servers))
+            for d, servers in found]
+
+    def _authenticated_client_manager(self):
+        """The shell skipped authentication (the files alone need none):
+        load the cloud options with validation, as the shell does for
+        other commands, into a client manager of our own."""
+        from openstackclient.common import clientmanager
+        app = self.app
+        try:
+            cloud = app.cloud_config.get_one(
+                cloud=app.options.cloud, argparse=app.options,
+                validate=True)
+            manager = clientmanager.ClientManager(
+                cli_options=cloud, api_version=app.api_version)
+            manager.setup_auth()
+        except Exception as exc:
+            raise exceptions.CommandError(
+                '--host needs cloud credentials, which are missing or '
+                'incomplete; give them as for any openstack command, or '
+                'leave --host out to check the files only.') from exc
+        return manager
+
+    def produce_output(self, parsed_args, column_names, data):
+        data = list(data)
+        if parsed_args.formatter in ('json', 'yaml'):
+            doc = {'Findings': [dict(zip(column_names, row))
+                                for row in data],
+                   'Devices': [dict(zip(DEVICE_COLUMNS, row))
+                               for row in self.devices]}
+            if parsed_args.formatter == 'json':
+                self.app.stdout.write(json.dumps(doc, indent=2) + '\n')
+            else:
+                import yaml
+                self.app.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+            return 0
+        status = super().produce_output(parsed_args, column_names, data)
+        if parsed_args.long:
+            if data:
+                self.app.stdout.write('\n')
+            parsed_args.columns = []
+            super().produce_output(parsed_args, DEVICE_COLUMNS, self.devices)
+        return status
+
+    def run(self, parsed_args):
+        self.errors, self.devices = [], []
+        status = super().run(parsed_args)
+        if self.errors:
+            raise exceptions.CommandError(
+                '%d error(s): nova-compute will refuse to start with this '
+                'configuration.' % len(self.errors))
+        return status

@@ -1,0 +1,123 @@
+"""``mdev config check --host`` predicts what Nova does on a restart.
+
+A host of the embedded cloud gets a new mdev configuration: the check
+runs on the new file against what Placement shows before the restart,
+then the host's nova-compute is restarted with that configuration and
+Placement is read again: each device has the class the check predicted,
+the total of the type predicted (the fake GPUs offer 16 nvidia-11 and 8
+nvidia-12 instances), and a device left without a type keeps its stale
+provider, as the check says.
+"""
+
+import pytest
+
+from tests.cloud import client
+from tests.fixtures import cli
+
+HOST = 'cfg-node.example.net'
+TOPOLOGY = {'hosts': [
+    {'name': HOST, 'gpus': 3, 'bus': '0x85',
+     'enabled_mdev_types': ['nvidia-11']},
+    {'name': 'other-node', 'gpus': 1, 'bus': '0x86',
+     'enabled_mdev_types': ['nvidia-12']},
+]}
+OFFERS = {'nvidia-11': 16, 'nvidia-12': 8}
+
+
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
+                              topology=TOPOLOGY) as cloud:
+        yield cloud
+
+
+@pytest.fixture(autouse=True)
+def os_cloud(cloud, monkeypatch):
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
+    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
+
+
+def mdev(*args):
+    return cli.openstack('mdev', *args)
+
+
+def placement_view(host):
+    rows = mdev('provider', 'list', '--host', host, '-f', 'json').json()
+    return {r['Device']: (r['Resource Class'], r['Total']) for r in rows}
+
+
+NEW_CONF = """[DEFAULT]
+host = cfg-node
+
+[devices]
+enabled_mdev_types = nvidia-12, nvidia-11
+
+[mdev_nvidia-12]
+device_addresses = 0000:85:00.0
+mdev_class = CUSTOM_NV12
+
+[mdev_nvidia-11]
+device_addresses = 0000:85:01.0, 0000:85:03.0
+"""
+
+
+def test_check_predicts_the_restart(cloud, tmp_path):
+    before = placement_view(HOST)
+    assert before == {'0000:85:00.0': ('VGPU', 16),
+                      '0000:85:01.0': ('VGPU', 16),
+                      '0000:85:02.0': ('VGPU', 16)}
+    old = tmp_path / 'old.conf'
+    old.write_text('[devices]\nenabled_mdev_types = nvidia-11\n')
+    assert mdev('trait', 'set', '--from-nova-conf', str(old), '--host',
+                HOST).rc == 0
+    # The running configuration matches Placement: nothing to say.
+    same = mdev('config', 'check', str(old), '--host', HOST, '-f', 'json')
+    assert [f for f in same.json()['Findings']
+            if f['Where'].startswith('Placement')] == []
+
+    new = tmp_path / 'nova.conf'
+    new.write_text(NEW_CONF)
+    result = mdev('config', 'check', str(new), '--host', HOST, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    predicted = {d['Device']: (d['Mdev Type'], d['Resource Class'])
+                 for d in doc['Devices']}
+    assert predicted == {'0000:85:00.0': ('nvidia-12', 'CUSTOM_NV12'),
+                         '0000:85:01.0': ('nvidia-11', 'VGPU'),
+                         '0000:85:02.0': (None, None),
+                         '0000:85:03.0': ('nvidia-11', 'VGPU')}
+    messages = [f['Message'] for f in doc['Findings']]
+    assert any(m.startswith('Placement has no device 0000:85:03.0')
+               for m in messages)
+    assert any(m.startswith('Device 0000:85:00.0 is VGPU in Placement but '
+                            'Nova will report CUSTOM_NV12') for m in messages)
+    assert any(m.startswith('Device 0000:85:00.0 carries CUSTOM_NVIDIA_11 '
+                            'but will be of type nvidia-12') for m in messages)
+    assert any(m.startswith('Device 0000:85:02.0 (VGPU, total 16) gets no '
+                            'type from this file') for m in messages)
+
+    cloud.control('reconfigure', host=HOST,
+                  enabled_mdev_types=['nvidia-12', 'nvidia-11'],
+                  mdev={'nvidia-12': {'device_addresses': ['0000:85:00.0'],
+                                      'mdev_class': 'CUSTOM_NV12'},
+                        'nvidia-11': {'device_addresses': [
+                            '0000:85:01.0', '0000:85:03.0']}})
+    after = placement_view(HOST)
+    for device, (mdev_type, resource_class) in predicted.items():
+        if device == '0000:85:03.0':
+            assert device not in after     # no such GPU on the host
+        elif mdev_type is None:
+            # Not deleted: the stale provider keeps its old inventory.
+            assert after[device] == before[device]
+        else:
+            assert after[device] == (resource_class, OFFERS[mdev_type])
+    # Now Placement agrees with the file, but for the stale provider and
+    # the missing device, which the check still reports.
+    again = mdev('config', 'check', str(new), '--host', HOST, '-f', 'json')
+    left = sorted(f['Message'].split(': ')[0] for f in again.json()[
+        'Findings'] if f['Severity'] == 'warning')
+    assert left == ['Device 0000:85:00.0 carries CUSTOM_NVIDIA_11 but will '
+                    'be of type nvidia-12',
+                    'Device 0000:85:02.0 (VGPU, total 16) gets no type from '
+                    'this file',
+                    'Placement has no device 0000:85:03.0 on host %s' % HOST]

@@ -1,0 +1,214 @@
+"""``openstack mdev config check`` with the real CLI, real Placement."""
+
+import pytest
+
+from tests.fixtures import cli
+from tests.fixtures import sysfs
+from tests.fixtures.placement_data import Gpu
+
+
+@pytest.fixture(scope='module')
+def auth(placement_url):
+    return cli.admin_token_args(placement_url)
+
+
+def check(*args, auth=()):
+    return cli.openstack(*auth, 'mdev', 'config', 'check', *args)
+
+
+GOOD = """[DEFAULT]
+host = compute1
+
+[devices]
+enabled_mdev_types = nvidia-35, nvidia-36
+
+[mdev_nvidia-35]
+device_addresses = 0000:84:00.0
+mdev_class = CUSTOM_NV35
+"""
+
+
+def write(tmp_path, text, name='nova.conf'):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_good_file_exits_0_without_credentials(tmp_path):
+    path = write(tmp_path, GOOD)
+    result = check(path, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    assert doc['Findings'] == [{
+        'Severity': 'info', 'Where': '[devices] enabled_mdev_types, %s:5'
+        % path, 'Message': 'Type nvidia-36 has no [mdev_nvidia-36] group: '
+        'it has no device_addresses, so it can only be the default type for '
+        'every device not listed.'}]
+    assert doc['Devices'] == [
+        {'Device': '0000:84:00.0', 'Mdev Type': 'nvidia-35',
+         'Resource Class': 'CUSTOM_NV35',
+         'Why': 'listed under [mdev_nvidia-35]'},
+        {'Device': '(any other device)', 'Mdev Type': 'nvidia-36',
+         'Resource Class': 'VGPU', 'Why': 'default type'}]
+
+
+def test_errors_exit_1_with_every_finding(tmp_path):
+    path = write(tmp_path, GOOD.replace('0000:84:00.0', '84:00.0') +
+                 '[mdev_nvidia-36]\nmdev_class = mlx5\n'
+                 '[vgpu_nvidia-36]\nmax_instances = 2\n')
+    result = check(path, '-f', 'value', '-c', 'Severity', '-c', 'Where')
+    assert result.rc == 1
+    assert result.stdout.splitlines() == [
+        'error [mdev_nvidia-35] device_addresses, %s:8' % path,
+        'error [mdev_nvidia-36] mdev_class, %s:11' % path,
+        'warning [vgpu_nvidia-36] max_instances, %s:13' % path]
+    assert result.stderr.strip() == (
+        '2 error(s): nova-compute will refuse to start with this '
+        'configuration.')
+
+
+def test_long_table(tmp_path):
+    path = write(tmp_path, GOOD.replace('0000:84:00.0', '0000:3B:00.4'))
+    result = check(path, '--long')
+    assert result.rc == 0, result.stderr
+    assert '| warning  | [mdev_nvidia-35] device_addresses' in result.stdout
+    assert '| 0000:3b:00.4       | nvidia-36 | VGPU ' in result.stdout
+    assert '| Device ' in result.stdout
+
+
+def test_no_mdev_options_is_info(tmp_path):
+    result = check(write(tmp_path, '[DEFAULT]\ndebug = true\n'), '-f',
+                   'json')
+    assert result.rc == 0
+    assert [f['Severity'] for f in result.json()['Findings']] == ['info']
+
+
+def test_files_in_order_and_directory(tmp_path):
+    first = write(tmp_path, GOOD)
+    conf_d = tmp_path / 'nova.conf.d'
+    conf_d.mkdir()
+    write(conf_d, '[mdev_nvidia-35]\ndevice_addresses = 0000:85:00.0\n',
+          '50-gpu.conf')
+    write(conf_d, '[mdev_nvidia-35]\ndevice_addresses = 0000:86:00.0\n',
+          '90-gpu.conf')
+    devices = check(first, str(conf_d), '-f', 'json').json()['Devices']
+    assert devices[0]['Device'] == '0000:86:00.0'
+    # The directory first: nova.conf comes later and wins.
+    devices = check(str(conf_d), first, '-f', 'json').json()['Devices']
+    assert devices[0]['Device'] == '0000:84:00.0'
+
+
+@pytest.mark.parametrize('make,fragment', [
+    (lambda p: None, 'Cannot read'),
+    (lambda p: p.write_bytes(b'\x89PNG\r\n\x1a\n\x00\x00'), 'binary file'),
+    (lambda p: p.write_bytes(b'[devices]\n\xff\xfe\n'), 'not UTF-8'),
+    (lambda p: p.write_text(''), 'is empty'),
+    (lambda p: p.write_bytes(b'#' * (10 * 1024 * 1024 + 1)),
+     'larger than 10 MB'),
+    (lambda p: p.mkdir(), 'directory with no .conf file'),
+    (lambda p: p.write_text('enabled_mdev_types = a\n'),
+     'line 1 cannot be parsed'),
+])
+def test_bad_input(tmp_path, make, fragment):
+    path = tmp_path / 'nova.conf'
+    make(path)
+    cli.assert_one_line_error(check(str(path)), str(path), fragment)
+
+
+def test_sysfs(tmp_path):
+    root = sysfs.build(tmp_path / 'sys', devices=[
+        ('0000:84:00.0', {'nvidia-35': 4}, None),
+        ('0000:85:00.0', {'nvidia-36': 2}, None)])
+    path = write(tmp_path, GOOD.replace('0000:84:00.0',
+                                        '0000:84:00.0, 0000:86:00.0'))
+    result = check(path, '--sysfs', root, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    assert [f['Message'] for f in doc['Findings']
+            if f['Severity'] == 'warning'] == [
+        '0000:86:00.0 is not an mdev-capable device on this host (not in '
+        'class/mdev_bus): Nova will report nothing for it.']
+    assert [(d['Device'], d['Mdev Type']) for d in doc['Devices']] == [
+        ('0000:84:00.0', 'nvidia-35'), ('0000:85:00.0', 'nvidia-36'),
+        ('0000:86:00.0', 'nvidia-35')]
+    cli.assert_one_line_error(check(path, '--sysfs', str(tmp_path / 'no')),
+                              '--sysfs', 'is not a directory')
+
+
+@pytest.fixture
+def node(placement, request):
+    name = 'cfg-%s.example.com' % request.node.name[-30:].replace(
+        '[', '-').replace(']', '').replace('_', '-')
+    gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_36',)),
+            Gpu('pci_0000_85_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_36',)),
+            Gpu('pci_0000_86_00_0', 'CUSTOM_OLD', 2)]
+    root = placement.add_compute_node(name, gpus)
+    return name, root, gpus
+
+
+def test_host_compares_with_placement(placement, auth, node, tmp_path):
+    name, root, gpus = node
+    server = placement.boot_server(root, gpus[2])
+    path = write(tmp_path, """
+[devices]
+enabled_mdev_types = nvidia-35, nvidia-36
+[mdev_nvidia-35]
+device_addresses = 0000:84:00.0,0000:87:00.0
+mdev_class = CUSTOM_NV35
+[mdev_nvidia-36]
+device_addresses = 0000:85:00.0
+""")
+    result = check(path, '--host', name, '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    placement_rows = [f for f in doc['Findings']
+                      if f['Where'] == 'Placement, host %s' % name]
+    assert [f['Message'] for f in placement_rows] == [
+        'Device 0000:84:00.0 is VGPU in Placement but Nova will report '
+        'CUSTOM_NV35 (type nvidia-35): its inventory changes class on '
+        'restart.',
+        "Device 0000:84:00.0 carries CUSTOM_NVIDIA_36 but will be of type "
+        "nvidia-35: run 'openstack mdev trait set --from-nova-conf FILE "
+        "--host %s' after the restart to tag it CUSTOM_NVIDIA_35." % name,
+        'Device 0000:86:00.0 (CUSTOM_OLD, total 2) gets no type from this '
+        'file: nova-compute stops reporting it but does not delete its '
+        'provider, so Placement keeps offering its old inventory and the '
+        'scheduler can still pick it while Nova cannot create mdevs there; '
+        'give it a type, or delete the provider once no server uses it. '
+        'Servers with allocations there: %s.' % server]
+    assert [f['Message'] for f in doc['Findings'] if f['Message'].startswith(
+        'Placement has no device')] == [
+        'Placement has no device 0000:87:00.0 on host %s: it does not exist '
+        'there, offers no nvidia-35 instance, or nova-compute has not '
+        'reported it yet.' % name]
+    assert [(d['Device'], d['Mdev Type'], d['Resource Class'])
+            for d in doc['Devices']] == [
+        ('0000:84:00.0', 'nvidia-35', 'CUSTOM_NV35'),
+        ('0000:85:00.0', 'nvidia-36', 'VGPU'),
+        ('0000:86:00.0', None, None),
+        ('0000:87:00.0', 'nvidia-35', 'CUSTOM_NV35')]
+
+
+def test_host_matching_file_is_clean(placement, auth, node, tmp_path):
+    name, root, gpus = node
+    path = write(tmp_path, """
+[devices]
+enabled_mdev_types = nvidia-36, nvidia-37
+[mdev_nvidia-36]
+device_addresses = 0000:84:00.0,0000:85:00.0
+[mdev_nvidia-37]
+device_addresses = 0000:86:00.0
+mdev_class = CUSTOM_OLD
+""")
+    result = check(path, '--host', name, '-f', 'json', auth=auth)
+    assert result.json()['Findings'] == []
+
+
+def test_host_errors(placement, auth, tmp_path):
+    path = write(tmp_path, GOOD)
+    cli.assert_one_line_error(
+        check(path, '--host', 'no-such-node', auth=auth),
+        'No compute host named no-such-node')
+    cli.assert_one_line_error(
+        check(path, '--host', 'x', '--os-auth-type', 'password'),
+        '--host needs cloud credentials')

@@ -1,0 +1,288 @@
+"""``mdev config check`` rules: each with a file that triggers it and one
+that does not, sysfs trees built like a node's /sys, Placement views."""
+
+import pytest
+
+from osc_mdev.domain import configcheck
+from osc_mdev.domain import novaconf
+from tests.fixtures import sysfs
+
+D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
+GOOD = D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+
+
+def check(tmp_path, text, virtual=None, sysfs_checked=False):
+    path = tmp_path / 'nova.conf'
+    path.write_text(text)
+    conf = novaconf.parse_files([str(path)], virtual)
+    return conf, list(conf.findings) + configcheck.file_findings(
+        conf, sysfs_checked)
+
+
+def messages(findings, severity=None):
+    return [f.message for f in findings
+            if severity is None or f.severity == severity]
+
+
+# rule: (text that triggers it, severity, message fragment)
+RULES = {
+    'no mdev type': (
+        '[DEFAULT]\ndebug = true\n', 'info', 'No mdev type is enabled'),
+    'deprecated enabled_vgpu_types': (
+        '[devices]\nenabled_vgpu_types = nvidia-35\n', 'info',
+        'enabled_vgpu_types is the deprecated name'),
+    'deprecated [vgpu_<type>]': (
+        D2 + '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0\n', 'info',
+        '[vgpu_nvidia-35] is the deprecated name of [mdev_nvidia-35]'),
+    'old group shadowed by the new one': (
+        GOOD + '[vgpu_nvidia-35]\ndevice_addresses = 0000:85:00.0\n',
+        'warning', 'Ignored: [mdev_nvidia-35] device_addresses is set too'),
+    'mdev_class in the old group': (
+        D2 + '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+        'mdev_class = CUSTOM_X\n', 'warning',
+        'Nova reads mdev_class only from [mdev_nvidia-35]'),
+    'type without a group': (
+        GOOD, 'info', 'Type nvidia-36 has no [mdev_nvidia-36] group'),
+    'group of a type not enabled': (
+        GOOD + '[mdev_nvidia-99]\ndevice_addresses = 0000:99:00.0\n',
+        'warning', 'type nvidia-99 is not in [devices] enabled_mdev_types'),
+    'upper-case address': (
+        D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:AF:00.0\n',
+        'warning', 'Address 0000:AF:00.0 is accepted but matches no device'),
+    'default type with a custom class': (
+        GOOD + '[mdev_nvidia-36]\nmdev_class = CUSTOM_NV36\n', 'warning',
+        'the devices that take it are reported as VGPU, not CUSTOM_NV36'),
+    'mdev_class on the only type': (
+        '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\n'
+        'device_addresses = 0000:84:00.0\nmdev_class = CUSTOM_A\n', 'info',
+        'computes older than Nova 29.0.0 (2024.1) ignore it'),
+    'second type without addresses': (
+        '[devices]\nenabled_mdev_types = nvidia-35,nvidia-36\n', 'warning',
+        'Nova does not use nvidia-36 at all'),
+    'address Nova cannot parse': (
+        D2 + '[mdev_nvidia-35]\ndevice_addresses = 84:00.0\n', 'error',
+        "Device address '84:00.0' is neither"),
+    'same address under two types': (
+        GOOD + '[mdev_nvidia-36]\ndevice_addresses = 0000:84:00.0\n',
+        'error', 'duplicate types for PCI ID 0000:84:00.0'),
+    'mdev_class from the early spec': (
+        GOOD + '[mdev_nvidia-36]\nmdev_class = mlx5\n', 'error',
+        'mdev_class = mlx5 is refused'),
+    'max_instances below 1': (
+        GOOD + '[mdev_nvidia-35]\nmax_instances = 0\n', 'error',
+        'max_instances = 0 is refused'),
+    'virtual parent not verified': (
+        D2 + '[mdev_nvidia-35]\ndevice_addresses = mtty_mtty\n', 'info',
+        'mtty_mtty is taken as a virtual parent'),
+}
+
+# A file close to each trigger that must not raise it.
+CLEAN = {
+    'no mdev type': GOOD,
+    'deprecated enabled_vgpu_types': GOOD,
+    'deprecated [vgpu_<type>]': GOOD,
+    'old group shadowed by the new one': D2 + (
+        '[vgpu_nvidia-35]\ndevice_addresses = 0000:85:00.0\n'),
+    'mdev_class in the old group': GOOD + (
+        '[mdev_nvidia-35]\nmdev_class = CUSTOM_X\n'),
+    'type without a group': GOOD + '[mdev_nvidia-36]\nmax_instances = 2\n',
+    'group of a type not enabled': GOOD,
+    'upper-case address': GOOD,
+    'default type with a custom class': GOOD + (
+        '[mdev_nvidia-35]\nmdev_class = CUSTOM_NV35\n'),
+    'mdev_class on the only type': (
+        '[devices]\nenabled_mdev_types = nvidia-35,nvidia-36\n'
+        '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+        'mdev_class = CUSTOM_A\n'),
+    'second type without addresses': GOOD,
+    'address Nova cannot parse': GOOD,
+    'same address under two types': GOOD + (
+        '[mdev_nvidia-36]\ndevice_addresses = 0000:85:00.0\n'),
+    'mdev_class from the early spec': GOOD + (
+        '[mdev_nvidia-36]\nmdev_class = CUSTOM_MLX5\n'),
+    'max_instances below 1': GOOD + '[mdev_nvidia-35]\nmax_instances = 1\n',
+    'virtual parent not verified': GOOD,
+}
+
+
+@pytest.mark.parametrize('rule', sorted(RULES))
+def test_rule_triggers(tmp_path, rule):
+    text, severity, fragment = RULES[rule]
+    _, findings = check(tmp_path, text)
+    hits = [f for f in findings if fragment in f.message]
+    assert len(hits) == 1, findings
+    assert hits[0].severity == severity
+    assert hits[0].where.startswith('[')
+
+
+@pytest.mark.parametrize('rule', sorted(RULES))
+def test_rule_stays_quiet(tmp_path, rule):
+    _, findings = check(tmp_path, CLEAN[rule])
+    assert not [f for f in findings if RULES[rule][2] in f.message]
+    assert not [f for f in findings if f.severity == 'error']
+
+
+def test_where_has_file_and_line(tmp_path):
+    _, findings = check(tmp_path, RULES['mdev_class in the old group'][0])
+    [hit] = [f for f in findings if f.severity == 'warning']
+    assert hit.where == '[vgpu_nvidia-35] mdev_class, %s:5' % (
+        tmp_path / 'nova.conf')
+
+
+def test_effective_without_devices(tmp_path):
+    conf, _ = check(tmp_path, D2 + '[mdev_nvidia-35]\ndevice_addresses = '
+                    '0000:84:00.0, 0000:3B:00.4\nmdev_class = CUSTOM_A\n')
+    rows = [(r.device, r.mdev_type, r.resource_class)
+            for r in configcheck.effective(conf)]
+    assert rows == [('0000:3B:00.4', None, None),
+                    ('0000:3b:00.4', 'nvidia-36', 'VGPU'),
+                    ('0000:84:00.0', 'nvidia-35', 'CUSTOM_A'),
+                    (configcheck.OTHER_DEVICES, 'nvidia-36', 'VGPU')]
+
+
+# -- sysfs --------------------------------------------------------------------
+
+@pytest.fixture
+def node(tmp_path):
+    """Two plain GPUs, an SR-IOV GPU with three VFs, and mtty."""
+    return sysfs.build(tmp_path / 'sys', devices=[
+        ('0000:84:00.0', {'nvidia-35': 4, 'nvidia-36': 2}, None),
+        ('0000:85:00.0', {'nvidia-35': 4, 'nvidia-36': 2}, None),
+        ('0000:41:00.0', {}, None),
+        ('0000:41:00.4', {'nvidia-558': 1}, '0000:41:00.0'),
+        ('0000:41:00.5', {'nvidia-558': 1}, '0000:41:00.0'),
+        ('0000:41:00.6', {'nvidia-558': 1}, '0000:41:00.0'),
+    ], virtual=[('mtty/mtty', {'mtty-1': 2})])
+
+
+def sysfs_check(tmp_path, root, text):
+    path = tmp_path / 'nova.conf'
+    path.write_text(text)
+    conf = novaconf.parse_files([str(path)],
+                                novaconf.sysfs_virtual_parent(root))
+    parents = configcheck.read_sysfs(root)
+    functions = configcheck.pci_functions(root, list(conf.pgpu_type_mapping))
+    return conf, configcheck.sysfs_findings(conf, parents, functions)
+
+
+def test_read_sysfs(node):
+    parents = configcheck.read_sysfs(node)
+    assert sorted(parents) == ['0000:41:00.4', '0000:41:00.5',
+                               '0000:41:00.6', '0000:84:00.0',
+                               '0000:85:00.0', 'mtty_mtty']
+    assert parents['0000:84:00.0'].types == {'nvidia-35': 4, 'nvidia-36': 2}
+    assert parents['0000:41:00.5'].physfn == '0000:41:00.0'
+    pf = configcheck.pci_functions(node, ['0000:41:00.0'])['0000:41:00.0']
+    assert pf.virtfns == ('0000:41:00.4', '0000:41:00.5', '0000:41:00.6')
+
+
+SR = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-558\n'
+
+
+@pytest.mark.parametrize('text,fragment', [
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:86:00.0\n'
+     '[mdev_nvidia-558]\ndevice_addresses = 0000:41:00.4\n',
+     '0000:86:00.0 is not an mdev-capable device on this host'),
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+     '[mdev_nvidia-558]\ndevice_addresses = 0000:85:00.0\n',
+     '0000:85:00.0 does not offer type nvidia-558'),
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+     'max_instances = 2\n[mdev_nvidia-558]\ndevice_addresses = '
+     '0000:41:00.4\n',
+     'max_instances = 2 but the 1 device(s) of type nvidia-35 offer 4'),
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+     '[mdev_nvidia-558]\ndevice_addresses = 0000:41:00.0\n',
+     '0000:41:00.0 is the physical function of an SR-IOV GPU'),
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+     '[mdev_nvidia-558]\ndevice_addresses = 0000:41:00.7\n',
+     'a virtual function that does not exist'),
+    (SR + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n',
+     '0000:85:00.0 takes the default type nvidia-558, which it does not '
+     'offer'),
+])
+def test_sysfs_findings(tmp_path, node, text, fragment):
+    _, findings = sysfs_check(tmp_path, node, text)
+    assert [f for f in findings if fragment in f.message], findings
+
+
+def test_sysfs_clean(tmp_path, node):
+    _, findings = sysfs_check(tmp_path, node, (
+        '[devices]\nenabled_mdev_types = nvidia-558, nvidia-35, mtty-1\n'
+        '[mdev_nvidia-558]\ndevice_addresses = 0000:41:00.4,0000:41:00.5,'
+        '0000:41:00.6\nmax_instances = 3\n'
+        '[mdev_mtty-1]\ndevice_addresses = mtty_mtty\n'))
+    assert findings == []
+
+
+def test_vf_listed_with_its_pf(tmp_path, node):
+    # A PF that is an mdev parent itself and one of its VFs: build one.
+    root = sysfs.build(tmp_path / 'sys2', devices=[
+        ('0000:41:00.0', {'nvidia-558': 1}, None),
+        ('0000:41:00.4', {'nvidia-558': 1}, '0000:41:00.0')])
+    _, findings = sysfs_check(tmp_path, root, (
+        '[devices]\nenabled_mdev_types = nvidia-558\n[mdev_nvidia-558]\n'
+        'device_addresses = 0000:41:00.0,0000:41:00.4\n'))
+    assert messages(findings) == [
+        'Virtual function 0000:41:00.4 is listed together with its '
+        'physical function 0000:41:00.0: list the virtual functions only.']
+
+
+def test_virtual_parent_checked_in_sysfs(tmp_path, node):
+    conf, _ = sysfs_check(tmp_path, node, (
+        '[devices]\nenabled_mdev_types = mtty-1\n[mdev_mtty-1]\n'
+        'device_addresses = mtty_nothere\n'))
+    assert "'mtty_nothere' is neither" in conf.errors[0].message
+    conf, _ = sysfs_check(tmp_path, node, (
+        '[devices]\nenabled_mdev_types = mtty-1\n[mdev_mtty-1]\n'
+        'device_addresses = mtty_mtty\n'))
+    assert conf.errors == []
+    assert conf.type_for('mtty_mtty') == 'mtty-1'
+
+
+def test_no_mdev_bus(tmp_path):
+    (tmp_path / 'empty').mkdir()
+    conf, _ = check(tmp_path, GOOD)
+    [finding] = configcheck.sysfs_findings(
+        conf, configcheck.read_sysfs(str(tmp_path / 'empty')))
+    assert finding.severity == 'error'
+
+
+# -- Placement ------------------------------------------------------------
+
+def pdev(address, rc='VGPU', traits=(), servers=(), total=4):
+    nodedev = 'pci_' + address.replace(':', '_').replace('.', '_')
+    return configcheck.PlacementDevice(nodedev, address, rc, total,
+                                       tuple(traits), tuple(servers))
+
+
+def test_placement_findings(tmp_path):
+    conf, _ = check(tmp_path, (
+        '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
+        '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0,0000:87:00.0\n'
+        'mdev_class = CUSTOM_NV35\n'
+        '[mdev_nvidia-36]\ndevice_addresses = 0000:85:00.0\n'))
+    found = configcheck.placement_findings(conf, 'compute1', [
+        pdev('0000:84:00.0', 'VGPU', ['CUSTOM_NVIDIA_36'], ['vm1 (u1)']),
+        pdev('0000:85:00.0', 'VGPU', ['CUSTOM_NVIDIA_36']),
+        pdev('0000:86:00.0', 'VGPU', [], ['vm2 (u2)'])])
+    assert messages(found) == [
+        'Placement has no device 0000:87:00.0 on host compute1: it does not '
+        'exist there, offers no nvidia-35 instance, or nova-compute has not '
+        'reported it yet.',
+        'Device 0000:84:00.0 is VGPU in Placement but Nova will report '
+        'CUSTOM_NV35 (type nvidia-35): its inventory changes class on '
+        'restart. Placement refuses that while servers hold allocations '
+        "there (vm1 (u1)): nova-compute's updates for the node fail until "
+        'they move.',
+        "Device 0000:84:00.0 carries CUSTOM_NVIDIA_36 but will be of type "
+        "nvidia-35: run 'openstack mdev trait set --from-nova-conf FILE "
+        "--host compute1' after the restart to tag it CUSTOM_NVIDIA_35.",
+        'Device 0000:86:00.0 (VGPU, total 4) gets no type from this file: '
+        'nova-compute stops reporting it but does not delete its provider, '
+        'so Placement keeps offering its old inventory and the scheduler '
+        'can still pick it while Nova cannot create mdevs there; give it a '
+        'type, or delete the provider once no server uses it. Servers with '
+        'allocations there: vm2 (u2).']
+    assert configcheck.placement_findings(conf, 'compute1', [
+        pdev('0000:84:00.0', 'CUSTOM_NV35', ['CUSTOM_NVIDIA_35']),
+        pdev('0000:85:00.0'), pdev('0000:87:00.0', 'CUSTOM_NV35')]) == []
