@@ -33,6 +33,10 @@ class FlavorView:
 
 
 def find_flavor(compute, reference):
+    if not reference.strip():
+        raise exceptions.CommandError(
+            "No flavor named or with ID '%s'; see 'openstack flavor list "
+            "--all'." % reference)
     flavor = compute.get_flavor(reference)
     if flavor is not None:
         return flavor

@@ -32,7 +32,7 @@ class CheckConfig(command.Lister):
     auth_required = False
 
     def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
+        parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'files', metavar='<file>', nargs='+',
             help='nova.conf file, or a directory whose *.conf files are read '
