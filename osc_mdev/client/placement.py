@@ -28,6 +28,9 @@ USAGES = '1.0'
 PROVIDER_ALLOCATIONS = '1.0'
 CONSUMER_ALLOCATIONS = '1.0'
 CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
+# root_required (1.35), any suffix (1.33), mappings (1.34), every provider
+# of a candidate's tree in provider_summaries (1.29), in: (1.39).
+ALLOCATION_CANDIDATES = '1.39'
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -195,6 +198,12 @@ class PlacementClient:
         except MicroversionUnsupported:
             return None
         return body.get('consumer_type') if body['allocations'] else None
+
+    def allocation_candidates(self, querystring):
+        """``GET /allocation_candidates?<querystring>``: the whole answer
+        (``allocation_requests``, ``provider_summaries``)."""
+        return self._request('GET', '/allocation_candidates?' + querystring,
+                             ALLOCATION_CANDIDATES)
 
     def _exists(self, url, version):
         try:
