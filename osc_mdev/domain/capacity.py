@@ -512,6 +512,8 @@ def _free_of_class(request, host):
     total = 0
     for device in host.devices:
         if any(_eligible(group, device, None if group.numbered else rc)
+               and (group.numbered or group.required <= (
+                   device.traits | host.root.traits))
                for group in request.groups for rc, _ in group.resources
                if rc in mdev_classes):
             total += sum(device.free(rc) for rc in mdev_classes)
