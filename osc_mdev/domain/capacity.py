@@ -583,20 +583,38 @@ def multi_create(count, first_candidates, summaries):
     return min(count, sum(per_host.values())), per_host
 
 
-def batches(count, per_host, fits_total):
-    """Request sizes that would all be placed, one request after another.
+def batches(count, per_host, fits):
+    """Request sizes, one request after another, that are sure to be
+    placed, for ``count`` servers (capped by the servers that fit).
 
-    Each request can place at most the sum of per-host first-candidate
-    room (which shrinks as servers land); this is a plan, not a promise,
-    and is capped by the servers that fit at all.
+    The first request places what ``multi_create`` says (``per_host``:
+    each host's first-candidate room). Which candidate Placement lists
+    first afterwards is not known in advance, but a host with room for
+    one more server always has a first candidate that fits once: so each
+    later request is sized at the number of hosts that still have room,
+    one server each (``fits``: ``{host: servers that fit}``). Real
+    requests may place more; these never fail for lack of room.
     """
-    wanted = min(count, fits_total)
-    size = sum(per_host.values())
-    if size <= 0:
-        return []
+    left = {h: n for h, n in fits.items() if n > 0}
+    wanted = min(count, sum(left.values()))
     plan = []
+    first = min(wanted, sum(min(per_host.get(h, 0), n)
+                            for h, n in left.items()))
+    if first:
+        plan.append(first)
+        wanted -= first
+        taken = first
+        for host in sorted(left):
+            take = min(per_host.get(host, 0), left[host], taken)
+            left[host] -= take
+            taken -= take
     while wanted > 0:
-        step = min(size, wanted)
+        hosts = sorted(h for h, n in left.items() if n > 0)
+        step = min(len(hosts), wanted)
+        if not step:
+            break
+        for host in hosts[:step]:
+            left[host] -= 1
         plan.append(step)
         wanted -= step
     return plan

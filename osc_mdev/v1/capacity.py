@@ -157,12 +157,10 @@ class Capacity(command.Lister):
             steps, fix = domain.explain(request, cloud.hosts)
             rows = [(s.constraint, s.devices_out, s.hosts_out,
                      s.devices_left, s.hosts_left) for s in steps]
-            rows.append(('Servers that fit: %d' % total, None, None, None,
-                         None))
+            rows.append(('Servers that fit: %d' % total, '', '', '', ''))
             rows.append(('Smallest change: %s' % (
                 fix or ('none needed' if total else
-                        'none found on the devices')),
-                None, None, None, None))
+                        'none found on the devices')), '', '', '', ''))
             return EXPLAIN_COLUMNS, rows
 
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
@@ -175,8 +173,8 @@ class Capacity(command.Lister):
             rows.append([values[c] for c in cols])
         totals = {'Host': TOTAL, 'Fits': total,
                   'Devices': format_columns.ListColumn(
-                      ['%d devices' % sum(len(h.devices)
-                                          for h in per_host)]),
+                      [_devices_text(sum(len(h.devices)
+                                         for h in per_host))]),
                   'Free': sum(h.free for h in per_host), 'Limit': ''}
         rows.append([totals[c] for c in cols])
         if parsed_args.count is not None:
@@ -191,18 +189,23 @@ class Capacity(command.Lister):
             for row in rows[:-1]:
                 row.extend([one.get(row[0], 0), ''])
             rows[-1].extend([placed, _verdict(parsed_args.count, placed,
-                                              one, total)])
+                                              one, per_host)])
         return cols, [tuple(r) for r in rows]
 
 
-def _verdict(count, placed, one, total):
+def _devices_text(n):
+    return '%d device%s' % (n, '' if n == 1 else 's')
+
+
+def _verdict(count, placed, one, per_host):
     if placed >= count:
         return 'one request of %d servers is placed' % count
+    total = sum(h.fits for h in per_host)
     if total < count:
-        return ('NoValidHost: only %d servers fit; one request places at '
-                'most %d' % (total, sum(one.values())))
-    plan = domain.batches(count, one, total)
+        return ('NoValidHost: only %d servers fit, and one request places '
+                'at most %d' % (total, sum(one.values())))
+    plan = domain.batches(count, one, {h.host: h.fits for h in per_host})
     return ('NoValidHost: one request places at most %d (the scheduler '
-            'claims only the first candidate of each host); request %s '
-            'one after the other' % (
-                sum(one.values()), ' + '.join(str(n) for n in plan)))
+            'claims only the first candidate of each host); requests of '
+            '%s one after the other are placed' % (
+                sum(one.values()), ', '.join(str(n) for n in plan)))

@@ -9,6 +9,7 @@ allocation candidate of each host, bug 1874664).
 """
 
 import pytest
+import requests
 
 from tests.cloud import client
 from tests.fixtures import cli
@@ -115,3 +116,43 @@ def test_05_no_valid_host_is_explained(cloud, flavor):
     assert steps['room for 4 VGPU']['Hosts Left'] == 0
     assert rows[-2]['Constraint'] == 'Servers that fit: 0'
     assert rows[-1]['Constraint'].startswith('Smallest change: free ')
+
+
+def compute(cloud, method, path, **kwargs):
+    rsp = requests.request(
+        method, cloud.compute_url + path, timeout=60,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute 2.53'}, **kwargs)
+    rsp.raise_for_status()
+    return rsp.json() if rsp.content else None
+
+
+def set_service(cloud, host, status):
+    service, = compute(cloud, 'GET', '/os-services?binary=nova-compute'
+                       '&host=%s' % host)['services']
+    compute(cloud, 'PUT', '/os-services/%s' % service['id'],
+            json={'status': status})
+
+
+def test_06_disabled_compute_service_fits_nothing(cloud, flavor):
+    host = 'cap2.rack1'
+    on_host = compute(cloud, 'GET', '/servers/detail?all_tenants=1&host=%s'
+                      % host)['servers']
+    for server in on_host:
+        cloud.control('delete', server=server['id'])
+    assert fits(flavor) == 2
+    set_service(cloud, host, 'disabled')
+    try:
+        rows = capacity('--flavor', flavor)
+        steps = {r['Constraint']: r for r in rows}
+        disabled = steps['compute service enabled (root without '
+                         'COMPUTE_STATUS_DISABLED)']
+        assert (disabled['Hosts Ruled Out'], disabled['Hosts Left']) == (
+            1, 0)
+        assert rows[-1]['Constraint'] == (
+            'Smallest change: enable the compute service of %s' % host)
+        server, = cloud.control('boot', flavor=flavor, name='cap-disabled')
+        assert NO_VALID_HOST in (server['fault'] or ''), server
+    finally:
+        set_service(cloud, host, 'enabled')
+    assert fits(flavor) == 2

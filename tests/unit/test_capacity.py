@@ -334,10 +334,15 @@ def test_multi_create_against_novas_scheduler_loop():
     assert got == placed == 3
 
 
-def test_batches():
-    assert c.batches(5, {'a': 2, 'b': 1}, 10) == [3, 2]
-    assert c.batches(5, {'a': 2}, 3) == [2, 1]
-    assert c.batches(5, {'a': 0}, 3) == []
+@pytest.mark.parametrize('count, per_host, fits, plan', [
+    # First request: the first-candidate room; then one per host with room.
+    (8, {'a': 2, 'b': 1, 'c': 1}, {'a': 4, 'b': 3, 'c': 1}, [4, 2, 2]),
+    (5, {'a': 2, 'b': 1}, {'a': 2, 'b': 1}, [3]),
+    (3, {'a': 1}, {'a': 3}, [1, 1, 1]),
+    (5, {'a': 0}, {'a': 0}, []),
+])
+def test_batches(count, per_host, fits, plan):
+    assert c.batches(count, per_host, fits) == plan
 
 
 def test_owner_nova_in_effect():
