@@ -159,6 +159,15 @@ class PlacementClient:
             url, version = '/resource_providers', PROVIDER_TREE
         return self._request('GET', url, version)['resource_providers']
 
+    def providers_with_room(self, resources):
+        """Providers that can take ``resources`` (``{class: amount}``) in
+        one allocation now: room, ``min_unit``, ``max_unit`` and
+        ``step_size`` (``?resources=``, 1.4)."""
+        url = '/resource_providers?' + urllib.parse.urlencode(
+            {'resources': ','.join('%s:%d' % rc for rc in sorted(
+                resources.items()))})
+        return self._request('GET', url, PROVIDER_TREE)['resource_providers']
+
     def get_inventories(self, uuid):
         """``(generation, {resource class: inventory})``."""
         body = self._request(

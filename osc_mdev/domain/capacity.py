@@ -306,6 +306,9 @@ class Inventory:
     max_unit: int | None = None
     step_size: int = 1
     allocation_ratio: float = 1.0
+    # Amounts Placement said the units refuse (when the units themselves
+    # were not read).
+    refused: frozenset = frozenset()
 
     @classmethod
     def from_api(cls, data):
@@ -323,7 +326,8 @@ class Inventory:
     def allows(self, amount):
         """Whether one allocation of ``amount`` is allowed at all."""
         max_unit = self.total if self.max_unit is None else self.max_unit
-        return (self.min_unit <= amount <= max_unit
+        return (amount not in self.refused
+                and self.min_unit <= amount <= max_unit
                 and amount % (self.step_size or 1) == 0)
 
 

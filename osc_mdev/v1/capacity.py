@@ -143,18 +143,21 @@ class Capacity(command.Lister):
         return columns, rows
 
     def _one(self, mdev, parsed_args, flavor, request):
-        cloud = reads.read(mdev.placement, mdev.compute, flavor=flavor,
-                           hosts=tuple(parsed_args.host),
-                           need_roots=request is None)
-        if request is None:
-            request = domain.request_from_flavor(cloud.flavor)
+        hosts = tuple(parsed_args.host)
+        found, listing, services = reads.read_flavor(
+            mdev.placement, mdev.compute, flavor, hosts)
+        bare = request is not None
+        if not bare:
+            request = domain.request_from_flavor(found)
             reads.check_flavor_request(request)
+        trees = reads.read_hosts(mdev.placement, request, listing,
+                                 services, hosts, need_roots=not bare)
         request = domain.with_prefilters(
-            request, owner_nova=domain.owner_nova_in_effect(cloud.hosts))
-        per_host = domain.capacity(request, cloud.hosts)
+            request, owner_nova=domain.owner_nova_in_effect(trees))
+        per_host = domain.capacity(request, trees)
         total = sum(h.fits for h in per_host)
         if parsed_args.explain or not total:
-            steps, fix = domain.explain(request, cloud.hosts)
+            steps, fix = domain.explain(request, trees)
             rows = [(s.constraint, s.devices_out, s.hosts_out,
                      s.devices_left, s.hosts_left) for s in steps]
             rows.append(('Servers that fit: %d' % total, '', '', '', ''))
@@ -181,7 +184,7 @@ class Capacity(command.Lister):
             cols = cols + COUNT_COLUMNS
             first, summaries = reads.first_candidates(mdev.placement,
                                                       request)
-            by_root = {h.root.uuid: h.name for h in cloud.hosts}
+            by_root = {h.root.uuid: h.name for h in trees}
             placed, one = domain.multi_create(
                 parsed_args.count,
                 {by_root.get(k, k): v for k, v in first.items()

@@ -38,6 +38,7 @@ class Cloud:
             'cap_3': [Gpu('pci_0000_3b_00_0', 'CUSTOM_MLX5', 8),
                       Gpu('pci_0000_3c_00_0', 'VGPU', 3)],
             'cap4': [Gpu('pci_0000_84_00_0', 'VGPU', 16)],
+            'cap5': [Gpu('pci_0000_84_00_0', 'VGPU', 2)],
             'plain': [],
         }
         for host, gpus in layout.items():
@@ -55,6 +56,11 @@ class Cloud:
         gpu = self.gpus[('cap_3', 'pci_0000_3c_00_0')]
         placement.set_inventory(gpu.uuid, {'VGPU': {
             'total': 3, 'max_unit': 1}})
+        # cap5 has no free VCPU, so no allocation candidate summary
+        # describes its tree: it is read provider by provider.
+        for _ in range(4):
+            placement.allocate(str(uuidlib.uuid4()),
+                               {self.roots['cap5']: {'VCPU': 64}})
         # cap4's compute service is disabled: Nova sets the trait.
         placement.set_traits(self.roots['cap4'], placement_data.ROOT_TRAITS
                              + ['COMPUTE_STATUS_DISABLED'])
@@ -175,10 +181,12 @@ def test_one_vgpu_rows(cloud, auth):
          'Limit': 'VGPU'},
         {'Host': 'cap4', 'Fits': 0, 'Devices': [], 'Free': 16,
          'Limit': 'compute disabled'},
+        {'Host': 'cap5', 'Fits': 2,
+         'Devices': ['cap5:0000:84:00.0'], 'Free': 2, 'Limit': 'VGPU'},
         {'Host': 'cap_3', 'Fits': 3,
          'Devices': ['cap_3:0000:3c:00.0'], 'Free': 3, 'Limit': 'VGPU'},
-        {'Host': 'Total', 'Fits': 12, 'Devices': ['4 devices'],
-         'Free': 28, 'Limit': ''},
+        {'Host': 'Total', 'Fits': 14, 'Devices': ['5 devices'],
+         'Free': 30, 'Limit': ''},
     ]
 
 
@@ -194,10 +202,10 @@ def test_explain_names_the_constraint_and_the_fix(cloud, auth):
     steps = {r['Constraint']: r for r in rows}
     assert steps['offers VGPU'] == {
         'Constraint': 'offers VGPU', 'Devices Ruled Out': 1,
-        'Hosts Ruled Out': 0, 'Devices Left': 6, 'Hosts Left': 4}
+        'Hosts Ruled Out': 0, 'Devices Left': 7, 'Hosts Left': 5}
     assert steps['required trait CUSTOM_NVIDIA_11'] == {
         'Constraint': 'required trait CUSTOM_NVIDIA_11',
-        'Devices Ruled Out': 4, 'Hosts Ruled Out': 2,
+        'Devices Ruled Out': 5, 'Hosts Ruled Out': 3,
         'Devices Left': 2, 'Hosts Left': 2}
     assert steps['room for 4 VGPU']['Hosts Left'] == 0
     assert rows[-2]['Constraint'] == 'Servers that fit: 0'
@@ -207,7 +215,7 @@ def test_explain_names_the_constraint_and_the_fix(cloud, auth):
 
 def test_explain_on_request_when_servers_fit(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--explain')
-    assert rows[-2]['Constraint'] == 'Servers that fit: 12'
+    assert rows[-2]['Constraint'] == 'Servers that fit: 14'
     assert rows[-1]['Constraint'] == 'Smallest change: none needed'
     disabled = next(r for r in rows
                     if r['Constraint'].startswith('compute service'))
@@ -236,10 +244,19 @@ def test_bad_input_is_one_line(cloud, auth, args, message):
     cli.assert_one_line_error(capacity(auth, *args), message)
 
 
-def test_requests_do_not_grow_with_servers(cloud, auth, placement_url):
+def spent(placement_url, *args):
     before = placement_data.server_stats(placement_url)['requests']
-    capacity_rows(auth, '--resource-class', 'VGPU')
-    spent = placement_data.server_stats(placement_url)['requests'] - before
-    # One listing, then inventories, usages and traits of the 4 roots with
-    # devices and their 7 devices.
-    assert spent == 1 + 3 * (4 + 7), spent
+    capacity_rows(*args)
+    return placement_data.server_stats(placement_url)['requests'] - before
+
+
+def test_requests_do_not_grow_with_devices(cloud, auth, placement_url):
+    # The listing, one allocation candidate summary, one ?resources=
+    # listing for the amount; then inventories, usages and traits of
+    # cap5's root and device only (no free VCPU, so not summarized).
+    assert spent(placement_url, auth, '--resource-class', 'VGPU') == 3 + 6
+    # A second amount is one more listing; a host limit reads no less.
+    assert spent(placement_url, auth, '--resource-class', 'VGPU',
+                 '--amount', '2', '--spread') == 3 + 6
+    assert spent(placement_url, auth, '--resource-class', 'VGPU',
+                 '--host', 'cap1') == 3
