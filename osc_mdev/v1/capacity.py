@@ -33,10 +33,10 @@ class Capacity(command.Lister):
     devices they would use; Free: free mdevs of the request's class on
     the devices that match it) and a Total row.
 
-    --explain (automatic when nothing fits) lists instead, per
-    constraint in Placement's order, how many devices and hosts it rules
-    out, then the servers that fit and the smallest change that lets one
-    more fit.
+    --explain (automatic when nothing fits, for one flavor) lists
+    instead, per constraint in Placement's order, how many devices and
+    hosts it rules out, then the servers that fit and the smallest change
+    that lets one more fit.
 
     --count N answers whether one 'server create --min N --max N' would
     be placed: Nova's scheduler claims only each host's first allocation
@@ -51,8 +51,8 @@ class Capacity(command.Lister):
         parser.add_argument(
             '--flavor', metavar='<flavor>', action='append', default=[],
             help='Flavor name or ID whose servers to count. Repeat for '
-                 'several flavors (one table each, flavor by flavor, '
-                 'with a Flavor column).')
+                 'several flavors: their rows follow one another, with a '
+                 'Flavor column (and no automatic --explain).')
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Count a bare mdev request instead of a flavor: VGPU or '
@@ -134,7 +134,10 @@ class Capacity(command.Lister):
         several = len(wanted) > 1
         columns, rows = None, []
         for flavor, request in wanted:
-            cols, found = self._one(mdev, parsed_args, flavor, request)
+            # Several flavors share one table: the explanation is shown
+            # when asked for, never chosen for one flavor alone.
+            cols, found = self._one(mdev, parsed_args, flavor, request,
+                                    auto_explain=not several)
             if several:
                 cols = ('Flavor',) + cols
                 found = [(flavor,) + tuple(r) for r in found]
@@ -142,7 +145,7 @@ class Capacity(command.Lister):
             rows.extend(found)
         return columns, rows
 
-    def _one(self, mdev, parsed_args, flavor, request):
+    def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
         hosts = tuple(parsed_args.host)
         found, listing, services = reads.read_flavor(
             mdev.placement, mdev.compute, flavor, hosts)
@@ -156,7 +159,7 @@ class Capacity(command.Lister):
             request, owner_nova=domain.owner_nova_in_effect(trees))
         per_host = domain.capacity(request, trees)
         total = sum(h.fits for h in per_host)
-        if parsed_args.explain or not total:
+        if parsed_args.explain or (auto_explain and not total):
             steps, fix = domain.explain(request, trees)
             rows = [(s.constraint, s.devices_out, s.hosts_out,
                      s.devices_left, s.hosts_left) for s in steps]

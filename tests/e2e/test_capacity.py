@@ -156,3 +156,12 @@ def test_06_disabled_compute_service_fits_nothing(cloud, flavor):
     finally:
         set_service(cloud, host, 'enabled')
     assert fits(flavor) == 2
+
+
+def test_07_several_flavors_share_one_table(cloud, flavor):
+    cloud.control('create_flavor', name='cap-plain')
+    rows = capacity('--flavor', flavor, '--flavor', 'cap-plain')
+    assert {r['Flavor'] for r in rows} == {flavor, 'cap-plain'}
+    totals = {r['Flavor']: r['Fits'] for r in rows if r['Host'] == 'Total'}
+    # No GPU left for the vGPU flavor; a flavor without mdevs still fits.
+    assert totals[flavor] == 2 and totals['cap-plain'] > 0
