@@ -498,6 +498,12 @@ def host_capacity(request, host):
     free = _free_map(host)
     fits = 0
     used = set()
+    # Without isolated groups every server takes the same amounts from
+    # providers that serve each other server independently, so the order
+    # does not change the count: a found placement is repeated while it
+    # fits. Isolated groups are placed one server at a time.
+    repeat = not (request.group_policy == ISOLATE and
+                  len(request.numbered_groups) > 1)
     while fits < MAX_FITS:
         plan = _place(request, host, free)
         if plan is None:
@@ -505,6 +511,16 @@ def host_capacity(request, host):
         # _place took the server's amounts out of ``free``.
         fits += 1
         used.update(p.uuid for _, p, _ in plan)
+        if repeat:
+            taken = collections.Counter()
+            for _, provider, amounts in plan:
+                for rc, n in amounts.items():
+                    taken[(provider.uuid, rc)] += n
+            more = min(free[key] // n for key, n in taken.items())
+            more = min(more, MAX_FITS - fits)
+            for key, n in taken.items():
+                free[key] -= more * n
+            fits += more
     devices = tuple(sorted(d.device for d in host.devices if d.uuid in used))
     return HostCapacity(host.name, fits, devices,
                         _free_of_class(request, host),
