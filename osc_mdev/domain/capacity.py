@@ -673,10 +673,11 @@ def explain(request, hosts):
     ``OWNER_NOVA``), then all groups at once. Each step counts what the
     previous ones left; a host is ruled out once a group of the request
     has no device left on it. A required trait of the unnumbered group
-    also counts when the root has it (Placement accepts it on any
-    provider of the allocation). Returns ``(steps, fix)``: ``fix`` is the
-    smallest change that lets one more server fit (None when one fits or
-    no change of traits, usage or service state can make one fit).
+    also counts when the root has it and the group asks resources of the
+    root (Placement accepts it on any provider of the allocation).
+    Returns ``(steps, fix)``: ``fix`` is the smallest change that lets
+    one more server fit (None when one fits or no change of traits, usage
+    or service state can make one fit).
     """
     steps = []
     groups = _mdev_groups(request)
@@ -708,6 +709,7 @@ def explain(request, hosts):
         return [(rc, n) for rc, n in group.resources
                 if names.is_mdev_resource_class(rc)]
 
+    roots = request.root_amounts()
     if groups:
         step('offers %s' % ', '.join(request.mdev_classes()),
              lambda h, g, d: all(rc in d.inventories
@@ -715,7 +717,8 @@ def explain(request, hosts):
         for trait in sorted({t for g in groups for t in g.required}):
             step('required trait %s' % trait,
                  lambda h, g, d, t=trait: t not in g.required or
-                 t in d.traits or (not g.numbered and t in h.root.traits))
+                 t in d.traits or (not g.numbered and roots and
+                                   t in h.root.traits))
         for trait in sorted({t for g in groups for t in g.forbidden}):
             step('forbidden trait %s' % trait,
                  lambda h, g, d, t=trait: t not in g.forbidden or
@@ -732,7 +735,6 @@ def explain(request, hosts):
                  % len(numbered),
                  keep_host=lambda h: _distinct(
                      [left[h.name][g.suffix] for g in numbered]))
-    roots = request.root_amounts()
     if roots:
         step('root room for %s' % ', '.join(
             '%s:%d' % rc for rc in sorted(roots.items())),

@@ -349,3 +349,20 @@ def test_owner_nova_in_effect():
     assert c.owner_nova_in_effect([named('a', gpu(1))])
     assert not c.owner_nova_in_effect([named('a', gpu(1)),
                                        named('b', gpu(1), traits=())])
+
+
+@pytest.mark.parametrize('request_, ruled_out', [
+    # The flavor's unnumbered group takes VCPU from the root: a trait
+    # there serves it.
+    (flavor_request({'resources:VGPU': '1', 'trait:HW_X': 'required'}), 0),
+    # A bare request allocates nothing on the root: the root's trait does
+    # not count.
+    (c.with_prefilters(c.bare_request('VGPU', required=('HW_X',))), 1),
+])
+def test_unnumbered_trait_on_the_root(request_, ruled_out):
+    hosts = [named('a', gpu(1), traits=('OWNER_NOVA', 'HW_X'))]
+    steps, _ = c.explain(request_, hosts)
+    step = next(s for s in steps if s.constraint == 'required trait HW_X')
+    assert step.hosts_out == ruled_out
+    assert c.host_capacity(request_, hosts[0]).fits == (4 if not ruled_out
+                                                        else 0)
