@@ -396,7 +396,26 @@ def _eligible(group, provider, rclass=None):
     return True
 
 
-def _place(request, host, free, ignore_root_classes=False):
+def _tasks(request, host, ignore_root_classes=False):
+    """What one server needs, as ``(group, class or None, providers
+    that may serve it)``: each numbered group whole, each class of the
+    unnumbered group alone. Depends on traits and units only, not on
+    usage, so it is worked out once per host."""
+    tasks = []
+    for group in request.groups:
+        if group.numbered:
+            tasks.append((group, None, [
+                p for p in host.providers if _eligible(group, p)]))
+        else:
+            for rc, _ in group.resources:
+                if ignore_root_classes and rc in ROOT_CLASSES:
+                    continue
+                tasks.append((group, rc, [
+                    p for p in host.providers if _eligible(group, p, rc)]))
+    return tasks
+
+
+def _place(request, host, free, ignore_root_classes=False, tasks=None):
     """One allocation for one server on ``host`` given ``free``
     (``{(uuid, class): free}``), or None.
 
@@ -411,18 +430,8 @@ def _place(request, host, free, ignore_root_classes=False):
     """
     if not _root_ok(request, host):
         return None
-    # Subtasks: (group, class or None, candidates).
-    tasks = []
-    for group in request.groups:
-        if group.numbered:
-            tasks.append((group, None, [
-                p for p in host.providers if _eligible(group, p)]))
-        else:
-            for rc, _ in group.resources:
-                if ignore_root_classes and rc in ROOT_CLASSES:
-                    continue
-                tasks.append((group, rc, [
-                    p for p in host.providers if _eligible(group, p, rc)]))
+    if tasks is None:
+        tasks = _tasks(request, host, ignore_root_classes)
     if any(not candidates for _, _, candidates in tasks):
         return None
     isolate = request.group_policy == ISOLATE
@@ -504,8 +513,9 @@ def host_capacity(request, host):
     # fits. Isolated groups are placed one server at a time.
     repeat = not (request.group_policy == ISOLATE and
                   len(request.numbered_groups) > 1)
+    tasks = _tasks(request, host)
     while fits < MAX_FITS:
-        plan = _place(request, host, free)
+        plan = _place(request, host, free, tasks=tasks)
         if plan is None:
             break
         # _place took the server's amounts out of ``free``.
