@@ -13,6 +13,7 @@ from osc_mdev.client import pool
 SERVER = '2.1'        # OS-EXT-SRV-ATTR:host for admins; uuid filter
 FLAVOR = '2.61'       # flavors carry their extra_specs
 EXTRA_SPECS = '2.1'
+SERVICES = '2.1'      # status of each service; host is the service host
 
 # Servers per page of GET /servers/detail (Nova's default max_limit).
 PAGE_SIZE = 1000
@@ -89,6 +90,13 @@ class ComputeClient:
             if server is not None:
                 found[server_id] = server
         return found
+
+    # -- services ---------------------------------------------------------
+
+    def compute_services(self):
+        """Every nova-compute service: ``host``, ``status``, ``state``."""
+        return self._request('GET', '/os-services?binary=nova-compute',
+                             SERVICES)['services']
 
     # -- flavors ----------------------------------------------------------
 

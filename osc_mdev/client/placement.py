@@ -23,6 +23,9 @@ USAGES = '1.0'
 PROVIDER_ALLOCATIONS = '1.0'
 CONSUMER_ALLOCATIONS = '1.0'
 CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
+# root_required (1.35), any suffix (1.33), mappings (1.34), every provider
+# of a candidate's tree in provider_summaries (1.29), in: (1.39).
+ALLOCATION_CANDIDATES = '1.39'
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -67,6 +70,15 @@ class PlacementClient:
             url, version = '/resource_providers', PROVIDER_TREE
         return self._request('GET', url, version)['resource_providers']
 
+    def providers_with_room(self, resources):
+        """Providers that can take ``resources`` (``{class: amount}``) in
+        one allocation now: room, ``min_unit``, ``max_unit`` and
+        ``step_size`` (``?resources=``, 1.4)."""
+        url = '/resource_providers?' + urllib.parse.urlencode(
+            {'resources': ','.join('%s:%d' % rc for rc in sorted(
+                resources.items()))})
+        return self._request('GET', url, PROVIDER_TREE)['resource_providers']
+
     def get_inventories(self, uuid):
         """``(generation, {resource class: inventory})``."""
         body = self._request(
@@ -106,6 +118,12 @@ class PlacementClient:
         except MicroversionUnsupported:
             return None
         return body.get('consumer_type') if body['allocations'] else None
+
+    def allocation_candidates(self, querystring):
+        """``GET /allocation_candidates?<querystring>``: the whole answer
+        (``allocation_requests``, ``provider_summaries``)."""
+        return self._request('GET', '/allocation_candidates?' + querystring,
+                             ALLOCATION_CANDIDATES)
 
     def _exists(self, url, version):
         try:

@@ -1,0 +1,207 @@
+"""What the capacity command reads: Placement's trees, Nova's flavor and
+compute services, and (for ``--count``) Placement's allocation candidates.
+
+How few requests it takes, whatever the number of GPUs:
+
+1. At once: the provider listing (``GET /resource_providers``: the
+   trees), and for a flavor the flavor and the nova-compute services.
+2. At once: one ``GET /allocation_candidates?resources=VCPU:1`` whose
+   provider summaries give capacity, used and traits of every provider
+   of every tree with a free VCPU (microversion 1.29 and later list
+   every provider of a candidate's tree); and one ``GET
+   /resource_providers?resources=<class>:<amount>`` per distinct amount
+   the request asks of a provider, which says which providers can take
+   that amount in one allocation now (room, ``min_unit``, ``max_unit``,
+   ``step_size``), the unit rules the summaries do not carry.
+3. Only for the trees the summaries do not cover (no free VCPU on the
+   node, an answer cut short by ``[placement]
+   max_allocation_candidates``, a provider created in between):
+   inventories, usages and traits per provider, all at once in the pool.
+"""
+
+import dataclasses
+
+from osc_lib import exceptions
+
+from osc_mdev.client import devices as device_reads
+from osc_mdev.client import flavors as flavor_reads
+from osc_mdev.client import pool
+from osc_mdev.domain import capacity as domain
+from osc_mdev.domain import providers
+
+# Every Nova compute node offers VCPU: each tree with a free one is one
+# candidate, so the answer stays small.
+TREE_ANCHOR = 'resources=VCPU:1'
+
+
+@dataclasses.dataclass
+class Cloud:
+    hosts: list            # domain.capacity.Host, by name
+    flavor: dict | None
+
+
+def _disabled(services, root_names):
+    """Root names whose nova-compute service is disabled.
+
+    A service is known by its service host, a node by its hypervisor
+    hostname (the root provider's name): a root matches a service whose
+    host is its name or the first label of its name (``gpu3`` for
+    ``gpu3.dc2.example.net``).
+    """
+    off = {s['host'] for s in services if s.get('status') == 'disabled'}
+    return {name for name in root_names
+            if name in off or name.split('.', 1)[0] in off}
+
+
+def read_flavor(placement, compute, flavor, hosts=()):
+    """``(flavor, listing, services)``, read at once."""
+    calls = [placement.list_providers]
+    if flavor is not None:
+        calls.append(compute.compute_services)
+        calls.append(lambda: flavor_reads.find_flavor(compute, flavor))
+    results = pool.call_all(calls, placement.max_workers)
+    device_reads.check_hosts(results[0], hosts)
+    if flavor is None:
+        return None, results[0], []
+    return results[2], results[0], results[1]
+
+
+def read_hosts(placement, request, listing, services=(), hosts=(),
+               need_roots=True):
+    """The compute node trees ``request`` is counted on.
+
+    Nova is asked only about a flavor (``services``): a bare request is
+    Placement's question only, though Nova's own COMPUTE_STATUS_DISABLED
+    trait on the root still counts. ``hosts`` limits the trees (root
+    provider names); without ``need_roots`` only trees with mdev devices
+    are kept.
+    """
+    candidates = providers.find_candidates(listing)
+    roots = {p['uuid']: p for p in listing
+             if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']}
+    with_devices = {c.root_uuid for c in candidates}
+    wanted_roots = [uuid for uuid, p in roots.items()
+                    if (not hosts or p['name'] in hosts)
+                    and (need_roots or uuid in with_devices)]
+    wanted = set(wanted_roots)
+    children = [c for c in candidates if c.root_uuid in wanted]
+
+    amounts = _amounts(request)
+    calls = [lambda: placement.allocation_candidates(TREE_ANCHOR)]
+    calls.extend(lambda r=r: placement.providers_with_room(r)
+                 for r in amounts)
+    results = pool.call_all(calls, placement.max_workers)
+    summaries = results[0].get('provider_summaries') or {}
+    can_take = [{p['uuid'] for p in found} for found in results[1:]]
+
+    uncovered = [u for u in wanted_roots if u not in summaries] + [
+        c.uuid for c in children if c.uuid not in summaries]
+    details = placement.get_provider_details(uncovered) if uncovered \
+        else {}
+
+    def provider(uuid, name, device=''):
+        if uuid in details:
+            return _from_details(uuid, name, details[uuid], device)
+        if uuid in summaries:
+            return _from_summary(uuid, name, summaries[uuid], device,
+                                 amounts, can_take)
+        return None  # deleted since it was listed
+
+    by_root = {}
+    for candidate in children:
+        found = provider(candidate.uuid, candidate.name, candidate.device)
+        if found is not None:
+            by_root.setdefault(candidate.root_uuid, []).append(found)
+    disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
+    result = []
+    for uuid in wanted_roots:
+        root = provider(uuid, roots[uuid]['name'])
+        devices = by_root.get(uuid, ())
+        if root is None or (not devices and not need_roots):
+            continue
+        if not root.inventories and not devices:
+            continue  # not a compute node (a sharing provider, say)
+        result.append(domain.Host(
+            root.name, root, tuple(sorted(devices, key=lambda p: p.device)),
+            disabled=root.name in disabled))
+    return sorted(result, key=lambda h: h.name)
+
+
+def _amounts(request):
+    """The distinct ``{class: amount}`` one provider may be asked for:
+    each numbered group whole, each class of the unnumbered group."""
+    found = []
+    for group in request.groups:
+        parts = [dict(group.resources)] if group.numbered else [
+            {rc: n} for rc, n in group.resources]
+        for part in parts:
+            if part not in found:
+                found.append(part)
+    return found
+
+
+def _from_details(uuid, name, info, device):
+    _, inventories = info['inventories']
+    return domain.Provider(
+        uuid=uuid, name=name,
+        inventories={rc: domain.Inventory.from_api(inv)
+                     for rc, inv in inventories.items()},
+        usages=dict(info.get('usages') or {}),
+        traits=frozenset(info.get('traits') or ()),
+        device=device)
+
+
+def _from_summary(uuid, name, summary, device, amounts, can_take):
+    """A provider from its allocation candidate summary.
+
+    Summaries carry capacity ((total - reserved) x ratio) and used, not
+    the units: an amount the provider has room for but that Placement's
+    ``?resources=`` listing leaves out is one its units do not allow.
+    """
+    resources = summary.get('resources') or {}
+    refused = {}
+    for wanted, listed in zip(amounts, can_take):
+        if uuid in listed:
+            continue
+        if all(rc in resources and resources[rc]['capacity'] -
+               resources[rc]['used'] >= n for rc, n in wanted.items()):
+            for rc, n in wanted.items():
+                refused.setdefault(rc, set()).add(n)
+    return domain.Provider(
+        uuid=uuid, name=name,
+        inventories={rc: domain.Inventory(
+            total=info['capacity'], max_unit=info['capacity'],
+            refused=frozenset(refused.get(rc, ())))
+            for rc, info in resources.items()},
+        usages={rc: info['used'] for rc, info in resources.items()},
+        traits=frozenset(summary.get('traits') or ()),
+        device=device)
+
+
+def first_candidates(placement, request):
+    """``({root uuid: first allocation request}, provider_summaries)``.
+
+    One ``GET /allocation_candidates`` for ``request``, limited to
+    Nova's default ``max_placement_results`` as the scheduler asks it;
+    each tree's first allocation request in Placement's order is the one
+    the scheduler claims (see domain.capacity.multi_create).
+    """
+    answer = placement.allocation_candidates(domain.to_querystring(request))
+    summaries = answer.get('provider_summaries') or {}
+    first = {}
+    for areq in answer.get('allocation_requests') or []:
+        for uuid in areq['allocations']:
+            root = (summaries.get(uuid) or {}).get(
+                'root_provider_uuid') or uuid
+            first.setdefault(root, areq['allocations'])
+            break
+    return first, summaries
+
+
+def check_flavor_request(request):
+    try:
+        domain.check_request(request)
+    except domain.RequestError as exc:
+        text = str(exc)
+        raise exceptions.CommandError(
+            '%s%s.' % (text[0].upper(), text[1:])) from exc

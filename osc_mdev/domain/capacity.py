@@ -1,0 +1,883 @@
+"""How many more servers of a request fit, where, and why not.
+
+Pure logic over Placement's data (no network). The request is built from
+a flavor the way Nova builds its allocation candidate query; each compute
+node tree (root provider plus its children) is then checked the way
+Placement checks it, one server at a time, to count the servers that
+still fit.
+
+What Placement decides is modelled; what the scheduler's host filters
+decide afterwards (NUMA, PCI, affinity, image properties) is not.
+"""
+
+import collections
+import dataclasses
+import re
+import urllib.parse
+
+from osc_mdev.domain import names
+
+VCPU = 'VCPU'
+PCPU = 'PCPU'
+MEMORY_MB = 'MEMORY_MB'
+DISK_GB = 'DISK_GB'
+ROOT_CLASSES = (VCPU, PCPU, MEMORY_MB, DISK_GB)
+OWNER_NOVA = 'OWNER_NOVA'
+COMPUTE_STATUS_DISABLED = 'COMPUTE_STATUS_DISABLED'
+HW_CPU_HYPERTHREADING = 'HW_CPU_HYPERTHREADING'
+ISOLATE = 'isolate'
+NONE = 'none'
+# Nova's [scheduler] max_placement_results default: the ``limit`` of the
+# allocation candidate query.
+MAX_PLACEMENT_RESULTS = 1000
+# A safety stop for the per-host count (no host holds this many servers).
+MAX_FITS = 100000
+
+# ResourceRequest.XS_KEYPAT in nova/scheduler/utils.py (nova 34).
+_XS_KEYPAT = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
+_STANDARD_CLASS = re.compile(r'^[A-Z][A-Z0-9_]*$')
+
+
+class RequestError(ValueError):
+    """A request that cannot be asked of Placement as given."""
+
+
+# -- the request ------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """One request group: ``suffix`` '' is Nova's unnumbered group."""
+
+    suffix: str
+    resources: tuple = ()          # ((resource class, amount), ...)
+    required: frozenset = frozenset()
+    forbidden: frozenset = frozenset()
+
+    @property
+    def amounts(self):
+        return dict(self.resources)
+
+    @property
+    def numbered(self):
+        return bool(self.suffix)
+
+    def label(self):
+        return 'resources%s' % self.suffix if self.suffix else 'resources'
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What one server asks of Placement."""
+
+    groups: tuple
+    group_policy: str | None = None
+    root_required: frozenset = frozenset()
+    root_forbidden: frozenset = frozenset()
+
+    @property
+    def numbered_groups(self):
+        return [g for g in self.groups if g.numbered]
+
+    def mdev_classes(self):
+        return sorted({rc for g in self.groups for rc, _ in g.resources
+                       if names.is_mdev_resource_class(rc)})
+
+    def root_amounts(self):
+        """Root classes (VCPU, MEMORY_MB, DISK_GB) of the unnumbered group.
+        """
+        unnumbered = self.group('')
+        return {rc: n for rc, n in (unnumbered.resources if unnumbered
+                                    else ()) if rc in ROOT_CLASSES}
+
+    def group(self, suffix):
+        for group in self.groups:
+            if group.suffix == suffix:
+                return group
+        return None
+
+    def describe(self):
+        parts = []
+        for group in self.groups:
+            text = '%s=%s' % (group.label(), ','.join(
+                '%s:%d' % rc for rc in group.resources))
+            traits = sorted(group.required) + [
+                '!' + t for t in sorted(group.forbidden)]
+            if traits:
+                text += ' required%s=%s' % (group.suffix, ','.join(traits))
+            parts.append(text)
+        if self.group_policy:
+            parts.append('group_policy=%s' % self.group_policy)
+        roots = sorted(self.root_required) + [
+            '!' + t for t in sorted(self.root_forbidden)]
+        if roots:
+            parts.append('root_required=%s' % ','.join(roots))
+        return ' '.join(parts)
+
+
+def _valid_class(rclass):
+    return rclass.startswith('CUSTOM_') or bool(_STANDARD_CLASS.match(rclass))
+
+
+def request_from_flavor(flavor, is_bfv=False):
+    """The groups Nova asks Placement for, for one server of ``flavor``.
+
+    Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
+    with ``_process_extra_specs``, ``RequestGroup.add_resource`` /
+    ``add_trait`` (nova/objects/request_spec.py), the flavor part of
+    ``_translate_pinning_policies`` and ``strip_zeros``:
+
+    * ``resources[S]:RC=N`` and ``trait[S]:T=required|forbidden`` keys form
+      group ``S`` ('' is the unnumbered group); an invalid class, a
+      negative or non-integer amount and any other trait value are ignored
+      (Nova logs a warning); the last key wins;
+    * ``group_policy`` is kept when it is ``none`` or ``isolate``;
+    * ``hw:cpu_policy=dedicated`` asks PCPU (plus one for
+      ``hw:emulator_threads_policy=isolate``) instead of VCPU;
+      ``hw:cpu_thread_policy`` isolate/require forbids/requires
+      HW_CPU_HYPERTHREADING;
+    * the flavor's vcpus, ram and disk (root + ephemeral + swap in GiB,
+      rounded up; no root disk when booted from volume) go to the
+      unnumbered group **only for classes no group of the extra specs
+      names** (``resources:VCPU=0`` therefore asks no VCPU at all);
+    * zero amounts are dropped, and groups left empty with them.
+
+    Image properties and ports are not part of a flavor and are left out.
+    """
+    specs = flavor.get('extra_specs') or {}
+    groups = collections.OrderedDict()
+
+    def group(suffix):
+        return groups.setdefault(suffix or '', {
+            'resources': {}, 'required': set(), 'forbidden': set()})
+
+    policy = None
+    for key, value in specs.items():
+        if key == 'group_policy':
+            if value in (NONE, ISOLATE):
+                policy = value
+            continue
+        match = _XS_KEYPAT.match(key)
+        if not match:
+            continue
+        prefix, suffix, name = match.groups()
+        if prefix == 'resources':
+            if not _valid_class(name):
+                continue
+            try:
+                amount = int(value)
+            except (TypeError, ValueError):
+                continue
+            if amount < 0:
+                continue
+            group(suffix)['resources'][name] = amount
+        elif value == 'required':
+            group(suffix)['required'].add(name)
+        elif value == 'forbidden':
+            group(suffix)['forbidden'].add(name)
+
+    cpu_policy = specs.get('hw:cpu_policy')
+    if cpu_policy == 'dedicated':
+        pcpus = int(flavor.get('vcpus') or 0)
+        if specs.get('hw:emulator_threads_policy') == 'isolate':
+            pcpus += 1
+        group('')['resources'][PCPU] = pcpus
+    thread = {'isolate': 'forbidden', 'require': 'required'}.get(
+        specs.get('hw:cpu_thread_policy'))
+    if thread and cpu_policy == 'dedicated':
+        group('')[thread].add(HW_CPU_HYPERTHREADING)
+
+    merged = {rc for g in groups.values() for rc in g['resources']}
+    if VCPU not in merged and PCPU not in merged:
+        group('')['resources'][VCPU] = int(flavor.get('vcpus') or 0)
+    if MEMORY_MB not in merged:
+        group('')['resources'][MEMORY_MB] = int(flavor.get('ram') or 0)
+    if DISK_GB not in merged:
+        disk = int(flavor.get('OS-FLV-EXT-DATA:ephemeral')
+                   or flavor.get('ephemeral') or 0)
+        # swap is in MiB ('' when none); Nova rounds it up to GiB.
+        disk += -(-int(flavor.get('swap') or 0) // 1024)
+        if not is_bfv:
+            disk += int(flavor.get('disk') or 0)
+        if disk:
+            group('')['resources'][DISK_GB] = disk
+
+    result = []
+    for suffix, g in groups.items():
+        resources = tuple(sorted((rc, n) for rc, n in g['resources'].items()
+                                 if n))
+        if resources or g['required'] or g['forbidden']:
+            result.append(Group(suffix, resources, frozenset(g['required']),
+                                frozenset(g['forbidden'])))
+    result.sort(key=lambda g: (g.suffix != '', g.suffix))
+    return Request(tuple(result), policy)
+
+
+def bare_request(resource_class, amount=1, required=(), forbidden=(),
+                 spread=False):
+    """An mdev request with no flavor: ``amount`` of ``resource_class``.
+
+    One unnumbered group (all from one device) or, with ``spread``, one
+    numbered group per mdev with ``group_policy=isolate`` (the extra specs
+    ``mdev flavor configure --spread`` writes). Nothing on the root.
+    """
+    if amount < 1:
+        raise RequestError('--amount must be at least 1, not %d' % amount)
+    if spread and amount > 1:
+        groups = tuple(Group(str(n), ((resource_class, 1),),
+                             frozenset(required), frozenset(forbidden))
+                       for n in range(1, amount + 1))
+        return Request(groups, ISOLATE)
+    return Request((Group('', ((resource_class, amount),),
+                          frozenset(required), frozenset(forbidden)),))
+
+
+def check_request(request):
+    """Refuse what Placement refuses: several numbered groups and no
+    ``group_policy`` (``resources_from_request_spec`` warns; Placement
+    answers 400)."""
+    if len(request.numbered_groups) >= 2 and not request.group_policy:
+        raise RequestError(
+            'the flavor has %d numbered request groups but no group_policy '
+            'extra spec, so Placement rejects every request for it; set '
+            'group_policy=isolate or none' % len(request.numbered_groups))
+    if not any(g.resources for g in request.groups):
+        raise RequestError('the request asks for no resources')
+
+
+def with_prefilters(request, owner_nova=True):
+    """Add the root traits Nova's mandatory prefilters add.
+
+    Mirrors ``compute_status_filter`` (root_forbidden
+    COMPUTE_STATUS_DISABLED) and ``owner_nova_filter`` (root_required
+    OWNER_NOVA, only once every nova-compute reports it: ``owner_nova``)
+    of nova/scheduler/request_filter.py. ``owner_nova_filter`` adds
+    OWNER_NOVA to PCI groups only, never to mdev groups. The aggregate,
+    availability zone and image prefilters depend on the project, zone and
+    image of a boot and are not applied.
+    """
+    required = set(request.root_required)
+    if owner_nova:
+        required.add(OWNER_NOVA)
+    return dataclasses.replace(
+        request, root_required=frozenset(required),
+        root_forbidden=request.root_forbidden | {COMPUTE_STATUS_DISABLED})
+
+
+def to_querystring(request, in_tree=None, limit=MAX_PLACEMENT_RESULTS):
+    """``GET /allocation_candidates`` parameters for ``request``.
+
+    As ``ResourceRequest.to_querystring`` (nova/scheduler/utils.py) and
+    ``RequestGroup.to_queryparams`` build them; ``in_tree`` limits the
+    unnumbered group to one tree (as Nova does for a requested host).
+    """
+    params = []
+    if limit is not None:
+        params.append(('limit', str(limit)))
+    if request.group_policy:
+        params.append(('group_policy', request.group_policy))
+    if request.root_required or request.root_forbidden:
+        params.append(('root_required', ','.join(
+            sorted(request.root_required) +
+            ['!' + t for t in sorted(request.root_forbidden)])))
+    groups = list(request.groups)
+    if in_tree and not request.group(''):
+        groups.append(Group(''))
+    for group in groups:
+        s = group.suffix
+        if group.resources:
+            params.append(('resources' + s, ','.join(
+                '%s:%d' % rc for rc in sorted(group.resources))))
+        traits = sorted(group.required) + [
+            '!' + t for t in sorted(group.forbidden)]
+        if traits:
+            params.append(('required' + s, ','.join(traits)))
+        if in_tree and not s:
+            params.append(('in_tree', in_tree))
+    return urllib.parse.urlencode(sorted(params))
+
+
+# -- the cloud --------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Inventory:
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int | None = None
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+    # Amounts Placement said the units refuse (when the units themselves
+    # were not read).
+    refused: frozenset = frozenset()
+
+    @classmethod
+    def from_api(cls, data):
+        return cls(total=data['total'], reserved=data.get('reserved', 0),
+                   min_unit=data.get('min_unit', 1),
+                   max_unit=data.get('max_unit', data['total']),
+                   step_size=data.get('step_size', 1),
+                   allocation_ratio=data.get('allocation_ratio', 1.0))
+
+    @property
+    def capacity(self):
+        """Placement's capacity: (total - reserved) x allocation_ratio."""
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    def allows(self, amount):
+        """Whether one allocation of ``amount`` is allowed at all."""
+        max_unit = self.total if self.max_unit is None else self.max_unit
+        return (amount not in self.refused
+                and self.min_unit <= amount <= max_unit
+                and amount % (self.step_size or 1) == 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    uuid: str
+    name: str
+    inventories: dict      # {class: Inventory}
+    usages: dict           # {class: used}
+    traits: frozenset
+    device: str = ''       # PCI address or node device name; '' for roots
+
+    def free(self, rclass):
+        inventory = self.inventories.get(rclass)
+        if inventory is None:
+            return 0
+        return max(inventory.capacity - self.usages.get(rclass, 0), 0)
+
+    @property
+    def is_mdev(self):
+        return any(names.is_mdev_resource_class(rc)
+                   for rc in self.inventories)
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """A compute node tree: its root and the children Placement has."""
+
+    name: str
+    root: Provider
+    children: tuple = ()
+    disabled: bool = False    # the compute service is disabled in Nova
+
+    @property
+    def providers(self):
+        return (self.root,) + tuple(self.children)
+
+    @property
+    def devices(self):
+        return [c for c in self.children if c.is_mdev]
+
+
+# -- one server on one host -------------------------------------------------
+
+def _root_ok(request, host):
+    traits = host.root.traits
+    if host.disabled and COMPUTE_STATUS_DISABLED in request.root_forbidden:
+        return False
+    return (request.root_required <= traits
+            and not request.root_forbidden & traits)
+
+
+def _eligible(group, provider, rclass=None):
+    """Whether ``provider`` may serve ``group`` (a class of it for the
+    unnumbered group) regardless of what is used."""
+    amounts = group.amounts
+    classes = [rclass] if rclass else list(amounts)
+    for rc in classes:
+        inventory = provider.inventories.get(rc)
+        if inventory is None or not inventory.allows(amounts[rc]):
+            return False
+    if group.forbidden & provider.traits:
+        return False
+    if group.numbered and not group.required <= provider.traits:
+        return False
+    return True
+
+
+def _tasks(request, host, ignore_root_classes=False):
+    """What one server needs, as ``(group, class or None, providers
+    that may serve it)``: each numbered group whole, each class of the
+    unnumbered group alone. Depends on traits and units only, not on
+    usage, so it is worked out once per host."""
+    tasks = []
+    for group in request.groups:
+        if group.numbered:
+            tasks.append((group, None, [
+                p for p in host.providers if _eligible(group, p)]))
+        else:
+            for rc, _ in group.resources:
+                if ignore_root_classes and rc in ROOT_CLASSES:
+                    continue
+                tasks.append((group, rc, [
+                    p for p in host.providers if _eligible(group, p, rc)]))
+    return tasks
+
+
+def _place(request, host, free, ignore_root_classes=False, tasks=None):
+    """One allocation for one server on ``host`` given ``free``
+    (``{(uuid, class): free}``), or None.
+
+    Each numbered group takes all its classes from one provider with its
+    required traits and none of its forbidden ones; the unnumbered group
+    takes each class from any provider of the tree, its forbidden traits
+    on none of them and its required traits on at least one of them;
+    with ``group_policy=isolate`` numbered groups use different
+    providers. Among the providers that can serve a group, the one with
+    the most room left is tried first (which spreads servers evenly, the
+    order that fits the most servers of equal groups).
+    """
+    if not _root_ok(request, host):
+        return None
+    if tasks is None:
+        tasks = _tasks(request, host, ignore_root_classes)
+    if any(not candidates for _, _, candidates in tasks):
+        return None
+    isolate = request.group_policy == ISOLATE
+    plan = []
+
+    def room(provider, group, rc):
+        classes = [rc] if rc else list(group.amounts)
+        return min(free.get((provider.uuid, c), 0) for c in classes)
+
+    def search(i, used_numbered):
+        if i == len(tasks):
+            return _unnumbered_traits_ok(request, plan)
+        group, rc, candidates = tasks[i]
+        amounts = group.amounts
+        classes = [rc] if rc else list(amounts)
+        ordered = sorted(candidates, key=lambda p: -room(p, group, rc))
+        for provider in ordered:
+            if group.numbered and isolate and provider.uuid in used_numbered:
+                continue
+            if any(free.get((provider.uuid, c), 0) < amounts[c]
+                   for c in classes):
+                continue
+            for c in classes:
+                free[(provider.uuid, c)] -= amounts[c]
+            plan.append((group, provider, {c: amounts[c] for c in classes}))
+            if search(i + 1, used_numbered | (
+                    {provider.uuid} if group.numbered else set())):
+                return True
+            plan.pop()
+            for c in classes:
+                free[(provider.uuid, c)] += amounts[c]
+        return False
+
+    if not search(0, frozenset()):
+        return None
+    return list(plan)
+
+
+def _unnumbered_traits_ok(request, plan):
+    unnumbered = request.group('')
+    if unnumbered is None or not unnumbered.required:
+        return True
+    have = set()
+    for group, provider, _ in plan:
+        if not group.numbered:
+            have |= provider.traits
+    return unnumbered.required <= have
+
+
+def _free_map(host):
+    return {(p.uuid, rc): p.free(rc) for p in host.providers
+            for rc in p.inventories}
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCapacity:
+    host: str
+    fits: int
+    devices: tuple      # devices that can serve a group of the request now
+    free: int           # free mdevs of the request's classes on them
+    limit: str          # what stops one more server ('' when unbounded)
+
+
+def host_capacity(request, host):
+    """How many more servers of ``request`` fit on ``host`` now.
+
+    Servers are placed one after the other as Placement would place each
+    (see ``_place``) until one more does not fit. ``devices`` are the
+    devices those servers would take mdevs from; ``free`` counts the free
+    mdevs of the request's classes on every device that can serve one of
+    its groups (class, traits and units).
+    """
+    free = _free_map(host)
+    fits = 0
+    used = set()
+    # Without isolated groups every server takes the same amounts from
+    # providers that serve each other server independently, so the order
+    # does not change the count: a found placement is repeated while it
+    # fits. Isolated groups are placed one server at a time.
+    repeat = not (request.group_policy == ISOLATE and
+                  len(request.numbered_groups) > 1)
+    tasks = _tasks(request, host)
+    while fits < MAX_FITS:
+        plan = _place(request, host, free, tasks=tasks)
+        if plan is None:
+            break
+        # _place took the server's amounts out of ``free``.
+        fits += 1
+        used.update(p.uuid for _, p, _ in plan)
+        if repeat:
+            taken = collections.Counter()
+            for _, provider, amounts in plan:
+                for rc, n in amounts.items():
+                    taken[(provider.uuid, rc)] += n
+            more = min(free[key] // n for key, n in taken.items())
+            more = min(more, MAX_FITS - fits)
+            for key, n in taken.items():
+                free[key] -= more * n
+            fits += more
+    devices = tuple(sorted(d.device for d in host.devices if d.uuid in used))
+    return HostCapacity(host.name, fits, devices,
+                        _free_of_class(request, host),
+                        _limit(request, host, free))
+
+
+def _free_of_class(request, host):
+    mdev_classes = set(request.mdev_classes())
+    total = 0
+    for device in host.devices:
+        if any(_eligible(group, device, None if group.numbered else rc)
+               and (group.numbered or group.required <= (
+                   device.traits | host.root.traits))
+               for group in request.groups for rc, _ in group.resources
+               if rc in mdev_classes):
+            total += sum(device.free(rc) for rc in mdev_classes)
+    return total
+
+
+def _limit(request, host, free):
+    """Why the next server does not fit on ``host`` (after the others)."""
+    if COMPUTE_STATUS_DISABLED in request.root_forbidden and (
+            host.disabled or COMPUTE_STATUS_DISABLED in host.root.traits):
+        return 'compute disabled'
+    missing = sorted(request.root_required - host.root.traits)
+    if missing:
+        return 'root lacks %s' % ', '.join(missing)
+    present = sorted(request.root_forbidden & host.root.traits)
+    if present:
+        return 'root has %s' % ', '.join(present)
+    plenty = {key: MAX_FITS for key in free}
+    if _place(request, host, plenty) is None:
+        return 'no matching device'
+    short = [rc for rc, n in request.root_amounts().items()
+             if free.get((host.root.uuid, rc), 0) < n]
+    if short and _place(request, host, dict(free),
+                        ignore_root_classes=True) is not None:
+        return ', '.join(sorted(short))
+    return ', '.join(request.mdev_classes()) or ', '.join(
+        sorted({rc for g in request.groups for rc, _ in g.resources}))
+
+
+# -- Nova's multi-create ----------------------------------------------------
+
+def multi_create(count, first_candidates, summaries):
+    """Whether one ``server create --min N --max N`` of ``count`` servers
+    would be placed, and how many would be.
+
+    Mirrors ``SchedulerManager._schedule`` (nova/scheduler/manager.py):
+    the allocation candidates are read once for the whole request; for
+    each server in turn the scheduler walks the sorted hosts and tries to
+    claim **only the first allocation request of each host**
+    (``host.allocation_candidates[0]``, bug 1874664); a host whose first
+    candidate no longer fits is skipped, never asked for its other
+    candidates. ``_ensure_sufficient_hosts`` then raises NoValidHost
+    unless every server got a host, and the claims are undone.
+
+    So one request places at most, per host, the number of times its
+    first candidate still fits: ``min(free / amount)`` over the providers
+    and classes of that candidate.
+
+    ``first_candidates`` is ``{host: allocation request}`` (each host's
+    first ``allocations`` dict in Placement's answer), ``summaries`` the
+    answer's ``provider_summaries``. Returns ``(placed, per_host)``:
+    ``placed`` is min(count, what one request can place); ``per_host``
+    ``{host: servers its first candidate holds}``.
+    """
+    per_host = {}
+    for host, allocations in first_candidates.items():
+        times = None
+        for rp, alloc in allocations.items():
+            resources = summaries.get(rp, {}).get('resources', {})
+            for rc, amount in alloc['resources'].items():
+                info = resources.get(rc)
+                if info is None or amount <= 0:
+                    continue
+                room = max(info['capacity'] - info['used'], 0) // amount
+                times = room if times is None else min(times, room)
+        per_host[host] = times or 0
+    return min(count, sum(per_host.values())), per_host
+
+
+def batches(count, per_host, fits):
+    """Request sizes, one request after another, that are sure to be
+    placed, for ``count`` servers (capped by the servers that fit).
+
+    The first request places what ``multi_create`` says (``per_host``:
+    each host's first-candidate room). Which candidate Placement lists
+    first afterwards is not known in advance, but a host with room for
+    one more server always has a first candidate that fits once: so each
+    later request is sized at the number of hosts that still have room,
+    one server each (``fits``: ``{host: servers that fit}``). Real
+    requests may place more; these never fail for lack of room.
+    """
+    left = {h: n for h, n in fits.items() if n > 0}
+    wanted = min(count, sum(left.values()))
+    plan = []
+    first = min(wanted, sum(min(per_host.get(h, 0), n)
+                            for h, n in left.items()))
+    if first:
+        plan.append(first)
+        wanted -= first
+        taken = first
+        for host in sorted(left):
+            take = min(per_host.get(host, 0), left[host], taken)
+            left[host] -= take
+            taken -= take
+    while wanted > 0:
+        hosts = sorted(h for h, n in left.items() if n > 0)
+        step = min(len(hosts), wanted)
+        if not step:
+            break
+        for host in hosts[:step]:
+            left[host] -= 1
+        plan.append(step)
+        wanted -= step
+    return plan
+
+
+# -- the explainer ----------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    constraint: str
+    devices_out: int
+    hosts_out: int
+    devices_left: int
+    hosts_left: int
+
+
+def _mdev_groups(request):
+    return [g for g in request.groups
+            if any(names.is_mdev_resource_class(rc) for rc, _ in g.resources)]
+
+
+def _group_devices(group, host):
+    return [d for d in host.devices
+            if any(rc in d.inventories for rc, _ in group.resources
+                   if names.is_mdev_resource_class(rc))]
+
+
+def explain(request, hosts):
+    """Per constraint, how many devices and hosts it rules out.
+
+    The order is the one Placement applies: the class offered, required
+    traits, forbidden traits, room, the units allowed (``max_unit``,
+    ``min_unit``, ``step_size``), enough separate devices on one host for
+    isolated groups, the root's resources, the root's traits
+    (``COMPUTE_STATUS_DISABLED`` for a disabled compute service,
+    ``OWNER_NOVA``), then all groups at once. Each step counts what the
+    previous ones left; a host is ruled out once a group of the request
+    has no device left on it. A required trait of the unnumbered group
+    also counts when the root has it and the group asks resources of the
+    root (Placement accepts it on any provider of the allocation).
+    Returns ``(steps, fix)``: ``fix`` is the smallest change that lets
+    one more server fit (None when one fits or no change of traits, usage
+    or service state can make one fit).
+    """
+    steps = []
+    groups = _mdev_groups(request)
+    alive = {h.name: h for h in hosts}
+    left = {h.name: {g.suffix: list(h.devices) for g in groups}
+            for h in hosts}
+
+    def devices_left():
+        return len({d.uuid for name in alive
+                    for ds in left[name].values() for d in ds})
+
+    def step(name, keep_device=None, keep_host=None):
+        before_devices, before_hosts = devices_left(), len(alive)
+        for hname in list(alive):
+            host = alive[hname]
+            if keep_device:
+                for group in groups:
+                    left[hname][group.suffix] = [
+                        d for d in left[hname][group.suffix]
+                        if keep_device(host, group, d)]
+            if any(not left[hname][g.suffix] for g in groups) or (
+                    keep_host and not keep_host(host)):
+                del alive[hname]
+        steps.append(Step(name, before_devices - devices_left(),
+                          before_hosts - len(alive), devices_left(),
+                          len(alive)))
+
+    def mdev_amounts(group):
+        return [(rc, n) for rc, n in group.resources
+                if names.is_mdev_resource_class(rc)]
+
+    roots = request.root_amounts()
+    if groups:
+        step('offers %s' % ', '.join(request.mdev_classes()),
+             lambda h, g, d: all(rc in d.inventories
+                                 for rc, _ in mdev_amounts(g)))
+        for trait in sorted({t for g in groups for t in g.required}):
+            step('required trait %s' % trait,
+                 lambda h, g, d, t=trait: t not in g.required or
+                 t in d.traits or (not g.numbered and roots and
+                                   t in h.root.traits))
+        for trait in sorted({t for g in groups for t in g.forbidden}):
+            step('forbidden trait %s' % trait,
+                 lambda h, g, d, t=trait: t not in g.forbidden or
+                 t not in d.traits)
+        step('room for %s' % _amounts_text(groups),
+             lambda h, g, d: all(d.free(rc) >= n
+                                 for rc, n in mdev_amounts(g)))
+        step('units allowed (min_unit, max_unit, step_size)',
+             lambda h, g, d: all(d.inventories[rc].allows(n)
+                                 for rc, n in mdev_amounts(g)))
+        numbered = [g for g in groups if g.numbered]
+        if request.group_policy == ISOLATE and len(numbered) > 1:
+            step('%d different devices on one host (group_policy=isolate)'
+                 % len(numbered),
+                 keep_host=lambda h: _distinct(
+                     [left[h.name][g.suffix] for g in numbered]))
+    if roots:
+        step('root room for %s' % ', '.join(
+            '%s:%d' % rc for rc in sorted(roots.items())),
+            keep_host=lambda h: all(h.root.free(rc) >= n
+                                    for rc, n in roots.items()))
+    if COMPUTE_STATUS_DISABLED in request.root_forbidden:
+        step('compute service enabled (root without '
+             'COMPUTE_STATUS_DISABLED)',
+             keep_host=lambda h: not h.disabled and
+             COMPUTE_STATUS_DISABLED not in h.root.traits)
+    for trait in sorted(request.root_forbidden - {COMPUTE_STATUS_DISABLED}):
+        step('root without %s' % trait,
+             keep_host=lambda h, t=trait: t not in h.root.traits)
+    for trait in sorted(request.root_required):
+        step('root trait %s' % trait,
+             keep_host=lambda h, t=trait: t in h.root.traits)
+    step('all groups at once', keep_host=lambda h: _place(
+        request, h, _free_map(h)) is not None)
+    return steps, None if alive else smallest_fix(request, hosts)
+
+
+def _distinct(device_lists):
+    """Whether each list can give a different device (a matching)."""
+    def search(i, used):
+        if i == len(device_lists):
+            return True
+        return any(search(i + 1, used | {d.uuid})
+                   for d in device_lists[i] if d.uuid not in used)
+    return search(0, frozenset())
+
+
+def _amounts_text(groups):
+    per_class = collections.Counter()
+    for g in groups:
+        for rc, n in g.resources:
+            if names.is_mdev_resource_class(rc):
+                per_class[rc] = max(per_class[rc], n)
+    return ', '.join('%d %s' % (n, rc) for rc, n in sorted(per_class.items()))
+
+
+def smallest_fix(request, hosts):
+    """The smallest change on one host that lets one server fit there.
+
+    Per host, each mdev group takes the device of its class whose
+    units allow the amount and that needs the fewest changes: traits to
+    add or remove (``mdev trait set`` / ``unset``) and mdevs to free;
+    changes that free resources (servers to delete or move) weigh more
+    than any number of trait and service changes;
+    isolated groups take different devices. Root room to free and a
+    compute service to enable count as changes too. A host whose devices
+    can never serve a group (wrong class, amount above max_unit) is not
+    considered. Returns a sentence, or None.
+    """
+    best = None
+    groups = _mdev_groups(request)
+    for host in sorted(hosts, key=lambda h: h.name):
+        changes = []
+        used = set()
+        moves_total = 0
+        possible = True
+        for group in groups:
+            options = []
+            for device in _group_devices(group, host):
+                if request.group_policy == ISOLATE and group.numbered and \
+                        device.uuid in used:
+                    continue
+                if not all(rc in device.inventories and
+                           device.inventories[rc].allows(n)
+                           for rc, n in group.resources
+                           if names.is_mdev_resource_class(rc)):
+                    continue
+                todo, moves = [], 0
+                add = sorted(group.required - device.traits)
+                if add:
+                    todo.append('tag %s:%s with %s' % (
+                        host.name, device.device, ', '.join(add)))
+                remove = sorted(group.forbidden & device.traits)
+                if remove:
+                    todo.append('remove %s from %s:%s' % (
+                        ', '.join(remove), host.name, device.device))
+                for rc, n in group.resources:
+                    short = n - device.free(rc)
+                    if rc in device.inventories and short > 0:
+                        moves += 1
+                        todo.append('free %d %s on %s:%s' % (
+                            short, rc, host.name, device.device))
+                options.append(((moves, len(todo)), device.device, device,
+                                todo))
+            if not options:
+                possible = False
+                break
+            options.sort(key=lambda o: (o[0], o[1]))
+            (moved, _), _, device, todo = options[0]
+            used.add(device.uuid)
+            moves_total += moved
+            changes.extend(todo)
+        if not possible:
+            continue
+        for rc, n in sorted(request.root_amounts().items()):
+            short = n - host.root.free(rc)
+            if short > 0:
+                moves_total += 1
+                changes.append('free %d %s on %s' % (short, rc, host.name))
+        if COMPUTE_STATUS_DISABLED in request.root_forbidden and (
+                host.disabled or COMPUTE_STATUS_DISABLED in host.root.traits):
+            changes.append('enable the compute service of %s' % host.name)
+        for trait in sorted(request.root_required - host.root.traits):
+            changes.append('add %s to the root provider %s' % (
+                trait, host.name))
+        if not changes:
+            continue
+        key = (moves_total, len(changes), host.name)
+        if best is None or key < best[0]:
+            best = (key, changes)
+    if best is None:
+        return None
+    return '; '.join(best[1])
+
+
+# -- the whole cloud --------------------------------------------------------
+
+def owner_nova_in_effect(hosts):
+    """Whether Nova's scheduler requires OWNER_NOVA on roots.
+
+    ``owner_nova_filter`` adds it once every nova-compute service is new
+    enough to report it; that version is not visible through Placement,
+    so the sign used is the trait itself: every compute node root carries
+    it. (When one does not, Nova does not filter on it either.)
+    """
+    return all(OWNER_NOVA in h.root.traits for h in hosts)
+
+
+def capacity(request, hosts):
+    """``[HostCapacity]`` for every host, by name."""
+    return [host_capacity(request, h)
+            for h in sorted(hosts, key=lambda h: h.name)]

@@ -1,0 +1,217 @@
+"""``openstack mdev capacity``."""
+
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from osc_mdev.client import capacity as reads
+from osc_mdev.domain import capacity as domain
+from osc_mdev.v1 import common
+
+COLUMNS = ('Host', 'Fits', 'Devices', 'Free')
+LONG_COLUMNS = COLUMNS + ('Limit',)
+COUNT_COLUMNS = ('One Request', 'Verdict')
+EXPLAIN_COLUMNS = ('Constraint', 'Devices Ruled Out', 'Hosts Ruled Out',
+                   'Devices Left', 'Hosts Left')
+TOTAL = 'Total'
+
+
+class Capacity(command.Lister):
+    """Show how many more servers fit, where, and why a request does not.
+
+    The request is a flavor's, built from its extra specs as Nova builds
+    it (unnumbered and numbered groups, group_policy, trait[N]: required
+    and forbidden, the flavor's VCPU, MEMORY_MB and DISK_GB on the
+    compute node unless resources:<CLASS> extra specs override them),
+    with the root traits of Nova's mandatory prefilters (OWNER_NOVA once
+    every compute node reports it, not COMPUTE_STATUS_DISABLED, and no
+    disabled nova-compute service); or a bare mdev request given with
+    --resource-class. Aggregates, availability zones, image properties
+    and the scheduler's host filters are not considered.
+
+    One row per host (Fits: more servers that fit now; Devices: the
+    devices they would use; Free: free mdevs of the request's class on
+    the devices that match it) and a Total row.
+
+    --explain (automatic when nothing fits, for one flavor) lists
+    instead, per constraint in Placement's order, how many devices and
+    hosts it rules out, then the servers that fit and the smallest change
+    that lets one more fit.
+
+    --count N answers whether one 'server create --min N --max N' would
+    be placed: Nova's scheduler claims only each host's first allocation
+    candidate (bug 1874664), so one request can place fewer servers than
+    fit one by one. One Request shows what each host takes in one
+    request; the Total row's Verdict says whether N fit and, if not, the
+    request sizes that would.
+    """
+
+    def get_parser(self, prog_name):
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            '--flavor', metavar='<flavor>', action='append', default=[],
+            help='Flavor name or ID whose servers to count. Repeat for '
+                 'several flavors: their rows follow one another, with a '
+                 'Flavor column (and no automatic --explain).')
+        parser.add_argument(
+            '--resource-class', metavar='<resource-class>',
+            help='Count a bare mdev request instead of a flavor: VGPU or '
+                 'a CUSTOM_<NAME> class. Asks nothing of the compute '
+                 'node (no VCPU, RAM or disk).')
+        parser.add_argument(
+            '--amount', metavar='<count>', type=int, default=1,
+            help='Mdevs per server of the bare request (default 1).')
+        parser.add_argument(
+            '--spread', action='store_true',
+            help='Each of --amount mdevs from a different device of the '
+                 'host (numbered groups, group_policy=isolate), as '
+                 "'mdev flavor configure --spread' writes it.")
+        parser.add_argument(
+            '--trait', metavar='<trait>', action='append', default=[],
+            help='Trait the device must have (bare request). Repeat for '
+                 'several.')
+        parser.add_argument(
+            '--forbid-trait', metavar='<trait>', action='append',
+            default=[],
+            help='Trait the device must not have (bare request). Repeat '
+                 'for several.')
+        parser.add_argument(
+            '--host', metavar='<host>', action='append', default=[],
+            help='Only this compute host (root provider name, the '
+                 'hypervisor hostname). Repeat for several.')
+        parser.add_argument(
+            '--long', action='store_true',
+            help='Also show what stops one more server on each host (the '
+                 'mdev class, or VCPU, MEMORY_MB or DISK_GB of the '
+                 'compute node, or a constraint).')
+        parser.add_argument(
+            '--count', metavar='<count>', type=int,
+            help='Say whether one request for this many servers (server '
+                 'create --min N --max N) would be placed.')
+        parser.add_argument(
+            '--explain', action='store_true',
+            help='List the constraints and what each rules out instead '
+                 'of the hosts, ending with the smallest change that lets '
+                 'one more server fit (automatic when nothing fits).')
+        return parser
+
+    def _requests(self, parsed_args):
+        bare = parsed_args.resource_class is not None
+        if bare and parsed_args.flavor:
+            raise exceptions.CommandError(
+                'Give either --flavor or --resource-class, not both.')
+        if not bare and not parsed_args.flavor:
+            raise exceptions.CommandError(
+                'Give --flavor <flavor> or --resource-class <class> to say '
+                'what to count.')
+        if not bare and (parsed_args.trait or parsed_args.forbid_trait or
+                         parsed_args.spread or parsed_args.amount != 1):
+            raise exceptions.CommandError(
+                '--amount, --spread, --trait and --forbid-trait describe a '
+                'bare request; use them with --resource-class, not '
+                '--flavor.')
+        if parsed_args.count is not None and parsed_args.count < 1:
+            raise exceptions.CommandError(
+                '--count must be at least 1, not %d.' % parsed_args.count)
+        if bare:
+            required = common.trait_names(parsed_args.trait)
+            forbidden = common.trait_names(parsed_args.forbid_trait)
+            both = set(required) & set(forbidden)
+            if both:
+                raise exceptions.CommandError(
+                    'Trait %s cannot be both required and forbidden.'
+                    % ', '.join(sorted(both)))
+            request = common.check(
+                domain.bare_request,
+                common.resource_class(parsed_args.resource_class),
+                parsed_args.amount, required, forbidden, parsed_args.spread)
+            return [(None, request)]
+        return [(name, None) for name in parsed_args.flavor]
+
+    def take_action(self, parsed_args):
+        wanted = self._requests(parsed_args)
+        mdev = self.app.client_manager.mdev
+        several = len(wanted) > 1
+        columns, rows = None, []
+        for flavor, request in wanted:
+            # Several flavors share one table: the explanation is shown
+            # when asked for, never chosen for one flavor alone.
+            cols, found = self._one(mdev, parsed_args, flavor, request,
+                                    auto_explain=not several)
+            if several:
+                cols = ('Flavor',) + cols
+                found = [(flavor,) + tuple(r) for r in found]
+            columns = cols
+            rows.extend(found)
+        return columns, rows
+
+    def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
+        hosts = tuple(parsed_args.host)
+        found, listing, services = reads.read_flavor(
+            mdev.placement, mdev.compute, flavor, hosts)
+        bare = request is not None
+        if not bare:
+            request = domain.request_from_flavor(found)
+            reads.check_flavor_request(request)
+        trees = reads.read_hosts(mdev.placement, request, listing,
+                                 services, hosts, need_roots=not bare)
+        request = domain.with_prefilters(
+            request, owner_nova=domain.owner_nova_in_effect(trees))
+        per_host = domain.capacity(request, trees)
+        total = sum(h.fits for h in per_host)
+        if parsed_args.explain or (auto_explain and not total):
+            steps, fix = domain.explain(request, trees)
+            rows = [(s.constraint, s.devices_out, s.hosts_out,
+                     s.devices_left, s.hosts_left) for s in steps]
+            rows.append(('Servers that fit: %d' % total, '', '', '', ''))
+            rows.append(('Smallest change: %s' % (
+                fix or ('none needed' if total else
+                        'none found on the devices')), '', '', '', ''))
+            return EXPLAIN_COLUMNS, rows
+
+        cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+        rows = []
+        for h in per_host:
+            values = {'Host': h.host, 'Fits': h.fits,
+                      'Devices': format_columns.ListColumn(
+                          ['%s:%s' % (h.host, d) for d in h.devices]),
+                      'Free': h.free, 'Limit': h.limit}
+            rows.append([values[c] for c in cols])
+        totals = {'Host': TOTAL, 'Fits': total,
+                  'Devices': format_columns.ListColumn(
+                      [_devices_text(sum(len(h.devices)
+                                         for h in per_host))]),
+                  'Free': sum(h.free for h in per_host), 'Limit': ''}
+        rows.append([totals[c] for c in cols])
+        if parsed_args.count is not None:
+            cols = cols + COUNT_COLUMNS
+            first, summaries = reads.first_candidates(mdev.placement,
+                                                      request)
+            by_root = {h.root.uuid: h.name for h in trees}
+            placed, one = domain.multi_create(
+                parsed_args.count,
+                {by_root.get(k, k): v for k, v in first.items()
+                 if k in by_root}, summaries)
+            for row in rows[:-1]:
+                row.extend([one.get(row[0], 0), ''])
+            rows[-1].extend([placed, _verdict(parsed_args.count, placed,
+                                              one, per_host)])
+        return cols, [tuple(r) for r in rows]
+
+
+def _devices_text(n):
+    return '%d device%s' % (n, '' if n == 1 else 's')
+
+
+def _verdict(count, placed, one, per_host):
+    if placed >= count:
+        return 'one request of %d servers is placed' % count
+    total = sum(h.fits for h in per_host)
+    if total < count:
+        return ('NoValidHost: only %d servers fit, and one request places '
+                'at most %d' % (total, sum(one.values())))
+    plan = domain.batches(count, one, {h.host: h.fits for h in per_host})
+    return ('NoValidHost: one request places at most %d (the scheduler '
+            'claims only the first candidate of each host); requests of '
+            '%s one after the other are placed' % (
+                sum(one.values()), ', '.join(str(n) for n in plan)))

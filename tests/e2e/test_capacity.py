@@ -1,0 +1,167 @@
+"""``openstack mdev capacity`` against a cloud that real Nova schedules.
+
+Two hosts of nvidia-12 GPUs (8 instances each), a flavor asking 4 VGPU
+from one device: 2 servers per GPU, 6 in all. The counts are checked
+against what Nova's scheduler does: single boots succeed exactly while
+the command says one more fits, and a multi-create of N succeeds exactly
+when the command's --count says so (the scheduler claims only the first
+allocation candidate of each host, bug 1874664).
+"""
+
+import pytest
+import requests
+
+from tests.cloud import client
+from tests.fixtures import cli
+
+TOPOLOGY = {'hosts': [
+    {'name': 'cap1', 'gpus': 2, 'bus': '0x84',
+     'enabled_mdev_types': ['nvidia-12']},
+    {'name': 'cap2.rack1', 'gpus': 1, 'bus': '0x85',
+     'enabled_mdev_types': ['nvidia-12']},
+]}
+NO_VALID_HOST = 'No valid host was found'
+
+
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('capacity'),
+                              topology=TOPOLOGY) as cloud:
+        yield cloud
+
+
+@pytest.fixture(autouse=True)
+def os_cloud(cloud, monkeypatch):
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
+    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
+
+
+@pytest.fixture(scope='module')
+def flavor(cloud):
+    return cloud.control('create_flavor', name='cap-vgpu4',
+                         extra_specs={'resources:VGPU': '4'})['name']
+
+
+def capacity(*args):
+    return cli.openstack('mdev', 'capacity', *args, '-f', 'json').json()
+
+
+def fits(flavor):
+    rows = capacity('--flavor', flavor)
+    if 'Host' not in rows[0]:
+        assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
+        return 0
+    assert rows[-1]['Host'] == 'Total'
+    return rows[-1]['Fits']
+
+
+def test_01_capacity_of_an_empty_cloud(cloud, flavor):
+    rows = capacity('--flavor', flavor, '--long')
+    assert rows == [
+        {'Host': 'cap1', 'Fits': 4,
+         'Devices': ['cap1:0000:84:00.0', 'cap1:0000:84:01.0'],
+         'Free': 16, 'Limit': 'VGPU'},
+        {'Host': 'cap2.rack1', 'Fits': 2,
+         'Devices': ['cap2.rack1:0000:85:00.0'], 'Free': 8,
+         'Limit': 'VGPU'},
+        {'Host': 'Total', 'Fits': 6, 'Devices': ['3 devices'], 'Free': 24,
+         'Limit': ''},
+    ]
+
+
+def test_02_count_above_one_request_is_no_valid_host(cloud, flavor):
+    rows = capacity('--flavor', flavor, '--count', '6')
+    total = rows[-1]
+    assert total['Fits'] == 6
+    # One request claims only the first candidate (one GPU) per host.
+    assert total['One Request'] == 4
+    assert total['Verdict'].startswith('NoValidHost'), total
+    servers = cloud.control('boot', flavor=flavor, count=6,
+                            name='cap-six')
+    assert {s['status'] for s in servers} == {'ERROR'}
+    assert all(NO_VALID_HOST in (s['fault'] or '') for s in servers)
+    assert fits(flavor) == 6
+
+
+def test_03_count_within_one_request_is_placed(cloud, flavor):
+    rows = capacity('--flavor', flavor, '--count', '4')
+    assert rows[-1]['Verdict'] == 'one request of 4 servers is placed'
+    servers = cloud.control('boot', flavor=flavor, count=4,
+                            name='cap-four')
+    assert {s['status'] for s in servers} == {'ACTIVE'}, servers
+    assert fits(flavor) == 2
+
+
+def test_04_boot_until_no_valid_host(cloud, flavor):
+    left = fits(flavor)
+    booted = 0
+    while True:
+        server, = cloud.control('boot', flavor=flavor,
+                                name='cap-one-%d' % booted)
+        if server['status'] != 'ACTIVE':
+            assert NO_VALID_HOST in (server['fault'] or ''), server
+            break
+        booted += 1
+        assert fits(flavor) == left - booted
+        assert booted <= 10, 'the cloud never filled up'
+    # Nova said NoValidHost exactly when the command said none fit.
+    assert booted == left
+    assert fits(flavor) == 0
+
+
+def test_05_no_valid_host_is_explained(cloud, flavor):
+    rows = capacity('--flavor', flavor)
+    steps = {r['Constraint']: r for r in rows}
+    assert steps['room for 4 VGPU']['Devices Ruled Out'] == 3
+    assert steps['room for 4 VGPU']['Hosts Left'] == 0
+    assert rows[-2]['Constraint'] == 'Servers that fit: 0'
+    assert rows[-1]['Constraint'].startswith('Smallest change: free ')
+
+
+def compute(cloud, method, path, **kwargs):
+    rsp = requests.request(
+        method, cloud.compute_url + path, timeout=60,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute 2.53'}, **kwargs)
+    rsp.raise_for_status()
+    return rsp.json() if rsp.content else None
+
+
+def set_service(cloud, host, status):
+    service, = compute(cloud, 'GET', '/os-services?binary=nova-compute'
+                       '&host=%s' % host)['services']
+    compute(cloud, 'PUT', '/os-services/%s' % service['id'],
+            json={'status': status})
+
+
+def test_06_disabled_compute_service_fits_nothing(cloud, flavor):
+    host = 'cap2.rack1'
+    on_host = compute(cloud, 'GET', '/servers/detail?all_tenants=1&host=%s'
+                      % host)['servers']
+    for server in on_host:
+        cloud.control('delete', server=server['id'])
+    assert fits(flavor) == 2
+    set_service(cloud, host, 'disabled')
+    try:
+        rows = capacity('--flavor', flavor)
+        steps = {r['Constraint']: r for r in rows}
+        disabled = steps['compute service enabled (root without '
+                         'COMPUTE_STATUS_DISABLED)']
+        assert (disabled['Hosts Ruled Out'], disabled['Hosts Left']) == (
+            1, 0)
+        assert rows[-1]['Constraint'] == (
+            'Smallest change: enable the compute service of %s' % host)
+        server, = cloud.control('boot', flavor=flavor, name='cap-disabled')
+        assert NO_VALID_HOST in (server['fault'] or ''), server
+    finally:
+        set_service(cloud, host, 'enabled')
+    assert fits(flavor) == 2
+
+
+def test_07_several_flavors_share_one_table(cloud, flavor):
+    cloud.control('create_flavor', name='cap-plain')
+    rows = capacity('--flavor', flavor, '--flavor', 'cap-plain')
+    assert {r['Flavor'] for r in rows} == {flavor, 'cap-plain'}
+    totals = {r['Flavor']: r['Fits'] for r in rows if r['Host'] == 'Total'}
+    # No GPU left for the vGPU flavor; a flavor without mdevs still fits.
+    assert totals[flavor] == 2 and totals['cap-plain'] > 0

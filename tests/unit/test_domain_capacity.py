@@ -1,0 +1,368 @@
+"""Pure capacity logic: the request Nova builds, servers per host, the
+explainer and Nova's multi-create rule."""
+
+import pytest
+
+from osc_mdev.domain import capacity as c
+
+I = c.Inventory  # noqa: E741
+
+
+# -- the request, against Nova's own ResourceRequest ------------------------
+
+FLAVOR = {'vcpus': 2, 'ram': 2048, 'disk': 20,
+          'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': ''}
+
+SPECS = {
+    'plain': {},
+    'one vgpu': {'resources:VGPU': '1'},
+    'vgpu with traits': {'resources:VGPU': '2',
+                         'trait:CUSTOM_NVIDIA_11': 'required',
+                         'trait:CUSTOM_BAD': 'forbidden',
+                         'trait:CUSTOM_IGNORED': 'preferred'},
+    'numbered isolate': {'resources1:VGPU': '1', 'resources2:VGPU': '1',
+                         'trait1:CUSTOM_A': 'required',
+                         'group_policy': 'isolate'},
+    'vcpu override': {'resources:VCPU': '0', 'resources:VGPU': '1'},
+    'memory in a group': {'resources1:MEMORY_MB': '1024',
+                          'resources1:VGPU': '1'},
+    'disk override': {'resources:DISK_GB': '5'},
+    'bad values ignored': {'resources:VGPU': '-1', 'resources:vgpu': '1',
+                           'resources:CUSTOM_X': 'two',
+                           'group_policy': 'sometimes'},
+    'string suffix': {'resources_gpu:CUSTOM_MLX5': '2',
+                      'trait_gpu:CUSTOM_Y': 'forbidden'},
+    'dedicated cpus': {'hw:cpu_policy': 'dedicated',
+                       'hw:cpu_thread_policy': 'isolate',
+                       'resources:VGPU': '1'},
+}
+
+
+def nova_groups(flavor, specs):
+    from nova import objects
+    from nova.scheduler import utils
+    objects.register_all()
+    swap = flavor['swap'] or 0
+    spec = objects.RequestSpec(
+        flavor=objects.Flavor(
+            vcpus=flavor['vcpus'], memory_mb=flavor['ram'],
+            root_gb=flavor['disk'],
+            ephemeral_gb=flavor['OS-FLV-EXT-DATA:ephemeral'], swap=swap,
+            extra_specs=dict(specs)),
+        is_bfv=False, image=objects.ImageMeta(
+            properties=objects.ImageMetaProps()))
+    request = utils.ResourceRequest.from_request_spec(spec)
+    return {(k or ''): (dict(g.resources), set(g.required_traits),
+                        set(g.forbidden_traits))
+            for k, g in request._rg_by_id.items()}, request.group_policy
+
+
+@pytest.mark.parametrize('name', sorted(SPECS))
+@pytest.mark.parametrize('swap, ephemeral', [('', 0), (1500, 5)])
+def test_request_is_novas(name, swap, ephemeral):
+    flavor = dict(FLAVOR, swap=swap, extra_specs=SPECS[name])
+    flavor['OS-FLV-EXT-DATA:ephemeral'] = ephemeral
+    ours = c.request_from_flavor(flavor)
+    groups, policy = nova_groups(flavor, SPECS[name])
+    assert {g.suffix: (g.amounts, set(g.required), set(g.forbidden))
+            for g in ours.groups} == groups
+    assert ours.group_policy == policy
+
+
+def test_prefilters_add_root_traits_only():
+    request = c.with_prefilters(c.bare_request('VGPU'))
+    assert request.root_required == {'OWNER_NOVA'}
+    assert request.root_forbidden == {'COMPUTE_STATUS_DISABLED'}
+    assert request.groups[0].required == frozenset()
+    assert c.with_prefilters(c.bare_request('VGPU'),
+                             owner_nova=False).root_required == frozenset()
+
+
+def test_querystring_is_novas():
+    from nova import objects
+    from nova.scheduler import utils
+    objects.register_all()
+    specs = SPECS['numbered isolate']
+    flavor = dict(FLAVOR, extra_specs=specs)
+    spec = objects.RequestSpec(
+        flavor=objects.Flavor(vcpus=2, memory_mb=2048, root_gb=20,
+                              ephemeral_gb=0, swap=0, extra_specs=specs),
+        is_bfv=False, image=objects.ImageMeta(
+            properties=objects.ImageMetaProps()),
+        request_level_params=objects.RequestLevelParams(
+            root_required={'OWNER_NOVA'},
+            root_forbidden={'COMPUTE_STATUS_DISABLED'}))
+    nova = utils.ResourceRequest.from_request_spec(spec).to_querystring()
+    ours = c.to_querystring(c.with_prefilters(c.request_from_flavor(flavor)))
+    assert ours == nova
+
+
+@pytest.mark.parametrize('specs, message', [
+    ({'resources1:VGPU': '1', 'resources2:VGPU': '1'}, 'group_policy'),
+    ({'resources:VCPU': '0', 'resources:MEMORY_MB': '0'}, 'no resources'),
+])
+def test_requests_placement_refuses(specs, message):
+    flavor = dict(FLAVOR, disk=0, extra_specs=specs)
+    with pytest.raises(c.RequestError, match=message):
+        c.check_request(c.request_from_flavor(flavor))
+
+
+def test_bare_request_amount():
+    with pytest.raises(c.RequestError):
+        c.bare_request('VGPU', 0)
+    spread = c.bare_request('VGPU', 3, spread=True)
+    assert [g.suffix for g in spread.groups] == ['1', '2', '3']
+    assert spread.group_policy == 'isolate'
+
+
+# -- servers per host -------------------------------------------------------
+
+def root(vcpu=64, ram=65536, disk=1000, traits=('OWNER_NOVA',), used=None):
+    return c.Provider('root', 'h', {
+        'VCPU': I(vcpu), 'MEMORY_MB': I(ram), 'DISK_GB': I(disk)},
+        used or {}, frozenset(traits))
+
+
+def gpu(n, total=4, used=0, traits=('OWNER_NOVA',), rc='VGPU', **inv):
+    return c.Provider('gpu%d' % n, 'h_pci_0000_8%d_00_0' % n,
+                      {rc: I(total, max_unit=inv.pop('max_unit', total),
+                             **inv)},
+                      {rc: used}, frozenset(traits), '0000:8%d:00.0' % n)
+
+
+def host(*gpus, disabled=False, **root_args):
+    return c.Host('h', root(**root_args), tuple(gpus), disabled)
+
+
+VGPU1 = {'resources:VGPU': '1'}
+FLAVOR_1 = dict(FLAVOR, vcpus=4, ram=4096, disk=10)
+
+
+def flavor_request(specs, **flavor):
+    return c.with_prefilters(c.request_from_flavor(
+        dict(FLAVOR_1, extra_specs=specs, **flavor)))
+
+
+CASES = [
+    # (name, request, host, fits, limit)
+    ('one per mdev', flavor_request(VGPU1),
+     host(gpu(1), gpu(2, used=1)), 7, 'VGPU'),
+    ('root VCPU limits', flavor_request(VGPU1),
+     host(gpu(1), gpu(2), vcpu=12), 3, 'VCPU'),
+    ('root RAM limits', flavor_request(VGPU1),
+     host(gpu(1), gpu(2), ram=8192, used={'MEMORY_MB': 0}), 2,
+     'MEMORY_MB'),
+    ('vcpu override frees the root', flavor_request(
+        {'resources:VGPU': '1', 'resources:VCPU': '0'}),
+     host(gpu(1), gpu(2), vcpu=0), 8, 'VGPU'),
+    ('two from one device', flavor_request({'resources:VGPU': '2'}),
+     host(gpu(1, total=3), gpu(2, total=4)), 3, 'VGPU'),
+    ('max_unit below the amount', flavor_request({'resources:VGPU': '2'}),
+     host(gpu(1, max_unit=1), gpu(2, total=2)), 1, 'VGPU'),
+    ('step size', flavor_request({'resources:VGPU': '3'}),
+     host(gpu(1, total=8, step_size=2)), 0, 'no matching device'),
+    ('min unit', flavor_request({'resources:VGPU': '1'}),
+     host(gpu(1, total=8, min_unit=2)), 0, 'no matching device'),
+    ('reserved and ratio', flavor_request(VGPU1),
+     host(gpu(1, total=4, reserved=1, allocation_ratio=2.0)), 6, 'VGPU'),
+    ('isolate needs two devices', flavor_request(
+        {'resources1:VGPU': '1', 'resources2:VGPU': '1',
+         'group_policy': 'isolate'}),
+     host(gpu(1, total=8)), 0, 'no matching device'),
+    ('isolate spreads', flavor_request(
+        {'resources1:VGPU': '1', 'resources2:VGPU': '1',
+         'group_policy': 'isolate'}),
+     host(gpu(1, total=3), gpu(2, total=1), gpu(3, total=2)), 3, 'VGPU'),
+    ('policy none shares a device', flavor_request(
+        {'resources1:VGPU': '1', 'resources2:VGPU': '1',
+         'group_policy': 'none'}),
+     host(gpu(1, total=5)), 2, 'VGPU'),
+    ('numbered trait', flavor_request(
+        {'resources1:VGPU': '1', 'trait1:CUSTOM_A': 'required'}),
+     host(gpu(1), gpu(2, traits=('CUSTOM_A',))), 4, 'VGPU'),
+    ('unnumbered trait on the device', flavor_request(
+        {'resources:VGPU': '1', 'trait:CUSTOM_A': 'required'}),
+     host(gpu(1), gpu(2, traits=('CUSTOM_A',))), 4, 'VGPU'),
+    ('unnumbered trait on the root counts', flavor_request(
+        {'resources:VGPU': '1', 'trait:HW_X': 'required'}),
+     host(gpu(1), traits=('OWNER_NOVA', 'HW_X')), 4, 'VGPU'),
+    ('forbidden trait', flavor_request(
+        {'resources:VGPU': '1', 'trait:CUSTOM_A': 'forbidden'}),
+     host(gpu(1), gpu(2, traits=('CUSTOM_A',))), 4, 'VGPU'),
+    ('other class', flavor_request({'resources:CUSTOM_MLX5': '1'}),
+     host(gpu(1)), 0, 'no matching device'),
+    ('disabled service', flavor_request(VGPU1),
+     host(gpu(1), disabled=True), 0, 'compute disabled'),
+    ('disabled trait', flavor_request(VGPU1),
+     host(gpu(1), traits=('OWNER_NOVA', 'COMPUTE_STATUS_DISABLED')), 0,
+     'compute disabled'),
+    ('root without OWNER_NOVA', flavor_request(VGPU1),
+     host(gpu(1), traits=()), 0, 'root lacks OWNER_NOVA'),
+    ('two classes', flavor_request(
+        {'resources1:VGPU': '1', 'resources2:CUSTOM_MLX5': '1',
+         'group_policy': 'isolate'}),
+     host(gpu(1, total=2), gpu(2, total=5, rc='CUSTOM_MLX5')), 2,
+     'CUSTOM_MLX5, VGPU'),
+]
+
+
+@pytest.mark.parametrize('name, request_, tree, fits, limit', CASES,
+                         ids=[case[0] for case in CASES])
+def test_host_capacity(name, request_, tree, fits, limit):
+    result = c.host_capacity(request_, tree)
+    assert (result.fits, result.limit) == (fits, limit)
+
+
+def test_devices_and_free():
+    request = c.with_prefilters(c.bare_request('VGPU',
+                                               required=('CUSTOM_A',)))
+    tree = host(gpu(1, traits=('CUSTOM_A',)),
+                gpu(2, used=4, traits=('CUSTOM_A',)), gpu(3))
+    result = c.host_capacity(request, tree)
+    assert result.fits == 4
+    assert result.devices == ('0000:81:00.0',)
+    assert result.free == 4
+
+
+# -- the explainer ----------------------------------------------------------
+
+def named(name, *gpus, **kwargs):
+    tree = host(*gpus, **kwargs)
+    children = tuple(c.Provider(name + g.uuid, name + '_' + g.name,
+                                g.inventories, g.usages, g.traits, g.device)
+                     for g in gpus)
+    return c.Host(name, c.Provider(name, name, tree.root.inventories,
+                                   tree.root.usages, tree.root.traits),
+                  children, tree.disabled)
+
+
+def test_explain_orders_constraints_and_counts():
+    request = flavor_request({'resources:VGPU': '2',
+                              'trait:CUSTOM_A': 'required'})
+    hosts = [named('a', gpu(1, traits=('CUSTOM_A',), used=3), gpu(2)),
+             named('b', gpu(1, rc='CUSTOM_MLX5')),
+             named('c', gpu(1, traits=('CUSTOM_A',)), vcpu=2),
+             named('d', gpu(1, traits=('CUSTOM_A',)), disabled=True)]
+    steps, fix = c.explain(request, hosts)
+    table = [(s.constraint, s.devices_out, s.hosts_out, s.hosts_left)
+             for s in steps]
+    assert table == [
+        ('offers VGPU', 1, 1, 3),
+        ('required trait CUSTOM_A', 1, 0, 3),
+        ('room for 2 VGPU', 1, 1, 2),
+        ('units allowed (min_unit, max_unit, step_size)', 0, 0, 2),
+        ('root room for DISK_GB:10, MEMORY_MB:4096, VCPU:4', 1, 1, 1),
+        ('compute service enabled (root without COMPUTE_STATUS_DISABLED)',
+         1, 1, 0),
+        ('root trait OWNER_NOVA', 0, 0, 0),
+        ('all groups at once', 0, 0, 0),
+    ]
+    # Tagging a's free device beats freeing VCPU, mdevs or enabling d
+    # plus nothing else: one trait change.
+    assert fix == 'tag a:0000:82:00.0 with CUSTOM_A'
+
+
+def test_explain_isolate_and_fix_when_devices_are_short():
+    request = flavor_request({'resources1:VGPU': '1',
+                              'resources2:VGPU': '1',
+                              'group_policy': 'isolate'})
+    hosts = [named('a', gpu(1)), named('b', gpu(1, used=4), gpu(2))]
+    steps, fix = c.explain(request, hosts)
+    isolate = next(s for s in steps if 'different devices' in s.constraint)
+    # b lost its full device at 'room'; a never had two.
+    assert (isolate.hosts_out, isolate.hosts_left) == (2, 0)
+    assert fix == 'free 1 VGPU on b:0000:81:00.0'
+
+
+def test_explain_when_servers_fit_has_no_fix():
+    steps, fix = c.explain(flavor_request(VGPU1), [named('a', gpu(1))])
+    assert steps[-1].hosts_left == 1 and fix is None
+
+
+def test_no_fix_when_no_device_can_ever_serve():
+    steps, fix = c.explain(flavor_request({'resources:VGPU': '8'}),
+                           [named('a', gpu(1))])
+    assert fix is None
+
+
+# -- multi-create -----------------------------------------------------------
+
+def summary(capacity, used, rc='VGPU'):
+    return {'resources': {rc: {'capacity': capacity, 'used': used}}}
+
+
+@pytest.mark.parametrize('count, first, summaries, placed, per_host', [
+    # Two hosts, each first candidate a GPU with room for 2 and 1.
+    (3, {'a': {'g1': {'resources': {'VGPU': 1}}},
+         'b': {'g2': {'resources': {'VGPU': 1}}}},
+     {'g1': summary(4, 2), 'g2': summary(4, 3)}, 3, {'a': 2, 'b': 1}),
+    # SR-IOV: one VF per candidate, so one server per host in a request
+    # although the host has 8 VFs free (bug 1874664).
+    (4, {'a': {'vf1': {'resources': {'VGPU': 1}}},
+         'b': {'vf9': {'resources': {'VGPU': 1}}}},
+     {'vf1': summary(1, 0), 'vf9': summary(1, 0)}, 2, {'a': 1, 'b': 1}),
+    # The root's room counts too.
+    (5, {'a': {'g1': {'resources': {'VGPU': 1}},
+               'a': {'resources': {'VCPU': 4}}}},
+     {'g1': summary(16, 0), 'a': summary(10, 0, 'VCPU')}, 2, {'a': 2}),
+    # Two mdevs of one device per server.
+    (9, {'a': {'g1': {'resources': {'VGPU': 2}}}},
+     {'g1': summary(16, 1)}, 7, {'a': 7}),
+])
+def test_multi_create(count, first, summaries, placed, per_host):
+    assert c.multi_create(count, first, summaries) == (placed, per_host)
+
+
+def test_multi_create_against_novas_scheduler_loop():
+    """The rule reproduces SchedulerManager._schedule: claim only
+    alloc_reqs[0] of each host, per server, until a claim fails."""
+    first = {'a': {'g1': {'resources': {'VGPU': 1}}},
+             'b': {'g2': {'resources': {'VGPU': 1}}}}
+    free = {'g1': 2, 'g2': 1}
+    placed = 0
+    for _ in range(10):
+        for host in sorted(first):
+            rp, alloc = next(iter(first[host].items()))
+            if free[rp] >= alloc['resources']['VGPU']:
+                free[rp] -= 1
+                placed += 1
+                break
+        else:
+            break
+    got, _ = c.multi_create(10, first, {'g1': summary(2, 0),
+                                        'g2': summary(1, 0)})
+    assert got == placed == 3
+
+
+@pytest.mark.parametrize('count, per_host, fits, plan', [
+    # First request: the first-candidate room; then one per host with room.
+    (8, {'a': 2, 'b': 1, 'c': 1}, {'a': 4, 'b': 3, 'c': 1}, [4, 2, 2]),
+    (5, {'a': 2, 'b': 1}, {'a': 2, 'b': 1}, [3]),
+    (3, {'a': 1}, {'a': 3}, [1, 1, 1]),
+    (5, {'a': 0}, {'a': 0}, []),
+])
+def test_batches(count, per_host, fits, plan):
+    assert c.batches(count, per_host, fits) == plan
+
+
+def test_owner_nova_in_effect():
+    assert c.owner_nova_in_effect([named('a', gpu(1))])
+    assert not c.owner_nova_in_effect([named('a', gpu(1)),
+                                       named('b', gpu(1), traits=())])
+
+
+@pytest.mark.parametrize('request_, ruled_out', [
+    # The flavor's unnumbered group takes VCPU from the root: a trait
+    # there serves it.
+    (flavor_request({'resources:VGPU': '1', 'trait:HW_X': 'required'}), 0),
+    # A bare request allocates nothing on the root: the root's trait does
+    # not count.
+    (c.with_prefilters(c.bare_request('VGPU', required=('HW_X',))), 1),
+])
+def test_unnumbered_trait_on_the_root(request_, ruled_out):
+    hosts = [named('a', gpu(1), traits=('OWNER_NOVA', 'HW_X'))]
+    steps, _ = c.explain(request_, hosts)
+    step = next(s for s in steps if s.constraint == 'required trait HW_X')
+    assert step.hosts_out == ruled_out
+    assert c.host_capacity(request_, hosts[0]).fits == (4 if not ruled_out
+                                                        else 0)
