@@ -19,8 +19,11 @@ from osc_mdev.domain import traits as trait_logic
 
 @dataclasses.dataclass
 class Configured:
+    """What ``configure`` planned and what became of each key."""
+
     flavor: dict
-    changes: list
+    changes: list            # domain.SpecChange, sorted by key
+    results: dict            # key: added/changed/removed/unchanged
 
 
 @dataclasses.dataclass
@@ -53,27 +56,55 @@ def _cloud_traits(devices):
             if not trait_logic.is_owner_trait(t)}
 
 
+def _trait_names(specs):
+    return {m.group(2) for k in specs
+            for m in [domain.TRAIT_KEY.match(k)] if m}
+
+
+def _root_traits(placement, specs, carried):
+    """``{compute node UUID: traits}`` for the unnumbered group's traits.
+
+    One request per such trait that some provider has (few), at once.
+    """
+    wanted = sorted(t for t in _trait_names(
+        {k: v for k, v in specs.items() if k.startswith('trait:')})
+        if t in carried)
+    answers = placement.map(
+        lambda t: placement.list_providers(required_traits=[t]), wanted)
+    roots = {}
+    for trait, found in zip(wanted, answers):
+        for provider in found:
+            if provider['uuid'] == provider.get('root_provider_uuid'):
+                roots.setdefault(provider['uuid'], set()).add(trait)
+    return roots
+
+
 def configure(compute, placement, reference, request, validate=True,
-              dry_run=False):
-    """Check ``request`` against the cloud and write it onto the flavor."""
+              dry_run=False, force=False):
+    """Check ``request`` against the cloud and write it onto the flavor.
+
+    The flavor's extra specs that result are checked as a whole (every
+    request group, as Placement will be asked) before anything is
+    written; stale mdev keys go (``domain.stale_keys``).
+    """
     traits = sorted(set(request.required) | set(request.forbidden))
-    calls = [lambda: find_flavor(compute, reference)]
+    flavor, devices, rc_exists = pool.call_all(
+        [lambda: find_flavor(compute, reference),
+         lambda: _all_devices(placement),
+         lambda: placement.resource_class_exists(request.resource_class)],
+        placement.max_workers)
+    current = flavor.get('extra_specs') or {}
+    named = _trait_names(current) | set(traits)
+    carried, known = pool.call_all(
+        [lambda: placement.traits_among(named, associated=True),
+         lambda: placement.traits_among(named)], placement.max_workers)
     if validate:
-        calls.append(lambda: _all_devices(placement))
-        calls.append(
-            lambda: placement.resource_class_exists(request.resource_class))
-        calls.extend(lambda t=t: placement.trait_exists(t) for t in traits)
-    results = pool.call_all(calls, placement.max_workers)
-    flavor = results[0]
-    devices = []
-    if validate:
-        devices, rc_exists, exists = results[1], results[2], results[3:]
         if not rc_exists:
             raise exceptions.CommandError(
                 "Resource class %s does not exist in Placement; check "
                 "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
                 "resource class list'." % request.resource_class)
-        missing = [t for t, ok in zip(traits, exists) if not ok]
+        missing = [t for t in traits if t not in known]
         if missing:
             raise exceptions.CommandError(
                 "Trait %s does not exist in Placement; tag devices with "
@@ -86,15 +117,30 @@ def configure(compute, placement, reference, request, validate=True,
 
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     device_traits = _cloud_traits(devices) | set(traits)
-    current = flavor.get('extra_specs') or {}
+    others = domain.isolate_reaches_others(
+        current, request, mdev_classes, device_traits, carried, known)
+    if others and not force:
+        raise exceptions.CommandError(
+            'Nova applies group_policy=isolate to every numbered request '
+            'group of a flavor, so --spread would also make %s come from '
+            'a provider of its own; add --force to go on.'
+            % ', '.join(others))
     to_set, to_delete, changes = domain.plan(
-        current, request, mdev_classes, device_traits)
+        current, request, mdev_classes, device_traits, carried, known)
+    if validate:
+        after = domain.resulting(current, to_set, to_delete)
+        problem = domain.check(after, devices, mdev_classes, carried, known,
+                               _root_traits(placement, after, carried))
+        if problem:
+            raise exceptions.CommandError(
+                'No device in the cloud can serve this flavor: %s; use '
+                '--no-validate to configure it anyway.' % problem)
     if not dry_run:
         if to_set:
             compute.set_extra_specs(flavor['id'], to_set)
         compute.map(lambda key: compute.delete_extra_spec(flavor['id'], key),
                     to_delete)
-    return Configured(flavor, changes)
+    return Configured(flavor, changes, {c.key: c.action for c in changes})
 
 
 def show(compute, placement, reference):
@@ -105,7 +151,12 @@ def show(compute, placement, reference):
     specs = flavor.get('extra_specs') or {}
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     request = domain.parse(specs, mdev_classes)
+    named = _trait_names(specs)
+    carried, known = pool.call_all(
+        [lambda: placement.traits_among(named, associated=True),
+         lambda: placement.traits_among(named)], placement.max_workers)
     managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(devices))
+    managed |= set(domain.stale_keys(specs, carried, known))
     shown = {k: v for k, v in sorted(specs.items()) if k in managed}
     if request is None:
         return FlavorView(flavor, None, shown, None, None)

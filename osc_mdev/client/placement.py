@@ -209,6 +209,21 @@ class PlacementClient:
     def trait_exists(self, name):
         return self._exists('/traits/%s' % name, TRAITS)
 
+    def traits_among(self, names, associated=False):
+        """The traits of ``names`` that exist in Placement, in one request.
+
+        With ``associated``, only those at least one resource provider
+        has. Names that do not exist are left out, not refused.
+        """
+        if not names:
+            return set()
+        query = {'name': 'in:' + ','.join(sorted(set(names)))}
+        if associated:
+            query['associated'] = 'true'
+        body = self._request(
+            'GET', '/traits?' + urllib.parse.urlencode(query), TRAITS)
+        return set(body['traits'])
+
     # -- writes -----------------------------------------------------------
 
     def ensure_trait(self, name):
