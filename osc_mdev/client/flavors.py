@@ -8,6 +8,7 @@ import dataclasses
 
 from osc_lib import exceptions
 
+from osc_mdev.client import compute as compute_client
 from osc_mdev.client import devices as device_reads
 from osc_mdev.client import naming
 from osc_mdev.client import pool
@@ -23,7 +24,23 @@ class Configured:
 
     flavor: dict
     changes: list            # domain.SpecChange, sorted by key
-    results: dict            # key: added/changed/removed/unchanged
+    results: dict            # key: added/changed/removed/unchanged/
+    #                          failed/not written
+    error: str | None = None  # the first failed request's message
+
+    @property
+    def failed(self):
+        return sorted(k for k, r in self.results.items() if r == 'failed')
+
+    @property
+    def not_written(self):
+        return sorted(k for k, r in self.results.items()
+                      if r == 'not written')
+
+    @property
+    def written(self):
+        return sorted(k for k, r in self.results.items()
+                      if r in ('added', 'changed', 'removed'))
 
 
 @dataclasses.dataclass
@@ -85,7 +102,10 @@ def configure(compute, placement, reference, request, validate=True,
 
     The flavor's extra specs that result are checked as a whole (every
     request group, as Placement will be asked) before anything is
-    written; stale mdev keys go (``domain.stale_keys``).
+    written; stale mdev keys go (``domain.stale_keys``). Writes: one
+    request sets every new key (Nova saves them together), then each
+    removed key is deleted; after a failure the extra specs are read
+    back, so each key's result says what the flavor really holds.
     """
     traits = sorted(set(request.required) | set(request.forbidden))
     flavor, devices, rc_exists = pool.call_all(
@@ -135,12 +155,59 @@ def configure(compute, placement, reference, request, validate=True,
             raise exceptions.CommandError(
                 'No device in the cloud can serve this flavor: %s; use '
                 '--no-validate to configure it anyway.' % problem)
-    if not dry_run:
-        if to_set:
-            compute.set_extra_specs(flavor['id'], to_set)
-        compute.map(lambda key: compute.delete_extra_spec(flavor['id'], key),
-                    to_delete)
-    return Configured(flavor, changes, {c.key: c.action for c in changes})
+    if dry_run:
+        return Configured(flavor, changes,
+                          {c.key: c.action for c in changes})
+    attempted, error, now = _write(compute, flavor['id'], to_set, to_delete)
+    return Configured(flavor, changes, {
+        c.key: domain.write_result(c, c.key in attempted,
+                                   error is not None, now)
+        for c in changes}, error)
+
+
+def _write(compute, flavor_id, to_set, to_delete):
+    """``(keys attempted, first error or None, extra specs read back)``.
+
+    New keys first, so that a failure leaves the earlier request on the
+    flavor rather than a flavor that asks for any device; removals only
+    once they are set.
+    """
+    attempted, errors = set(), []
+    if to_set:
+        attempted.update(to_set)
+        try:
+            compute.set_extra_specs(flavor_id, to_set)
+        except (exceptions.CommandError, compute_client.NotFound) as exc:
+            errors.append(_reason(exc, 'setting ' + ', '.join(
+                sorted(to_set))))
+    if not errors and to_delete:
+        attempted.update(to_delete)
+
+        def delete(key):
+            try:
+                compute.delete_extra_spec(flavor_id, key)
+            except exceptions.CommandError as exc:
+                return _reason(exc, 'removing ' + key)
+            return None
+
+        errors.extend(e for e in compute.map(delete, to_delete) if e)
+    if not errors:
+        return attempted, None, None
+    try:
+        now = compute.get_extra_specs(flavor_id)
+    except (exceptions.CommandError, compute_client.NotFound):
+        now = None
+    return attempted, errors[0], now
+
+
+def _reason(exc, doing):
+    """What went wrong, in a few words and without a URL."""
+    if isinstance(exc, compute_client.NotFound):
+        return 'the flavor was deleted before %s' % doing
+    status = getattr(exc.__cause__, 'status_code', None)
+    if status:
+        return 'Nova answered HTTP %s to %s' % (status, doing)
+    return 'no answer from Nova to %s' % doing
 
 
 def show(compute, placement, reference):

@@ -280,6 +280,28 @@ def resulting(current, to_set, to_delete):
     return specs
 
 
+def write_result(change, attempted, failed, now=None):
+    """The outcome of one key's write, for the table.
+
+    ``attempted``: a write of the key was sent; ``failed``: that request
+    did not answer success; ``now``: the flavor's extra specs read back
+    after a failure (None when not read). What was read back wins over
+    the answers: a request whose answer was lost may still have been
+    done, and a retried one may not.
+    """
+    if change.action == 'unchanged':
+        return 'unchanged'
+    if not attempted:
+        return 'not written'
+    if now is not None:
+        if change.after is None:
+            done = change.key not in now
+        else:
+            done = now.get(change.key) == change.after
+        return change.action if done else 'failed'
+    return 'failed' if failed else change.action
+
+
 @dataclasses.dataclass(frozen=True)
 class Fit:
     """Whether, and where, a cloud's devices can serve a request."""

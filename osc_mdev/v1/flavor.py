@@ -22,6 +22,9 @@ class ConfigureFlavor(command.Lister):
     extra specs are left alone. Before writing, checks that the class and
     traits exist and that the flavor's resulting extra specs, every
     request group as Placement will be asked, can be served by some host.
+    Each key's result is listed (added, changed, removed, unchanged,
+    failed, not written); if a write fails the command exits 1 and running
+    it again finishes the job.
 
     One device or several: by default all N mdevs of a server come from
     one physical device (resources:VGPU=N), which needs a device whose
@@ -118,6 +121,21 @@ class ConfigureFlavor(command.Lister):
             rows.append((change.key, change.before, change.after, result,
                          change.note))
         return CONFIGURE_COLUMNS, rows
+
+    def run(self, parsed_args):
+        self.outcome = None
+        status = super().run(parsed_args)
+        outcome = self.outcome
+        if outcome is not None and outcome.error:
+            raise exceptions.CommandError(
+                'Flavor %s is only partly written: %s; written: %s; '
+                'failed: %s; not written: %s; run the same command again '
+                'to finish.'
+                % (outcome.flavor['name'], outcome.error,
+                   ', '.join(outcome.written) or 'nothing',
+                   ', '.join(outcome.failed) or 'nothing',
+                   ', '.join(outcome.not_written) or 'nothing'))
+        return status
 
 
 class ShowFlavor(command.ShowOne):

@@ -3,14 +3,19 @@
 One compute host with two nvidia GPUs (type nvidia-11, class VGPU). Each
 test builds its own flavors and tags, boots with the flavor it configured
 and checks where the fake hypervisor put the server's mdev
-(``mdev_truth``).
+(``mdev_truth``). Write faults come from a proxy in front of the real Nova
+API (tests.fixtures.fault_proxy).
 """
+
+import json
 
 import pytest
 import requests
+import yaml
 
 from tests.cloud import client
 from tests.fixtures import cli
+from tests.fixtures import fault_proxy
 
 HOST = 'flavorhost'
 TOPOLOGY = {'hosts': [{'name': HOST, 'gpus': 2, 'bus': '0x85',
@@ -194,6 +199,105 @@ def test_trait_of_the_compute_node_is_kept_and_checked(cloud):
                   other_node_trait)
     cli.assert_one_line_error(result, other_node_trait)
     assert specs_of(cloud, flavor) == before
+
+
+def _proxied_clouds_yaml(cloud, tmp_path, proxy):
+    config = yaml.safe_load(open(cloud.clouds_yaml))
+    entry = config['clouds'][cloud.cloud_name]
+    path = cloud.compute_url.split('/', 3)[3]
+    entry['compute_endpoint_override'] = '%s/%s' % (proxy.url, path)
+    target = tmp_path / 'clouds.yaml'
+    target.write_text(yaml.safe_dump(config))
+    return target
+
+
+def _retagged_flavor(cloud, name):
+    """A flavor configured for CUSTOM_OLD, then GPU0 re-tagged NEW."""
+    flavor = cloud.control('create_flavor', name=name)['id']
+    tag('CUSTOM_OLD', GPU0)
+    mdev_json('flavor', 'configure', flavor, '--resource-class', 'VGPU',
+              '--trait', 'CUSTOM_OLD')
+    result = mdev('trait', 'unset', '--trait', 'CUSTOM_OLD', '--all')
+    assert result.rc == 0, result.stderr
+    tag('CUSTOM_NEW', GPU0)
+    return flavor
+
+
+def _compute_origin(cloud):
+    return '/'.join(cloud.compute_url.split('/', 3)[:3])
+
+
+def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
+    flavor = _retagged_flavor(cloud, 'ff-fault-delete')
+    fault = fault_proxy.Fault('DELETE', '/os-extra_specs/', action='status')
+    with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
+        monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
+            _proxied_clouds_yaml(cloud, tmp_path, proxy)))
+        result = mdev('flavor', 'configure', flavor, '--resource-class',
+                      'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
+    assert fault.hits == 1
+    assert result.rc == 1
+    rows = json.loads(result.stdout)
+    assert results(rows) == {'resources:VGPU': 'unchanged',
+                             'trait:CUSTOM_NEW': 'added',
+                             'trait:CUSTOM_OLD': 'failed'}
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert 'Nova answered HTTP 500 to removing trait:CUSTOM_OLD' in lines[0]
+    assert 'failed: trait:CUSTOM_OLD' in lines[0]
+    assert 'written: trait:CUSTOM_NEW' in lines[0] and 'again' in lines[0]
+    assert 'http' not in lines[0]
+    assert specs_of(cloud, flavor) == {
+        'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required',
+        'trait:CUSTOM_NEW': 'required'}
+
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
+    rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
+                     'VGPU', '--trait', 'CUSTOM_NEW')
+    assert results(rows) == {'resources:VGPU': 'unchanged',
+                             'trait:CUSTOM_NEW': 'unchanged',
+                             'trait:CUSTOM_OLD': 'removed'}
+    assert specs_of(cloud, flavor) == {'resources:VGPU': '1',
+                                       'trait:CUSTOM_NEW': 'required'}
+    server = boot_one(cloud, flavor, 'ff-fault-delete')
+    assert gpus_of(cloud, server['id']) == [GPU0]
+
+
+@pytest.mark.parametrize('action,outcome,written,reason', [
+    # The POST never reaches Nova: nothing is set, nothing removed.
+    ('drop', 'failed', False, 'no answer from Nova to setting'),
+    # Nova writes, then the answer is lost: the re-read shows the keys.
+    ('forward_then_status', 'added', True, 'Nova answered HTTP 500 to '
+     'setting'),
+])
+def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
+                                  outcome, written, reason):
+    flavor = _retagged_flavor(cloud, 'ff-fault-set-%s' % action)
+    fault = fault_proxy.Fault('POST', '/os-extra_specs', action=action)
+    with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
+        monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
+            _proxied_clouds_yaml(cloud, tmp_path, proxy)))
+        result = mdev('flavor', 'configure', flavor, '--resource-class',
+                      'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
+    assert fault.hits == 1
+    assert result.rc == 1
+    rows = json.loads(result.stdout)
+    assert results(rows) == {'resources:VGPU': 'unchanged',
+                             'trait:CUSTOM_NEW': outcome,
+                             'trait:CUSTOM_OLD': 'not written'}
+    [line] = result.stderr.strip().splitlines()
+    assert reason + ' trait:CUSTOM_NEW' in line
+    assert 'not written: trait:CUSTOM_OLD' in line and 'http' not in line
+    expected = {'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required'}
+    if written:
+        expected['trait:CUSTOM_NEW'] = 'required'
+    assert specs_of(cloud, flavor) == expected
+
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
+    mdev_json('flavor', 'configure', flavor, '--resource-class', 'VGPU',
+              '--trait', 'CUSTOM_NEW')
+    assert specs_of(cloud, flavor) == {'resources:VGPU': '1',
+                                       'trait:CUSTOM_NEW': 'required'}
 
 
 def test_spread_over_other_numbered_groups_needs_force(cloud):

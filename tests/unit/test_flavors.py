@@ -313,3 +313,29 @@ def test_check_resulting_specs(specs, problem):
 ])
 def test_distinct_devices(options, size):
     assert flavors._distinct(options) == size
+
+
+ADD = flavors.SpecChange('trait:CUSTOM_NEW', None, 'required')
+CHANGE = flavors.SpecChange('resources:VGPU', '1', '2')
+REMOVE = flavors.SpecChange('trait:CUSTOM_OLD', 'required', None)
+SAME = flavors.SpecChange('resources:VGPU', '1', '1')
+
+
+@pytest.mark.parametrize('change,attempted,failed,now,result', [
+    (SAME, False, False, None, 'unchanged'),
+    (SAME, False, True, {}, 'unchanged'),
+    (ADD, True, False, None, 'added'),
+    (CHANGE, True, False, None, 'changed'),
+    (REMOVE, True, False, None, 'removed'),
+    (REMOVE, False, True, None, 'not written'),
+    # A failure, nothing read back: the attempted keys failed.
+    (ADD, True, True, None, 'failed'),
+    # Read back after a failure: what the flavor holds decides.
+    (ADD, True, True, {'trait:CUSTOM_NEW': 'required'}, 'added'),
+    (ADD, True, True, {}, 'failed'),
+    (CHANGE, True, True, {'resources:VGPU': '1'}, 'failed'),
+    (REMOVE, True, True, {}, 'removed'),
+    (REMOVE, True, True, {'trait:CUSTOM_OLD': 'required'}, 'failed'),
+])
+def test_write_result(change, attempted, failed, now, result):
+    assert flavors.write_result(change, attempted, failed, now) == result
