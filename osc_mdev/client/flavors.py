@@ -96,6 +96,28 @@ def _root_traits(placement, specs, carried):
     return roots
 
 
+def _other_roots(placement, specs, mdev_classes, known):
+    """``{suffix: compute node UUIDs}`` where Placement has providers
+    for each numbered group without mdev resources (one request each).
+
+    Groups naming a trait Placement does not know are left to the check.
+    """
+    queries = {s: q for s, q in domain.other_group_queries(
+        specs, mdev_classes).items()
+        if set(q[1]) | set(q[2]) <= known}
+    suffixes = sorted(queries)
+
+    def providers(suffix):
+        try:
+            return placement.providers_with(*queries[suffix])
+        except exceptions.CommandError:
+            return []   # e.g. a resource class Placement does not know
+
+    answers = placement.map(providers, suffixes)
+    return {s: {p['root_provider_uuid'] for p in found}
+            for s, found in zip(suffixes, answers)}
+
+
 def configure(compute, placement, reference, request, validate=True,
               dry_run=False, force=False):
     """Check ``request`` against the cloud and write it onto the flavor.
@@ -149,8 +171,12 @@ def configure(compute, placement, reference, request, validate=True,
         current, request, mdev_classes, device_traits, carried, known)
     if validate:
         after = domain.resulting(current, to_set, to_delete)
+        roots, others = pool.call_all(
+            [lambda: _root_traits(placement, after, carried),
+             lambda: _other_roots(placement, after, mdev_classes, known)],
+            placement.max_workers)
         problem = domain.check(after, devices, mdev_classes, carried, known,
-                               _root_traits(placement, after, carried))
+                               roots, others)
         if problem:
             raise exceptions.CommandError(
                 'No device in the cloud can serve this flavor: %s; use '

@@ -21,6 +21,7 @@ from osc_mdev.client import pool
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
 REQUIRED_TRAITS = '1.18'     # GET /resource_providers?required=
+FORBIDDEN_TRAITS = '1.22'    # required=!TRAIT
 TRAITS = '1.6'
 RESOURCE_CLASS = '1.2'
 INVENTORIES = '1.0'
@@ -155,6 +156,18 @@ class PlacementClient:
         else:
             url, version = '/resource_providers', PROVIDER_TREE
         return self._request('GET', url, version)['resource_providers']
+
+    def providers_with(self, resources, required=(), forbidden=()):
+        """Providers with room now for ``resources`` ({class: amount})
+        that have every ``required`` trait and no ``forbidden`` one."""
+        query = {'resources': ','.join(
+            '%s:%d' % item for item in sorted(resources.items()))}
+        traits = list(required) + ['!' + t for t in forbidden]
+        if traits:
+            query['required'] = ','.join(traits)
+        return self._request(
+            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
+            FORBIDDEN_TRAITS)['resource_providers']
 
     def get_inventories(self, uuid):
         """``(generation, {resource class: inventory})``."""

@@ -481,8 +481,19 @@ def _distinct(options):
     return sum(1 for index in range(len(options)) if assign(index, set()))
 
 
+def other_group_queries(specs, mdev_classes):
+    """``{suffix: (resources, required, forbidden)}`` of the numbered
+    request groups without mdev resources (another request's), to ask
+    Placement which providers can serve each."""
+    return {g.suffix: ({rc: n for rc, n in g.resources.items() if n > 0},
+                       sorted(g.required), sorted(g.forbidden))
+            for g in request_groups(specs)
+            if g.suffix and any(g.resources.values())
+            and not any(rc in mdev_classes for rc in g.resources)}
+
+
 def check(specs, devices, mdev_classes, carried, existing,
-          root_traits=None):
+          root_traits=None, other_roots=None):
     """Whether Placement can ever serve a flavor with extra specs ``specs``.
 
     The whole flavor is checked, as Nova asks Placement for it: every
@@ -494,10 +505,14 @@ def check(specs, devices, mdev_classes, carried, existing,
     resource provider has and ``existing`` those that exist in Placement
     (of those named in ``specs``); ``root_traits``:
     ``{compute node provider UUID: traits}`` for the unnumbered group's
-    traits. Groups without mdev resources are checked only for traits no
-    provider has (their providers are not read).
+    traits; ``other_roots``: ``{suffix: compute node UUIDs}`` of the trees
+    where Placement has a provider for each group of
+    ``other_group_queries`` (with its traits and room for it now), None
+    when not read. The unnumbered group's other resources (the flavor's
+    VCPU, MEMORY_MB, DISK_GB) are not checked.
     """
     root_traits = root_traits or {}
+    other_roots = other_roots or {}
     groups = request_groups(specs)
     numbered = [g for g in groups if g.suffix]
     policy = specs.get(GROUP_POLICY)
@@ -519,6 +534,13 @@ def check(specs, devices, mdev_classes, carried, existing,
         if missing:
             return '%s requires trait %s, which no resource provider has' % (
                 group.label, ', '.join(missing))
+    for suffix, roots in sorted(other_roots.items()):
+        if not roots:
+            group = next(g for g in groups if g.suffix == suffix)
+            return ('no resource provider has %s with the traits of %s '
+                    'and room for it now'
+                    % (', '.join('%s:%d' % rc for rc in sorted(
+                        group.resources.items())), group.label))
     wanted = []      # (group, {device uuid: device}) per mdev request
     for group in groups:
         for rc in sorted(group.resources):
@@ -539,6 +561,10 @@ def check(specs, devices, mdev_classes, carried, existing,
                    for _, found in wanted]
         if not all(on_host):
             continue
+        root = next(d.candidate.root_uuid for _, found in wanted
+                    for d in found.values() if d.host == host)
+        if not all(root in roots for roots in other_roots.values()):
+            continue
         if not spread:
             return None
         options = [{u for u, d in found.items() if d.host == host}
@@ -550,4 +576,5 @@ def check(specs, devices, mdev_classes, carried, existing,
     if spread:
         return ('no host has %d matching devices for a spread request '
                 '(the most on one host is %d)' % (len(spread), best))
-    return 'no host has devices for every mdev request group of the flavor'
+    return ('no host has devices for every mdev request group of the '
+            'flavor and providers for its other request groups')

@@ -7,6 +7,7 @@ and checks where the fake hypervisor put the server's mdev
 API (tests.fixtures.fault_proxy).
 """
 
+import itertools
 import json
 
 import pytest
@@ -325,3 +326,98 @@ def test_spread_over_other_numbered_groups_needs_force(cloud):
         'resources3:VGPU': '1', 'trait3:CUSTOM_SPREAD': 'required'}
     server = boot_one(cloud, flavor, 'ff-spread')
     assert gpus_of(cloud, server['id']) == [GPU0, GPU1]
+
+
+def _placement_agrees(cloud, specs):
+    """Whether real Placement has candidates for a flavor with ``specs``.
+
+    The request Nova builds: the flavor's VCPU, MEMORY_MB and DISK_GB in
+    the unnumbered group, each group's resources and traits, and the
+    group_policy.
+    """
+    groups = {'': {'resources': {'VCPU': 1, 'MEMORY_MB': 512,
+                                 'DISK_GB': 1}, 'required': []}}
+    for key, value in specs.items():
+        kind, _, name = key.partition(':')
+        if kind.startswith('resources'):
+            group = groups.setdefault(kind[len('resources'):], {
+                'resources': {}, 'required': []})
+            group['resources'][name] = int(value)
+        elif kind.startswith('trait'):
+            group = groups.setdefault(kind[len('trait'):], {
+                'resources': {}, 'required': []})
+            group['required'].append(
+                name if value == 'required' else '!' + name)
+    params = []
+    for suffix, group in sorted(groups.items()):
+        params.append(('resources' + suffix, ','.join(
+            '%s:%d' % rc for rc in sorted(group['resources'].items()))))
+        if group['required']:
+            params.append(('required' + suffix,
+                           ','.join(sorted(group['required']))))
+    if 'group_policy' in specs:
+        params.append(('group_policy', specs['group_policy']))
+    answer = placement(cloud, 'GET', '/allocation_candidates',
+                       params=params + [('limit', '1')])
+    return bool(answer['allocation_requests'])
+
+
+AGREE = itertools.count()
+
+
+@pytest.mark.parametrize('before,args,after', [
+    ({}, ['--trait', 'CUSTOM_XA'],
+     {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required'}),
+    ({'trait:NODE_1': 'required'}, ['--trait', 'CUSTOM_XA'],
+     {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required',
+      'trait:NODE_1': 'required'}),
+    ({'trait:NODE_2': 'forbidden'}, ['--trait', 'CUSTOM_XA'],
+     {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required',
+      'trait:NODE_2': 'forbidden'}),
+    ({'trait:CUSTOM_XGUARD': 'forbidden'}, ['--trait', 'CUSTOM_XB'],
+     {'resources:VGPU': '1', 'trait:CUSTOM_XB': 'required',
+      'trait:CUSTOM_XGUARD': 'forbidden'}),
+    ({'resources1:VCPU': '1', 'trait1:NODE_1': 'required'},
+     ['--amount', '2', '--spread', '--force'],
+     {'resources1:VCPU': '1', 'trait1:NODE_1': 'required',
+      'group_policy': 'isolate', 'resources2:VGPU': '1',
+      'resources3:VGPU': '1'}),
+    ({'resources1:VCPU': '1', 'trait1:CUSTOM_XA': 'required'},
+     ['--trait', 'CUSTOM_XA'],
+     {'resources1:VCPU': '1', 'trait1:CUSTOM_XA': 'required',
+      'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required'}),
+    ({}, ['--amount', '3', '--spread'],
+     {'group_policy': 'isolate', 'resources1:VGPU': '1',
+      'resources2:VGPU': '1', 'resources3:VGPU': '1'}),
+])
+def test_check_agrees_with_placement(cloud, before, args, after):
+    """The verdict on the resulting extra specs is Placement's own."""
+    tag('CUSTOM_XA', GPU0)
+    tag('CUSTOM_XB', GPU1)
+    placement(cloud, 'PUT', '/traits/CUSTOM_XGUARD')
+    [root] = [p for p in placement(cloud, 'GET', '/resource_providers')[
+        'resource_providers'] if p['name'] == HOST]
+    node = sorted(t for t in placement(
+        cloud, 'GET', '/resource_providers/%s/traits' % root['uuid'])[
+            'traits'] if t.startswith('COMPUTE_'))
+
+    def real(specs):
+        return {k.replace('NODE_1', node[0]).replace('NODE_2', node[1]): v
+                for k, v in specs.items()}
+
+    before, after = real(before), real(after)
+    flavor = cloud.control('create_flavor', name='ff-agree-%d' % next(
+        AGREE), extra_specs=before)['id']
+    result = mdev('flavor', 'configure', flavor, '--resource-class', 'VGPU',
+                  '--dry-run', '-f', 'json', *args)
+    if result.rc == 0:
+        rows = json.loads(result.stdout)
+        planned = {k: v for k, v in before.items()}
+        for row in rows:
+            planned.pop(row['Property'], None)
+            if row['After'] is not None:
+                planned[row['Property']] = row['After']
+        assert planned == after
+    assert (result.rc == 0) == _placement_agrees(cloud, after), (
+        result.stderr)
+    assert specs_of(cloud, flavor) == before

@@ -305,6 +305,40 @@ def test_check_resulting_specs(specs, problem):
         assert got is not None and problem in got, got
 
 
+@pytest.mark.parametrize('other_roots,problem', [
+    # Another request's group has a provider on h1's tree: fine.
+    ({'1': {'root-h1'}}, None),
+    # Only on a tree with no VGPU device.
+    ({'1': {'root-h3'}}, 'no host has devices for every mdev request group '
+                         'of the flavor and providers for its other'),
+    ({'1': set()}, 'no resource provider has CUSTOM_NIC:1 with the traits '
+                   'of request group 1 and room for it now'),
+])
+def test_check_other_groups(other_roots, problem):
+    specs = {'resources:VGPU': '1', 'resources1:CUSTOM_NIC': '1',
+             'trait1:CUSTOM_NEW': 'required'}
+    assert flavors.other_group_queries(specs, MDEV) == {
+        '1': ({'CUSTOM_NIC': 1}, ['CUSTOM_NEW'], [])}
+    got = flavors.check(specs, TREE, MDEV, CARRIED, EXISTING, ROOTS,
+                        other_roots)
+    if problem is None:
+        assert got is None
+    else:
+        assert got is not None and problem in got, got
+
+
+@pytest.mark.parametrize('specs,queries', [
+    ({'resources1:VGPU': '1', 'trait1:CUSTOM_A': 'required'}, {}),
+    ({'resources:CUSTOM_NIC': '1'}, {}),            # unnumbered: not asked
+    ({'resources1:CUSTOM_NIC': '0', 'trait1:X': 'required'}, {}),
+    ({'resources2:VCPU': '2', 'trait2:CUSTOM_A': 'forbidden',
+      'trait2:CUSTOM_B': 'required', 'group_policy': 'none'},
+     {'2': ({'VCPU': 2}, ['CUSTOM_B'], ['CUSTOM_A'])}),
+])
+def test_other_group_queries(specs, queries):
+    assert flavors.other_group_queries(specs, MDEV) == queries
+
+
 @pytest.mark.parametrize('options,size', [
     ([{'a'}, {'a'}], 1),
     ([{'a', 'b'}, {'a'}], 2),
