@@ -6,6 +6,7 @@ are read at once in the bounded pool, checked, then written.
 
 import dataclasses
 
+from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
 
 from osc_mdev.client import compute as compute_client
@@ -230,10 +231,13 @@ def _reason(exc, doing):
     """What went wrong, in a few words and without a URL."""
     if isinstance(exc, compute_client.NotFound):
         return 'the flavor was deleted before %s' % doing
-    status = getattr(exc.__cause__, 'status_code', None)
+    cause = exc.__cause__
+    status = getattr(cause, 'status_code', None)
     if status:
         return 'Nova answered HTTP %s to %s' % (status, doing)
-    return 'no answer from Nova to %s' % doing
+    if isinstance(cause, ks_exc.ConnectionError):
+        return 'no answer from Nova to %s' % doing
+    return '%s failed (%s)' % (doing, str(exc).rstrip('.'))
 
 
 def show(compute, placement, reference):

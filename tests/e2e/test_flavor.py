@@ -230,13 +230,15 @@ def _compute_origin(cloud):
 
 def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
     flavor = _retagged_flavor(cloud, 'ff-fault-delete')
-    fault = fault_proxy.Fault('DELETE', '/os-extra_specs/', action='status')
+    # Every attempt fails, however many times the client retries.
+    fault = fault_proxy.Fault('DELETE', '/os-extra_specs/', action='status',
+                              times=10)
     with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
                       'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
-    assert fault.hits == 1
+    assert fault.hits >= 1
     assert result.rc == 1
     rows = json.loads(result.stdout)
     assert results(rows) == {'resources:VGPU': 'unchanged',
@@ -244,10 +246,10 @@ def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
                              'trait:CUSTOM_OLD': 'failed'}
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
-    assert 'Nova answered HTTP 500 to removing trait:CUSTOM_OLD' in lines[0]
+    assert 'HTTP 500' in lines[0] and 'removing trait:CUSTOM_OLD' in lines[0]
     assert 'failed: trait:CUSTOM_OLD' in lines[0]
     assert 'written: trait:CUSTOM_NEW' in lines[0] and 'again' in lines[0]
-    assert 'http' not in lines[0]
+    assert 'http://' not in lines[0]
     assert specs_of(cloud, flavor) == {
         'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required',
         'trait:CUSTOM_NEW': 'required'}
@@ -268,27 +270,28 @@ def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
     # The POST never reaches Nova: nothing is set, nothing removed.
     ('drop', 'failed', False, 'no answer from Nova to setting'),
     # Nova writes, then the answer is lost: the re-read shows the keys.
-    ('forward_then_status', 'added', True, 'Nova answered HTTP 500 to '
-     'setting'),
+    ('forward_then_status', 'added', True, 'HTTP 500'),
 ])
 def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
                                   outcome, written, reason):
     flavor = _retagged_flavor(cloud, 'ff-fault-set-%s' % action)
-    fault = fault_proxy.Fault('POST', '/os-extra_specs', action=action)
+    fault = fault_proxy.Fault('POST', '/os-extra_specs', action=action,
+                              times=10)
     with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
                       'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
-    assert fault.hits == 1
+    assert fault.hits >= 1
     assert result.rc == 1
     rows = json.loads(result.stdout)
     assert results(rows) == {'resources:VGPU': 'unchanged',
                              'trait:CUSTOM_NEW': outcome,
                              'trait:CUSTOM_OLD': 'not written'}
     [line] = result.stderr.strip().splitlines()
-    assert reason + ' trait:CUSTOM_NEW' in line
-    assert 'not written: trait:CUSTOM_OLD' in line and 'http' not in line
+    assert reason in line and 'setting trait:CUSTOM_NEW' in line
+    assert 'not written: trait:CUSTOM_OLD' in line
+    assert 'http://' not in line
     expected = {'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required'}
     if written:
         expected['trait:CUSTOM_NEW'] = 'required'
