@@ -157,18 +157,6 @@ class PlacementClient:
             url, version = '/resource_providers', PROVIDER_TREE
         return self._request('GET', url, version)['resource_providers']
 
-    def providers_with(self, resources, required=(), forbidden=()):
-        """Providers with room now for ``resources`` ({class: amount})
-        that have every ``required`` trait and no ``forbidden`` one."""
-        query = {'resources': ','.join(
-            '%s:%d' % item for item in sorted(resources.items()))}
-        traits = list(required) + ['!' + t for t in forbidden]
-        if traits:
-            query['required'] = ','.join(traits)
-        return self._request(
-            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
-            FORBIDDEN_TRAITS)['resource_providers']
-
     def get_inventories(self, uuid):
         """``(generation, {resource class: inventory})``."""
         body = self._request(
@@ -236,6 +224,18 @@ class PlacementClient:
         body = self._request(
             'GET', '/traits?' + urllib.parse.urlencode(query), TRAITS)
         return set(body['traits'])
+
+    def providers_with(self, resources, required=(), forbidden=()):
+        """Providers with room now for ``resources`` ({class: amount})
+        that have every ``required`` trait and no ``forbidden`` one."""
+        query = {'resources': ','.join(
+            '%s:%d' % item for item in sorted(resources.items()))}
+        traits = list(required) + ['!' + t for t in forbidden]
+        if traits:
+            query['required'] = ','.join(traits)
+        return self._request(
+            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
+            FORBIDDEN_TRAITS)['resource_providers']
 
     # -- writes -----------------------------------------------------------
 
