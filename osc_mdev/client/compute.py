@@ -113,7 +113,14 @@ class ComputeClient:
                                 FLAVOR)['flavors']
         return [f for f in flavors if f['name'] == name]
 
+    def get_extra_specs(self, flavor_id):
+        """The flavor's extra specs; raises NotFound for no flavor."""
+        return self._request(
+            'GET', '/flavors/%s/os-extra_specs' % flavor_id,
+            EXTRA_SPECS)['extra_specs']
+
     def set_extra_specs(self, flavor_id, specs):
+        """Set several keys in one request (Nova saves them together)."""
         return self._request(
             'POST', '/flavors/%s/os-extra_specs' % flavor_id, EXTRA_SPECS,
             json={'extra_specs': specs})['extra_specs']

@@ -6,8 +6,10 @@ are read at once in the bounded pool, checked, then written.
 
 import dataclasses
 
+from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
 
+from osc_mdev.client import compute as compute_client
 from osc_mdev.client import devices as device_reads
 from osc_mdev.client import naming
 from osc_mdev.client import pool
@@ -19,8 +21,27 @@ from osc_mdev.domain import traits as trait_logic
 
 @dataclasses.dataclass
 class Configured:
+    """What ``configure`` planned and what became of each key."""
+
     flavor: dict
-    changes: list
+    changes: list            # domain.SpecChange, sorted by key
+    results: dict            # key: added/changed/removed/unchanged/
+    #                          failed/not written
+    error: str | None = None  # the first failed request's message
+
+    @property
+    def failed(self):
+        return sorted(k for k, r in self.results.items() if r == 'failed')
+
+    @property
+    def not_written(self):
+        return sorted(k for k, r in self.results.items()
+                      if r == 'not written')
+
+    @property
+    def written(self):
+        return sorted(k for k, r in self.results.items()
+                      if r in ('added', 'changed', 'removed'))
 
 
 @dataclasses.dataclass
@@ -57,27 +78,80 @@ def _cloud_traits(devices):
             if not trait_logic.is_owner_trait(t)}
 
 
+def _trait_names(specs):
+    return {m.group(2) for k in specs
+            for m in [domain.TRAIT_KEY.match(k)] if m}
+
+
+def _root_traits(placement, specs, carried):
+    """``{compute node UUID: traits}`` for the unnumbered group's traits.
+
+    One request per such trait that some provider has (few), at once.
+    """
+    wanted = sorted(t for t in _trait_names(
+        {k: v for k, v in specs.items() if k.startswith('trait:')})
+        if t in carried)
+    answers = placement.map(
+        lambda t: placement.list_providers(required_traits=[t]), wanted)
+    roots = {}
+    for trait, found in zip(wanted, answers):
+        for provider in found:
+            if provider['uuid'] == provider.get('root_provider_uuid'):
+                roots.setdefault(provider['uuid'], set()).add(trait)
+    return roots
+
+
+def _other_roots(placement, specs, mdev_classes, known):
+    """``{suffix: compute node UUIDs}`` where Placement has providers
+    for each numbered group without mdev resources (one request each).
+
+    Groups naming a trait Placement does not know are left to the check.
+    """
+    queries = {s: q for s, q in domain.other_group_queries(
+        specs, mdev_classes).items()
+        if set(q[1]) | set(q[2]) <= known}
+    suffixes = sorted(queries)
+
+    def providers(suffix):
+        try:
+            return placement.providers_with(*queries[suffix])
+        except exceptions.CommandError:
+            return []   # e.g. a resource class Placement does not know
+
+    answers = placement.map(providers, suffixes)
+    return {s: {p['root_provider_uuid'] for p in found}
+            for s, found in zip(suffixes, answers)}
+
+
 def configure(compute, placement, reference, request, validate=True,
-              dry_run=False):
-    """Check ``request`` against the cloud and write it onto the flavor."""
+              dry_run=False, force=False):
+    """Check ``request`` against the cloud and write it onto the flavor.
+
+    The flavor's extra specs that result are checked as a whole (every
+    request group, as Placement will be asked) before anything is
+    written; stale mdev keys go (``domain.stale_keys``). Writes: one
+    request sets every new key (Nova saves them together), then each
+    removed key is deleted; after a failure the extra specs are read
+    back, so each key's result says what the flavor really holds.
+    """
     traits = sorted(set(request.required) | set(request.forbidden))
-    calls = [lambda: find_flavor(compute, reference)]
+    flavor, devices, rc_exists = pool.call_all(
+        [lambda: find_flavor(compute, reference),
+         lambda: _all_devices(placement),
+         lambda: placement.resource_class_exists(request.resource_class)],
+        placement.max_workers)
+    current = flavor.get('extra_specs') or {}
+    named = _trait_names(current) | set(traits)
+    carried, known = pool.call_all(
+        [lambda: placement.traits_among(named, associated=True),
+         lambda: placement.traits_among(named)], placement.max_workers)
     if validate:
-        calls.append(lambda: _all_devices(placement))
-        calls.append(
-            lambda: placement.resource_class_exists(request.resource_class))
-        calls.extend(lambda t=t: placement.trait_exists(t) for t in traits)
-    results = pool.call_all(calls, placement.max_workers)
-    flavor = results[0]
-    devices = []
-    if validate:
-        devices, rc_exists, exists = results[1], results[2], results[3:]
         if not rc_exists:
             raise exceptions.CommandError(
                 "Resource class %s does not exist in Placement; check "
                 "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
                 "resource class list'." % request.resource_class)
-        missing = [t for t, ok in zip(traits, exists) if not ok]
+        missing = [t for t in traits if t not in known]
         if missing:
             raise exceptions.CommandError(
                 "Trait %s does not exist in Placement; tag devices with "
@@ -90,15 +164,84 @@ def configure(compute, placement, reference, request, validate=True,
 
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     device_traits = _cloud_traits(devices) | set(traits)
-    current = flavor.get('extra_specs') or {}
+    others = domain.isolate_reaches_others(
+        current, request, mdev_classes, device_traits, carried, known)
+    if others and not force:
+        raise exceptions.CommandError(
+            'Nova applies group_policy=isolate to every numbered request '
+            'group of a flavor, so --spread would also make %s come from '
+            'a provider of its own; add --force to go on.'
+            % ', '.join(others))
     to_set, to_delete, changes = domain.plan(
-        current, request, mdev_classes, device_traits)
-    if not dry_run:
-        if to_set:
-            compute.set_extra_specs(flavor['id'], to_set)
-        compute.map(lambda key: compute.delete_extra_spec(flavor['id'], key),
-                    to_delete)
-    return Configured(flavor, changes)
+        current, request, mdev_classes, device_traits, carried, known)
+    if validate:
+        after = domain.resulting(current, to_set, to_delete)
+        roots, others = pool.call_all(
+            [lambda: _root_traits(placement, after, carried),
+             lambda: _other_roots(placement, after, mdev_classes, known)],
+            placement.max_workers)
+        problem = domain.check(after, devices, mdev_classes, carried, known,
+                               roots, others)
+        if problem:
+            raise exceptions.CommandError(
+                'No device in the cloud can serve this flavor: %s; use '
+                '--no-validate to configure it anyway.' % problem)
+    if dry_run:
+        return Configured(flavor, changes,
+                          {c.key: c.action for c in changes})
+    attempted, error, now = _write(compute, flavor['id'], to_set, to_delete)
+    return Configured(flavor, changes, {
+        c.key: domain.write_result(c, c.key in attempted,
+                                   error is not None, now)
+        for c in changes}, error)
+
+
+def _write(compute, flavor_id, to_set, to_delete):
+    """``(keys attempted, first error or None, extra specs read back)``.
+
+    New keys first, so that a failure leaves the earlier request on the
+    flavor rather than a flavor that asks for any device; removals only
+    once they are set.
+    """
+    attempted, errors = set(), []
+    if to_set:
+        attempted.update(to_set)
+        try:
+            compute.set_extra_specs(flavor_id, to_set)
+        except (exceptions.CommandError, compute_client.NotFound) as exc:
+            errors.append(_reason(exc, 'setting ' + ', '.join(
+                sorted(to_set))))
+    if not errors and to_delete:
+        attempted.update(to_delete)
+
+        def delete(key):
+            try:
+                compute.delete_extra_spec(flavor_id, key)
+            except exceptions.CommandError as exc:
+                return _reason(exc, 'removing ' + key)
+            return None
+
+        errors.extend(e for e in compute.map(delete, to_delete) if e)
+    if not errors:
+        return attempted, None, None
+    try:
+        now = compute.get_extra_specs(flavor_id)
+    except (exceptions.CommandError, compute_client.NotFound):
+        now = None
+    return attempted, errors[0], now
+
+
+def _reason(exc, doing):
+    """What went wrong, in a few words and without a URL."""
+    if isinstance(exc, compute_client.NotFound):
+        return 'the flavor was deleted before %s' % doing
+    cause = exc.__cause__
+    status = getattr(cause, 'status_code', None)
+    if status:
+        return 'Nova answered HTTP %s to %s' % (status, doing)
+    if isinstance(cause, ks_exc.ConnectionError):
+        return 'no answer from Nova to %s' % doing
+    return '%s failed (%s)' % (doing, str(exc).rstrip('.'))
 
 
 def show(compute, placement, reference):
@@ -109,7 +252,12 @@ def show(compute, placement, reference):
     specs = flavor.get('extra_specs') or {}
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     request = domain.parse(specs, mdev_classes)
+    named = _trait_names(specs)
+    carried, known = pool.call_all(
+        [lambda: placement.traits_among(named, associated=True),
+         lambda: placement.traits_among(named)], placement.max_workers)
     managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(devices))
+    managed |= set(domain.stale_keys(specs, carried, known))
     shown = {k: v for k, v in sorted(specs.items()) if k in managed}
     if request is None:
         return FlavorView(flavor, None, shown, None, None)

@@ -16,6 +16,7 @@ from osc_mdev.client import pool
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
 REQUIRED_TRAITS = '1.18'     # GET /resource_providers?required=
+FORBIDDEN_TRAITS = '1.22'    # required=!TRAIT
 TRAITS = '1.6'
 RESOURCE_CLASS = '1.2'
 INVENTORIES = '1.0'
@@ -137,6 +138,33 @@ class PlacementClient:
 
     def trait_exists(self, name):
         return self._exists('/traits/%s' % name, TRAITS)
+
+    def traits_among(self, names, associated=False):
+        """The traits of ``names`` that exist in Placement, in one request.
+
+        With ``associated``, only those at least one resource provider
+        has. Names that do not exist are left out, not refused.
+        """
+        if not names:
+            return set()
+        query = {'name': 'in:' + ','.join(sorted(set(names)))}
+        if associated:
+            query['associated'] = 'true'
+        body = self._request(
+            'GET', '/traits?' + urllib.parse.urlencode(query), TRAITS)
+        return set(body['traits'])
+
+    def providers_with(self, resources, required=(), forbidden=()):
+        """Providers with room now for ``resources`` ({class: amount})
+        that have every ``required`` trait and no ``forbidden`` one."""
+        query = {'resources': ','.join(
+            '%s:%d' % item for item in sorted(resources.items()))}
+        traits = list(required) + ['!' + t for t in forbidden]
+        if traits:
+            query['required'] = ','.join(traits)
+        return self._request(
+            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
+            FORBIDDEN_TRAITS)['resource_providers']
 
     # -- writes -----------------------------------------------------------
 

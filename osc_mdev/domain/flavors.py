@@ -9,10 +9,12 @@ import dataclasses
 import re
 
 _RESOURCE_KEY = re.compile(r'^resources(\d*):([A-Z0-9_]+)$')
-_TRAIT_KEY = re.compile(r'^trait(\d*):([A-Z0-9_]+)$')
+TRAIT_KEY = re.compile(r'^trait(\d*):([A-Z0-9_]+)$')
 GROUP_POLICY = 'group_policy'
 REQUIRED = 'required'
 FORBIDDEN = 'forbidden'
+CUSTOM = 'CUSTOM_'
+POLICIES = ('isolate', 'none')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +98,7 @@ def _groups(specs):
                                       {'resources': {}, 'traits': {}})
             group['resources'][match.group(2)] = value
             continue
-        match = _TRAIT_KEY.match(key)
+        match = TRAIT_KEY.match(key)
         if match:
             group = groups.setdefault(match.group(1),
                                       {'resources': {}, 'traits': {}})
@@ -169,6 +171,7 @@ class SpecChange:
     key: str
     before: str | None
     after: str | None
+    note: str = ''
 
     @property
     def action(self):
@@ -179,17 +182,55 @@ class SpecChange:
         return 'changed' if self.before != self.after else 'unchanged'
 
 
-def plan(current, request, mdev_classes, device_traits=()):
+def stale_keys(specs, carried, existing=None):
+    """``{key: why}`` for the stale mdev keys of ``specs``.
+
+    ``carried``: the traits at least one resource provider of the cloud
+    has; ``existing``: the traits that exist in Placement (None: not
+    known). An unnumbered ``trait:CUSTOM_X=required`` whose trait no
+    provider has any more is stale: Placement can never satisfy it, so it
+    only makes the flavor unschedulable (typically the type trait of
+    devices that were re-tagged). So is an unnumbered
+    ``trait:CUSTOM_X=forbidden`` whose trait no longer exists: it guards
+    against nothing, and Placement refuses every request naming a trait
+    it does not know. Only custom traits count, as only those are set on
+    devices by hand; a standard trait is Nova's or a driver's, and one
+    that no provider has is reported by the check instead (``check``).
+    A forbidden trait that exists but that no provider has is kept: it
+    never stops a server from being scheduled and may guard against a tag
+    to come (``trait:CUSTOM_BROKEN=forbidden``).
+    """
+    stale = {}
+    for key, value in specs.items():
+        match = TRAIT_KEY.match(key)
+        if not match or match.group(1):
+            continue
+        trait = match.group(2)
+        if not trait.startswith(CUSTOM):
+            continue
+        if value == REQUIRED and trait not in carried:
+            stale[key] = ('stale: no resource provider has %s any more'
+                          % trait)
+        elif (value == FORBIDDEN and existing is not None
+              and trait not in existing):
+            stale[key] = 'stale: trait %s no longer exists' % trait
+    return stale
+
+
+def plan(current, request, mdev_classes, device_traits=(), carried=None,
+         existing=None):
     """What to set and delete on a flavor for ``request``.
 
     Returns ``(to_set, to_delete, changes)``: the managed keys of the
-    current request are replaced, unrelated extra specs stay.
+    current request are replaced, stale keys (``stale_keys``, when the
+    ``carried`` traits are known) removed, unrelated extra specs stay.
     """
     old = managed_keys(current, set(mdev_classes) | {request.resource_class},
                        device_traits)
-    used = {m.group(1) for k in current if k not in old
-            for m in [_RESOURCE_KEY.match(k) or _TRAIT_KEY.match(k)]
-            if m and m.group(1)}
+    stale = ({} if carried is None
+             else stale_keys(current, carried, existing))
+    old |= set(stale)
+    used = other_groups(current, old)
     new = to_extra_specs(request, used_groups=used)
     if GROUP_POLICY not in new and len(used) >= 2:
         # Other numbered groups still need the policy Nova requires.
@@ -197,8 +238,68 @@ def plan(current, request, mdev_classes, device_traits=()):
     to_set = {k: v for k, v in new.items() if current.get(k) != v}
     to_delete = sorted(k for k in old if k not in new)
     keys = sorted(set(old) | set(new))
-    changes = [SpecChange(k, current.get(k), new.get(k)) for k in keys]
+    changes = [SpecChange(k, current.get(k), new.get(k),
+                          stale.get(k, '') if k not in new else '')
+               for k in keys]
     return to_set, to_delete, changes
+
+
+def other_groups(specs, managed):
+    """Numbers of the numbered request groups that are not ``managed``."""
+    return {m.group(1) for k in specs if k not in managed
+            for m in [_RESOURCE_KEY.match(k) or TRAIT_KEY.match(k)]
+            if m and m.group(1)}
+
+
+def isolate_reaches_others(current, request, mdev_classes,
+                           device_traits=(), carried=None, existing=None):
+    """The other request groups ``group_policy=isolate`` would bind.
+
+    Nova applies ``group_policy`` to every numbered group of a flavor, so
+    spreading an mdev request over numbered groups with ``isolate`` also
+    forces the flavor's other numbered groups onto separate providers.
+    Returns their keys (``resources1:CUSTOM_NIC``...), sorted; empty when
+    the request is not spread or the flavor has no other group.
+    """
+    if not request.spread or request.amount < 2:
+        return []
+    old = managed_keys(current, set(mdev_classes) | {request.resource_class},
+                       device_traits)
+    if carried is not None:
+        old |= set(stale_keys(current, carried, existing))
+    used = other_groups(current, old)
+    return sorted(k for k in current if k not in old
+                  for m in [_RESOURCE_KEY.match(k)]
+                  if m and m.group(1) in used)
+
+
+def resulting(current, to_set, to_delete):
+    """The extra specs a flavor has once ``plan``'s writes are done."""
+    specs = {k: v for k, v in current.items() if k not in to_delete}
+    specs.update(to_set)
+    return specs
+
+
+def write_result(change, attempted, failed, now=None):
+    """The outcome of one key's write, for the table.
+
+    ``attempted``: a write of the key was sent; ``failed``: that request
+    did not answer success; ``now``: the flavor's extra specs read back
+    after a failure (None when not read). What was read back wins over
+    the answers: a request whose answer was lost may still have been
+    done, and a retried one may not.
+    """
+    if change.action == 'unchanged':
+        return 'unchanged'
+    if not attempted:
+        return 'not written'
+    if now is not None:
+        if change.after is None:
+            done = change.key not in now
+        else:
+            done = now.get(change.key) == change.after
+        return change.action if done else 'failed'
+    return 'failed' if failed else change.action
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,3 +375,206 @@ def servers_that_fit(request, devices):
             frees.sort(reverse=True)
             total += 1
     return total
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """One request group of a flavor, as Nova hands it to Placement."""
+
+    suffix: str
+    resources: dict
+    required: frozenset
+    forbidden: frozenset
+
+    @property
+    def label(self):
+        return ('request group %s' % self.suffix if self.suffix
+                else 'the unnumbered request group')
+
+
+def request_groups(specs):
+    """The flavor's request groups, sorted, unnumbered first.
+
+    Amounts that are not integers count as 0 (Nova refuses such a flavor
+    when a server is created).
+    """
+    groups = []
+    for suffix, group in sorted(_groups(specs).items(),
+                                key=lambda item: (len(item[0]), item[0])):
+        resources = {}
+        for rc, value in group['resources'].items():
+            try:
+                resources[rc] = int(value)
+            except ValueError:
+                resources[rc] = 0
+        traits = group['traits']
+        groups.append(Group(
+            suffix, resources,
+            frozenset(t for t, v in traits.items() if v == REQUIRED),
+            frozenset(t for t, v in traits.items() if v == FORBIDDEN)))
+    return groups
+
+
+def _on_tree(device, trait, root_traits, same_provider):
+    """Whether Placement sees ``trait`` for a group served by ``device``.
+
+    A numbered group's traits must be on the provider that gives its
+    resources; the unnumbered group's on any provider of the tree that
+    gives it resources: the device, or the compute node (which gives
+    VCPU, MEMORY_MB and DISK_GB to that group).
+    """
+    if trait in (device.traits or ()):
+        return True
+    return (not same_provider and trait in root_traits.get(
+        device.candidate.root_uuid, ()))
+
+
+def _group_devices(group, rc, devices, root_traits):
+    """``(devices that can serve ``rc`` of ``group``, problem)``."""
+    amount = group.resources[rc]
+    numbered = bool(group.suffix)
+    where = '' if numbered else ', nor its compute node'
+    candidates = [d for d in devices if d.resource_class == rc]
+    if not candidates:
+        return [], 'no mdev device offers resource class %s' % rc
+    for trait in sorted(group.required):
+        candidates = [d for d in candidates
+                      if _on_tree(d, trait, root_traits, numbered)]
+        if not candidates:
+            return [], 'no %s device has trait %s%s (%s)' % (
+                rc, trait, where, group.label)
+    for trait in sorted(group.forbidden):
+        candidates = [d for d in candidates
+                      if not _on_tree(d, trait, root_traits, numbered)]
+        if not candidates:
+            owner = ('%s device that matches' if numbered else
+                     '%s device that matches, or its compute node,') % rc
+            return [], 'every %s has trait %s (%s)' % (
+                owner, trait, group.label)
+    big_enough = [d for d in candidates if d.inventory.max_unit >= amount]
+    if not big_enough:
+        largest = max(d.inventory.max_unit for d in candidates)
+        return [], ('the largest matching device offers %d %s per server '
+                    '(max_unit), fewer than the %d asked for (%s)'
+                    % (largest, rc, amount, group.label))
+    return big_enough, None
+
+
+def _distinct(options):
+    """Size of the largest choice of one distinct device per option.
+
+    ``options``: per request group the set of device UUIDs that can serve
+    it (a bipartite matching, by augmenting paths; groups are few).
+    """
+    owner = {}
+
+    def assign(index, seen):
+        for uuid in sorted(options[index]):
+            if uuid in seen:
+                continue
+            seen.add(uuid)
+            if uuid not in owner or assign(owner[uuid], seen):
+                owner[uuid] = index
+                return True
+        return False
+
+    return sum(1 for index in range(len(options)) if assign(index, set()))
+
+
+def other_group_queries(specs, mdev_classes):
+    """``{suffix: (resources, required, forbidden)}`` of the numbered
+    request groups without mdev resources (another request's), to ask
+    Placement which providers can serve each."""
+    return {g.suffix: ({rc: n for rc, n in g.resources.items() if n > 0},
+                       sorted(g.required), sorted(g.forbidden))
+            for g in request_groups(specs)
+            if g.suffix and any(g.resources.values())
+            and not any(rc in mdev_classes for rc in g.resources)}
+
+
+def check(specs, devices, mdev_classes, carried, existing,
+          root_traits=None, other_roots=None):
+    """Whether Placement can ever serve a flavor with extra specs ``specs``.
+
+    The whole flavor is checked, as Nova asks Placement for it: every
+    request group's resources, required and forbidden traits, and
+    ``group_policy``. Answers the first problem, or None.
+
+    ``devices``: the cloud's mdev devices (traits read); ``mdev_classes``:
+    classes that are mdev classes; ``carried``: the traits at least one
+    resource provider has and ``existing`` those that exist in Placement
+    (of those named in ``specs``); ``root_traits``:
+    ``{compute node provider UUID: traits}`` for the unnumbered group's
+    traits; ``other_roots``: ``{suffix: compute node UUIDs}`` of the trees
+    where Placement has a provider for each group of
+    ``other_group_queries`` (with its traits and room for it now), None
+    when not read. The unnumbered group's other resources (the flavor's
+    VCPU, MEMORY_MB, DISK_GB) are not checked.
+    """
+    root_traits = root_traits or {}
+    other_roots = other_roots or {}
+    groups = request_groups(specs)
+    numbered = [g for g in groups if g.suffix]
+    policy = specs.get(GROUP_POLICY)
+    if len(numbered) > 1 and policy not in POLICIES:
+        return ('the flavor has %d numbered request groups and no '
+                'group_policy (isolate or none), which Nova requires'
+                % len(numbered))
+    for group in groups:
+        if group.suffix and not any(group.resources.values()):
+            return ('%s has traits but no resources, which Placement '
+                    'refuses' % group.label)
+        unknown = sorted(t for t in group.required | group.forbidden
+                         if t not in existing)
+        if unknown:
+            return ('%s names trait %s, which does not exist in Placement '
+                    '(Placement refuses such a request)'
+                    % (group.label, ', '.join(unknown)))
+        missing = sorted(t for t in group.required if t not in carried)
+        if missing:
+            return '%s requires trait %s, which no resource provider has' % (
+                group.label, ', '.join(missing))
+    for suffix, roots in sorted(other_roots.items()):
+        if not roots:
+            group = next(g for g in groups if g.suffix == suffix)
+            return ('no resource provider has %s with the traits of %s '
+                    'and room for it now'
+                    % (', '.join('%s:%d' % rc for rc in sorted(
+                        group.resources.items())), group.label))
+    wanted = []      # (group, {device uuid: device}) per mdev request
+    for group in groups:
+        for rc in sorted(group.resources):
+            if rc not in mdev_classes or group.resources[rc] < 1:
+                continue
+            found, problem = _group_devices(group, rc, devices, root_traits)
+            if problem:
+                return problem
+            wanted.append((group, {d.uuid: d for d in found}))
+    if not wanted:
+        return None
+    hosts = sorted({d.host for _, found in wanted for d in found.values()})
+    isolate = policy == 'isolate'
+    spread = [found for group, found in wanted if group.suffix and isolate]
+    best = 0
+    for host in hosts:
+        on_host = [{u for u, d in found.items() if d.host == host}
+                   for _, found in wanted]
+        if not all(on_host):
+            continue
+        root = next(d.candidate.root_uuid for _, found in wanted
+                    for d in found.values() if d.host == host)
+        if not all(root in roots for roots in other_roots.values()):
+            continue
+        if not spread:
+            return None
+        options = [{u for u, d in found.items() if d.host == host}
+                   for found in spread]
+        got = _distinct(options)
+        if got == len(spread):
+            return None
+        best = max(best, got)
+    if spread:
+        return ('no host has %d matching devices for a spread request '
+                '(the most on one host is %d)' % (len(spread), best))
+    return ('no host has devices for every mdev request group of the '
+            'flavor and providers for its other request groups')

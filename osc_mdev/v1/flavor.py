@@ -9,7 +9,7 @@ from osc_mdev.domain import flavors as flavor_logic
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
 
-CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result')
+CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
 
 
 class ConfigureFlavor(command.Lister):
@@ -17,9 +17,14 @@ class ConfigureFlavor(command.Lister):
 
     Sets resources:<CLASS>=N and trait:<TRAIT>=required|forbidden extra
     specs. Keys of an earlier mdev request on the flavor are replaced, not
-    added to; other extra specs are left alone. Before writing, checks that
-    the class and traits exist and that some device in the cloud can serve
-    the request.
+    added to, and unnumbered trait:CUSTOM_<X>=required keys whose trait no
+    resource provider has any more (stale type tags) are removed; other
+    extra specs are left alone. Before writing, checks that the class and
+    traits exist and that the flavor's resulting extra specs, every
+    request group as Placement will be asked, can be served by some host.
+    Each key's result is listed (added, changed, removed, unchanged,
+    failed, not written); if a write fails the command exits 1 and running
+    it again finishes the job.
 
     One device or several: by default all N mdevs of a server come from
     one physical device (resources:VGPU=N), which needs a device whose
@@ -27,7 +32,9 @@ class ConfigureFlavor(command.Lister):
     device of the same host (resources1:VGPU=1, resources2:VGPU=1, ... with
     group_policy=isolate), as Nova documents for servers with several
     vGPUs; use it when one device cannot give more than one mdev to a
-    server (most vGPU types) or to spread load over devices.
+    server (most vGPU types) or to spread load over devices. Several vGPUs
+    per server need computes at Nova 33.0.0 (2026.1) or later; older
+    computes give the server only the first one.
     """
 
     def get_parser(self, prog_name):
@@ -45,7 +52,15 @@ class ConfigureFlavor(command.Lister):
             '--spread', action='store_true',
             help='Take each of the --amount mdevs from a different device '
                  'of the host (numbered request groups with '
-                 'group_policy=isolate) instead of all from one device.')
+                 'group_policy=isolate) instead of all from one device. '
+                 'Several vGPUs per server need Nova 33.0.0 (2026.1) or '
+                 'later computes.')
+        parser.add_argument(
+            '--force', action='store_true',
+            help='With --spread, go on when the flavor has numbered '
+                 'request groups of other requests: Nova applies '
+                 'group_policy=isolate to them too, so each must then '
+                 'come from a provider of its own.')
         parser.add_argument(
             '--trait', metavar='<trait>', action='append', default=[],
             help='Trait the device must have, e.g. CUSTOM_NVIDIA_11. '
@@ -65,7 +80,9 @@ class ConfigureFlavor(command.Lister):
         parser.add_argument(
             '--no-validate', action='store_true',
             help='Skip the checks against the cloud (class, traits and '
-                 'devices exist); names are still checked.')
+                 'devices exist, and some host can serve the resulting '
+                 'flavor); names are still checked, and Placement is still '
+                 'read to find stale keys.')
         parser.add_argument(
             '--dry-run', action='store_true',
             help='Show the extra specs that would be set and removed, and '
@@ -87,18 +104,38 @@ class ConfigureFlavor(command.Lister):
                 'Trait %s cannot be both required and forbidden.'
                 % ', '.join(sorted(both)))
 
+        if parsed_args.force and not parsed_args.spread:
+            raise exceptions.CommandError(
+                '--force only has a meaning with --spread.')
+
         mdev = self.app.client_manager.mdev
-        plan = flavors.configure(
+        self.outcome = flavors.configure(
             mdev.compute, mdev.placement, parsed_args.flavor, request,
             validate=not parsed_args.no_validate,
-            dry_run=parsed_args.dry_run)
+            dry_run=parsed_args.dry_run, force=parsed_args.force)
         rows = []
-        for change in plan.changes:
-            result = change.action
+        for change in self.outcome.changes:
+            result = self.outcome.results[change.key]
             if parsed_args.dry_run and result != 'unchanged':
                 result = 'would be ' + result
-            rows.append((change.key, change.before, change.after, result))
+            rows.append((change.key, change.before, change.after, result,
+                         change.note))
         return CONFIGURE_COLUMNS, rows
+
+    def run(self, parsed_args):
+        self.outcome = None
+        status = super().run(parsed_args)
+        outcome = self.outcome
+        if outcome is not None and outcome.error:
+            raise exceptions.CommandError(
+                'Flavor %s is only partly written: %s; written: %s; '
+                'failed: %s; not written: %s; run the same command again '
+                'to finish.'
+                % (outcome.flavor['name'], outcome.error,
+                   ', '.join(outcome.written) or 'nothing',
+                   ', '.join(outcome.failed) or 'nothing',
+                   ', '.join(outcome.not_written) or 'nothing'))
+        return status
 
 
 class ShowFlavor(command.ShowOne):
