@@ -4,7 +4,7 @@ One compute host with two nvidia GPUs (type nvidia-11, class VGPU). Each
 test builds its own flavors and tags, boots with the flavor it configured
 and checks where the fake hypervisor put the server's mdev
 (``mdev_truth``). Write faults come from a proxy in front of the real Nova
-API (tests.fixtures.fault_proxy).
+API (tests.fixtures.faults).
 """
 
 import itertools
@@ -16,7 +16,7 @@ import yaml
 
 from tests.cloud import client
 from tests.fixtures import cli
-from tests.fixtures import fault_proxy
+from tests.fixtures import faults
 
 HOST = 'flavorhost'
 TOPOLOGY = {'hosts': [{'name': HOST, 'gpus': 2, 'bus': '0x85',
@@ -230,15 +230,18 @@ def _compute_origin(cloud):
 
 def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
     flavor = _retagged_flavor(cloud, 'ff-fault-delete')
+
     # Every attempt fails, however many times the client retries.
-    fault = fault_proxy.Fault('DELETE', '/os-extra_specs/', action='status',
-                              times=10)
-    with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
+    def fail_deletes(req):
+        if req.method == 'DELETE' and '/os-extra_specs/' in req.path:
+            return faults.status(500)
+        return None
+    with faults.FaultProxy(_compute_origin(cloud), fail_deletes) as proxy:
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
                       'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
-    assert fault.hits >= 1
+    assert proxy.actions()
     assert result.rc == 1
     rows = json.loads(result.stdout)
     assert results(rows) == {'resources:VGPU': 'unchanged',
@@ -268,21 +271,24 @@ def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize('action,outcome,written,reason', [
     # The POST never reaches Nova: nothing is set, nothing removed.
-    ('drop', 'failed', False, 'no answer from Nova to setting'),
+    (faults.DROP_BEFORE, 'failed', False, 'no answer from Nova to setting'),
     # Nova writes, then the answer is lost: the re-read shows the keys.
-    ('forward_then_status', 'added', True, 'HTTP 500'),
+    (faults.after(faults.status(500)), 'added', True, 'HTTP 500'),
 ])
 def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
                                   outcome, written, reason):
-    flavor = _retagged_flavor(cloud, 'ff-fault-set-%s' % action)
-    fault = fault_proxy.Fault('POST', '/os-extra_specs', action=action,
-                              times=10)
-    with fault_proxy.FaultProxy(_compute_origin(cloud), [fault]) as proxy:
+    flavor = _retagged_flavor(cloud, 'ff-fault-set-%s' % written)
+
+    def fail_sets(req):
+        if req.method == 'POST' and '/os-extra_specs' in req.path:
+            return action
+        return None
+    with faults.FaultProxy(_compute_origin(cloud), fail_sets) as proxy:
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
                       'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
-    assert fault.hits >= 1
+    assert proxy.actions()
     assert result.rc == 1
     rows = json.loads(result.stdout)
     assert results(rows) == {'resources:VGPU': 'unchanged',
