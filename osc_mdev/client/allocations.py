@@ -86,7 +86,7 @@ def list_allocations(placement, compute, hosts=(), references=(),
 
     consumers = sorted({a.consumer for a in found})
     known = compute.servers_by_id(
-        consumers, hosts={a.host for a in found}) if consumers else {}
+        consumers, nodes={a.host for a in found}) if consumers else {}
     unknown = [c for c in consumers if c not in known]
     types = dict(zip(unknown, placement.map(placement.get_consumer_type,
                                             unknown)))

@@ -70,17 +70,26 @@ def sort_key(allocation):
 
 @dataclasses.dataclass(frozen=True)
 class ServerView:
-    """What Nova says of a consumer, for the allocation rows."""
+    """What Nova says of a consumer, for the allocation rows.
+
+    ``nova_host`` is the server's service host
+    (``OS-EXT-SRV-ATTR:host``), ``nova_node`` its compute node
+    (``OS-EXT-SRV-ATTR:hypervisor_hostname``), which names the root
+    provider in Placement; both None when Nova has no such server.
+    """
 
     name: str
     status: str
     nova_host: str | None
+    nova_node: str | None = None
 
     @classmethod
     def from_server(cls, server):
         return cls(name=server.get('name', ''),
                    status=server.get('status', ''),
-                   nova_host=server.get('OS-EXT-SRV-ATTR:host'))
+                   nova_host=server.get('OS-EXT-SRV-ATTR:host'),
+                   nova_node=server.get(
+                       'OS-EXT-SRV-ATTR:hypervisor_hostname'))
 
     @classmethod
     def unknown(cls, consumer_type=None):
@@ -94,3 +103,33 @@ class ServerView:
                        nova_host=None)
         return cls(name='(orphaned: no such server in Nova)',
                    status=ORPHANED, nova_host=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeMismatch:
+    consumer: str
+    placement_node: str     # root provider holding the mdev allocation
+    nova_node: str
+    nova_host: str | None
+
+
+def node_mismatches(allocations, views):
+    """Consumers that Nova has on another compute node than the one
+    Placement holds their mdev allocation on, once per consumer and node.
+
+    Only the node is compared: the root provider is named after the
+    node (``hypervisor_hostname``, often an FQDN), and the service host
+    (``gpu3`` for ``gpu3.dc2.example.net``) is another name of the same
+    compute. ``views`` maps consumer to ServerView; a consumer Nova does
+    not know has no node and is never a mismatch.
+    """
+    found = []
+    for allocation in allocations:
+        view = views[allocation.consumer]
+        if view.nova_node is None or view.nova_node == allocation.host:
+            continue
+        mismatch = NodeMismatch(allocation.consumer, allocation.host,
+                                view.nova_node, view.nova_host)
+        if mismatch not in found:
+            found.append(mismatch)
+    return found

@@ -13,6 +13,7 @@ does), and its assertions hold whatever other tests ran before it.
 """
 
 import json
+import re
 import uuid
 
 import pytest
@@ -106,6 +107,21 @@ def flavors(cloud):
             for rc in ('VGPU', 'CUSTOM_MLX5')}
 
 
+def nova_requests(cloud, run):
+    """``run()``'s answer and the Nova API requests it made."""
+    before = cloud.control('compute_requests')['count']
+    answer = run()
+    return answer, cloud.control('compute_requests')['requests'][before:]
+
+
+SERVER_GET = re.compile(r'^GET /v2\.1/servers/[0-9a-f-]{36}$')
+
+
+def server_listings(requests_made):
+    return [r for r in requests_made
+            if r.startswith('GET /v2.1/servers/detail')]
+
+
 # -- provider list / show -------------------------------------------------
 
 def used_per_gpu(cloud):
@@ -159,6 +175,7 @@ def test_allocation_show_names_the_gpu_libvirt_used(cloud, booted):
         assert row['Server Name'] == server['name']
         assert row['Amount'] == 1
         assert row['Nova Host'] == hosts[server['id']] == server['host']
+        assert row['Nova Node'] == node
         assert row['Server Status'] == 'ACTIVE'
         assert 'OWNER_NOVA' in row['Traits']
         gpu = next(g for n, g in gpus(cloud)
@@ -241,7 +258,7 @@ def test_orphaned_allocation_is_shown_and_marked(cloud):
         [shown] = mdev_json('allocation', 'show', orphan, '--long')
         assert shown['Server Status'] == 'ORPHANED'
         assert 'orphaned' in shown['Server Name']
-        assert shown['Nova Host'] is None
+        assert shown['Nova Host'] is None and shown['Nova Node'] is None
         assert (shown['Host'], shown['Device']) == (row['Host'],
                                                     row['Device'])
         listed = [r for r in mdev_json('allocation', 'list', '--long')
@@ -274,7 +291,139 @@ def test_migration_moves_the_allocation(cloud, flavors):
     assert moved['host'] == service_hosts(cloud)[server['id']]
     [row] = mdev_json('allocation', 'show', server['id'], '--long')
     assert (row['Host'], row['Device']) == (node, address)
-    assert row['Nova Host'] == moved['host']
+    assert (row['Nova Host'], row['Nova Node']) == (moved['host'], node)
+
+
+# -- a compute whose node is not its service host ----------------------------
+
+def fqdn_host(cloud):
+    """The service host whose node is named otherwise, and that node."""
+    [(host, info)] = [(h, i) for h, i in sorted(cloud.hosts.items())
+                      if i['hypervisor_hostname'] != h]
+    return host, info['hypervisor_hostname']
+
+
+def test_allocations_on_a_node_named_unlike_its_host(cloud):
+    host, node = fqdn_host(cloud)
+    assert node.startswith(host + '.')
+    vgpu = flavor(cloud, 'fqdn-node', **{'resources:VGPU': '1'})
+    servers = boot(cloud, vgpu, host=host, count=2, name='e2e-fqdn')
+    where = truth(cloud)
+    hosts = service_hosts(cloud)
+    for server in servers:
+        [(truth_node, address, _)] = where[server['id']]
+        assert (hosts[server['id']], truth_node) == (host, node)
+        result = mdev('allocation', 'show', server['id'], '--long',
+                      '-f', 'json')
+        [row] = result.json()
+        assert result.stderr == ''
+        assert (row['Host'], row['Device']) == (node, address)
+        assert (row['Nova Host'], row['Nova Node']) == (host, node)
+        assert row['Server Status'] == 'ACTIVE'
+        assert row['Server Name'] == server['name']
+
+    result = mdev('allocation', 'list', '--host', node, '--long',
+                  '-f', 'json')
+    rows = {r['Server']: r for r in result.json()}
+    assert result.stderr == ''
+    for server in servers:
+        row = rows[server['id']]
+        [(_, address, _)] = where[server['id']]
+        assert (row['Host'], row['Device']) == (node, address)
+        assert (row['Nova Host'], row['Nova Node']) == (host, node)
+        assert (row['Server Status'], row['Server Name']) == (
+            'ACTIVE', server['name'])
+    # Every consumer on the node is a server Nova has there.
+    assert {r['Nova Node'] for r in rows.values()} == {node}
+
+
+def test_allocation_list_asks_nova_once_per_node(cloud):
+    host, node = fqdn_host(cloud)
+    vgpu = flavor(cloud, 'counted', **{'resources:VGPU': '1'})
+
+    def list_node():
+        return mdev_json('allocation', 'list', '--host', node, '--long')
+
+    boot(cloud, vgpu, host=host, name='e2e-counted-1')
+    rows, made = nova_requests(cloud, list_node)
+    assert rows and all(r['Server Status'] == 'ACTIVE' for r in rows)
+    assert len(server_listings(made)) == 1, made
+    assert [r for r in made if SERVER_GET.match(r)] == [], made
+
+    boot(cloud, vgpu, host=host, count=3, name='e2e-counted-more')
+    more_rows, more_made = nova_requests(cloud, list_node)
+    assert len(more_rows) == len(rows) + 3
+    # Three more servers, not one request more.
+    assert len(more_made) == len(made), (made, more_made)
+    assert [r for r in more_made if SERVER_GET.match(r)] == []
+
+
+def test_allocation_list_of_the_cloud_asks_nova_once_per_node(cloud,
+                                                              flavors):
+    for host in sorted(cloud.hosts):
+        boot(cloud, flavors['VGPU'], host=host, name='e2e-everywhere')
+    rows, made = nova_requests(
+        cloud, lambda: mdev_json('allocation', 'list', '--long'))
+    nodes = {r['Host'] for r in rows}
+    assert nodes == {i['hypervisor_hostname']
+                     for i in cloud.hosts.values()}
+    assert len(server_listings(made)) == len(nodes), made
+    # Only consumers Nova does not have on that node are looked up alone.
+    elsewhere = {r['Server'] for r in rows if r['Nova Node'] != r['Host']}
+    assert {r.rsplit('/', 1)[1] for r in made
+            if SERVER_GET.match(r)} == elsewhere
+
+
+def test_a_node_mismatch_is_flagged(cloud):
+    # Placement holds the server's vGPU on another node than the one
+    # Nova has it on (as a failed move can leave it): the rows say where
+    # Placement has it, and one warning line names both nodes.
+    host, node = fqdn_host(cloud)
+    vgpu = flavor(cloud, 'mismatch', **{'resources:VGPU': '1'})
+    [server] = boot(cloud, vgpu, host=host, name='e2e-mismatch')
+    other_node, other = next(
+        (n, g) for n, g in gpus(cloud)
+        if n != node and g['resource_class'] == 'VGPU')
+    other_uuid = next(
+        p['uuid'] for p in placement_request(
+            cloud, 'GET', '/resource_providers')['resource_providers']
+        if p['name'] == other['provider_name'])
+    path = '/allocations/%s' % server['id']
+    original = placement_request(cloud, 'GET', path)
+    moved = {rp: a for rp, a in original['allocations'].items()
+             if 'VGPU' not in a['resources']}
+    moved[other_uuid] = {'resources': {'VGPU': 1}}
+
+    def put(allocations, generation):
+        placement_request(cloud, 'PUT', path, json={
+            'allocations': {rp: {'resources': a['resources']}
+                            for rp, a in allocations.items()},
+            'project_id': original['project_id'],
+            'user_id': original['user_id'],
+            'consumer_generation': generation,
+            # Nova writes no consumer type ('unknown'), which a PUT
+            # cannot name.
+            'consumer_type': 'INSTANCE'})
+
+    put(moved, original['consumer_generation'])
+    try:
+        result = mdev('allocation', 'show', server['id'], '--long',
+                      '-f', 'json')
+        [row] = result.json()
+        assert (row['Host'], row['Device']) == (other_node,
+                                                other['pci_address'])
+        assert (row['Nova Host'], row['Nova Node']) == (host, node)
+        [warning] = result.stderr.strip().splitlines()
+        assert server['id'] in warning
+        assert node in warning and other_node in warning
+        listed = mdev('allocation', 'list', '--host', other_node,
+                      '-f', 'json')
+        assert server['id'] in {r['Server'] for r in listed.json()}
+        assert [line for line in listed.stderr.splitlines()
+                if server['id'] in line] == [warning]
+    finally:
+        current = placement_request(cloud, 'GET', path)
+        put(original['allocations'], current['consumer_generation'])
 
 
 # -- trait set and flavors end to end --------------------------------------
