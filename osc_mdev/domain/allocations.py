@@ -9,6 +9,9 @@ from osc_mdev.domain import names
 
 ORPHANED = 'ORPHANED'
 MIGRATION = 'MIGRATION'
+UNKNOWN = 'UNKNOWN'
+# Placement's consumer types (microversion 1.38) for Nova's consumers.
+INSTANCE = 'INSTANCE'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,14 +98,21 @@ class ServerView:
     def unknown(cls, consumer_type=None):
         """A consumer Nova has no server for.
 
-        A ``MIGRATION`` consumer holds a moving server's source allocation
-        until the move is confirmed; anything else is orphaned.
+        ``consumer_type`` is Placement's (microversion 1.38): an
+        ``INSTANCE`` is orphaned; a ``MIGRATION`` consumer holds a moving
+        server's source allocation until the move is confirmed. Anything
+        else, including None (a Placement older than 1.38 cannot say) and
+        Placement's ``unknown``, is ``UNKNOWN``: it may be a migration's
+        allocation, so it is never called orphaned.
         """
         if consumer_type == MIGRATION:
             return cls(name='(migration in progress)', status=MIGRATION,
                        nova_host=None)
-        return cls(name='(orphaned: no such server in Nova)',
-                   status=ORPHANED, nova_host=None)
+        if consumer_type == INSTANCE:
+            return cls(name='(orphaned: no such server in Nova)',
+                       status=ORPHANED, nova_host=None)
+        return cls(name='(no such server in Nova; consumer type unknown)',
+                   status=UNKNOWN, nova_host=None)
 
 
 @dataclasses.dataclass(frozen=True)

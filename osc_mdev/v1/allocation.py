@@ -58,7 +58,8 @@ class ShowAllocation(command.Lister):
     One row per mdev allocation of the server, with the host (compute
     node) and PCI address of the device in Placement. A server ID unknown
     to Nova whose allocations are still in Placement is shown, marked as
-    orphaned.
+    orphaned (MIGRATION for a move's source allocation, UNKNOWN when
+    Placement, older than microversion 1.38, cannot tell).
     """
 
     def get_parser(self, prog_name):

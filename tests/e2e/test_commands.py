@@ -22,6 +22,8 @@ import yaml
 
 from tests.cloud import client
 from tests.fixtures import cli
+from tests.fixtures import placement_data
+from tests.fixtures import servers as service_processes
 
 
 @pytest.fixture(scope='module')
@@ -424,6 +426,48 @@ def test_a_node_mismatch_is_flagged(cloud):
     finally:
         current = placement_request(cloud, 'GET', path)
         put(original['allocations'], current['consumer_generation'])
+
+
+# -- a Placement older than 1.38 knows no consumer types --------------------
+
+@pytest.fixture
+def old_placement(cloud, tmp_path):
+    """A real Placement stopped at microversion 1.37 (no consumer types),
+    beside the cloud's Nova, with one compute node of one GPU."""
+    server = service_processes.PlacementProcess(
+        tmp_path / 'placement', max_microversion='1.37')
+    try:
+        config = yaml.safe_load(open(cloud.clouds_yaml))
+        entry = config['clouds'][cloud.cloud_name]
+        entry['placement_endpoint_override'] = server.url
+        entry['auth']['endpoint'] = server.url
+        path = tmp_path / 'clouds.yaml'
+        path.write_text(yaml.safe_dump(config))
+        yield server.url, path
+    finally:
+        server.stop()
+
+
+def test_unknown_consumer_on_placement_before_1_38(cloud, old_placement,
+                                                   monkeypatch):
+    url, clouds_yaml = old_placement
+    root = requests.get(url, timeout=30).json()
+    assert root['versions'][0]['max_version'] == '1.37'
+    placement = placement_data.Placement(url, version='1.37')
+    gpu = placement_data.Gpu('pci_0000_81_00_0')
+    node = placement.add_compute_node('old-placement.example.net', [gpu])
+    consumer = placement.boot_server(node, gpu)
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds_yaml))
+
+    [shown] = mdev_json('allocation', 'show', consumer, '--long')
+    assert (shown['Host'], shown['Device']) == (
+        'old-placement.example.net', '0000:81:00.0')
+    assert shown['Server Status'] == 'UNKNOWN'
+    assert 'orphaned' not in shown['Server Name']
+    assert shown['Nova Host'] is None and shown['Nova Node'] is None
+    listed = mdev_json('allocation', 'list', '--long')
+    assert [(r['Server'], r['Server Status']) for r in listed] == [
+        (consumer, 'UNKNOWN')]
 
 
 # -- trait set and flavors end to end --------------------------------------

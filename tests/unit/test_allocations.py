@@ -1,3 +1,5 @@
+import pytest
+
 from osc_mdev.domain import allocations
 from osc_mdev.domain import providers
 
@@ -57,9 +59,18 @@ def test_server_views():
         'vm1', 'ACTIVE', 'gpu3', 'gpu3.dc2.example.net')
     orphan = allocations.ServerView.unknown('INSTANCE')
     assert orphan.status == 'ORPHANED' and 'orphaned' in orphan.name
-    assert allocations.ServerView.unknown(None).status == 'ORPHANED'
     moving = allocations.ServerView.unknown('MIGRATION')
     assert moving.status == 'MIGRATION'
+
+
+@pytest.mark.parametrize('consumer_type', [None, 'unknown', 'OTHER'])
+def test_consumer_of_unknown_type_is_never_orphaned(consumer_type):
+    # None: a Placement older than 1.38 cannot say; 'unknown': Placement
+    # has no type for the consumer. Either may be a move's allocation.
+    view = allocations.ServerView.unknown(consumer_type)
+    assert view.status == 'UNKNOWN'
+    assert 'orphaned' not in view.name
+    assert (view.nova_host, view.nova_node) == (None, None)
 
 
 def _found(*pairs):
