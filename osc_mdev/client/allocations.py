@@ -29,7 +29,7 @@ def _find_server_id(compute, reference):
     """The server ID ``reference`` names, and the server if Nova knows it.
     """
     if names.is_uuid(reference):
-        return reference, None
+        return names.canonical_uuid(reference), None
     server = naming.one_named(
         compute.servers_named(reference), reference, 'server',
         "No server named '%s' in any project; give its name or ID as "

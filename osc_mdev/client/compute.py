@@ -92,10 +92,21 @@ class ComputeClient:
             return None
 
     def _list_servers(self, params):
-        """``GET /servers/detail`` with ``params``; its JSON body."""
-        return self._request(
-            'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
-            SERVER)
+        """``GET /servers/detail`` with ``params``; its JSON body.
+
+        Every Nova serves this listing, so a 404 means the endpoint in
+        use is not Nova's.
+        """
+        try:
+            return self._request(
+                'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
+                SERVER)
+        except NotFound:
+            raise osc_exc.CommandError(
+                'The Compute API answered 404 Not Found to GET '
+                '/servers/detail, which every Nova serves; check the '
+                'compute endpoint (service catalog or '
+                'compute_endpoint_override).') from None
 
     def servers_named(self, name):
         """Servers of every project whose name is exactly ``name``."""

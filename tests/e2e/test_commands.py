@@ -239,6 +239,16 @@ def test_server_by_name_and_ambiguous_names(cloud, flavors):
     assert rows[0]['Device'] == truth(cloud)[single['id']][0][1]
 
 
+def test_server_id_in_upper_case(cloud, flavors):
+    # Nova's IDs are lower case; an ID written in upper case (as some
+    # tools print them) names the same server.
+    [server] = boot(cloud, flavors['VGPU'], name='e2e-upper-case-id')
+    [(node, address, _)] = truth(cloud)[server['id']]
+    rows = mdev_json('allocation', 'show', server['id'].upper())
+    assert [(r['Server'], r['Host'], r['Device']) for r in rows] == [
+        (server['id'], node, address)]
+
+
 def test_server_without_mdev(cloud):
     plain = flavor(cloud, 'plain')
     [server] = boot(cloud, plain, name='e2e-plain')
@@ -648,6 +658,18 @@ def test_unknown_server_and_flavor(cloud):
         result, "No flavor named or with ID 'no-such-flavor'")
 
 
+@pytest.mark.parametrize('reference', [
+    'not-a-uuid-!!', 'x/../servers', 'a?b=c&all_tenants=0', '%zz',
+    '0c1e4b1c-5bd5-4a4e-8a55-2f4f3c0e0d0',
+])
+def test_malformed_server_id(cloud, reference):
+    # What was not found, and where: one line, no library's text or URL.
+    result = mdev('allocation', 'show', reference)
+    line = cli.assert_one_line_error(result, 'No server', reference,
+                                     'in any project')
+    assert 'http' not in line and 'Exception' not in line
+
+
 def with_endpoint(cloud, tmp_path, monkeypatch, service, url):
     """Use the cloud with ``service``'s endpoint replaced by ``url``."""
     config = yaml.safe_load(open(cloud.clouds_yaml))
@@ -671,3 +693,24 @@ def test_unreachable_services(cloud, tmp_path, monkeypatch, service,
                  ['allocation', 'list'],
                  ['flavor', 'show', shown]):
         cli.assert_one_line_error(mdev(*args), message)
+
+
+@pytest.fixture(scope='module')
+def endpoint_target(cloud, flavors):
+    """A server with a vGPU, for the wrong-endpoint tests."""
+    [server] = boot(cloud, flavors['VGPU'], name='e2e-wrong-endpoint')
+    return server
+
+
+@pytest.mark.parametrize('args', [
+    ['allocation', 'show', 'e2e-wrong-endpoint'],
+    ['allocation', 'list'],
+])
+def test_compute_endpoint_without_nova_servers(cloud, endpoint_target,
+                                               tmp_path, monkeypatch, args):
+    # An endpoint under Nova's that serves no servers (a wrong path in the
+    # catalog or in compute_endpoint_override) answers 404 to everything.
+    with_endpoint(cloud, tmp_path, monkeypatch, 'compute',
+                  cloud.compute_url + '/wrong')
+    line = cli.assert_one_line_error(mdev(*args), 'Compute', 'endpoint')
+    assert 'Client Error' not in line and 'Exception' not in line
