@@ -92,8 +92,11 @@ def configure(compute, placement, reference, request, validate=True,
     if not dry_run:
         if to_set:
             compute.set_extra_specs(flavor['id'], to_set)
-        compute.map(lambda key: compute.delete_extra_spec(flavor['id'], key),
-                    to_delete)
+        # One key at a time: Nova deletes a key by saving the flavor's
+        # other extra specs as it read them (Flavor.save), so concurrent
+        # deletes on one flavor put back each other's keys.
+        for key in to_delete:
+            compute.delete_extra_spec(flavor['id'], key)
     return Configured(flavor, changes)
 
 

@@ -594,6 +594,22 @@ def test_flavor_configure_replaces_and_keeps_unrelated(cloud, type_traits):
     assert len(truth(cloud)[server['id']]) == 2
 
 
+def test_flavor_reconfigure_removes_every_old_key(cloud):
+    # Nova answers concurrent deletes of one flavor's extra specs by
+    # putting keys back: every old key must still be gone.
+    flavor_id = flavor(cloud, 'many-keys', **{'hw_rng:allowed': 'False'})
+    result = mdev('flavor', 'configure', flavor_id, '--resource-class',
+                  'VGPU', '--amount', '6', '--spread', '--trait',
+                  'CUSTOM_E2E_MANY', '--no-validate')
+    assert result.rc == 0, result.stderr
+    assert len(flavor_specs(cloud, flavor_id)) == 14
+    result = mdev('flavor', 'configure', flavor_id, '--resource-class',
+                  'CUSTOM_MLX5')
+    assert result.rc == 0, result.stderr
+    assert flavor_specs(cloud, flavor_id) == {
+        'hw_rng:allowed': 'False', 'resources:CUSTOM_MLX5': '1'}
+
+
 def test_flavor_spread_and_dry_run(cloud, type_traits):
     flavor = cloud.control('create_flavor', name='e2e-spread')['id']
     before = flavor_specs(cloud, flavor)
