@@ -730,3 +730,28 @@ def test_compute_endpoint_without_nova_servers(cloud, endpoint_target,
                   cloud.compute_url + '/wrong')
     line = cli.assert_one_line_error(mdev(*args), 'Compute', 'endpoint')
     assert 'Client Error' not in line and 'Exception' not in line
+
+
+def test_compute_endpoint_without_nova_servers_by_server_id(
+        cloud, endpoint_target, tmp_path, monkeypatch):
+    # By ID, the server's own GET answers 404 at such an endpoint: that
+    # is no proof the server is gone, and its allocation is no orphan.
+    with_endpoint(cloud, tmp_path, monkeypatch, 'compute',
+                  cloud.compute_url + '/wrong')
+    result = mdev('allocation', 'show', endpoint_target['id'])
+    line = cli.assert_one_line_error(result, 'Compute', 'endpoint')
+    assert 'Client Error' not in line and 'Exception' not in line
+
+
+@pytest.mark.parametrize('args', [
+    ['allocation', 'show', 'e2e-wrong-endpoint'],
+    ['allocation', 'list'],
+])
+def test_compute_endpoint_of_another_service(cloud, endpoint_target,
+                                             tmp_path, monkeypatch, args):
+    # The compute endpoint points at Placement: its version document is
+    # not Nova's.
+    with_endpoint(cloud, tmp_path, monkeypatch, 'compute',
+                  cloud.placement_url)
+    line = cli.assert_one_line_error(mdev(*args), 'Compute', 'endpoint')
+    assert 'api_version' not in line and 'Exception' not in line
