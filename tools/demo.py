@@ -1,8 +1,9 @@
 """A guided tour of osc-mdev on an embedded cloud (``tox -e demo``).
 
 Starts the embedded test cloud (real Nova API, conductor, scheduler and
-three fake-libvirt compute hosts with mdev-capable GPUs, against a real
-Placement; see tests/cloud/server.py), then runs the commands an operator
+four fake-libvirt compute hosts with mdev-capable GPUs, one of them a
+node whose name is not its service host, against a real Placement; see
+tests/cloud/server.py), then runs the commands an operator
 would, printing each command line and its real output.
 
 ``--keep`` leaves the cloud running at the end (as ``tools/sandbox.py``
@@ -56,6 +57,10 @@ class Tour:
             print('(unexpected exit status %d)' % proc.returncode)
         return proc
 
+    def node(self, host):
+        """The compute node (root provider name) of a service host."""
+        return self.cloud.hosts[host]['hypervisor_hostname']
+
     def nova_conf(self, host):
         info = self.cloud.hosts[host]
         by_type = {}
@@ -85,13 +90,13 @@ def tour(cloud, workdir):
           'nova.conf gives them\n(%s):\n%s'
           % (host, conf.name, conf.read_text().rstrip()))
     t.run('mdev', 'trait', 'set', '--from-nova-conf', conf.name,
-          '--host', host)
+          '--host', t.node(host))
     for other in sorted(cloud.hosts):
         if other != host:
             subprocess.run(
                 openstack_command() + [
                     'mdev', 'trait', 'set', '--from-nova-conf',
-                    t.nova_conf(other).name, '--host', other],
+                    t.nova_conf(other).name, '--host', t.node(other)],
                 env=t.env, cwd=workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
     t.say('Before restarting nova-compute on %s with a nova.conf, check it '
@@ -122,11 +127,20 @@ def tour(cloud, workdir):
     t.run('mdev', 'allocation', 'show', 'demo-vm-1', '--long')
     t.say("The fake hypervisor's own record of each mdev's parent device "
           "agrees:\n" + '\n'.join(
-              '  server %s: %s:%s (%s)' % (m['server'], m['host'],
+              '  server %s: %s:%s (%s)' % (m['server'], m['node'],
                                            m['pci_address'], m['mdev_type'])
               for m in cloud.control('mdev_truth')))
+    host, node = next((h, i['hypervisor_hostname'])
+                      for h, i in sorted(cloud.hosts.items())
+                      if i['hypervisor_hostname'] != h)
+    t.say('Compute node %s (the name Placement has) is service host %s '
+          'in Nova;\nboot a server there:' % (node, host))
+    for server in cloud.control('boot', flavor='vgpu.nvidia-12', count=1,
+                                name='demo-fqdn', host=host):
+        print('%(name)s: %(status)s on %(host)s' % server)
+    t.run('mdev', 'allocation', 'show', 'demo-fqdn', '--long')
     t.say('Which servers sit on the mdev devices, cloud-wide?')
-    t.run('mdev', 'allocation', 'list')
+    t.run('mdev', 'allocation', 'list', '--long')
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
     return t.failures
 
@@ -143,7 +157,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix='osc-mdev-demo-') as tmp:
         workdir = pathlib.Path(tmp)
         print('Starting the embedded cloud (Nova API, conductor, scheduler, '
-              'three compute hosts with fake GPUs, Placement)...',
+              'four compute hosts with fake GPUs, Placement)...',
               flush=True)
         started = time.monotonic()
         with client.EmbeddedCloud(workdir / 'cloud') as cloud:

@@ -28,7 +28,10 @@ def describe(cloud):
         '',
         'Nova API:  %s' % cloud.compute_url,
         'Placement: %s' % cloud.placement_url,
-        'Hosts:     %s' % ', '.join(sorted(cloud.hosts)),
+        'Hosts:     %s' % ', '.join(
+            host if info['hypervisor_hostname'] == host else
+            '%s (node %s)' % (host, info['hypervisor_hostname'])
+            for host, info in sorted(cloud.hosts.items())),
         'Control API (boot/delete servers, see tests/cloud/server.py): %s'
         % cloud.control_url,
         '',

@@ -29,7 +29,7 @@ def _find_server_id(compute, reference):
     """The server ID ``reference`` names, and the server if Nova knows it.
     """
     if names.is_uuid(reference):
-        return reference, None
+        return names.canonical_uuid(reference), None
     server = naming.one_named(
         compute.servers_named(reference), reference, 'server',
         "No server named '%s' in any project; give its name or ID as "
@@ -91,7 +91,7 @@ def list_allocations(placement, compute, hosts=(), references=(),
 
     consumers = sorted({a.consumer for a in found})
     known = compute.servers_by_id(
-        consumers, hosts={a.host for a in found}) if consumers else {}
+        consumers, nodes={a.host for a in found}) if consumers else {}
     unknown = [c for c in consumers if c not in known]
     types = dict(zip(unknown, placement.map(placement.get_consumer_type,
                                             unknown)))

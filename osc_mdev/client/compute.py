@@ -7,13 +7,19 @@ shared retry policy and error mapper).
 import re
 import urllib.parse
 
+from osc_lib import exceptions as osc_exc
+
 from osc_mdev.client import http
 from osc_mdev.client import pool
 
-SERVER = '2.1'        # OS-EXT-SRV-ATTR:host for admins; uuid filter
+# OS-EXT-SRV-ATTR:host and :hypervisor_hostname for admins; the admin
+# filters node= and all_tenants=.
+SERVER = '2.1'
 FLAVOR = '2.61'       # flavors carry their extra_specs
 EXTRA_SPECS = '2.1'
 SERVICES = '2.1'      # status of each service; host is the service host
+
+HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 # Servers per page of GET /servers/detail (Nova's default max_limit).
 PAGE_SIZE = 1000
@@ -46,42 +52,70 @@ class ComputeClient:
         except NotFound:
             return None
 
+    def _list_servers(self, params):
+        """``GET /servers/detail`` with ``params``; its JSON body.
+
+        Every Nova serves this listing, so a 404 means the endpoint in
+        use is not Nova's.
+        """
+        try:
+            return self._request(
+                'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
+                SERVER)
+        except NotFound:
+            raise osc_exc.CommandError(
+                'The Compute API answered 404 Not Found to GET '
+                '/servers/detail, which every Nova serves; check the '
+                'compute endpoint (service catalog or '
+                'compute_endpoint_override).') from None
+
     def servers_named(self, name):
         """Servers of every project whose name is exactly ``name``."""
-        query = urllib.parse.urlencode(
+        servers = self._list_servers(
             {'name': '^%s$' % re.escape(name), 'all_tenants': 'True'})
-        servers = self._request('GET', '/servers/detail?%s' % query,
-                                SERVER)['servers']
-        return [s for s in servers if s['name'] == name]
+        return [s for s in servers['servers'] if s['name'] == name]
 
-    def servers_on_host(self, host):
-        """Every server Nova has on ``host``, all projects, all pages."""
+    def servers_on_node(self, node):
+        """Every server Nova has on compute node ``node``, all projects.
+
+        ``node`` is the node's hypervisor hostname (the name of its root
+        resource provider), which is often not the service host. Nova's
+        ``node`` filter is a regular expression (admins only; ignored for
+        others), so it is anchored and escaped, and only servers whose
+        ``OS-EXT-SRV-ATTR:hypervisor_hostname`` is ``node`` are kept. One
+        request per page of ``PAGE_SIZE`` (or the cloud's smaller
+        ``[api] max_limit``): Nova links the next page while there is one.
+        """
         servers, marker = [], None
         while True:
-            params = [('all_tenants', 'True'), ('host', host),
+            params = [('all_tenants', 'True'),
+                      ('node', '^%s$' % re.escape(node)),
                       ('limit', str(PAGE_SIZE))]
             if marker:
                 params.append(('marker', marker))
-            page = self._request(
-                'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
-                SERVER)['servers']
-            servers.extend(page)
-            if len(page) < PAGE_SIZE:
+            body = self._list_servers(params)
+            page = body['servers']
+            servers.extend(s for s in page
+                           if s.get(HYPERVISOR_HOSTNAME) == node)
+            more = any(link.get('rel') == 'next'
+                       for link in body.get('servers_links', ()))
+            if not page or not more:
                 return servers
             marker = page[-1]['id']
 
-    def servers_by_id(self, server_ids, hosts=()):
+    def servers_by_id(self, server_ids, nodes=()):
         """``{id: server}`` for the IDs Nova knows, in few requests.
 
         Nova's server list filters on one ``uuid`` at a time, so servers
-        are listed per host (``hosts``: where Placement has their
-        allocations), one request per host and page, all at once; only
-        IDs not found there (a server Nova has elsewhere, or none) are
-        looked up one by one.
+        are listed per compute node (``nodes``: the root provider names
+        where Placement has their allocations), one request per node and
+        page, all at once; only IDs Nova does not have on those nodes (a
+        server on another node, such as one being moved, or no server at
+        all) are looked up one by one.
         """
         wanted = set(server_ids)
         found = {}
-        for servers in self.map(self.servers_on_host, sorted(set(hosts))):
+        for servers in self.map(self.servers_on_node, sorted(set(nodes))):
             for server in servers:
                 if server['id'] in wanted:
                     found[server['id']] = server

@@ -214,14 +214,14 @@ def _write(compute, flavor_id, to_set, to_delete):
     if not errors and to_delete:
         attempted.update(to_delete)
 
-        def delete(key):
+        # One key at a time: Nova deletes a key by saving the flavor's
+        # other extra specs as it read them (Flavor.save), so concurrent
+        # deletes on one flavor put back each other's keys.
+        for key in to_delete:
             try:
                 compute.delete_extra_spec(flavor_id, key)
             except exceptions.CommandError as exc:
-                return _reason(exc, 'removing ' + key)
-            return None
-
-        errors.extend(e for e in compute.map(delete, to_delete) if e)
+                errors.append(_reason(exc, 'removing ' + key))
     if not errors:
         return attempted, None, None
     try:

@@ -9,6 +9,9 @@ from osc_mdev.domain import names
 
 ORPHANED = 'ORPHANED'
 MIGRATION = 'MIGRATION'
+UNKNOWN = 'UNKNOWN'
+# Placement's consumer types (microversion 1.38) for Nova's consumers.
+INSTANCE = 'INSTANCE'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,27 +73,73 @@ def sort_key(allocation):
 
 @dataclasses.dataclass(frozen=True)
 class ServerView:
-    """What Nova says of a consumer, for the allocation rows."""
+    """What Nova says of a consumer, for the allocation rows.
+
+    ``nova_host`` is the server's service host
+    (``OS-EXT-SRV-ATTR:host``), ``nova_node`` its compute node
+    (``OS-EXT-SRV-ATTR:hypervisor_hostname``), which names the root
+    provider in Placement; both None when Nova has no such server.
+    """
 
     name: str
     status: str
     nova_host: str | None
+    nova_node: str | None = None
 
     @classmethod
     def from_server(cls, server):
         return cls(name=server.get('name', ''),
                    status=server.get('status', ''),
-                   nova_host=server.get('OS-EXT-SRV-ATTR:host'))
+                   nova_host=server.get('OS-EXT-SRV-ATTR:host'),
+                   nova_node=server.get(
+                       'OS-EXT-SRV-ATTR:hypervisor_hostname'))
 
     @classmethod
     def unknown(cls, consumer_type=None):
         """A consumer Nova has no server for.
 
-        A ``MIGRATION`` consumer holds a moving server's source allocation
-        until the move is confirmed; anything else is orphaned.
+        ``consumer_type`` is Placement's (microversion 1.38): an
+        ``INSTANCE`` is orphaned; a ``MIGRATION`` consumer holds a moving
+        server's source allocation until the move is confirmed. Anything
+        else, including None (a Placement older than 1.38 cannot say) and
+        Placement's ``unknown``, is ``UNKNOWN``: it may be a migration's
+        allocation, so it is never called orphaned.
         """
         if consumer_type == MIGRATION:
             return cls(name='(migration in progress)', status=MIGRATION,
                        nova_host=None)
-        return cls(name='(orphaned: no such server in Nova)',
-                   status=ORPHANED, nova_host=None)
+        if consumer_type == INSTANCE:
+            return cls(name='(orphaned: no such server in Nova)',
+                       status=ORPHANED, nova_host=None)
+        return cls(name='(no such server in Nova; consumer type unknown)',
+                   status=UNKNOWN, nova_host=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeMismatch:
+    consumer: str
+    placement_node: str     # root provider holding the mdev allocation
+    nova_node: str
+    nova_host: str | None
+
+
+def node_mismatches(allocations, views):
+    """Consumers that Nova has on another compute node than the one
+    Placement holds their mdev allocation on, once per consumer and node.
+
+    Only the node is compared: the root provider is named after the
+    node (``hypervisor_hostname``, often an FQDN), and the service host
+    (``gpu3`` for ``gpu3.dc2.example.net``) is another name of the same
+    compute. ``views`` maps consumer to ServerView; a consumer Nova does
+    not know has no node and is never a mismatch.
+    """
+    found = []
+    for allocation in allocations:
+        view = views[allocation.consumer]
+        if view.nova_node is None or view.nova_node == allocation.host:
+            continue
+        mismatch = NodeMismatch(allocation.consumer, allocation.host,
+                                view.nova_node, view.nova_host)
+        if mismatch not in found:
+            found.append(mismatch)
+    return found

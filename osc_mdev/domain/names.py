@@ -84,6 +84,12 @@ def is_uuid(text):
     return True
 
 
+def canonical_uuid(text):
+    """The lower-case, dashed form Nova and Placement store a UUID in
+    (``B103...`` or ``{b103...}`` -> ``b103...``)."""
+    return str(uuid.UUID(text))
+
+
 def is_mdev_resource_class(name):
     """True for the classes Nova reports mdev inventories with."""
     return name == VGPU or bool(_CUSTOM_NAME_RE.match(name))

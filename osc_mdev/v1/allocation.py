@@ -6,13 +6,22 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from osc_mdev.client import allocations
+from osc_mdev.domain import allocations as domain
 from osc_mdev.v1 import common
 
 SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID', 'Traits')
 LIST_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID')
-LONG_EXTRA = ('Server Status', 'Nova Host')
+LONG_EXTRA = ('Server Status', 'Nova Host', 'Nova Node')
+
+LONG_HELP = ("Also show the server's status, its service host in Nova "
+             '(OS-EXT-SRV-ATTR:host) and its compute node '
+             '(OS-EXT-SRV-ATTR:hypervisor_hostname), the name Placement '
+             'gives its root provider (the Host column). When Nova has the '
+             'server on another node than Placement, a warning line on '
+             'stderr says so, with or without --long; a service host that '
+             'differs from the node name is normal.')
 
 
 def _row(allocation, server, cols, traits=None):
@@ -27,16 +36,30 @@ def _row(allocation, server, cols, traits=None):
         'Traits': format_columns.ListColumn(sorted(traits or ())),
         'Server Status': server.status,
         'Nova Host': server.nova_host,
+        'Nova Node': server.nova_node,
     }
     return tuple(values[c] for c in cols)
+
+
+def _warn_node_mismatches(found, views):
+    """One stderr line per server Nova has on another compute node than
+    Placement."""
+    for mismatch in domain.node_mismatches(found, views):
+        sys.stderr.write(
+            'Warning: Nova has server %s on compute node %s (host %s), but '
+            'Placement holds its mdev allocation on %s.\n'
+            % (mismatch.consumer, mismatch.nova_node, mismatch.nova_host,
+               mismatch.placement_node))
 
 
 class ShowAllocation(command.Lister):
     """Show which physical device(s) back a server's mdevs (vGPUs).
 
-    One row per mdev allocation of the server, with the host and PCI
-    address of the device in Placement. A server ID unknown to Nova whose
-    allocations are still in Placement is shown, marked as orphaned.
+    One row per mdev allocation of the server, with the host (compute
+    node) and PCI address of the device in Placement. A server ID unknown
+    to Nova whose allocations are still in Placement is shown, marked as
+    orphaned (MIGRATION for a move's source allocation, UNKNOWN when
+    Placement, older than microversion 1.38, cannot tell).
     """
 
     def get_parser(self, prog_name):
@@ -45,11 +68,7 @@ class ShowAllocation(command.Lister):
             'server', metavar='<server>',
             help='Server name or ID (any project). A name that several '
                  'servers share is an error listing their IDs.')
-        parser.add_argument(
-            '--long', action='store_true',
-            help="Also show the server's status and the host Nova has it "
-                 'on (OS-EXT-SRV-ATTR:host), to spot a mismatch with '
-                 'Placement.')
+        parser.add_argument('--long', action='store_true', help=LONG_HELP)
         return parser
 
     def take_action(self, parsed_args):
@@ -60,6 +79,9 @@ class ShowAllocation(command.Lister):
         if not result.allocations:
             sys.stderr.write('Server %s has no mdev allocations.\n'
                              % parsed_args.server)
+        _warn_node_mismatches(
+            result.allocations,
+            {a.consumer: result.server for a in result.allocations})
         return cols, [_row(a, result.server, cols,
                            result.traits.get(a.candidate.uuid))
                       for a in result.allocations]
@@ -77,7 +99,9 @@ class ListAllocation(command.Lister):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             '--host', metavar='<host>', action='append', default=[],
-            help='Only devices of this compute host. Repeat for several.')
+            help='Only devices of this compute host, named as in '
+                 'Placement (the compute node, hypervisor_hostname). '
+                 'Repeat for several.')
         parser.add_argument(
             '--device', metavar='<device>', action='append', default=[],
             help='Only this device: HOST:PCI_ADDRESS, provider name or '
@@ -86,10 +110,7 @@ class ListAllocation(command.Lister):
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Only allocations of this class (VGPU or CUSTOM_<NAME>).')
-        parser.add_argument(
-            '--long', action='store_true',
-            help="Also show each server's status and the host Nova has it "
-                 'on (OS-EXT-SRV-ATTR:host).')
+        parser.add_argument('--long', action='store_true', help=LONG_HELP)
         return parser
 
     def take_action(self, parsed_args):
@@ -100,4 +121,5 @@ class ListAllocation(command.Lister):
             references=tuple(parsed_args.device),
             resource_class=resource_class)
         cols = LIST_COLUMNS + (LONG_EXTRA if parsed_args.long else ())
+        _warn_node_mismatches(found, servers)
         return cols, [_row(a, servers[a.consumer], cols) for a in found]

@@ -52,8 +52,16 @@ A JSON file ``{"hosts": [HOST, ...]}``; each HOST is::
                             "max_instances": 4}}}
 
 ``name``
-    The compute host name (service host, hypervisor hostname and root
-    resource provider name). ``_`` and ``.`` are allowed.
+    The compute host name: the service host (``[DEFAULT] host``,
+    ``OS-EXT-SRV-ATTR:host`` of its servers) and, unless
+    ``hypervisor_hostname`` says otherwise, also its node name. ``_`` and
+    ``.`` are allowed.
+``hypervisor_hostname``
+    The compute node's name, as libvirt reports the hostname
+    (``OS-EXT-SRV-ATTR:hypervisor_hostname``); the root resource provider
+    is named after it. Defaults to ``name``; an FQDN such as
+    ``gpu4.dc2.example.net`` makes a host whose node is not its service
+    host, as on many production clouds.
 ``gpus``
     Either a number of GPUs of kind ``nvidia`` or a list of kinds, one per
     GPU. Kinds are the fake libvirt's devices: ``nvidia`` offers
@@ -69,17 +77,21 @@ A JSON file ``{"hosts": [HOST, ...]}``; each HOST is::
     ``device_addresses``, ``mdev_class``, ``max_instances``.
 
 Without ``--topology`` the built-in ``demo`` topology (``DEMO_TOPOLOGY``)
-is used: three hosts with two GPUs each, the vGPU types ``nvidia-11`` and
+is used: four hosts with two GPUs each, the vGPU types ``nvidia-11`` and
 ``nvidia-12`` (class ``VGPU``) and the generic type ``mlx5_core`` with
-class ``CUSTOM_MLX5``; two hosts carry two types.
+class ``CUSTOM_MLX5``; three hosts carry two types, and host ``gpu4`` is
+the node ``gpu4.dc2.example.net``.
 
-The ``hosts`` value of the READY line describes, per host, its
-``enabled_mdev_types`` and its ``gpus``: ``parent_device`` (libvirt
+The ``hosts`` value of the READY line describes, per host (keyed by its
+service host), its ``service_host``, its ``hypervisor_hostname`` (the node
+name, which names the root provider), its ``enabled_mdev_types`` and its
+``gpus``: ``parent_device`` (libvirt
 name), ``pci_address``, ``kind``, ``offers`` (type to instance count),
 ``mdev_type`` (the type Nova is configured to use on it, or null when none
 applies or the GPU does not offer it), ``resource_class`` and ``total``
 (the class and total of the inventory Nova is expected to report for it;
-null and 0 when none) and ``provider_name`` (``<host>_<parent_device>``).
+null and 0 when none) and ``provider_name``
+(``<hypervisor_hostname>_<parent_device>``).
 These follow Nova's rules from the configuration alone: a GPU listed in a
 type's ``device_addresses`` takes that type and its ``mdev_class``; other
 GPUs take the first enabled type without ``device_addresses`` and are
@@ -111,8 +123,10 @@ extra_specs={}}
     Deletes the server and waits until it is gone -> ``{"deleted": id}``.
 ``mdev_truth`` {}
     The fake libvirt's view, independent of Placement: one entry per mdev
-    that a guest uses, ``{"server", "host", "parent_device",
-    "pci_address", "mdev_type", "mdev_uuid"}``.
+    that a guest uses, ``{"server", "host", "node", "parent_device",
+    "pci_address", "mdev_type", "mdev_uuid"}``: ``host`` is the service
+    host of the compute whose hypervisor runs the guest, ``node`` that
+    hypervisor's hostname.
 ``periodic`` {}
     Runs every compute's ``update_available_resource`` -> ``{"hosts"}``.
 ``resize`` {server, flavor, timeout=120} / ``migrate`` {server, host?,
@@ -125,6 +139,10 @@ timeout=120}
     Gives one host a new ``[devices] enabled_mdev_types`` and ``[mdev_*]``
     options (as in the topology) and restarts its nova-compute, then runs
     the periodic update -> the host's new entry of ``hosts``.
+``compute_requests`` {}
+    Every request the served Nova API answered so far, oldest first:
+    ``{"count", "requests": ["GET /v2.1/servers/detail?...", ...]}``
+    (the control API's own calls to Nova are not counted).
 ``stop`` {}
     Answers ``{"stopping": true}``, then shuts the cloud down.
 """
@@ -139,6 +157,7 @@ import re
 import signal
 import sys
 import time
+from unittest import mock
 from xml.etree import ElementTree
 
 # Importing Nova's test package applies eventlet monkey patching, so it
@@ -156,6 +175,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.api import client as api_client
 from nova.virt.libvirt import utils as libvirt_utils
+from oslo_utils.fixture import uuidsentinel as uuids
 from placement import deploy as placement_deploy
 import yaml
 
@@ -198,6 +218,16 @@ DEMO_TOPOLOGY = {
                            'mdev_class': 'CUSTOM_MLX5'},
              'nvidia-12': {'device_addresses': ['0000:3b:01.0'],
                            'mdev_class': 'VGPU'}}},
+        # Service host gpu4, compute node (root provider)
+        # gpu4.dc2.example.net.
+        {'name': 'gpu4',
+         'hypervisor_hostname': 'gpu4.dc2.example.net',
+         'gpus': 2,
+         'bus': '0x25',
+         'enabled_mdev_types': ['nvidia-11', 'nvidia-12'],
+         'mdev': {
+             'nvidia-11': {'device_addresses': ['0000:25:00.0']},
+             'nvidia-12': {'device_addresses': ['0000:25:01.0']}}},
     ],
 }
 
@@ -221,18 +251,32 @@ def plan_hosts(topology):
     if not isinstance(hosts, list) or not hosts:
         raise ValueError('topology needs a non-empty "hosts" list')
     plan = {}
+    nodes = set()
     for host in hosts:
         name = host.get('name')
         if not name or not isinstance(name, str):
             raise ValueError('every host needs a "name"')
         if name in plan:
             raise ValueError('duplicate host name %r' % name)
+        node = _node(host)
+        if not isinstance(node, str) or not node:
+            raise ValueError('%s: "hypervisor_hostname" must be a '
+                             'non-empty string' % name)
+        if node in nodes:
+            raise ValueError('duplicate hypervisor hostname %r' % node)
+        nodes.add(node)
         plan[name] = _plan_host(host)
     return plan
 
 
+def _node(host):
+    """The compute node name (libvirt's hostname) of a topology host."""
+    return host.get('hypervisor_hostname', host['name'])
+
+
 def _plan_host(host):
     name = host['name']
+    node = _node(host)
     gpus = host.get('gpus', 2)
     kinds = ['nvidia'] * gpus if isinstance(gpus, int) else list(gpus)
     for kind in kinds:
@@ -287,9 +331,10 @@ def _plan_host(host):
             'mdev_type': mdev_type,
             'resource_class': resource_class if total else None,
             'total': total,
-            'provider_name': '%s_%s' % (name, parent),
+            'provider_name': '%s_%s' % (node, parent),
         })
-    return {'enabled_mdev_types': enabled, 'gpus': gpu_plan}
+    return {'service_host': name, 'hypervisor_hostname': node,
+            'enabled_mdev_types': enabled, 'gpus': gpu_plan}
 
 
 class CloudHarness(test_vgpu.VGPUTestBase):
@@ -307,6 +352,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.topology = topology
         self.host_plan = plan_hosts(topology)
         self._mdev_groups = set()
+        # Compute node name -> service host, for hosts where they differ.
+        self._service_of_node = {}
+        # Requests the served Nova API answered ("METHOD /path?query").
+        self.compute_requests = []
 
     def runTest(self):
         """Unused: the cloud is driven by ``setUp`` and the control API."""
@@ -362,12 +411,46 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                 multiple_gpu_types=gpu['kind'] == 'nvidia',
                 generic_types=gpu['kind'] == 'generic')
         started = time.monotonic()
-        self.start_compute(
-            hostname=name, pci_info=pci_info,
-            libvirt_version=self.FAKE_LIBVIRT_VERSION,
-            qemu_version=self.FAKE_QEMU_VERSION)
-        LOG.info('Compute %s started in %.1f s', name,
+        node = _node(host)
+        if node == name:
+            self.start_compute(
+                hostname=name, pci_info=pci_info,
+                libvirt_version=self.FAKE_LIBVIRT_VERSION,
+                qemu_version=self.FAKE_QEMU_VERSION)
+        else:
+            self._start_compute_node(name, node, pci_info)
+        LOG.info('Compute %s (node %s) started in %.1f s', name, node,
                  time.monotonic() - started)
+
+    def _start_compute_node(self, host, node, pci_info):
+        """Start nova-compute as service host ``host`` on a hypervisor
+        whose hostname (the compute node) is ``node``.
+
+        The harness's ``start_compute`` uses one name for both; this does
+        what it does (nova/tests/functional/libvirt/base.py) with a fake
+        libvirt connection of its own hostname.
+        """
+        self.assertNotIn(host, self.computes)
+        connection = self._get_connection(
+            pci_info=pci_info, libvirt_version=self.FAKE_LIBVIRT_VERSION,
+            qemu_version=self.FAKE_QEMU_VERSION, hostname=node)
+        self.libvirt.update_sriov_mac_address_mapping(
+            pci_info.get_pci_address_mac_mapping())
+        original = self.mock_conn.return_value
+        self.mock_conn.return_value = connection
+        try:
+            with mock.patch('nova.virt.node.get_local_node_uuid') as local:
+                local.return_value = str(getattr(uuids, 'node_%s' % node))
+                compute = self.start_service('compute', host=host)
+                compute.driver._host.get_connection = lambda: connection
+                compute.driver._host.get_node_uuid()
+        finally:
+            self.mock_conn.return_value = original
+        self.computes[host] = compute
+        self._service_of_node[node] = host
+        self.compute_rp_uuids[host] = self.placement.get(
+            '/resource_providers?name=%s' % node).body[
+            'resource_providers'][0]['uuid']
 
     def _create_mdev(self, dev_name, mdev_type, uuid=None):
         """Create the mdev as the harness does, then lower the parent's
@@ -377,6 +460,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         many mdevs exist, and Nova's inventory total (existing mdevs plus
         available instances) would grow with every mdev created.
         """
+        # The harness keys computes by the hypervisor's hostname; here
+        # they are keyed by service host.
+        self._current_host = self._service_of_node.get(
+            self._current_host, self._current_host)
         uuid = super()._create_mdev(dev_name, mdev_type, uuid=uuid)
         connection = self.computes[
             self._current_host].driver._host.get_connection()
@@ -495,6 +582,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                     mdev_uuid = hostdev.find('./source/address').get('uuid')
                     truth.append(dict(
                         server=domain.UUIDString(), host=host,
+                        node=connection.getHostname(),
                         mdev_uuid=mdev_uuid,
                         **self._mdev_info(connection, mdev_uuid)))
         return truth
@@ -565,6 +653,11 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.host_plan[host] = plan
         return plan
 
+    def op_compute_requests(self):
+        """Every request the served Nova API answered, oldest first."""
+        return {'count': len(self.compute_requests),
+                'requests': list(self.compute_requests)}
+
 
 def _mdev_xml_info(xml):
     """Parent device, its PCI address and type of a libvirt mdev node."""
@@ -614,7 +707,8 @@ class Cloud:
     def start(self):
         """Build the cloud and serve it; answer the READY information."""
         self.harness.setUp()
-        compute_port = self._serve(self.harness.api_fixture.app(), 'compute')
+        compute_port = self._serve(
+            self._counted(self.harness.api_fixture.app()), 'compute')
         placement_conf = self.harness.placement_fixture.conf_fixture.conf
         placement_port = self._serve(
             placement_deploy.loadapp(placement_conf), 'placement')
@@ -633,6 +727,17 @@ class Cloud:
             'cloud': CLOUD_NAME,
             'hosts': self.harness.host_plan,
         }
+
+    def _counted(self, app):
+        """``app``, recording each request in the harness's
+        ``compute_requests``."""
+        def counting(environ, start_response):
+            query = environ.get('QUERY_STRING')
+            self.harness.compute_requests.append('%s %s%s' % (
+                environ['REQUEST_METHOD'], environ.get('SCRIPT_NAME', '') +
+                environ['PATH_INFO'], '?' + query if query else ''))
+            return app(environ, start_response)
+        return counting
 
     def _serve(self, app, name):
         sock = eventlet.listen(('127.0.0.1', 0))

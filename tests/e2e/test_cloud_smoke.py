@@ -76,8 +76,8 @@ def test_placement_has_one_provider_per_configured_gpu(cloud):
     assert any('_' in h and '.' in h for h in cloud.hosts)
 
     children = {}
-    for host in cloud.hosts:
-        root = providers[host]
+    for info in cloud.hosts.values():
+        root = providers[info['hypervisor_hostname']]
         assert root['parent_provider_uuid'] is None
         children.update({name: p for name, p in providers.items()
                          if p['parent_provider_uuid'] == root['uuid']})
@@ -112,7 +112,7 @@ def test_allocation_names_the_gpu_the_hypervisor_used(
     (provider_uuid, resources), = holders.items()
     assert resources[resource_class] == 1
     provider = placement_get(cloud, '/resource_providers/%s' % provider_uuid)
-    assert provider['name'] == '%s_%s' % (server['host'],
+    assert provider['name'] == '%s_%s' % (mdev['node'],
                                           mdev['parent_device'])
 
 
@@ -136,7 +136,7 @@ def test_cli_shows_the_server_and_the_usage(cloud, flavors):
              if row['Used'] != before[uuid]['Used']}
     assert len(moved) == 1, moved
     (uuid, row), = moved.items()
-    assert (row['Host'], row['Device']) == (server['host'],
+    assert (row['Host'], row['Device']) == (mdev['node'],
                                             mdev['pci_address'])
     assert row['Used'] == before[uuid]['Used'] + 1
 
@@ -146,7 +146,7 @@ def test_delete_frees_the_device(cloud, flavors):
     mdev = mdev_of(cloud, server)
     provider, = placement_get(
         cloud, '/resource_providers?name=%s_%s' % (
-            server['host'], mdev['parent_device']))['resource_providers']
+            mdev['node'], mdev['parent_device']))['resource_providers']
     usages = '/resource_providers/%s/usages' % provider['uuid']
     used = placement_get(cloud, usages)['usages']['VGPU']
 
@@ -173,7 +173,29 @@ def test_resize_moves_the_mdev_to_the_new_host(cloud, flavors):
         cloud, '/allocations/%s' % server['id'])['allocations']
     names = [placement_get(cloud, '/resource_providers/%s' % uuid)['name']
              for uuid, a in allocations.items() if 'VGPU' in a['resources']]
-    assert names == ['%s_%s' % (moved['host'], mdev['parent_device'])]
+    assert names == ['%s_%s' % (mdev['node'], mdev['parent_device'])]
+
+
+def test_a_node_named_unlike_its_service_host(cloud, flavors):
+    # The demo topology has a compute whose service host (gpu4) is not
+    # its node (gpu4.dc2.example.net), as Nova reports it.
+    [(host, info)] = [(h, i) for h, i in cloud.hosts.items()
+                      if i['hypervisor_hostname'] != h]
+    assert info['service_host'] == host
+    node = info['hypervisor_hostname']
+    roots = [p['name'] for p in placement_get(
+        cloud, '/resource_providers')['resource_providers']
+        if p['parent_provider_uuid'] is None]
+    assert node in roots and host not in roots
+    server = boot(cloud, flavors['VGPU'], host=host)
+    assert server['host'] == host
+    shown = openstack(cloud, 'server', 'show', server['id'])
+    assert shown['OS-EXT-SRV-ATTR:host'] == host
+    assert shown['OS-EXT-SRV-ATTR:hypervisor_hostname'] == node
+    mdev = mdev_of(cloud, server)
+    assert (mdev['host'], mdev['node']) == (host, node)
+    assert mdev['parent_device'] in {
+        g['parent_device'] for g in info['gpus']}
 
 
 def test_control_api_errors_are_reported(cloud):

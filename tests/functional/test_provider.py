@@ -335,9 +335,17 @@ def test_real_openstack_process_and_help(cloud, auth):
     assert 'mdev provider show' in top.stdout
 
 
+def placement_max_version(url):
+    """The newest microversion the running Placement announces."""
+    root = requests.get(url, timeout=30).json()
+    [version] = root['versions']
+    return version['max_version']
+
+
 def test_too_old_placement_names_both_versions(placement_url):
     # A microversion beyond what this Placement has stands for a command
-    # newer than the cloud: Placement's real 406 answer is reported.
+    # newer than the cloud: Placement's real 406 answer is reported, with
+    # the newest version Placement's root document announces.
     from keystoneauth1 import session as ks_session
     from keystoneauth1 import token_endpoint
     from osc_lib import exceptions
@@ -345,14 +353,15 @@ def test_too_old_placement_names_both_versions(placement_url):
     from osc_mdev.client import http
     from osc_mdev.client import placement as placement_client
 
-    root = requests.get(placement_url, timeout=30).json()
-    newest = root['versions'][0]['max_version']
+    newest = placement_max_version(placement_url)
+    major, minor = newest.split('.')
+    beyond = '%s.%d' % (major, int(minor) + 1)
     session = ks_session.Session(
         auth=token_endpoint.Token(placement_url, 'admin'))
     client = placement_client.PlacementClient(
         http.Service(session, 'placement', 'Placement'))
     with pytest.raises(exceptions.CommandError) as err:
-        client._request('GET', '/resource_providers', '1.999')
+        client._request('GET', '/resource_providers', beyond)
     assert str(err.value) == (
-        "This command needs Placement API microversion 1.999 or later; the "
-        "cloud's Placement supports up to %s." % newest)
+        "This command needs Placement API microversion %s or later; the "
+        "cloud's Placement supports up to %s." % (beyond, newest))

@@ -1,3 +1,5 @@
+import pytest
+
 from osc_mdev.domain import allocations
 from osc_mdev.domain import providers
 
@@ -51,11 +53,46 @@ def test_of_providers():
 def test_server_views():
     view = allocations.ServerView.from_server({
         'id': 's', 'name': 'vm1', 'status': 'ACTIVE',
-        'OS-EXT-SRV-ATTR:host': 'compute1'})
-    assert (view.name, view.status, view.nova_host) == (
-        'vm1', 'ACTIVE', 'compute1')
+        'OS-EXT-SRV-ATTR:host': 'gpu3',
+        'OS-EXT-SRV-ATTR:hypervisor_hostname': 'gpu3.dc2.example.net'})
+    assert (view.name, view.status, view.nova_host, view.nova_node) == (
+        'vm1', 'ACTIVE', 'gpu3', 'gpu3.dc2.example.net')
     orphan = allocations.ServerView.unknown('INSTANCE')
     assert orphan.status == 'ORPHANED' and 'orphaned' in orphan.name
-    assert allocations.ServerView.unknown(None).status == 'ORPHANED'
     moving = allocations.ServerView.unknown('MIGRATION')
     assert moving.status == 'MIGRATION'
+
+
+@pytest.mark.parametrize('consumer_type', [None, 'unknown', 'OTHER'])
+def test_consumer_of_unknown_type_is_never_orphaned(consumer_type):
+    # None: a Placement older than 1.38 cannot say; 'unknown': Placement
+    # has no type for the consumer. Either may be a move's allocation.
+    view = allocations.ServerView.unknown(consumer_type)
+    assert view.status == 'UNKNOWN'
+    assert 'orphaned' not in view.name
+    assert (view.nova_host, view.nova_node) == (None, None)
+
+
+def _found(*pairs):
+    """MdevAllocations of consumer on the GPU of the named root."""
+    by_host = {c.host: c for c in CANDIDATES.values()}
+    return [allocations.MdevAllocation(consumer, by_host[host], 'VGPU', 1)
+            for consumer, host in pairs]
+
+
+def _view(host, node):
+    return allocations.ServerView('vm', 'ACTIVE', host, node)
+
+
+def test_node_mismatch_compares_nodes_not_hosts():
+    found = _found(('same', 'compute_2.dc'), ('moved', 'compute1'),
+                   ('moved', 'compute1'), ('orphan', 'compute1'))
+    views = {
+        # Service host 'compute_2' of node 'compute_2.dc': no mismatch.
+        'same': _view('compute_2', 'compute_2.dc'),
+        'moved': _view('compute_2', 'compute_2.dc'),
+        'orphan': allocations.ServerView.unknown('INSTANCE'),
+    }
+    assert allocations.node_mismatches(found, views) == [
+        allocations.NodeMismatch('moved', 'compute1', 'compute_2.dc',
+                                 'compute_2')]

@@ -78,3 +78,10 @@ def test_trait_invalid(name):
 def test_is_uuid():
     assert names.is_uuid('8f1c5b36-3b7a-4c1c-9a2e-6f1d7c0b7d11')
     assert not names.is_uuid('compute1')
+
+
+def test_canonical_uuid():
+    canonical = '8f1c5b36-3b7a-4c1c-9a2e-6f1d7c0b7d11'
+    for text in (canonical, canonical.upper(), '{%s}' % canonical,
+                 canonical.replace('-', '')):
+        assert names.canonical_uuid(text) == canonical
