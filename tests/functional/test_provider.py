@@ -267,8 +267,9 @@ def test_bad_input_one_line_exit_1(cloud, auth, args, fragments):
 def test_free_and_full_are_exclusive(cloud, auth):
     result = cli.openstack_process(*auth, 'mdev', 'provider', 'list',
                                    '--free', '--full')
-    assert result.rc == 2
-    assert 'not allowed with argument' in result.stderr
+    cli.assert_one_line_error(
+        result, 'Argument --full: not allowed with argument --free',
+        "see 'openstack help mdev provider list'")
 
 
 def test_policy_refusal_is_one_line(cloud, placement_url):
