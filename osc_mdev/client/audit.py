@@ -188,14 +188,16 @@ def audit(snapshot, confs=None, flavors=True):
     """Every finding of the snapshot, sorted."""
     found = []
     if snapshot.nova_error:
+        skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
+        if snapshot.servers is None:
+            skipped[:0] = [domain.ORPHANED_ALLOCATION,
+                           domain.MISSING_ALLOCATION, domain.NODE_MISMATCH]
         found.append(domain.Finding(
             domain.ERROR, domain.NOVA_UNREACHABLE,
-            message='Nova could not be read (%s), so %s were not checked; '
+            message='Nova could not be read (%s), so %s %s not checked; '
                     'run the audit again when Nova answers.'
-                    % (snapshot.nova_error.rstrip('.'), ', '.join(
-                        (domain.ORPHANED_ALLOCATION,
-                         domain.MISSING_ALLOCATION, domain.NODE_MISMATCH,
-                         domain.UNSCHEDULABLE_FLAVOR)))))
+                    % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
+                       'was' if len(skipped) == 1 else 'were')))
     if snapshot.servers is not None:
         servers = {s['id']: s for s in snapshot.servers}
         found += domain.orphaned_allocations(

@@ -150,9 +150,10 @@ def orphaned_allocations(allocations, servers, facts):
         consumer = alloc.consumer
         if consumer in servers:
             continue
-        fact = facts.get(consumer, ConsumerFacts())
-        if isinstance(fact.lookup, dict):
-            continue                      # Nova has it (listed too late)
+        fact = facts.get(consumer)
+        if fact is None or isinstance(fact.lookup, dict):
+            # Nova was not asked, or has it (listed too late).
+            continue
         if isinstance(fact.lookup, str) or isinstance(fact.migration, str):
             error = fact.lookup if isinstance(fact.lookup, str) else (
                 fact.migration)

@@ -312,3 +312,20 @@ def test_parse_nova_conf_option(value, result):
     else:
         with pytest.raises(ValueError, match='HOST=FILE'):
             audit.parse_nova_conf_option(value)
+
+
+@pytest.mark.parametrize('servers,flavors,skipped', [
+    (None, True, 'orphaned-allocation, missing-allocation, node-mismatch, '
+                 'unschedulable-flavor were not checked'),
+    (None, False, 'orphaned-allocation, missing-allocation, node-mismatch '
+                  'were not checked'),
+    ([], True, 'unschedulable-flavor was not checked'),
+])
+def test_nova_unreachable_names_what_was_skipped(servers, flavors, skipped):
+    from osc_mdev.client import audit as client_audit
+    snapshot = client_audit.Snapshot(
+        [], [alloc('x', 'g1')], servers, 'Cannot reach the Compute API.',
+        {}, None, (), frozenset({'c1'}))
+    [finding] = client_audit.audit(snapshot, flavors=flavors)
+    assert finding.check == 'nova-unreachable'
+    assert skipped in finding.message
