@@ -145,3 +145,55 @@ def test_bad_options_write_nothing(cloud, placement, host, args, fragment):
     cli.assert_one_line_error(cli.openstack('mdev', 'audit', *args),
                               fragment)
     assert state(placement) == before
+
+
+def test_orphan_removal_is_guarded_by_the_consumer_generation(
+        placement, placement_url):
+    """An allocation that changed after the audit read it is left alone
+    and reported; with the generation read now it is removed."""
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1 import token_endpoint
+
+    from osc_mdev.client import audit as client_audit
+    from osc_mdev.client import http
+    from osc_mdev.client import placement as placement_client
+    from osc_mdev.domain import audit as domain
+
+    name = 'guard-%s' % uuid.uuid4().hex[:8]
+    gpu = Gpu('pci_0000_84_00_0', 'VGPU', 4)
+    root = placement.add_compute_node(name, [gpu])
+    consumer = placement.boot_server(root, gpu)
+    client = placement_client.PlacementClient(http.Service(
+        ks_session.Session(auth=token_endpoint.Token(placement_url,
+                                                     'admin')),
+        'placement', 'Placement'))
+
+    read = client.get_consumer(consumer)
+    stale = domain.RemoveAllocations(consumer, read['consumer_generation'],
+                                     read['project_id'], read['user_id'])
+    # Someone (Nova) changes the consumer's allocations meanwhile.
+    placement.request('PUT', '/allocations/%s' % consumer, json={
+        'allocations': {gpu.uuid: {'resources': {'VGPU': 2}}},
+        'project_id': read['project_id'], 'user_id': read['user_id'],
+        'consumer_generation': read['consumer_generation'],
+        'consumer_type': 'INSTANCE'})
+
+    [outcome] = client_audit.fix(client, [stale]).values()
+    assert outcome.failed
+    assert outcome.result.startswith('left alone: its allocations changed')
+    assert placement.request('GET', '/allocations/%s' % consumer)[
+        'allocations'][gpu.uuid]['resources'] == {'VGPU': 2}
+
+    dry = client_audit.fix(client, [stale], dry_run=True)
+    assert list(dry.values())[0].result.startswith('would remove')
+
+    now = client.get_consumer(consumer)
+    fresh = domain.RemoveAllocations(consumer, now['consumer_generation'],
+                                     now['project_id'], now['user_id'])
+    [outcome] = client_audit.fix(client, [fresh]).values()
+    assert not outcome.failed, outcome.result
+    assert placement.request('GET', '/allocations/%s' % consumer)[
+        'allocations'] == {}
+    # The root's VCPU/MEMORY_MB/DISK_GB went with it: the whole consumer.
+    assert placement.request('GET', '/resource_providers/%s/usages'
+                             % root)['usages']['VCPU'] == 0
