@@ -143,9 +143,13 @@ def orphaned_allocations(allocations, servers, facts):
     ``allocations``: MdevAllocation rows; ``servers``: ``{id: server}`` of
     Nova's server list; ``facts``: ``{consumer: ConsumerFacts}`` for the
     other consumers. A consumer Nova could not be asked about is never an
-    orphan: it gives a ``nova-unreachable`` finding instead.
+    orphan: it gives a ``nova-unreachable`` finding instead. An ended
+    migration's allocation is not repaired automatically while its server
+    exists and holds no mdev of its own (it may be the server's only
+    accounting).
     """
     found = []
+    holders = {a.consumer for a in allocations}
     for alloc in allocations:
         consumer = alloc.consumer
         if consumer in servers:
@@ -166,18 +170,35 @@ def orphaned_allocations(allocations, servers, facts):
                 alloc.resource_class))
             continue
         migration = fact.migration
+        unaccounted = None
         if isinstance(migration, dict):
             status = migration.get('status', '')
             if status not in MIGRATION_ENDED:
                 continue                  # a move in progress holds it
+            instance = migration.get('instance_uuid', '?')
             why = ('is migration %s of server %s, which ended (%s)'
-                   % (consumer, migration.get('instance_uuid', '?'),
-                      status))
+                   % (consumer, instance, status))
+            if instance in servers and instance not in holders:
+                # The server holds no mdev of its own: this may be its
+                # only accounting (a move whose revert failed).
+                unaccounted = instance
         else:
             why = 'is neither a server nor a migration Nova knows'
         record = fact.record
         if record is not None and not record.get('allocations'):
             continue                      # removed since it was listed
+        if unaccounted:
+            found.append(_finding(
+                ERROR, ORPHANED_ALLOCATION, alloc.candidate, consumer,
+                'Consumer %s %s but holds %d x %s here, while server %s '
+                'holds no mdev of its own; not removed automatically: '
+                'check where the server runs (openstack mdev allocation '
+                'show %s) before removing it with openstack resource '
+                'provider allocation delete %s'
+                % (consumer, why, alloc.amount, alloc.resource_class,
+                   unaccounted, unaccounted, consumer),
+                alloc.resource_class))
+            continue
         repair = record and RemoveAllocations(
             consumer, record.get('consumer_generation'),
             record.get('project_id'), record.get('user_id'))

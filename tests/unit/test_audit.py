@@ -93,6 +93,21 @@ def test_orphaned_allocations(facts, expected):
             'c1', '0000:84:00.0', 'x')
 
 
+def test_ended_migration_of_an_unaccounted_server_is_not_repaired():
+    ended = audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'error',
+                                       'instance_uuid': 's'}, RECORD)
+    servers = {'s': server('s')}
+    [finding] = audit.orphaned_allocations(
+        [alloc('x', 'g1')], servers, {'x': ended})
+    assert finding.check == 'orphaned-allocation'
+    assert finding.repair is None
+    assert 'server s holds no mdev of its own' in finding.message
+    # Once the server holds its own, the migration's is repaired.
+    [finding] = audit.orphaned_allocations(
+        [alloc('x', 'g1'), alloc('s', 'g2')], servers, {'x': ended})
+    assert finding.repair == audit.RemoveAllocations('x', 3, 'p', 'u')
+
+
 # -- missing-allocation / node-mismatch -----------------------------------
 
 @pytest.mark.parametrize('srv,held,expected', [
