@@ -369,14 +369,16 @@ def test_07_ended_migration_consumer_is_orphaned(cloud, broken):
     [migration] = [m for m in nova(cloud, 'GET', '/os-migrations')[
         'migrations'] if m['instance_uuid'] == server['id']]
     assert migration['status'] == 'confirmed'
-    rp = provider(cloud, 'compute2', '0000:84:01.0')
+    # The GPU the orphan had: it has room (the other compute2 GPU's
+    # capacity was lowered to 0).
+    rp = broken['orphan_rp']
     placement(cloud, 'PUT', '/allocations/%s' % migration['uuid'], json={
         'allocations': {rp['uuid']: {'resources': {'VGPU': 1}}},
         'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
         'consumer_type': 'MIGRATION'})
     rows = [r for r in rows_of(audit()) if r['Server'] == migration['uuid']]
     assert [(r['Check'], r['Host'], r['Device']) for r in rows] == [
-        ('orphaned-allocation', 'compute2', '0000:84:01.0')]
+        ('orphaned-allocation', 'compute2', broken['orphan_address'])]
     assert 'which ended (confirmed)' in rows[0]['Message']
     assert server['id'] in rows[0]['Message']
     audit('--fix', 'orphaned-allocation')
