@@ -142,7 +142,46 @@ def tour(cloud, workdir):
     t.say('Which servers sit on the mdev devices, cloud-wide?')
     t.run('mdev', 'allocation', 'list', '--long')
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
+    audit_tour(t, cloud)
     return t.failures
+
+
+def audit_tour(t, cloud):
+    """Break the cloud on purpose, audit it and repair it."""
+    import json
+    import urllib.request
+    import uuid
+
+    rows = json.loads(t.run('mdev', 'provider', 'list', '--host',
+                            'compute1', '-f', 'json').stdout)
+    gpu = rows[-1]
+    t.say("Two common accidents: 'resource provider trait set' replaces "
+          "every trait,\nso the type trait of %s:%s goes, and an "
+          "allocation outlives its server:" % (gpu['Host'], gpu['Device']))
+    t.run('resource', 'provider', 'trait', 'set', '--trait', 'OWNER_NOVA',
+          gpu['UUID'])
+    body = json.dumps({
+        'allocations': {gpu['UUID']: {'resources': {'VGPU': 1}}},
+        'project_id': 'demo', 'user_id': 'demo',
+        'consumer_generation': None, 'consumer_type': 'INSTANCE'}).encode()
+    consumer = str(uuid.uuid4())
+    urllib.request.urlopen(urllib.request.Request(
+        '%s/allocations/%s' % (cloud.placement_url, consumer), data=body,
+        method='PUT', headers={
+            'X-Auth-Token': 'admin', 'Content-Type': 'application/json',
+            'OpenStack-API-Version': 'placement 1.39'}), timeout=30)
+    print('(PUT /allocations/%s: 1 x VGPU on %s:%s, no such server)'
+          % (consumer, gpu['Host'], gpu['Device']))
+    t.say('The audit finds both (exit status 1: an error-level finding):')
+    t.run('mdev', 'audit', '-c', 'Severity', '-c', 'Check', '-c', 'Host',
+          '-c', 'Device', '-c', 'Server', expect_failure=True)
+    t.say('Repair them; the orphan goes only because Nova says it has no '
+          'such server,\nand only if its allocations did not change '
+          'meanwhile:')
+    t.run('mdev', 'audit', '--fix', 'orphaned-allocation,lost-trait',
+          '-c', 'Check', '-c', 'Device', '-c', 'Server', '-c', 'Repair')
+    t.say('Nothing is left:')
+    t.run('mdev', 'audit')
 
 
 def main():

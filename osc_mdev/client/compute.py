@@ -18,6 +18,8 @@ SERVER = '2.1'
 FLAVOR = '2.61'       # flavors carry their extra_specs
 EXTRA_SPECS = '2.1'
 SERVICES = '2.1'      # status of each service; host is the service host
+SERVER_FLAVOR = '2.47'  # servers embed their flavor with its extra_specs
+MIGRATIONS = '2.59'     # migrations carry their uuid; paging
 
 HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
@@ -165,3 +167,35 @@ class ComputeClient:
                 flavor_id, urllib.parse.quote(key, safe='')), EXTRA_SPECS)
         except NotFound:
             pass  # already gone: the goal is reached
+
+    # -- bulk listings (audit) --------------------------------------------
+
+    def _pages(self, path, key, params, version, marker_key='id'):
+        items, marker = [], None
+        while True:
+            query = list(params) + [('limit', str(PAGE_SIZE))]
+            if marker:
+                query.append(('marker', marker))
+            page = self._request(
+                'GET', '%s?%s' % (path, urllib.parse.urlencode(query)),
+                version)[key]
+            items.extend(page)
+            if len(page) < PAGE_SIZE:
+                return items
+            marker = page[-1][marker_key]
+
+    def list_servers(self):
+        """Every server of every project, each with its embedded flavor
+        (``flavor.extra_specs``) and node, all pages."""
+        return self._pages('/servers/detail', 'servers',
+                           [('all_tenants', 'True')], SERVER_FLAVOR)
+
+    def list_migrations(self):
+        """Every migration Nova lists (admin), with its ``uuid``."""
+        return self._pages('/os-migrations', 'migrations', [], MIGRATIONS,
+                           marker_key='uuid')
+
+    def list_flavors(self):
+        """Every flavor, public and private, with its extra specs."""
+        return self._pages('/flavors/detail', 'flavors',
+                           [('is_public', 'None')], FLAVOR)

@@ -27,6 +27,7 @@ CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
 # root_required (1.35), any suffix (1.33), mappings (1.34), every provider
 # of a candidate's tree in provider_summaries (1.29), in: (1.39).
 ALLOCATION_CANDIDATES = '1.39'
+CONSUMER_GENERATION = '1.28'  # consumer_generation; PUT of no allocations
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -262,3 +263,33 @@ class PlacementClient:
         for uuid in gone:
             details.pop(uuid, None)
         return details
+
+    # -- consumers (audit) ------------------------------------------------
+
+    def get_consumer(self, consumer):
+        """``GET /allocations/{consumer}`` with its consumer generation.
+
+        The body carries ``allocations``, ``consumer_generation``,
+        ``project_id``, ``user_id`` and, from 1.38, ``consumer_type``;
+        a Placement older than 1.38 is asked at 1.28.
+        """
+        url = '/allocations/%s' % consumer
+        try:
+            return self._request('GET', url, CONSUMER_TYPES)
+        except MicroversionUnsupported:
+            return self._request('GET', url, CONSUMER_GENERATION)
+
+    def remove_consumer_allocations(self, consumer, generation, project_id,
+                                    user_id):
+        """Remove every allocation of ``consumer`` if it is still at
+        ``generation``; GenerationConflict when it changed.
+
+        ``DELETE /allocations/{consumer}`` has no generation guard, so
+        this is ``PUT /allocations/{consumer}`` with no allocations and
+        the consumer generation (microversion 1.28).
+        """
+        self._request(
+            'PUT', '/allocations/%s' % consumer, CONSUMER_GENERATION,
+            json={'allocations': {}, 'consumer_generation': generation,
+                  'project_id': project_id, 'user_id': user_id},
+            transient=(502, 503, 504))

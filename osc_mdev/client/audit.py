@@ -1,0 +1,267 @@
+"""Reads and repairs of ``openstack mdev audit``: Placement and Nova.
+
+Bulk reads first, all at once in the bounded pool: the provider list,
+every mdev device's inventories, traits and allocations, Nova's server
+list (all projects, with embedded flavors) and flavor list. Only the
+consumers Nova's list lacks are then read one by one (``GET
+/servers/{id}``, their allocations with the consumer generation) and,
+when some exist, Nova's migration list. The checks themselves are the
+pure functions of ``domain.audit``.
+"""
+
+import dataclasses
+
+from osc_lib import exceptions
+
+from osc_mdev.client import compute as compute_client
+from osc_mdev.client import devices as device_reads
+from osc_mdev.client import placement as placement_client
+from osc_mdev.client import pool
+from osc_mdev.client import traits as trait_writes
+from osc_mdev.domain import allocations as alloc_logic
+from osc_mdev.domain import audit as domain
+from osc_mdev.domain import names
+from osc_mdev.domain import providers
+from osc_mdev.domain import traits as trait_logic
+
+
+@dataclasses.dataclass
+class Snapshot:
+    devices: list
+    allocations: list
+    servers: list | None          # None when Nova's list failed
+    nova_error: str | None
+    facts: dict
+    flavors: list | None
+    missing_classes: tuple
+    hosts: frozenset              # the compute nodes audited
+    elsewhere: list = dataclasses.field(default_factory=list)
+    # (with --host: the mdev allocations of the hosts' servers on devices
+    # of other hosts)
+
+
+def _nova(call):
+    """Run a Nova read; its failure becomes text (a finding), not an
+    exception."""
+    def run():
+        try:
+            return call()
+        except (exceptions.CommandError, compute_client.NotFound) as exc:
+            return _Failed(str(exc) or 'HTTP 404 from the Compute API')
+    return run
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    error: str
+
+
+def _lookup(compute, consumer):
+    try:
+        return compute.get_server(consumer)
+    except exceptions.CommandError as exc:
+        return str(exc)
+
+
+def _record(placement, consumer):
+    try:
+        return placement.get_consumer(consumer)
+    except placement_client.NotFound:
+        return {'allocations': {}}
+
+
+def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
+    """Everything the checks need, in few requests.
+
+    ``hosts`` (and ``conf_hosts``, the hosts of --nova-conf files) must
+    be compute nodes in Placement.
+    """
+    provider_list = placement.list_providers()
+    device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))
+    candidates = [c for c in providers.find_candidates(provider_list)
+                  if not hosts or c.host in hosts]
+    by_uuid = {c.uuid: c for c in candidates}
+
+    calls = [lambda: placement.get_provider_details(
+                 list(by_uuid), usages=False, traits=True, allocations=True),
+             _nova(compute.list_servers)]
+    if flavors:
+        calls.append(_nova(compute.list_flavors))
+    results = pool.call_all(calls, placement.max_workers)
+    details, servers = results[0], results[1]
+    flavor_list = results[2] if flavors else None
+
+    devices = []
+    per_provider = {}
+    for uuid, info in details.items():
+        generation, inventories = info['inventories']
+        allocations = info['allocations']
+        rows = providers.build_devices(
+            by_uuid[uuid], inventories, generation,
+            providers.usages_from_allocations(allocations), info['traits'])
+        if rows:
+            devices.extend(rows)
+            per_provider[uuid] = allocations
+    devices.sort(key=providers.sort_key)
+    found = alloc_logic.of_providers(
+        per_provider, {u: by_uuid[u] for u in per_provider})
+
+    nova_error = None
+    if isinstance(servers, _Failed):
+        nova_error, servers = servers.error, None
+    if isinstance(flavor_list, _Failed):
+        nova_error, flavor_list = nova_error or flavor_list.error, None
+
+    facts = {}
+    elsewhere = []
+    if servers is not None:
+        known = {s['id'] for s in servers}
+        unknown = sorted({a.consumer for a in found} - known)
+        facts = _consumer_facts(placement, compute, unknown)
+        if hosts:
+            elsewhere = _allocations_elsewhere(
+                placement, servers, found, set(hosts),
+                {c.uuid: c for c in providers.find_candidates(
+                    provider_list)})
+
+    missing = ()
+    if flavor_list:
+        known = {names.VGPU} | {d.resource_class for d in devices}
+        asked = domain.unknown_classes(flavor_list, known)
+        exists = placement.map(placement.resource_class_exists, asked)
+        missing = tuple(rc for rc, ok in zip(asked, exists) if not ok)
+    return Snapshot(devices, found, servers, nova_error, facts, flavor_list,
+                    missing, frozenset(hosts) or frozenset(
+                        providers.hosts_of(provider_list)), elsewhere)
+
+
+def _allocations_elsewhere(placement, servers, found, hosts, candidates):
+    """With --host, the mdev allocations on other hosts' devices of the
+    servers on ``hosts`` whose flavor asks for more mdevs than they hold
+    on the devices read: one ``GET /allocations/{server}`` each."""
+    held = {}
+    for alloc in found:
+        held[alloc.consumer] = held.get(alloc.consumer, 0) + alloc.amount
+    classes = {names.VGPU} | {a.resource_class for a in found}
+    suspects = [s['id'] for s in servers
+                if domain.node_of(s) in hosts and domain.settled(s)
+                and sum(domain.mdev_amounts(
+                    (s.get('flavor') or {}).get('extra_specs'),
+                    classes | _custom(s)).values()) > held.get(s['id'], 0)]
+    extra = []
+    for server_id, allocations in zip(suspects, placement.map(
+            placement.get_consumer_allocations, suspects)):
+        extra.extend(a for a in alloc_logic.of_consumer(
+            server_id, allocations, candidates) if a.host not in hosts)
+    return extra
+
+
+def _custom(server):
+    specs = (server.get('flavor') or {}).get('extra_specs') or {}
+    return {k.split(':', 1)[1] for k in specs
+            if k.startswith('resources') and ':CUSTOM_' in k}
+
+
+def _consumer_facts(placement, compute, consumers):
+    """Ask Nova and Placement about consumers Nova's server list lacks."""
+    if not consumers:
+        return {}
+    calls = [lambda c=c: _lookup(compute, c) for c in consumers]
+    calls += [lambda c=c: _record(placement, c) for c in consumers]
+    calls.append(_nova(compute.list_migrations))
+    results = pool.call_all(calls, placement.max_workers)
+    count = len(consumers)
+    lookups, records = results[:count], results[count:2 * count]
+    migrations = results[-1]
+    facts = {}
+    for consumer, lookup, record in zip(consumers, lookups, records):
+        if isinstance(migrations, _Failed):
+            migration = migrations.error
+        else:
+            migration = next((m for m in migrations
+                              if m.get('uuid') == consumer), None)
+        facts[consumer] = domain.ConsumerFacts(lookup, migration, record)
+    return facts
+
+
+def audit(snapshot, confs=None, flavors=True):
+    """Every finding of the snapshot, sorted."""
+    found = []
+    if snapshot.nova_error:
+        skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
+        if snapshot.servers is None:
+            skipped[:0] = [domain.ORPHANED_ALLOCATION,
+                           domain.MISSING_ALLOCATION, domain.NODE_MISMATCH]
+        found.append(domain.Finding(
+            domain.ERROR, domain.NOVA_UNREACHABLE,
+            message='Nova could not be read (%s), so %s %s not checked; '
+                    'run the audit again when Nova answers.'
+                    % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
+                       'was' if len(skipped) == 1 else 'were')))
+    if snapshot.servers is not None:
+        servers = {s['id']: s for s in snapshot.servers}
+        found += domain.orphaned_allocations(
+            snapshot.allocations, servers, snapshot.facts)
+        hosts = snapshot.hosts
+        consumers = {a.consumer for a in snapshot.allocations}
+        mine = [s for s in snapshot.servers
+                if domain.node_of(s) in hosts or s['id'] in consumers]
+        classes = {names.VGPU} | {d.resource_class
+                                  for d in snapshot.devices}
+        theirs = snapshot.allocations + snapshot.elsewhere
+        found += domain.missing_allocations(mine, theirs, classes)
+        found += domain.node_mismatches(mine, theirs)
+    found += domain.over_capacity(snapshot.devices, snapshot.allocations)
+    found += domain.trait_findings(snapshot.devices, confs)
+    if flavors and snapshot.flavors is not None:
+        found += domain.unschedulable_flavors(
+            snapshot.flavors, snapshot.devices, snapshot.missing_classes)
+    return sorted(found, key=lambda f: f.sort_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    repair: object
+    result: str
+    failed: bool = False
+
+
+def _remove(placement, repair, dry_run):
+    if dry_run:
+        return Outcome(repair, 'would remove its allocations (consumer '
+                       'generation %s)' % repair.generation)
+    try:
+        placement.remove_consumer_allocations(
+            repair.consumer, repair.generation, repair.project_id,
+            repair.user_id)
+    except placement_client.GenerationConflict:
+        return Outcome(repair, 'left alone: its allocations changed since '
+                       'they were read (consumer generation %s); run the '
+                       'audit again' % repair.generation, True)
+    except exceptions.CommandError as exc:
+        return Outcome(repair, 'failed: %s' % exc, True)
+    return Outcome(repair, 'removed its allocations (consumer generation '
+                   '%s)' % repair.generation)
+
+
+def fix(placement, repairs, dry_run=False):
+    """Apply ``repairs``; ``{domain.repair_key(r): Outcome}``.
+
+    Orphaned allocations: one generation-guarded PUT per consumer. Lost
+    traits: the safe trait writer (read-modify-write with the provider
+    generation, other traits kept), custom traits created first.
+    """
+    removals = [r for r in repairs if isinstance(r, domain.RemoveAllocations)]
+    additions = [r for r in repairs if isinstance(r, domain.AddTrait)]
+    if additions and not dry_run:
+        trait_writes.create_custom(placement, {r.trait for r in additions})
+    plans = [trait_logic.DevicePlan(r.device, add=(r.trait,))
+             for r in additions]
+    calls = [lambda r=r: _remove(placement, r, dry_run) for r in removals]
+    calls.append(lambda: trait_writes.apply(placement, plans, dry_run))
+    results = pool.call_all(calls, placement.max_workers)
+    outcomes = {domain.repair_key(o.repair): o for o in results[:-1]}
+    for repair, written in zip(additions, results[-1]):
+        outcomes[domain.repair_key(repair)] = Outcome(
+            repair, written.result, written.failed)
+    return outcomes

@@ -1,0 +1,572 @@
+"""What Nova, Placement and the flavors disagree on, for mdev devices.
+
+Pure checks over data already read (``client.audit`` reads it): each
+check function takes that data and answers a list of ``Finding``; a
+finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
+or ``AddTrait``). Nothing here touches the network.
+"""
+
+import dataclasses
+import re
+
+from osc_mdev.domain import flavors
+from osc_mdev.domain import names
+from osc_mdev.domain import traits as trait_logic
+
+ORPHANED_ALLOCATION = 'orphaned-allocation'
+MISSING_ALLOCATION = 'missing-allocation'
+NODE_MISMATCH = 'node-mismatch'
+OVER_CAPACITY = 'over-capacity'
+LOST_TRAIT = 'lost-trait'
+WRONG_TRAIT = 'wrong-trait'
+UNSCHEDULABLE_FLAVOR = 'unschedulable-flavor'
+#: Not a check of its own: Nova could not be asked, so what depends on
+#: its answer was not judged.
+NOVA_UNREACHABLE = 'nova-unreachable'
+
+CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
+          OVER_CAPACITY, LOST_TRAIT, WRONG_TRAIT, UNSCHEDULABLE_FLAVOR)
+#: The checks ``--fix`` repairs; nothing else is changed automatically.
+FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
+
+ERROR = 'error'
+WARNING = 'warning'
+
+#: Nova's migration statuses after which a migration consumer should hold
+#: nothing: the move was confirmed, reverted, completed or it failed.
+MIGRATION_ENDED = frozenset((
+    'confirmed', 'reverted', 'completed', 'done', 'error', 'failed',
+    'cancelled'))
+#: Server states that hold no allocations on a compute node by design.
+_NOT_ON_A_NODE = frozenset(('BUILD', 'SHELVED_OFFLOADED', 'DELETED'))
+
+MOVE_COMMAND = ('openstack server migrate --wait %s && openstack server '
+                'migration confirm %s')
+
+# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
+# i915-GVTg_V5_4, mtty-1); osc-mdev's naming (traits.trait_for_mdev_type)
+# makes it CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
+TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
+_TYPE_TRAIT_RE = re.compile(
+    r'^CUSTOM_(?:[A-Z0-9_]*_)?((?:%s)_[A-Z0-9_]+)$' % '|'.join(TYPE_DRIVERS))
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoveAllocations:
+    """Remove every allocation of an orphaned consumer, guarded by the
+    consumer generation the audit read."""
+
+    consumer: str
+    generation: int
+    project_id: str
+    user_id: str
+
+    def describe(self):
+        return 'remove every allocation of consumer %s' % self.consumer
+
+
+@dataclasses.dataclass(frozen=True)
+class AddTrait:
+    """Add a device's lost type trait back, keeping its other traits."""
+
+    device: object        # providers.Device
+    trait: str
+
+    def describe(self):
+        return 'add trait %s to %s:%s' % (self.trait, self.device.host,
+                                          self.device.device)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    severity: str
+    check: str
+    host: str = ''
+    device: str = ''
+    server: str = ''
+    message: str = ''
+    resource_class: str = ''
+    provider_uuid: str = ''
+    repair: object = None
+
+    @property
+    def sort_key(self):
+        order = CHECKS + (NOVA_UNREACHABLE,)
+        return (order.index(self.check), self.host, self.device,
+                self.server, self.message)
+
+
+def _finding(severity, check, device=None, server='', message='',
+             resource_class=None, repair=None):
+    return Finding(
+        severity, check,
+        host=device.host if device is not None else '',
+        device=device.device if device is not None else '',
+        server=server, message=message,
+        resource_class=resource_class or getattr(
+            device, 'resource_class', '') or '',
+        provider_uuid=getattr(device, 'uuid', '') or '',
+        repair=repair)
+
+
+def _where(device):
+    return '%s:%s' % (device.host, device.device)
+
+
+def _server_label(server):
+    name = server.get('name')
+    return '%s (%s)' % (server['id'], name) if name else server['id']
+
+
+# -- orphaned-allocation --------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerFacts:
+    """What Nova and Placement said of one consumer the server list lacks.
+
+    ``lookup``: the server of ``GET /servers/{id}``, None for 404, or the
+    error text when Nova could not be asked. ``migration``: Nova's
+    migration with this UUID, None when it lists none, or an error text.
+    ``record``: ``GET /allocations/{consumer}`` (consumer generation,
+    project, user, type) read by the audit.
+    """
+
+    lookup: object = None
+    migration: object = None
+    record: dict | None = None
+
+
+def orphaned_allocations(allocations, servers, facts):
+    """``orphaned-allocation``: mdev allocations of consumers that are not
+    a server Nova knows, or of a migration that has ended.
+
+    ``allocations``: MdevAllocation rows; ``servers``: ``{id: server}`` of
+    Nova's server list; ``facts``: ``{consumer: ConsumerFacts}`` for the
+    other consumers. A consumer Nova could not be asked about is never an
+    orphan: it gives a ``nova-unreachable`` finding instead. An ended
+    migration's allocation is not repaired automatically while its server
+    exists and holds no mdev of its own (it may be the server's only
+    accounting).
+    """
+    found = []
+    holders = {a.consumer for a in allocations}
+    for alloc in allocations:
+        consumer = alloc.consumer
+        if consumer in servers:
+            continue
+        fact = facts.get(consumer)
+        if fact is None or isinstance(fact.lookup, dict):
+            # Nova was not asked, or has it (listed too late).
+            continue
+        if isinstance(fact.lookup, str) or isinstance(fact.migration, str):
+            error = fact.lookup if isinstance(fact.lookup, str) else (
+                fact.migration)
+            found.append(_finding(
+                ERROR, NOVA_UNREACHABLE, alloc.candidate, consumer,
+                'Nova could not be asked about consumer %s (%s), so its '
+                '%d x %s is not judged; run the audit again when Nova '
+                'answers.' % (consumer, error.rstrip('.'), alloc.amount,
+                              alloc.resource_class),
+                alloc.resource_class))
+            continue
+        migration = fact.migration
+        unaccounted = None
+        if isinstance(migration, dict):
+            status = migration.get('status', '')
+            if status not in MIGRATION_ENDED:
+                continue                  # a move in progress holds it
+            instance = migration.get('instance_uuid', '?')
+            why = ('is migration %s of server %s, which ended (%s)'
+                   % (consumer, instance, status))
+            if instance in servers and instance not in holders:
+                # The server holds no mdev of its own: this may be its
+                # only accounting (a move whose revert failed).
+                unaccounted = instance
+        else:
+            why = 'is neither a server nor a migration Nova knows'
+        record = fact.record
+        if record is not None and not record.get('allocations'):
+            continue                      # removed since it was listed
+        if unaccounted:
+            found.append(_finding(
+                ERROR, ORPHANED_ALLOCATION, alloc.candidate, consumer,
+                'Consumer %s %s but holds %d x %s here, while server %s '
+                'holds no mdev of its own; not removed automatically: '
+                'check where the server runs (openstack mdev allocation '
+                'show %s) before removing it with openstack resource '
+                'provider allocation delete %s'
+                % (consumer, why, alloc.amount, alloc.resource_class,
+                   unaccounted, unaccounted, consumer),
+                alloc.resource_class))
+            continue
+        repair = record and RemoveAllocations(
+            consumer, record.get('consumer_generation'),
+            record.get('project_id'), record.get('user_id'))
+        found.append(_finding(
+            ERROR, ORPHANED_ALLOCATION, alloc.candidate, consumer,
+            'Consumer %s %s but holds %d x %s here; remove its allocations: '
+            'openstack mdev audit --fix %s --host %s'
+            % (consumer, why, alloc.amount, alloc.resource_class,
+               ORPHANED_ALLOCATION, alloc.host),
+            alloc.resource_class, repair))
+    return found
+
+
+# -- missing-allocation / node-mismatch ----------------------------------
+
+_RESOURCE_KEY = re.compile(r'^resources(\d*):([A-Z0-9_]+)$')
+
+
+def mdev_amounts(extra_specs, mdev_classes):
+    """``{class: amount}`` of the mdev classes flavor extra specs ask for,
+    summed over every request group (``resources:`` and ``resourcesN:``).
+    """
+    amounts = {}
+    for key, value in (extra_specs or {}).items():
+        match = _RESOURCE_KEY.match(key)
+        if match and match.group(2) in mdev_classes:
+            try:
+                amount = int(value)
+            except (TypeError, ValueError):
+                continue
+            if amount > 0:
+                rc = match.group(2)
+                amounts[rc] = amounts.get(rc, 0) + amount
+    return amounts
+
+
+def node_of(server):
+    return server.get('OS-EXT-SRV-ATTR:hypervisor_hostname')
+
+
+def settled(server):
+    """A server on a node and not being moved or built: its allocations
+    are what its flavor asks for, on its node."""
+    return bool(node_of(server)) and not server.get(
+        'OS-EXT-STS:task_state') and server.get('status') not in (
+        _NOT_ON_A_NODE)
+
+
+def _describe_amounts(amounts):
+    return ', '.join('%d x %s' % (n, rc) for rc, n in sorted(
+        amounts.items())) or 'no mdev'
+
+
+def missing_allocations(servers, allocations, mdev_classes):
+    """``missing-allocation``: servers whose embedded flavor (the copy
+    Nova keeps with the server, ``flavor.extra_specs`` from microversion
+    2.47) asks for mdevs they do not hold in Placement, or holds another
+    class or amount."""
+    held = {}
+    for alloc in allocations:
+        per_rc = held.setdefault(alloc.consumer, {})
+        per_rc[alloc.resource_class] = per_rc.get(
+            alloc.resource_class, 0) + alloc.amount
+    classes = set(mdev_classes) | {a.resource_class for a in allocations}
+    found = []
+    for server in servers:
+        if not settled(server):
+            continue
+        specs = (server.get('flavor') or {}).get('extra_specs') or {}
+        wanted = mdev_amounts(specs, classes)
+        has = held.get(server['id'], {})
+        if wanted == has:
+            continue
+        label = _server_label(server)
+        what = ('holds none' if not has else 'holds %s'
+                % _describe_amounts(has))
+        found.append(Finding(
+            ERROR, MISSING_ALLOCATION, host=node_of(server),
+            server=server['id'],
+            resource_class=','.join(sorted(set(wanted) | set(has))),
+            message='Server %s: its flavor asks for %s but it %s in '
+                    'Placement; cold-migrate it so the scheduler claims '
+                    'them: %s' % (label, _describe_amounts(wanted), what,
+                                  MOVE_COMMAND % (server['id'],
+                                                  server['id']))))
+    return found
+
+
+def node_mismatches(servers, allocations):
+    """``node-mismatch``: a server's mdev allocation is on a device of
+    another compute node than the one Nova has the server on
+    (``OS-EXT-SRV-ATTR:hypervisor_hostname``, not the service host)."""
+    by_id = {s['id']: s for s in servers}
+    found = []
+    for alloc in allocations:
+        server = by_id.get(alloc.consumer)
+        if server is None or not settled(server):
+            continue
+        node = node_of(server)
+        if alloc.host == node:
+            continue
+        found.append(_finding(
+            ERROR, NODE_MISMATCH, alloc.candidate, server['id'],
+            'Server %s runs on node %s but its %d x %s is on %s; '
+            'cold-migrate it so its allocations are made again: %s'
+            % (_server_label(server), node, alloc.amount,
+               alloc.resource_class, _where(alloc.candidate),
+               MOVE_COMMAND % (server['id'], server['id'])),
+            alloc.resource_class))
+    return found
+
+
+# -- over-capacity --------------------------------------------------------
+
+def over_capacity(devices, allocations):
+    """``over-capacity``: devices whose usage exceeds
+    ``(total - reserved) * allocation_ratio``, with their consumers."""
+    found = []
+    for device in devices:
+        capacity = device.inventory.capacity
+        if device.used <= capacity:
+            continue
+        consumers = sorted({a.consumer for a in allocations
+                            if a.candidate.uuid == device.uuid
+                            and a.resource_class == device.resource_class})
+        found.append(_finding(
+            ERROR, OVER_CAPACITY, device, ','.join(consumers),
+            'Device %s uses %d %s but its capacity is %d (total %d, '
+            'reserved %d, ratio %s); move %d of its servers away: %s'
+            % (_where(device), device.used, device.resource_class, capacity,
+               device.inventory.total, device.inventory.reserved,
+               device.inventory.allocation_ratio, device.used - capacity,
+               'openstack server migrate --wait <server>'
+               if not consumers else MOVE_COMMAND % (consumers[0],
+                                                     consumers[0]))))
+    return found
+
+
+# -- lost-trait / wrong-trait ---------------------------------------------
+
+def type_key(trait, known=()):
+    """The mdev type a trait names, or None when it is no type trait.
+
+    A type trait is a ``CUSTOM_`` trait that osc-mdev's type naming gives
+    (``nvidia-35`` -> ``CUSTOM_NVIDIA_35``, with any ``--trait-prefix``):
+    its name ends in ``<DRIVER>_<TYPE>`` for a known mdev parent driver
+    (``TYPE_DRIVERS``), or it is in ``known`` (the traits of the types a
+    nova.conf enables). Two traits with the same key name one type.
+    """
+    if trait in known:
+        return trait
+    match = _TYPE_TRAIT_RE.match(trait)
+    return match.group(1) if match else None
+
+
+def conf_traits(conf, device, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+    """``(own trait, other types' traits)`` for a device under a nova.conf.
+
+    The one place the audit reads a nova.conf (``novaconf.MdevConfig``:
+    ``type_for`` and ``types``); own is None when the file gives the
+    device no type.
+    """
+    by_type = trait_logic.type_traits(conf, prefix)
+    mdev_type = conf.type_for(device)
+    own = by_type.get(mdev_type) if mdev_type else None
+    return own, frozenset(t for t in by_type.values() if t != own)
+
+
+def trait_findings(devices, confs=None,
+                   prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+    """``lost-trait`` and ``wrong-trait``.
+
+    Hosts with a nova.conf (``confs``: ``{host: MdevConfig}``): a device
+    lacking its type's trait has lost it; a device carrying another
+    enabled type's trait has a wrong one. Other hosts, by the siblings
+    heuristic: among the devices of one host and resource class, a device
+    with no type trait (``type_key``) while siblings carry one has lost
+    it (re-applied by ``--fix`` only when those siblings agree on one
+    trait); a device with traits of two types has a wrong one (Nova gives
+    a physical GPU one type).
+    """
+    confs = confs or {}
+    found = []
+    groups = {}
+    for device in devices:
+        if device.traits is None:
+            continue
+        if device.host in confs:
+            found.extend(_conf_findings(device, confs[device.host], prefix))
+        else:
+            groups.setdefault((device.host, device.resource_class),
+                              []).append(device)
+    for group in groups.values():
+        found.extend(_sibling_findings(group))
+    return found
+
+
+def _unset_command(trait, device):
+    return 'openstack mdev trait unset --trait %s %s' % (trait,
+                                                         _where(device))
+
+
+def _set_command(trait, device):
+    return 'openstack mdev trait set --trait %s %s' % (trait, _where(device))
+
+
+def _conf_findings(device, conf, prefix):
+    own, others = conf_traits(conf, device.device, prefix)
+    if own is None:
+        return []
+    found = []
+    if own not in device.traits:
+        found.append(_finding(
+            WARNING, LOST_TRAIT, device, message=(
+                'Device %s lacks %s, the trait of its type in nova.conf; '
+                'add it: %s' % (_where(device), own,
+                                _set_command(own, device))),
+            repair=AddTrait(device, own)))
+    for trait in sorted(others & set(device.traits)):
+        found.append(_finding(
+            ERROR, WRONG_TRAIT, device, message=(
+                'Device %s carries %s, the trait of another type in '
+                'nova.conf (its type has %s); remove it: %s'
+                % (_where(device), trait, own,
+                   _unset_command(trait, device)))))
+    return found
+
+
+def _sibling_findings(group):
+    keys = {d.uuid: {} for d in group}
+    for device in group:
+        for trait in device.traits:
+            key = type_key(trait)
+            if key is not None:
+                keys[device.uuid].setdefault(key, []).append(trait)
+    found = []
+    # Siblings with one type vote; a device with two is itself wrong.
+    carried = sorted({t for d in group if len(keys[d.uuid]) == 1
+                      for ts in keys[d.uuid].values() for t in ts})
+    for device in group:
+        mine = keys[device.uuid]
+        if len(mine) > 1:
+            traits = sorted(t for ts in mine.values() for t in ts)
+            found.append(_finding(
+                ERROR, WRONG_TRAIT, device, message=(
+                    'Device %s carries the traits of %d types (%s) but Nova '
+                    'gives a device one type; remove the one it does not '
+                    'have: %s' % (_where(device), len(mine),
+                                  ', '.join(traits),
+                                  _unset_command('<trait>', device)))))
+        if mine or not any(keys.values()):
+            continue
+        if len(carried) == 1:
+            trait = carried[0]
+            found.append(_finding(
+                WARNING, LOST_TRAIT, device, message=(
+                    'Device %s has no type trait while its %s siblings on '
+                    'host %s carry %s; add it back: %s'
+                    % (_where(device), device.resource_class, device.host,
+                       trait, _set_command(trait, device))),
+                repair=AddTrait(device, trait)))
+        else:
+            offered = sorted({t for ts in keys.values() for tr in ts.values()
+                              for t in tr})
+            found.append(_finding(
+                WARNING, LOST_TRAIT, device, message=(
+                    'Device %s has no type trait while its %s siblings on '
+                    'host %s carry %s; which one is its type is not known '
+                    'here: give --nova-conf %s=FILE, or add it: %s'
+                    % (_where(device), device.resource_class, device.host,
+                       ', '.join(offered), device.host,
+                       _set_command('<trait>', device)))))
+    return found
+
+
+# -- unschedulable-flavor -------------------------------------------------
+
+def unschedulable_flavors(flavor_list, devices, missing_classes=()):
+    """``unschedulable-flavor``: flavors whose mdev request no device in
+    the cloud can ever serve as it is (``flavors.fit``: no device of the
+    class, none with a required trait, all forbidden, too small), or that
+    ask for a resource class Placement does not have (``missing_classes``).
+    Disabled flavors are left out; a full cloud is no finding.
+    """
+    classes = {names.VGPU} | {d.resource_class for d in devices}
+    found = []
+    for flavor in flavor_list:
+        if flavor.get('OS-FLV-DISABLED:disabled'):
+            continue
+        specs = flavor.get('extra_specs') or {}
+        label = '%s (%s)' % (flavor['name'], flavor['id'])
+        gone = sorted({m.group(2) for k in specs
+                       for m in [_RESOURCE_KEY.match(k)]
+                       if m and m.group(2) in missing_classes})
+        if gone:
+            found.append(Finding(
+                WARNING, UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
+                message='Flavor %s asks for resource class %s, which does '
+                        'not exist in Placement; see it with: openstack '
+                        'mdev flavor show %s' % (label, ', '.join(gone),
+                                                 flavor['id'])))
+            continue
+        request = flavors.parse(specs, classes)
+        if request is None:
+            continue
+        problem = flavors.fit(request, devices).problem
+        if problem:
+            found.append(Finding(
+                WARNING, UNSCHEDULABLE_FLAVOR,
+                resource_class=request.resource_class,
+                message='Flavor %s asks for %s but %s; see it with: '
+                        'openstack mdev flavor show %s'
+                        % (label, request.describe(), problem,
+                           flavor['id'])))
+    return found
+
+
+def unknown_classes(flavor_list, known):
+    """``CUSTOM_`` classes the flavors ask for that are not in ``known``."""
+    return sorted({m.group(2) for f in flavor_list
+                   for k in (f.get('extra_specs') or {})
+                   for m in [_RESOURCE_KEY.match(k)]
+                   if m and m.group(2).startswith('CUSTOM_')
+                   and m.group(2) not in known})
+
+
+# -- repairs --------------------------------------------------------------
+
+def repairs(findings, checks):
+    """The distinct repairs of the findings of ``checks``, in order."""
+    seen = {}
+    for finding in findings:
+        if finding.check in checks and finding.repair is not None:
+            seen.setdefault(_repair_key(finding.repair), finding.repair)
+    return list(seen.values())
+
+
+def _repair_key(repair):
+    if isinstance(repair, RemoveAllocations):
+        return ('consumer', repair.consumer)
+    return ('trait', repair.device.uuid, repair.trait)
+
+
+def repair_key(repair):
+    return _repair_key(repair)
+
+
+def parse_checks(text):
+    """``--fix`` value -> the checks it names; ValueError if unknown or
+    not repairable."""
+    wanted = [c.strip() for c in text.split(',') if c.strip()]
+    if not wanted:
+        raise ValueError('--fix needs at least one check, such as %s'
+                         % ORPHANED_ALLOCATION)
+    for check in wanted:
+        if check not in CHECKS:
+            raise ValueError("'%s' is not a check; the checks are %s"
+                             % (check, ', '.join(CHECKS)))
+        if check not in FIXABLE:
+            raise ValueError("check %s has no automatic fix (only %s do); "
+                             "its findings say the command that fixes them"
+                             % (check, ' and '.join(FIXABLE)))
+    return tuple(dict.fromkeys(wanted))
+
+
+def parse_nova_conf_option(value):
+    """``HOST=FILE`` -> ``(host, file)``; ValueError otherwise."""
+    host, sep, path = value.partition('=')
+    if not sep or not host or not path:
+        raise ValueError("--nova-conf takes HOST=FILE, not '%s'" % value)
+    return host, path

@@ -1,0 +1,151 @@
+"""``openstack mdev audit``."""
+
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from osc_mdev.client import audit
+from osc_mdev.domain import audit as domain
+from osc_mdev.domain import novaconf
+from osc_mdev.v1 import common
+
+COLUMNS = ('Severity', 'Check', 'Host', 'Device', 'Server', 'Message')
+REPAIR_COLUMNS = ('Repair',)
+LONG_COLUMNS = ('Resource Class', 'Provider UUID')
+
+
+class Audit(command.Lister):
+    """Find what Nova, Placement and the flavors disagree on for mdevs.
+
+    Checks: orphaned-allocation (mdev allocations of consumers that are
+    not a server Nova knows, or of an ended migration), missing-allocation
+    (servers whose own copy of their flavor asks for mdevs they do not
+    hold), node-mismatch (an mdev allocation on another node than the
+    server's), over-capacity (usage above capacity), lost-trait and
+    wrong-trait (type traits, by nova.conf with --nova-conf, else by the
+    device's siblings), unschedulable-flavor (flavors no device can
+    serve). One row per finding; the message says the command that fixes
+    it. Exit status 1 when an error-level finding remains or a repair
+    failed.
+    """
+
+    def get_parser(self, prog_name):
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            '--host', metavar='<host>', action='append', default=[],
+            help='Audit only the devices, and the servers, of this compute '
+                 'node (as in "openstack hypervisor list"). Repeat for '
+                 'several. unschedulable-flavor looks at the whole cloud, '
+                 'so it is skipped with --host.')
+        parser.add_argument(
+            '--nova-conf', metavar='<host>=<file>', action='append',
+            default=[],
+            help='The nova.conf of compute node HOST: its devices are '
+                 'judged by the types it enables ([devices] '
+                 'enabled_mdev_types, [mdev_<type>] device_addresses) '
+                 'instead of by their siblings; type traits are named as '
+                 '"mdev trait set --from-nova-conf" names them. Repeat for '
+                 'several hosts.')
+        parser.add_argument(
+            '--long', action='store_true',
+            help='Also show the resource class and provider UUID of each '
+                 'finding.')
+        parser.add_argument(
+            '--fix', metavar='<check>[,<check>]',
+            help='Repair the findings of these checks: %s (removes the '
+                 'allocations of consumers Nova confirms it has no server '
+                 'for, guarded by the consumer generation) and %s (adds '
+                 'the type trait back, keeping every other trait). Nothing '
+                 'else is changed; each repair is reported in the Repair '
+                 'column.' % domain.FIXABLE)
+        parser.add_argument(
+            '--dry-run', action='store_true',
+            help='With --fix, show what it would do and change nothing.')
+        return parser
+
+    def take_action(self, parsed_args):
+        checks = ()
+        if parsed_args.fix is not None:
+            checks = common.check(domain.parse_checks, parsed_args.fix)
+        elif parsed_args.dry_run:
+            raise exceptions.CommandError(
+                '--dry-run shows what --fix would do; give --fix too.')
+        hosts = tuple(dict.fromkeys(parsed_args.host))
+        confs = _read_confs(parsed_args.nova_conf)
+        mdev = self.app.client_manager.mdev
+        placement = mdev.placement
+        flavors = not hosts
+        snapshot = audit.read(placement, mdev.compute, hosts, flavors,
+                              conf_hosts=tuple(confs))
+        findings = audit.audit(snapshot, confs, flavors)
+
+        outcomes = {}
+        if checks:
+            outcomes = audit.fix(placement, domain.repairs(findings, checks),
+                                 parsed_args.dry_run)
+        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + (
+            LONG_COLUMNS if parsed_args.long else ())
+        rows = []
+        self.errors = 0
+        self.failures = 0
+        for finding in findings:
+            outcome = None
+            if finding.repair is not None and finding.check in checks:
+                outcome = outcomes.get(domain.repair_key(finding.repair))
+            repaired = (outcome is not None and not outcome.failed
+                        and not parsed_args.dry_run)
+            if finding.severity == domain.ERROR and not repaired:
+                self.errors += 1
+            values = {
+                'Severity': finding.severity,
+                'Check': finding.check,
+                'Host': finding.host,
+                'Device': finding.device,
+                'Server': finding.server,
+                'Message': finding.message,
+                'Repair': outcome.result if outcome else (
+                    '' if finding.check not in checks else
+                    'no automatic repair'),
+                'Resource Class': finding.resource_class,
+                'Provider UUID': finding.provider_uuid,
+            }
+            rows.append(tuple(values[c] for c in cols))
+        self.failures = sum(1 for o in outcomes.values() if o.failed)
+        return cols, rows
+
+    def run(self, parsed_args):
+        self.errors = self.failures = 0
+        status = super().run(parsed_args)
+        if self.failures:
+            raise exceptions.CommandError(
+                '%d repair%s failed; see the Repair column and run the '
+                'audit again.' % (self.failures,
+                                  '' if self.failures == 1 else 's'))
+        if self.errors:
+            return 1
+        return status
+
+
+def _read_confs(values):
+    """``{host: MdevConfig}`` of the --nova-conf options."""
+    confs = {}
+    for value in values:
+        host, path = common.check(domain.parse_nova_conf_option, value)
+        if host in confs:
+            raise exceptions.CommandError(
+                '--nova-conf names host %s twice; give one file per host.'
+                % host)
+        confs[host] = _parse_conf(path)
+    return confs
+
+
+def _parse_conf(path):
+    try:
+        with open(path) as conf_file:
+            text = conf_file.read()
+    except OSError as exc:
+        raise exceptions.CommandError(
+            'Cannot read %s: %s.' % (path, exc.strerror)) from exc
+    try:
+        return novaconf.parse(text, source=path)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('%s.' % exc) from exc

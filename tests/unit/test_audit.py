@@ -1,0 +1,346 @@
+"""The pure checks of ``openstack mdev audit`` (domain.audit)."""
+
+import pytest
+
+from osc_mdev.domain import allocations
+from osc_mdev.domain import audit
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import providers
+
+
+def _rp(uuid, name, root=None):
+    return {'uuid': uuid, 'name': name, 'generation': 1,
+            'root_provider_uuid': root or uuid}
+
+
+CANDIDATES = {c.uuid: c for c in providers.find_candidates([
+    _rp('r1', 'c1'),
+    _rp('g1', 'c1_pci_0000_84_00_0', 'r1'),
+    _rp('g2', 'c1_pci_0000_85_00_0', 'r1'),
+    _rp('g3', 'c1_pci_0000_86_00_0', 'r1'),
+    _rp('r2', 'c2.dc'),
+    _rp('g4', 'c2.dc_pci_0000_3b_00_0', 'r2'),
+])}
+
+
+def device(uuid, traits=(), rc='VGPU', total=4, used=0, reserved=0,
+           ratio=1.0):
+    return providers.Device(
+        CANDIDATES[uuid], rc,
+        providers.Inventory(total, reserved, 1, total, 1, ratio), used, 1,
+        tuple(sorted(traits)))
+
+
+def alloc(consumer, uuid, rc='VGPU', amount=1):
+    return allocations.MdevAllocation(consumer, CANDIDATES[uuid], rc,
+                                      amount)
+
+
+def server(sid, node='c1', specs=None, status='ACTIVE', task=None):
+    return {'id': sid, 'name': 'n-' + sid, 'status': status,
+            'OS-EXT-SRV-ATTR:hypervisor_hostname': node,
+            'OS-EXT-STS:task_state': task,
+            'flavor': {'extra_specs': specs if specs is not None
+                       else {'resources:VGPU': '1'}}}
+
+
+RECORD = {'allocations': {'g1': {'resources': {'VGPU': 1}}},
+          'consumer_generation': 3, 'project_id': 'p', 'user_id': 'u'}
+
+
+# -- orphaned-allocation --------------------------------------------------
+
+@pytest.mark.parametrize('facts,expected', [
+    # Nova lists it: no finding.
+    (None, []),
+    # Listed too late, but GET /servers/{id} finds it.
+    (audit.ConsumerFacts({'id': 'x'}, None, RECORD), []),
+    # 404 and no migration: orphan, repaired with its generation.
+    (audit.ConsumerFacts(None, None, RECORD),
+     [('error', 'orphaned-allocation', 'neither a server nor a migration',
+       audit.RemoveAllocations('x', 3, 'p', 'u'))]),
+    # A migration in progress holds the source allocation.
+    (audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'finished'},
+                         RECORD), []),
+    (audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'running'},
+                         RECORD), []),
+    # An ended migration does not.
+    (audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'confirmed',
+                                'instance_uuid': 'i'}, RECORD),
+     [('error', 'orphaned-allocation', 'migration x of server i, which '
+       'ended (confirmed)', audit.RemoveAllocations('x', 3, 'p', 'u'))]),
+    (audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'error'}, RECORD),
+     [('error', 'orphaned-allocation', 'ended (error)',
+       audit.RemoveAllocations('x', 3, 'p', 'u'))]),
+    # Nova could not be asked: never an orphan.
+    (audit.ConsumerFacts('Compute failed with HTTP 500.', None, RECORD),
+     [('error', 'nova-unreachable', 'Compute failed with HTTP 500', None)]),
+    (audit.ConsumerFacts(None, 'Cannot reach the Compute API.', RECORD),
+     [('error', 'nova-unreachable', 'Cannot reach the Compute API',
+       None)]),
+    # Removed since Placement was read.
+    (audit.ConsumerFacts(None, None, {'allocations': {}}), []),
+])
+def test_orphaned_allocations(facts, expected):
+    servers = {'x': server('x')} if facts is None else {}
+    found = audit.orphaned_allocations(
+        [alloc('x', 'g1')], servers, {'x': facts} if facts else {})
+    assert [(f.severity, f.check, f.repair) for f in found] == [
+        (s, c, r) for s, c, _, r in expected]
+    for finding, (_, _, text, _) in zip(found, expected):
+        assert text in finding.message
+        assert (finding.host, finding.device, finding.server) == (
+            'c1', '0000:84:00.0', 'x')
+
+
+def test_ended_migration_of_an_unaccounted_server_is_not_repaired():
+    ended = audit.ConsumerFacts(None, {'uuid': 'x', 'status': 'error',
+                                       'instance_uuid': 's'}, RECORD)
+    servers = {'s': server('s')}
+    [finding] = audit.orphaned_allocations(
+        [alloc('x', 'g1')], servers, {'x': ended})
+    assert finding.check == 'orphaned-allocation'
+    assert finding.repair is None
+    assert 'server s holds no mdev of its own' in finding.message
+    # Once the server holds its own, the migration's is repaired.
+    [finding] = audit.orphaned_allocations(
+        [alloc('x', 'g1'), alloc('s', 'g2')], servers, {'x': ended})
+    assert finding.repair == audit.RemoveAllocations('x', 3, 'p', 'u')
+
+
+# -- missing-allocation / node-mismatch -----------------------------------
+
+@pytest.mark.parametrize('srv,held,expected', [
+    (server('s'), [alloc('s', 'g1')], None),
+    (server('s'), [], 'asks for 1 x VGPU but it holds none'),
+    (server('s', specs={'resources1:VGPU': '1', 'resources2:VGPU': '1',
+                        'group_policy': 'isolate'}),
+     [alloc('s', 'g1')], 'asks for 2 x VGPU but it holds 1 x VGPU'),
+    (server('s'), [alloc('s', 'g1', 'CUSTOM_MLX5')],
+     'asks for 1 x VGPU but it holds 1 x CUSTOM_MLX5'),
+    (server('s', specs={}), [alloc('s', 'g1')],
+     'asks for no mdev but it holds 1 x VGPU'),
+    # Not settled on a node: not judged.
+    (server('s', task='resize_migrating'), [], None),
+    (server('s', status='SHELVED_OFFLOADED'), [], None),
+    (server('s', node=None), [], None),
+    # A flavor without mdevs, a server without: fine.
+    (server('s', specs={'resources:CUSTOM_PCI_10DE_1EB8': '1'}), [], None),
+])
+def test_missing_allocations(srv, held, expected):
+    found = audit.missing_allocations([srv], held, {'VGPU'})
+    if expected is None:
+        assert found == []
+    else:
+        [finding] = found
+        assert finding.check == 'missing-allocation'
+        assert expected in finding.message
+        assert 'openstack server migrate --wait s' in finding.message
+
+
+def test_mdev_amounts_sums_groups():
+    assert audit.mdev_amounts({
+        'resources:VGPU': '1', 'resources1:VGPU': '2',
+        'resources2:CUSTOM_MLX5': '1', 'resources:VCPU': '4',
+        'resources3:VGPU': 'x'}, {'VGPU', 'CUSTOM_MLX5'}) == {
+            'VGPU': 3, 'CUSTOM_MLX5': 1}
+
+
+def test_node_mismatch_uses_the_node_not_the_service_host():
+    srv = server('s', node='c1')
+    srv['OS-EXT-SRV-ATTR:host'] = 'short-name'
+    assert audit.node_mismatches([srv], [alloc('s', 'g1')]) == []
+    [finding] = audit.node_mismatches([srv], [alloc('s', 'g4')])
+    assert (finding.host, finding.device, finding.server) == (
+        'c2.dc', '0000:3b:00.0', 's')
+    assert 'runs on node c1' in finding.message
+    moving = server('s', task='migrating')
+    assert audit.node_mismatches([moving], [alloc('s', 'g4')]) == []
+
+
+# -- over-capacity --------------------------------------------------------
+
+@pytest.mark.parametrize('dev,over', [
+    (device('g1', total=4, used=4), False),
+    (device('g1', total=4, used=5), True),
+    (device('g1', total=4, reserved=1, used=4), True),
+    (device('g1', total=4, ratio=2.0, used=8), False),
+    (device('g1', total=4, ratio=0.5, used=3), True),
+])
+def test_over_capacity(dev, over):
+    allocs = [alloc('a', 'g1'), alloc('b', 'g1'), alloc('c', 'g2')]
+    found = audit.over_capacity([dev], allocs)
+    assert bool(found) == over
+    if over:
+        assert found[0].server == 'a,b'
+        assert found[0].severity == 'error'
+
+
+# -- lost-trait / wrong-trait ---------------------------------------------
+
+@pytest.mark.parametrize('trait,key', [
+    ('CUSTOM_NVIDIA_35', 'NVIDIA_35'),
+    ('CUSTOM_VGPU_NVIDIA_35', 'NVIDIA_35'),
+    ('CUSTOM_I915_GVTG_V5_4', 'I915_GVTG_V5_4'),
+    ('CUSTOM_MTTY_1', 'MTTY_1'),
+    ('CUSTOM_MLX5_CORE', 'MLX5_CORE'),
+    ('CUSTOM_GOLD', None),
+    ('CUSTOM_NVIDIA', None),
+    ('OWNER_NOVA', None),
+])
+def test_type_key(trait, key):
+    assert audit.type_key(trait) == key
+
+
+def _traits(found):
+    return sorted((f.check, f.device, f.severity,
+                   f.repair.trait if f.repair else None) for f in found)
+
+
+@pytest.mark.parametrize('devices,expected', [
+    # Siblings agree: the bare one lost it, and --fix adds it.
+    ([device('g1', ['CUSTOM_NVIDIA_11', 'OWNER_NOVA']),
+      device('g2', ['OWNER_NOVA']),
+      device('g3', ['CUSTOM_NVIDIA_11'])],
+     [('lost-trait', '0000:85:00.0', 'warning', 'CUSTOM_NVIDIA_11')]),
+    # Siblings of two types: which one is not known, no repair.
+    ([device('g1', ['CUSTOM_NVIDIA_11']), device('g2', []),
+      device('g3', ['CUSTOM_NVIDIA_12'])],
+     [('lost-trait', '0000:85:00.0', 'warning', None)]),
+    # Another resource class is not a sibling.
+    ([device('g1', ['CUSTOM_MLX5_CORE'], rc='CUSTOM_MLX5'),
+      device('g2', [])], []),
+    # Nobody uses type traits: nothing lost.
+    ([device('g1', ['CUSTOM_GOLD']), device('g2', [])], []),
+    # Two types on one device.
+    ([device('g1', ['CUSTOM_NVIDIA_11', 'CUSTOM_NVIDIA_12']),
+      device('g2', ['CUSTOM_NVIDIA_11'])],
+     [('wrong-trait', '0000:84:00.0', 'error', None)]),
+    # The same type under two prefixes is one type.
+    ([device('g1', ['CUSTOM_NVIDIA_11', 'CUSTOM_T_NVIDIA_11'])], []),
+])
+def test_trait_findings_by_siblings(devices, expected):
+    assert _traits(audit.trait_findings(devices)) == expected
+
+
+CONF = novaconf.parse(
+    '[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
+    '[mdev_nvidia-12]\ndevice_addresses = 0000:85:00.0\n')
+
+
+def test_trait_findings_by_nova_conf():
+    devices = [device('g1', ['CUSTOM_NVIDIA_11']),
+               device('g2', ['CUSTOM_NVIDIA_11']),
+               device('g3', []),
+               device('g4', [])]
+    found = audit.trait_findings(devices, {'c1': CONF})
+    assert _traits(found) == [
+        ('lost-trait', '0000:85:00.0', 'warning', 'CUSTOM_NVIDIA_12'),
+        ('lost-trait', '0000:86:00.0', 'warning', 'CUSTOM_NVIDIA_11'),
+        ('wrong-trait', '0000:85:00.0', 'error', None)]
+    wrong = next(f for f in found if f.check == 'wrong-trait')
+    assert ('openstack mdev trait unset --trait CUSTOM_NVIDIA_11 '
+            'c1:0000:85:00.0') in wrong.message
+
+
+def test_conf_traits_adapter():
+    assert audit.conf_traits(CONF, '0000:85:00.0') == (
+        'CUSTOM_NVIDIA_12', frozenset({'CUSTOM_NVIDIA_11'}))
+    assert audit.conf_traits(CONF, '0000:99:00.0') == (
+        'CUSTOM_NVIDIA_11', frozenset({'CUSTOM_NVIDIA_12'}))
+
+
+# -- unschedulable-flavor -------------------------------------------------
+
+def flavor(specs, disabled=False):
+    return {'id': 'f', 'name': 'fl', 'extra_specs': specs,
+            'OS-FLV-DISABLED:disabled': disabled}
+
+
+@pytest.mark.parametrize('specs,missing,expected', [
+    ({'resources:VGPU': '1'}, (), None),
+    ({'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}, (),
+     'no VGPU device has trait CUSTOM_GONE'),
+    ({'resources:VGPU': '8'}, (), 'fewer than the 8 asked for'),
+    ({'resources:CUSTOM_OLD': '1'}, ('CUSTOM_OLD',),
+     'resource class CUSTOM_OLD, which does not exist'),
+    # A class that exists but no mdev device has: not ours to judge.
+    ({'resources:CUSTOM_PCI_10DE_1EB8': '1'}, (), None),
+    ({'resources:VCPU': '1'}, (), None),
+])
+def test_unschedulable_flavors(specs, missing, expected):
+    devices = [device('g1', ['CUSTOM_NVIDIA_11'], used=4)]
+    found = audit.unschedulable_flavors([flavor(specs)], devices, missing)
+    if expected is None:
+        assert found == []
+    else:
+        [finding] = found
+        assert expected in finding.message
+        assert finding.severity == 'warning'
+    assert audit.unschedulable_flavors(
+        [flavor(specs, disabled=True)], devices, missing) == []
+
+
+def test_unknown_classes():
+    assert audit.unknown_classes(
+        [flavor({'resources:CUSTOM_A': '1', 'resources1:VGPU': '1',
+                 'resources2:CUSTOM_B': '1'})], {'VGPU', 'CUSTOM_B'}) == [
+        'CUSTOM_A']
+
+
+# -- repairs and options --------------------------------------------------
+
+def test_repairs_only_of_the_checks_asked_and_once_each():
+    remove = audit.RemoveAllocations('x', 1, 'p', 'u')
+    add = audit.AddTrait(device('g1'), 'CUSTOM_T')
+    found = [audit.Finding('error', 'orphaned-allocation', repair=remove),
+             audit.Finding('error', 'orphaned-allocation', repair=remove),
+             audit.Finding('warning', 'lost-trait', repair=add)]
+    assert audit.repairs(found, ('orphaned-allocation',)) == [remove]
+    assert audit.repairs(found, audit.FIXABLE) == [remove, add]
+
+
+@pytest.mark.parametrize('text,result', [
+    ('orphaned-allocation', ('orphaned-allocation',)),
+    ('lost-trait, orphaned-allocation,lost-trait',
+     ('lost-trait', 'orphaned-allocation')),
+    ('over-capacity', 'has no automatic fix'),
+    ('nope', "'nope' is not a check"),
+    (',', 'needs at least one check'),
+])
+def test_parse_checks(text, result):
+    if isinstance(result, tuple):
+        assert audit.parse_checks(text) == result
+    else:
+        with pytest.raises(ValueError, match=result):
+            audit.parse_checks(text)
+
+
+@pytest.mark.parametrize('value,result', [
+    ('c1=/etc/nova.conf', ('c1', '/etc/nova.conf')),
+    ('gpu.dc=a=b', ('gpu.dc', 'a=b')),
+    ('c1', None), ('=f', None), ('c1=', None),
+])
+def test_parse_nova_conf_option(value, result):
+    if result:
+        assert audit.parse_nova_conf_option(value) == result
+    else:
+        with pytest.raises(ValueError, match='HOST=FILE'):
+            audit.parse_nova_conf_option(value)
+
+
+@pytest.mark.parametrize('servers,flavors,skipped', [
+    (None, True, 'orphaned-allocation, missing-allocation, node-mismatch, '
+                 'unschedulable-flavor were not checked'),
+    (None, False, 'orphaned-allocation, missing-allocation, node-mismatch '
+                  'were not checked'),
+    ([], True, 'unschedulable-flavor was not checked'),
+])
+def test_nova_unreachable_names_what_was_skipped(servers, flavors, skipped):
+    from osc_mdev.client import audit as client_audit
+    snapshot = client_audit.Snapshot(
+        [], [alloc('x', 'g1')], servers, 'Cannot reach the Compute API.',
+        {}, None, (), frozenset({'c1'}))
+    [finding] = client_audit.audit(snapshot, flavors=flavors)
+    assert finding.check == 'nova-unreachable'
+    assert skipped in finding.message
