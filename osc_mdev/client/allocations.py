@@ -57,11 +57,25 @@ def server_allocations(placement, compute, reference):
     uuids = sorted({a.candidate.uuid for a in found})
     extra = [lambda u=u: placement.get_traits(u) for u in uuids]
     if server is None:
-        extra.append(lambda: placement.get_consumer_type(server_id))
+        extra.append(lambda: _unknown_views(placement, compute,
+                                            [server_id])[server_id])
     results = pool.call_all(extra, placement.max_workers)
     view = (domain.ServerView.from_server(server) if server is not None
-            else domain.ServerView.unknown(results[-1]))
+            else results[-1])
     return ServerAllocations(view, found, dict(zip(uuids, results)))
+
+
+def _unknown_views(placement, compute, consumers):
+    """A ServerView for each consumer Nova has no server for: Placement's
+    consumer type and Nova's migrations (one listing) say what it is."""
+    if not consumers:
+        return {}
+    calls = [lambda c=c: placement.get_consumer_type(c) for c in consumers]
+    calls.append(compute.list_migrations)
+    results = pool.call_all(calls, placement.max_workers)
+    migrations = {m.get('uuid'): m for m in results[-1]}
+    return {c: domain.ServerView.unknown(t, migrations.get(c))
+            for c, t in zip(consumers, results)}
 
 
 def list_allocations(placement, compute, hosts=(), references=(),
@@ -93,10 +107,8 @@ def list_allocations(placement, compute, hosts=(), references=(),
     known = compute.servers_by_id(
         consumers, nodes={a.host for a in found}) if consumers else {}
     unknown = [c for c in consumers if c not in known]
-    types = dict(zip(unknown, placement.map(placement.get_consumer_type,
-                                            unknown)))
     views = {c: domain.ServerView.from_server(s) for c, s in known.items()}
-    views.update({c: domain.ServerView.unknown(types[c]) for c in unknown})
+    views.update(_unknown_views(placement, compute, unknown))
     return found, views
 
 

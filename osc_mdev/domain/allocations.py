@@ -95,16 +95,24 @@ class ServerView:
                        'OS-EXT-SRV-ATTR:hypervisor_hostname'))
 
     @classmethod
-    def unknown(cls, consumer_type=None):
+    def unknown(cls, consumer_type=None, migration=None):
         """A consumer Nova has no server for.
 
+        ``migration`` is Nova's migration whose UUID is the consumer's, if
+        Nova lists one: a move's source allocation (Nova 34 writes no
+        consumer type, so Nova's migration list is what tells). Otherwise
         ``consumer_type`` is Placement's (microversion 1.38): an
-        ``INSTANCE`` is orphaned; a ``MIGRATION`` consumer holds a moving
-        server's source allocation until the move is confirmed. Anything
-        else, including None (a Placement older than 1.38 cannot say) and
-        Placement's ``unknown``, is ``UNKNOWN``: it may be a migration's
-        allocation, so it is never called orphaned.
+        ``INSTANCE`` is orphaned, a ``MIGRATION`` a move's. Anything else,
+        including None (a Placement older than 1.38 cannot say) and
+        Placement's ``unknown``, is ``UNKNOWN``: it is never called
+        orphaned.
         """
+        if migration is not None:
+            return cls(name='(%s of server %s, %s)' % (
+                migration.get('migration_type') or 'migration',
+                migration.get('instance_uuid', '?'),
+                migration.get('status', '?')), status=MIGRATION,
+                nova_host=None)
         if consumer_type == MIGRATION:
             return cls(name='(migration in progress)', status=MIGRATION,
                        nova_host=None)

@@ -306,6 +306,42 @@ def test_migration_moves_the_allocation(cloud, flavors):
     assert (row['Nova Host'], row['Nova Node']) == (moved['host'], node)
 
 
+def test_a_migrations_allocation_is_marked_migration(cloud, flavors):
+    """Nova 34 writes no consumer type: a move's source allocation is
+    known as such from Nova's migration list, never called orphaned."""
+    [server] = boot(cloud, flavors['VGPU'], name='e2e-left-behind')
+    cloud.control('migrate', server=server['id'])
+    rsp = requests.get(
+        cloud.compute_url + '/os-migrations?instance_uuid=%s' % server['id'],
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute 2.59'}, timeout=30)
+    rsp.raise_for_status()
+    [migration] = rsp.json()['migrations']
+    row = mdev_json('provider', 'list', '--free')[0]
+    # The source allocation of the move, as if its confirm had not
+    # cleaned it up, written as Nova 34 writes it (1.36: no consumer type).
+    requests.put(
+        cloud.placement_url + '/allocations/%s' % migration['uuid'],
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'placement 1.36'},
+        json={'allocations': {row['UUID']: {'resources': {
+            row['Resource Class']: 1}}},
+            'project_id': 'p', 'user_id': 'u',
+            'consumer_generation': None}, timeout=30).raise_for_status()
+    try:
+        [shown] = mdev_json('allocation', 'show', migration['uuid'],
+                            '--long')
+        assert shown['Server Status'] == 'MIGRATION'
+        assert server['id'] in shown['Server Name']
+        assert migration['status'] in shown['Server Name']
+        listed = [r for r in mdev_json('allocation', 'list', '--long')
+                  if r['Server'] == migration['uuid']]
+        assert [r['Server Status'] for r in listed] == ['MIGRATION']
+    finally:
+        placement_request(cloud, 'DELETE',
+                          '/allocations/%s' % migration['uuid'])
+
+
 # -- a compute whose node is not its service host ----------------------------
 
 def fqdn_host(cloud):

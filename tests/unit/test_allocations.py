@@ -96,3 +96,11 @@ def test_node_mismatch_compares_nodes_not_hosts():
     assert allocations.node_mismatches(found, views) == [
         allocations.NodeMismatch('moved', 'compute1', 'compute_2.dc',
                                  'compute_2')]
+
+
+def test_a_consumer_nova_lists_as_a_migration():
+    view = allocations.ServerView.unknown(
+        'unknown', {'uuid': 'm', 'instance_uuid': 'srv', 'status':
+                    'confirmed', 'migration_type': 'migration'})
+    assert view.status == 'MIGRATION'
+    assert view.name == '(migration of server srv, confirmed)'
