@@ -354,15 +354,15 @@ def type_key(trait, known=()):
     return match.group(1) if match else None
 
 
-def conf_traits(conf, device, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """``(own trait, other types' traits)`` for a device under a nova.conf.
 
     The one place the audit reads a nova.conf (``novaconf.MdevConfig``:
-    ``type_for`` and ``types``); own is None when the file gives the
-    device no type.
+    ``type_for``, Nova's rule on the device's libvirt name, and
+    ``types``); own is None when the file gives the device no type.
     """
     by_type = trait_logic.type_traits(conf, prefix)
-    mdev_type = conf.type_for(device)
+    mdev_type = conf.type_for(nodedev)
     own = by_type.get(mdev_type) if mdev_type else None
     return own, frozenset(t for t in by_type.values() if t != own)
 
@@ -406,7 +406,7 @@ def _set_command(trait, device):
 
 
 def _conf_findings(device, conf, prefix):
-    own, others = conf_traits(conf, device.device, prefix)
+    own, others = conf_traits(conf, device.candidate.nodedev, prefix)
     if own is None:
         return []
     found = []

@@ -5,7 +5,6 @@ from osc_lib import exceptions
 
 from osc_mdev.client import audit
 from osc_mdev.domain import audit as domain
-from osc_mdev.domain import novaconf
 from osc_mdev.v1 import common
 
 COLUMNS = ('Severity', 'Check', 'Host', 'Device', 'Server', 'Message')
@@ -134,18 +133,5 @@ def _read_confs(values):
             raise exceptions.CommandError(
                 '--nova-conf names host %s twice; give one file per host.'
                 % host)
-        confs[host] = _parse_conf(path)
+        confs[host] = common.read_nova_conf(path)
     return confs
-
-
-def _parse_conf(path):
-    try:
-        with open(path) as conf_file:
-            text = conf_file.read()
-    except OSError as exc:
-        raise exceptions.CommandError(
-            'Cannot read %s: %s.' % (path, exc.strerror)) from exc
-    try:
-        return novaconf.parse(text, source=path)
-    except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc

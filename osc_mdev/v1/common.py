@@ -4,6 +4,8 @@ Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
+import sys
+
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
@@ -44,3 +46,21 @@ def one_line_errors(parser):
 
     parser.error = error
     return parser
+
+
+def read_nova_conf(path):
+    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
+    file it cannot read or would refuse; notes on stderr for what Nova
+    will silently do otherwise."""
+    from osc_mdev.domain import novaconf
+
+    try:
+        conf = novaconf.parse_files([path], directories=False)
+        novaconf.fatal(conf)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('%s.' % exc) from exc
+    for finding in conf.findings:
+        sys.stderr.write('Warning: %s\n' % finding.message)
+    for note in novaconf.unmatched_notes(conf):
+        sys.stderr.write('Note: %s.\n' % note)
+    return conf

@@ -9,7 +9,6 @@ from osc_lib import exceptions
 
 from osc_mdev.client import devices
 from osc_mdev.client import traits
-from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
 
@@ -152,7 +151,7 @@ class SetTrait(_TraitCommand):
                 raise exceptions.CommandError(
                     '--from-nova-conf describes one compute host: give '
                     'exactly one --host.')
-            conf = _read_nova_conf(parsed_args.from_nova_conf)
+            conf = common.read_nova_conf(parsed_args.from_nova_conf)
         elif not add:
             raise exceptions.CommandError(
                 'Give at least one --trait (or --from-nova-conf).')
@@ -211,22 +210,6 @@ class UnsetTrait(_TraitCommand):
                                         force=parsed_args.force)
                  for d in selected]
         return self._write(placement, plans, (), parsed_args.dry_run)
-
-
-def _read_nova_conf(path):
-    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
-    file it cannot read or would refuse; notes on stderr for what Nova
-    will silently do otherwise."""
-    try:
-        conf = novaconf.parse_files([path], directories=False)
-        novaconf.fatal(conf)
-    except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
-    for finding in conf.findings:
-        sys.stderr.write('Warning: %s\n' % finding.message)
-    for note in novaconf.unmatched_notes(conf):
-        sys.stderr.write('Note: %s.\n' % note)
-    return conf
 
 
 class _Progress:

@@ -223,12 +223,16 @@ def test_trait_findings_by_siblings(devices, expected):
     assert _traits(audit.trait_findings(devices)) == expected
 
 
-CONF = novaconf.parse(
-    '[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
-    '[mdev_nvidia-12]\ndevice_addresses = 0000:85:00.0\n')
+@pytest.fixture(scope='module')
+def CONF(tmp_path_factory):
+    path = tmp_path_factory.mktemp('conf') / 'nova.conf'
+    path.write_text(
+        '[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
+        '[mdev_nvidia-12]\ndevice_addresses = 0000:85:00.0\n')
+    return novaconf.parse_files([str(path)])
 
 
-def test_trait_findings_by_nova_conf():
+def test_trait_findings_by_nova_conf(CONF):
     devices = [device('g1', ['CUSTOM_NVIDIA_11']),
                device('g2', ['CUSTOM_NVIDIA_11']),
                device('g3', []),
@@ -243,10 +247,10 @@ def test_trait_findings_by_nova_conf():
             'c1:0000:85:00.0') in wrong.message
 
 
-def test_conf_traits_adapter():
-    assert audit.conf_traits(CONF, '0000:85:00.0') == (
+def test_conf_traits_adapter(CONF):
+    assert audit.conf_traits(CONF, 'pci_0000_85_00_0') == (
         'CUSTOM_NVIDIA_12', frozenset({'CUSTOM_NVIDIA_11'}))
-    assert audit.conf_traits(CONF, '0000:99:00.0') == (
+    assert audit.conf_traits(CONF, 'pci_0000_99_00_0') == (
         'CUSTOM_NVIDIA_11', frozenset({'CUSTOM_NVIDIA_12'}))
 
 
