@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Trait changes on mdev devices, planned without touching Placement."""
 
 import dataclasses
@@ -62,7 +74,8 @@ def validate_prefix(prefix):
 
 def describe_change(before, after, dry_run=False):
     """``added CUSTOM_A; removed CUSTOM_B``, ``would add ...`` or
-    ``unchanged``."""
+    ``unchanged``.
+    """
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     verbs = ('would add', 'would remove') if dry_run else ('added', 'removed')
@@ -96,7 +109,8 @@ def plans_from_nova_conf(devices, conf, source, add=(),
                          force=False):
     """Each device gets the trait of the type ``conf`` gives it (plus
     ``add``) and loses the traits of the file's other types; a device
-    the file gives no type is skipped."""
+    the file gives no type is skipped.
+    """
     by_type = type_traits(conf, prefix)
     plans = []
     for device in devices:

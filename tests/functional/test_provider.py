@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev provider list/show`` against a real Placement."""
 
 import socket
@@ -10,7 +22,8 @@ from tests.fixtures.placement_data import Gpu
 
 class Cloud:
     """Three hosts with two GPUs each, laid out the way Nova reports them,
-    plus providers that must never show up as mdev devices."""
+    plus providers that must never show up as mdev devices.
+    """
 
     def __init__(self, placement):
         self.placement = placement
