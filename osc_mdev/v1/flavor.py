@@ -73,7 +73,8 @@ class ConfigureFlavor(command.Lister):
         parser.add_argument(
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
-            help='Prefix of --mdev-type traits (default: CUSTOM_).')
+            help='Prefix of --mdev-type traits: by default nvidia-12 '
+                 'means CUSTOM_NVIDIA_12.')
         parser.add_argument(
             '--no-validate', action='store_true',
             help='Skip the checks against the cloud (class, traits and '

@@ -124,14 +124,16 @@ class SetTrait(_TraitCommand):
             '--from-nova-conf', metavar='<file>',
             help='Tag each device of --host with the trait of the mdev type '
                  'this nova.conf gives it ([devices] enabled_mdev_types, '
-                 '[mdev_<type>] device_addresses; old vgpu_ names too). '
+                 '[mdev_<type>] device_addresses; the old enabled_vgpu_types '
+                 'and [vgpu_<type>] too). '
                  'Devices not listed get the default type, as in Nova. Traits '
                  'of the file\'s other types are removed from each device.')
         parser.add_argument(
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
             help='Prefix of the traits --from-nova-conf names: type '
-                 'nvidia-35 becomes <prefix>NVIDIA_35 (default: CUSTOM_).')
+                 'nvidia-35 becomes <prefix>NVIDIA_35, by default '
+                 'CUSTOM_NVIDIA_35.')
         return parser
 
     def take_action(self, parsed_args):
