@@ -333,6 +333,19 @@ def test_max_workers_option(cloud, auth):
     assert 'positive whole number' in result.stderr
 
 
+def test_api_version_not_offered_is_a_warning(cloud, auth):
+    # osc-mdev offers command set version 1 (API_VERSIONS, a tuple). Asked
+    # for another, python-openstackclient 8.0 and later warn and go on with
+    # the major version; before 8.0 the tuple made it fail (the floor in
+    # setup.cfg).
+    result = cli.openstack_process('--os-mdev-api-version', '1.0', *auth,
+                                   'mdev', 'provider', 'list', '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert result.json() == cloud.expected()
+    assert 'not in supported versions: 1' in result.stderr
+    assert 'Traceback' not in result.stderr
+
+
 def test_real_openstack_process_and_help(cloud, auth):
     listed = cli.openstack_process(*auth, 'mdev', 'provider', 'list',
                                    '-f', 'json').json()
