@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Servers and the mdev devices they use: Placement and Nova together.
 
 Independent requests (Nova's server, Placement's providers and the
@@ -67,7 +79,8 @@ def server_allocations(placement, compute, reference):
 
 def _unknown_views(placement, compute, consumers):
     """A ServerView for each consumer Nova has no server for: Placement's
-    consumer type and Nova's migrations (one listing) say what it is."""
+    consumer type and Nova's migrations (one listing) say what it is.
+    """
     if not consumers:
         return {}
     calls = [lambda c=c: placement.get_consumer_type(c) for c in consumers]
@@ -81,7 +94,8 @@ def _unknown_views(placement, compute, consumers):
 def list_allocations(placement, compute, hosts=(), references=(),
                      resource_class=None):
     """Every mdev allocation on the selected devices, and a ServerView per
-    consumer: ``(allocations, {consumer: ServerView})``."""
+    consumer: ``(allocations, {consumer: ServerView})``.
+    """
     provider_list = placement.list_providers()
     devices.check_hosts(provider_list, hosts)
     candidates = providers.find_candidates(provider_list)
@@ -124,7 +138,8 @@ def _allocations_or_empty(placement):
 def node_devices_with_servers(placement, compute, host):
     """The mdev devices Placement has for compute node ``host``, each with
     the servers (``name (ID)``, or the consumer ID when Nova cannot say)
-    holding its resource class: ``[(Device, [server, ...])]``."""
+    holding its resource class: ``[(Device, [server, ...])]``.
+    """
     found = devices.list_devices(
         placement, providers.DeviceFilter(hosts=(host,)))
     uuids = [d.uuid for d in found]

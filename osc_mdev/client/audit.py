@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Reads and repairs of ``openstack mdev audit``: Placement and Nova.
 
 Bulk reads first, all at once in the bounded pool: the provider list,
@@ -42,7 +54,8 @@ class Snapshot:
 
 def _nova(call):
     """Run a Nova read; its failure becomes text (a finding), not an
-    exception."""
+    exception.
+    """
     def run():
         try:
             return call()
@@ -138,7 +151,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
 def _allocations_elsewhere(placement, servers, found, hosts, candidates):
     """With --host, the mdev allocations on other hosts' devices of the
     servers on ``hosts`` whose flavor asks for more mdevs than they hold
-    on the devices read: one ``GET /allocations/{server}`` each."""
+    on the devices read: one ``GET /allocations/{server}`` each.
+    """
     held = {}
     for alloc in found:
         held[alloc.consumer] = held.get(alloc.consumer, 0) + alloc.amount

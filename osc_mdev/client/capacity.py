@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """What the capacity command reads: Placement's trees, Nova's flavor and
 compute services, and (for ``--count``) Placement's allocation candidates.
 
@@ -129,7 +141,8 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
 
 def _amounts(request):
     """The distinct ``{class: amount}`` one provider may be asked for:
-    each numbered group whole, each class of the unnumbered group."""
+    each numbered group whole, each class of the unnumbered group.
+    """
     found = []
     for group in request.groups:
         parts = [dict(group.resources)] if group.numbered else [

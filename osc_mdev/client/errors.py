@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Short, one-line descriptions of transport errors."""
 
 import re
@@ -20,7 +32,8 @@ def first_line(exc):
 
 def connection_problem(exc):
     """``http://host:port/path: connection refused`` from a keystoneauth
-    connection error, instead of urllib3's nested repr."""
+    connection error, instead of urllib3's nested repr.
+    """
     text = str(exc)
     match = _URL.search(text)
     reason = next((short for needle, short in _REASONS if needle in text),

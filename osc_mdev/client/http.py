@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The one HTTP path of osc-mdev: keystoneauth's Adapter, one error mapper.
 
 Every Placement and Compute request goes through ``Service.request``:
@@ -40,7 +52,8 @@ class NotFound(Exception):
 
 class Conflict(Exception):
     """The service answered 409 (in Placement: another writer changed the
-    provider since it was read)."""
+    provider since it was read).
+    """
 
     def __init__(self, message, code=None, status=409):
         super().__init__(message)
@@ -242,7 +255,8 @@ def _max_version(response):
 
 def _last_line(text):
     """Placement's details start with a generic sentence; the last
-    non-empty line says what happened."""
+    non-empty line says what happened.
+    """
     lines = [line.strip() for line in str(text).splitlines()
              if line.strip()]
     return lines[-1] if lines else ''

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Every Placement call osc-mdev makes, each with an explicit microversion.
 
 Requests go through ``client.http.Service`` (keystoneauth's Adapter, the
@@ -75,7 +87,8 @@ class PlacementClient:
     def providers_with_room(self, resources):
         """Providers that can take ``resources`` (``{class: amount}``) in
         one allocation now: room, ``min_unit``, ``max_unit`` and
-        ``step_size`` (``?resources=``, 1.4)."""
+        ``step_size`` (``?resources=``, 1.4).
+        """
         url = '/resource_providers?' + urllib.parse.urlencode(
             {'resources': ','.join('%s:%d' % rc for rc in sorted(
                 resources.items()))})
@@ -113,7 +126,8 @@ class PlacementClient:
 
     def get_consumer_type(self, consumer):
         """``INSTANCE``, ``MIGRATION``...; None for a consumer without
-        allocations or a Placement older than 1.38."""
+        allocations or a Placement older than 1.38.
+        """
         try:
             body = self._request('GET', '/allocations/%s' % consumer,
                                  CONSUMER_TYPES)
@@ -123,7 +137,8 @@ class PlacementClient:
 
     def allocation_candidates(self, querystring):
         """``GET /allocation_candidates?<querystring>``: the whole answer
-        (``allocation_requests``, ``provider_summaries``)."""
+        (``allocation_requests``, ``provider_summaries``).
+        """
         return self._request('GET', '/allocation_candidates?' + querystring,
                              ALLOCATION_CANDIDATES)
 
@@ -157,7 +172,8 @@ class PlacementClient:
 
     def providers_with(self, resources, required=(), forbidden=()):
         """Providers with room now for ``resources`` ({class: amount})
-        that have every ``required`` trait and no ``forbidden`` one."""
+        that have every ``required`` trait and no ``forbidden`` one.
+        """
         query = {'resources': ','.join(
             '%s:%d' % item for item in sorted(resources.items()))}
         traits = list(required) + ['!' + t for t in forbidden]

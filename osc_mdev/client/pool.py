@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Bounded concurrency for independent API requests."""
 
 from concurrent import futures
@@ -8,7 +20,8 @@ DEFAULT_MAX_WORKERS = 8
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during ``bounded_map``: the calls not started were dropped,
     the running ones were let finish. ``done`` maps the index of each
-    finished item to its result."""
+    finished item to its result.
+    """
 
     def __init__(self, done):
         super().__init__()
@@ -17,7 +30,8 @@ class Interrupted(KeyboardInterrupt):
 
 def call_all(calls, max_workers=DEFAULT_MAX_WORKERS):
     """Run independent zero-argument ``calls`` at once; their results in
-    order."""
+    order.
+    """
     return bounded_map(lambda call: call(), calls, max_workers)
 
 

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """What Nova, Placement and the flavors disagree on, for mdev devices.
 
 Pure checks over data already read (``client.audit`` reads it): each
@@ -54,7 +66,8 @@ _TYPE_TRAIT_RE = re.compile(
 @dataclasses.dataclass(frozen=True)
 class RemoveAllocations:
     """Remove every allocation of an orphaned consumer, guarded by the
-    consumer generation the audit read."""
+    consumer generation the audit read.
+    """
 
     consumer: str
     generation: int
@@ -241,7 +254,8 @@ def node_of(server):
 
 def settled(server):
     """A server on a node and not being moved or built: its allocations
-    are what its flavor asks for, on its node."""
+    are what its flavor asks for, on its node.
+    """
     return bool(node_of(server)) and not server.get(
         'OS-EXT-STS:task_state') and server.get('status') not in (
         _NOT_ON_A_NODE)
@@ -256,7 +270,8 @@ def missing_allocations(servers, allocations, mdev_classes):
     """``missing-allocation``: servers whose embedded flavor (the copy
     Nova keeps with the server, ``flavor.extra_specs`` from microversion
     2.47) asks for mdevs they do not hold in Placement, or holds another
-    class or amount."""
+    class or amount.
+    """
     held = {}
     for alloc in allocations:
         per_rc = held.setdefault(alloc.consumer, {})
@@ -290,7 +305,8 @@ def missing_allocations(servers, allocations, mdev_classes):
 def node_mismatches(servers, allocations):
     """``node-mismatch``: a server's mdev allocation is on a device of
     another compute node than the one Nova has the server on
-    (``OS-EXT-SRV-ATTR:hypervisor_hostname``, not the service host)."""
+    (``OS-EXT-SRV-ATTR:hypervisor_hostname``, not the service host).
+    """
     by_id = {s['id']: s for s in servers}
     found = []
     for alloc in allocations:
@@ -315,7 +331,8 @@ def node_mismatches(servers, allocations):
 
 def over_capacity(devices, allocations):
     """``over-capacity``: devices whose usage exceeds
-    ``(total - reserved) * allocation_ratio``, with their consumers."""
+    ``(total - reserved) * allocation_ratio``, with their consumers.
+    """
     found = []
     for device in devices:
         capacity = device.inventory.capacity
@@ -548,7 +565,8 @@ def repair_key(repair):
 
 def parse_checks(text):
     """``--fix`` value -> the checks it names; ValueError if unknown or
-    not repairable."""
+    not repairable.
+    """
     wanted = [c.strip() for c in text.split(',') if c.strip()]
     if not wanted:
         raise ValueError('--fix needs at least one check, such as %s'

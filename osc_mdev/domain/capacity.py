@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """How many more servers of a request fit, where, and why not.
 
 Pure logic over Placement's data (no network). The request is built from
@@ -234,7 +246,8 @@ def bare_request(resource_class, amount=1, required=(), forbidden=(),
 def check_request(request):
     """Refuse what Placement refuses: several numbered groups and no
     ``group_policy`` (``resources_from_request_spec`` warns; Placement
-    answers 400)."""
+    answers 400).
+    """
     if len(request.numbered_groups) >= 2 and not request.group_policy:
         raise RequestError(
             'the flavor has %d numbered request groups but no group_policy '
@@ -382,7 +395,8 @@ def _root_ok(request, host):
 
 def _eligible(group, provider, rclass=None):
     """Whether ``provider`` may serve ``group`` (a class of it for the
-    unnumbered group) regardless of what is used."""
+    unnumbered group) regardless of what is used.
+    """
     amounts = group.amounts
     classes = [rclass] if rclass else list(amounts)
     for rc in classes:
@@ -400,7 +414,8 @@ def _tasks(request, host, ignore_root_classes=False):
     """What one server needs, as ``(group, class or None, providers
     that may serve it)``: each numbered group whole, each class of the
     unnumbered group alone. Depends on traits and units only, not on
-    usage, so it is worked out once per host."""
+    usage, so it is worked out once per host.
+    """
     tasks = []
     for group in request.groups:
         if group.numbered:

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``mdev config check``: what nova-compute will make of a configuration.
 
 Nova's own rules come from ``novaconf`` (one function per Nova rule);
@@ -232,7 +244,8 @@ class SysfsDevice:
 
 def read_sysfs(root):
     """``{address: SysfsDevice}`` of ``ROOT/class/mdev_bus`` (the mdev
-    parents) and of the PCI functions they are linked with."""
+    parents) and of the PCI functions they are linked with.
+    """
     bus = os.path.join(root, 'class', 'mdev_bus')
     found = {}
     try:
@@ -290,7 +303,8 @@ def _link_name(path):
 
 def pci_functions(root, addresses):
     """``{address: SysfsDevice}`` for PCI functions under
-    ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents)."""
+    ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents).
+    """
     found = {}
     for address in addresses:
         path = os.path.join(root, 'bus', 'pci', 'devices', address)

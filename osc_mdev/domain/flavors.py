@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Flavor extra specs that ask Placement for mediated devices.
 
 Pure logic: turn an mdev request into extra specs, read one back out of a
@@ -484,7 +496,8 @@ def _distinct(options):
 def other_group_queries(specs, mdev_classes):
     """``{suffix: (resources, required, forbidden)}`` of the numbered
     request groups without mdev resources (another request's), to ask
-    Placement which providers can serve each."""
+    Placement which providers can serve each.
+    """
     return {g.suffix: ({rc: n for rc, n in g.resources.items() if n > 0},
                        sorted(g.required), sorted(g.forbidden))
             for g in request_groups(specs)

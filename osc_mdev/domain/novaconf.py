@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The mdev part of a nova.conf, read exactly as nova-compute reads it.
 
 ``[devices] enabled_mdev_types`` (old name ``enabled_vgpu_types``) lists
@@ -44,7 +56,8 @@ _NOVA_PCI_ADDRESS_RE = re.compile(
 
 class NovaConfError(ValueError):
     """One line: a file that cannot be read, or that nova-compute would
-    refuse to start with."""
+    refuse to start with.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +94,8 @@ def config_files(paths, directories=True):
 def read_text(path):
     """The text of a nova.conf, or NovaConfError naming the file and what
     is wrong: missing, unreadable, a directory, huge, binary, not UTF-8 or
-    empty."""
+    empty.
+    """
     if os.path.isdir(path):
         raise NovaConfError('%s is a directory, not a nova.conf file' % path)
     try:
@@ -122,7 +136,8 @@ class Occurrence:
 
 class _LocatingParser(cfg.ConfigParser):
     """oslo.config's own file parser, remembering where each option and
-    section was written."""
+    section was written.
+    """
 
     def __init__(self, filename, lines, occurrences, sections):
         super().__init__(filename, {})
@@ -158,7 +173,8 @@ def group_key(name):
 
 def _devices_opts():
     """``[devices] enabled_mdev_types`` as nova/conf/devices.py
-    registers it."""
+    registers it.
+    """
     return [cfg.ListOpt('enabled_mdev_types', default=[],
                         deprecated_name='enabled_vgpu_types')]
 
@@ -166,7 +182,8 @@ def _devices_opts():
 def _type_opts(mdev_type):
     """The ``[mdev_<type>]`` options as nova/conf/devices.py
     ``register_dynamic_opts`` registers them: only ``device_addresses``
-    is also read from the old ``[vgpu_<type>]`` group."""
+    is also read from the old ``[vgpu_<type>]`` group.
+    """
     return [
         cfg.ListOpt('device_addresses', default=[],
                     item_type=cfg.types.String(),
@@ -182,7 +199,8 @@ class Value:
     """An option's effective value and where it was written.
 
     ``value`` is None and ``error`` says why when oslo.config refuses the
-    written value (nova-compute stops on it)."""
+    written value (nova-compute stops on it).
+    """
 
     group: str
     name: str
@@ -228,7 +246,8 @@ class Settings:
 
 def _winner(occurrences, names_in_order):
     """The occurrence oslo.config takes the value from: newest file first;
-    in it, the current name before deprecated ones; the last line."""
+    in it, the current name before deprecated ones; the last line.
+    """
     files = []
     for occ in occurrences:
         if occ.file not in files:
@@ -325,7 +344,8 @@ def _oslo_reason(exc):
 def parse_address(address):
     """Mirrors nova/pci/utils.py ``parse_address``: the (domain, bus,
     slot, function) of ``hex{4}:hex{2}:hex{2}.[0-7]``, upper or lower
-    case; ValueError for anything else."""
+    case; ValueError for anything else.
+    """
     match = _NOVA_PCI_ADDRESS_RE.match(address)
     if not match:
         raise ValueError("'%s' is not a PCI address" % address)
@@ -334,13 +354,15 @@ def parse_address(address):
 
 def looks_like_virtual_parent(address):
     """Whether ``address`` can name a virtual parent device (``mtty_mtty``
-    for ``/sys/devices/virtual/mtty/mtty``) when sysfs cannot be read."""
+    for ``/sys/devices/virtual/mtty/mtty``) when sysfs cannot be read.
+    """
     return names.is_nodedev_name(address) and not address.startswith('pci_')
 
 
 def sysfs_virtual_parent(root):
     """A ``virtual_parent_exists`` that looks under ROOT like Nova looks
-    under /sys."""
+    under /sys.
+    """
     def exists(address):
         return os.path.exists(os.path.join(
             root, 'devices', 'virtual', address.replace('_', '/')))
@@ -379,7 +401,8 @@ def validate_device_address(address, virtual_parent_exists=None):
 def matches_libvirt(address):
     """Whether a PCI address Nova accepted can ever equal the address Nova
     builds from libvirt's name (``_get_device_address``): lower-case hex
-    and a ``.`` before the function."""
+    and a ``.`` before the function.
+    """
     return bool(_LIBVIRT_PCI_RE.match(address))
 
 
@@ -394,7 +417,8 @@ class MdevType:
 @dataclasses.dataclass(frozen=True)
 class MdevConfig:
     """What nova-compute makes of the file: the attributes its libvirt
-    driver sets in ``_get_supported_vgpu_types``."""
+    driver sets in ``_get_supported_vgpu_types``.
+    """
 
     supported_types: tuple       # supported_vgpu_types, in Nova's order
     types: tuple                 # MdevType of each supported type
@@ -525,7 +549,8 @@ def _value_error(value):
 def device_address(conf, nodedev):
     """Mirrors nova/virt/libvirt/driver.py ``_get_device_address``: a
     listed virtual parent keeps its name, ``pci_0000_84_00_0`` becomes
-    ``0000:84:00.0``, anything else None."""
+    ``0000:84:00.0``, anything else None.
+    """
     if nodedev in conf.virtual_mdevs:
         return nodedev
     return names.pci_address_from_nodedev(nodedev)
@@ -535,7 +560,8 @@ def vgpu_type_per_pgpu(conf, nodedev):
     """Mirrors nova/virt/libvirt/driver.py ``_get_vgpu_type_per_pgpu``:
     the type listed for the device's address, compared literally, else
     the default type; None when no type is enabled or the device has no
-    address."""
+    address.
+    """
     if not conf.supported_types:
         return None
     address = device_address(conf, nodedev)
@@ -548,7 +574,8 @@ def resource_class_for_device(conf, nodedev):
     """Mirrors nova/virt/libvirt/driver.py
     ``_get_resource_class_for_device`` (``mdev_class_mapping``): the
     ``mdev_class`` of the type that lists the device's address, VGPU for
-    every other device, the default type's included."""
+    every other device, the default type's included.
+    """
     address = device_address(conf, nodedev)
     if not address:
         return VGPU

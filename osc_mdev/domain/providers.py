@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Mdev parent devices as Nova reports them to Placement.
 
 Pure logic over Placement's JSON: which providers are mdev devices, what
@@ -214,7 +226,8 @@ def check_selectors(references=(), hosts=(), resource_class=None,
 
 def outside_selection(reference, device, hosts=(), resource_class=None):
     """Why a named device is not within ``--host``/``--resource-class``,
-    or None when it is (``device`` is a Candidate or a Device)."""
+    or None when it is (``device`` is a Candidate or a Device).
+    """
     host = device.host
     if hosts and host not in hosts:
         return ("device '%s' is on host %s, not on %s given with --host"

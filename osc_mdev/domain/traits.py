@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Trait changes on mdev devices, planned without touching Placement."""
 
 import dataclasses
@@ -67,7 +79,8 @@ def validate_prefix(prefix):
 
 def describe_change(before, after, dry_run=False):
     """``added CUSTOM_A; removed CUSTOM_B``, ``would add ...`` or
-    ``unchanged``."""
+    ``unchanged``.
+    """
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     verbs = ('would add', 'would remove') if dry_run else ('added', 'removed')
@@ -93,7 +106,8 @@ class DevicePlan:
 
 def type_traits(conf, prefix=DEFAULT_TRAIT_PREFIX):
     """``{mdev type: trait}`` for every type nova-compute uses from a
-    nova.conf (a novaconf.MdevConfig)."""
+    nova.conf (a novaconf.MdevConfig).
+    """
     return {t.name: trait_for_mdev_type(t.name, prefix) for t in conf.types}
 
 
@@ -103,7 +117,8 @@ def plans_from_nova_conf(devices, conf, source, add=(),
     """Each device gets the trait of the type Nova gives it (the
     ``novaconf.vgpu_type_per_pgpu`` rule on its libvirt name, plus
     ``add``) and loses the traits of the file's other types; a device Nova
-    gives no type is skipped."""
+    gives no type is skipped.
+    """
     by_type = type_traits(conf, prefix)
     plans = []
     for device in devices:

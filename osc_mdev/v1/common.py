@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Argument checks shared by the command modules.
 
 Bad names are refused before any request, as one-line CommandErrors
@@ -51,7 +63,8 @@ def one_line_errors(parser):
 def read_nova_conf(path):
     """The MdevConfig nova-compute makes of ``path``; a CommandError for a
     file it cannot read or would refuse; notes on stderr for what Nova
-    will silently do otherwise."""
+    will silently do otherwise.
+    """
     from osc_mdev.domain import novaconf
 
     try:

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev flavor configure`` / ``show``."""
 
 from osc_lib.cli import format_columns
@@ -76,7 +88,8 @@ class ConfigureFlavor(command.Lister):
         parser.add_argument(
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
-            help='Prefix of --mdev-type traits (default: CUSTOM_).')
+            help='Prefix of --mdev-type traits: by default nvidia-12 '
+                 'means CUSTOM_NVIDIA_12.')
         parser.add_argument(
             '--no-validate', action='store_true',
             help='Skip the checks against the cloud (class, traits and '

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev provider list`` / ``show``."""
 
 from cliff import columns
@@ -5,8 +17,8 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 
 from osc_mdev.client import devices
-from osc_mdev.v1 import common
 from osc_mdev.domain import providers as domain
+from osc_mdev.v1 import common
 
 COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used',
            'Free', 'Traits')

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev trait set`` / ``unset``."""
 
 import sys
@@ -135,7 +147,8 @@ class SetTrait(_TraitCommand):
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
             help='Prefix of the traits --from-nova-conf names: type '
-                 'nvidia-35 becomes <prefix>NVIDIA_35 (default: CUSTOM_).')
+                 'nvidia-35 becomes <prefix>NVIDIA_35, by default '
+                 'CUSTOM_NVIDIA_35.')
         return parser
 
     def take_action(self, parsed_args):

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """An embedded OpenStack test cloud whose compute hosts have vGPUs.
 
 Run as::
@@ -638,7 +650,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
     def op_reconfigure(self, host, enabled_mdev_types, mdev=None):
         """Give one host a new ``[devices]``/``[mdev_*]`` configuration and
         restart its nova-compute, as an operator would; answers the host's
-        new plan (as ``hosts`` does)."""
+        new plan (as ``hosts`` does).
+        """
         entry = next((h for h in self.topology['hosts']
                       if h['name'] == host), None)
         if entry is None:
@@ -730,7 +743,8 @@ class Cloud:
 
     def _counted(self, app):
         """``app``, recording each request in the harness's
-        ``compute_requests``."""
+        ``compute_requests``.
+        """
         def counting(environ, start_response):
             query = environ.get('QUERY_STRING')
             self.harness.compute_requests.append('%s %s%s' % (

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev audit`` against a cloud that real Nova built.
 
 Each inconsistency is made with Nova's and Placement's own APIs, the
@@ -103,7 +115,8 @@ def truth(cloud):
 
 def state(cloud):
     """Every provider (generation, inventories, traits) and every
-    consumer's allocations, from Placement."""
+    consumer's allocations, from Placement.
+    """
     snapshot, consumers = {}, {}
     for name, rp in providers(cloud).items():
         base = '/resource_providers/%s' % rp['uuid']
@@ -345,7 +358,8 @@ def test_05_fix_repairs_only_what_it_may(cloud, broken):
 
 def test_06_consistent_with_the_hypervisors(cloud, broken):
     """Servers not broken on purpose hold their mdev where libvirt has
-    it."""
+    it.
+    """
     where = truth(cloud)
     mdev_rps = {rp['uuid']: rp for rp in providers(cloud).values()
                 if rp['parent_provider_uuid']}

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Every osc-mdev command against a cloud that real Nova built.
 
 The embedded cloud (tests.cloud) runs Nova's API, conductor, scheduler and
@@ -70,7 +82,8 @@ def node_of(cloud, host):
 
 def gpus(cloud):
     """(node, gpu) for every GPU Nova reports an inventory for; the node
-    is the root provider's name, the ``Host`` of the commands' rows."""
+    is the root provider's name, the ``Host`` of the commands' rows.
+    """
     return [(info['hypervisor_hostname'], gpu)
             for _, info in sorted(cloud.hosts.items())
             for gpu in info['gpus'] if gpu['resource_class']]
@@ -308,7 +321,8 @@ def test_migration_moves_the_allocation(cloud, flavors):
 
 def test_a_migrations_allocation_is_marked_migration(cloud, flavors):
     """Nova 34 writes no consumer type: a move's source allocation is
-    known as such from Nova's migration list, never called orphaned."""
+    known as such from Nova's migration list, never called orphaned.
+    """
     [server] = boot(cloud, flavors['VGPU'], name='e2e-left-behind')
     cloud.control('migrate', server=server['id'])
     rsp = requests.get(
@@ -479,7 +493,8 @@ def test_a_node_mismatch_is_flagged(cloud):
 @pytest.fixture
 def old_placement(cloud, tmp_path):
     """A real Placement stopped at microversion 1.37 (no consumer types),
-    beside the cloud's Nova, with one compute node of one GPU."""
+    beside the cloud's Nova, with one compute node of one GPU.
+    """
     server = service_processes.PlacementProcess(
         tmp_path / 'placement', max_microversion='1.37')
     try:
@@ -536,7 +551,8 @@ def nova_conf_of(cloud, host):
 
 def tag_from_nova_conf(cloud, workdir):
     """Tag every GPU with its type's trait, from each host's nova.conf;
-    the command converges, so running it again changes nothing."""
+    the command converges, so running it again changes nothing.
+    """
     for host in sorted(cloud.hosts):
         conf = workdir / ('%s.conf' % host)
         conf.write_text(nova_conf_of(cloud, host))

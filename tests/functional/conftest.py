@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 import pytest
 
 from tests.fixtures import placement_data
@@ -21,7 +33,8 @@ def placement(placement_url):
 def pg_placement(tmp_path_factory):
     """A fresh production-shaped Placement (PostgreSQL, gunicorn) per test
     module: a tests.fixtures.pg_placement.PgPlacement (``url``,
-    ``requests()``, ``stats()``)."""
+    ``requests()``, ``stats()``).
+    """
     from tests.fixtures import pg_placement as pg
     with pg.running(tmp_path_factory.mktemp('pg-placement')) as server:
         yield server

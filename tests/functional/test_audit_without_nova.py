@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev audit`` against a real Placement, without Nova.
 
 The checks that need only Placement (over-capacity, lost-trait,
@@ -33,7 +45,8 @@ def cloud(placement_url, tmp_path, monkeypatch):
 @pytest.fixture
 def host(placement):
     """A host with a lost, a wrong and an over-full GPU, and a consumer
-    Nova was never asked about."""
+    Nova was never asked about.
+    """
     name = 'audit-%s.example_com' % uuid.uuid4().hex[:8]
     gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4,
                 ('CUSTOM_NVIDIA_11', 'CUSTOM_KEEP_ME')),
@@ -150,7 +163,8 @@ def test_bad_options_write_nothing(cloud, placement, host, args, fragment):
 def test_orphan_removal_is_guarded_by_the_consumer_generation(
         placement, placement_url):
     """An allocation that changed after the audit read it is left alone
-    and reported; with the generation read now it is removed."""
+    and reported; with the generation read now it is removed.
+    """
     from keystoneauth1 import session as ks_session
     from keystoneauth1 import token_endpoint
 

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Concurrent writers on a production-shaped Placement lose nothing.
 
 PostgreSQL behind a multi-worker gunicorn (tests.fixtures.pg_placement):
@@ -37,7 +49,8 @@ class NovaLikeWriter(threading.Thread):
     """nova-compute's periodic update, as Placement sees it: an inventory
     PUT with the generation it read, then a read-modify-write of the
     traits that keeps everything and adds OWNER_NOVA; 409 means re-read.
-    Runs until told to stop or NOVA_SECONDS pass."""
+    Runs until told to stop or NOVA_SECONDS pass.
+    """
 
     def __init__(self, url, uuids):
         super().__init__(daemon=True)

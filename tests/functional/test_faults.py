@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Transient and lasting faults between the CLI and a real Placement.
 
 A real TCP proxy (tests.fixtures.faults) sits between the ``openstack``
@@ -33,7 +45,8 @@ def proxy(placement_url):
 @pytest.fixture
 def cloud(proxy, tmp_path, monkeypatch):
     """A clouds.yaml entry that reaches Placement through the proxy, with
-    short retry delays (the cloud's own retry settings are honoured)."""
+    short retry delays (the cloud's own retry settings are honoured).
+    """
     path = tmp_path / 'clouds.yaml'
     path.write_text(yaml.safe_dump({'clouds': {'faulty': {
         'auth_type': 'admin_token',
@@ -133,7 +146,8 @@ def test_lost_trait_writes_are_verified_not_repeated(
         placement, cloud, proxy, host):
     """Placement applies every second trait PUT but its answer is lost:
     the command re-reads, reports each device as changed, and no device
-    is written twice."""
+    is written twice.
+    """
     name, gpus = host
     before = state(placement, gpus)
     proxy.reset(faults.nth('PUT', '/resource_providers/', {1, 3, 5},
@@ -194,7 +208,8 @@ def test_lasting_fault_mid_run_reports_each_device_and_converges(
 def test_concurrent_update_500_is_a_conflict_and_reread(
         placement, cloud, proxy, host):
     """Placement's 500 "concurrently updated" on a trait PUT wrote
-    nothing: the device is re-read and written again."""
+    nothing: the device is re-read and written again.
+    """
     name, gpus = host
     body = json.dumps({'errors': [{
         'status': 500, 'title': 'Internal Server Error',

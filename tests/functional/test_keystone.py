@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """osc-mdev configured the way most operators configure ``openstack``.
 
 A real Keystone (password authentication, fernet tokens) and a real
@@ -11,8 +23,8 @@ import requests
 
 from tests.fixtures import cli
 from tests.fixtures import placement_data
-from tests.fixtures import servers
 from tests.fixtures.placement_data import Gpu
+from tests.fixtures import servers
 
 MEMBER_USER = 'gpu-user'
 MEMBER_PASSWORD = 'gpu-user-password'
@@ -21,7 +33,8 @@ MEMBER_PROJECT = 'gpu-tenant'
 
 class Identity:
     """Keystone's v3 API driven over plain HTTP, as an administrator sets
-    up a cloud (no osc-mdev or openstack CLI code involved)."""
+    up a cloud (no osc-mdev or openstack CLI code involved).
+    """
 
     def __init__(self, keystone):
         self.url = keystone.url + '/v3'
@@ -141,7 +154,8 @@ def placement_url(tmp_path_factory, keystone):
 @pytest.fixture(scope='module')
 def identity(keystone, placement_url):
     """Keystone, answering, with Placement in its catalog and a user who
-    is only a project member."""
+    is only a project member.
+    """
     keystone.wait()
     identity = Identity(keystone)
     identity.register_service('placement', 'placement', placement_url)
@@ -257,7 +271,8 @@ def test_debug_output_and_errors_never_show_secrets(cloud, keystone,
                                                     identity, monkeypatch):
     """--debug logs every request; the password and any token (fernet
     tokens start with gAAAAA) appear nowhere in the output, nor in the
-    errors of a refused or failed request."""
+    errors of a refused or failed request.
+    """
     password_env(monkeypatch, keystone)
     secrets = [keystone.admin_password, MEMBER_PASSWORD, 'gAAAAA',
                identity.token]

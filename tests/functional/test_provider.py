@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``openstack mdev provider list/show`` against a real Placement."""
 
 import socket
@@ -11,7 +23,8 @@ from tests.fixtures.placement_data import Gpu
 
 class Cloud:
     """Three hosts with two GPUs each, laid out the way Nova reports them,
-    plus providers that must never show up as mdev devices."""
+    plus providers that must never show up as mdev devices.
+    """
 
     def __init__(self, placement):
         self.placement = placement
@@ -320,6 +333,19 @@ def test_max_workers_option(cloud, auth):
                                    'mdev', 'provider', 'list')
     assert result.rc == 2
     assert 'positive whole number' in result.stderr
+
+
+def test_api_version_not_offered_is_a_warning(cloud, auth):
+    # osc-mdev offers command set version 1 (API_VERSIONS, a tuple). Asked
+    # for another, python-openstackclient 8.0 and later warn and go on with
+    # the major version; before 8.0 the tuple made it fail (the floor in
+    # setup.cfg).
+    result = cli.openstack_process('--os-mdev-api-version', '1.0', *auth,
+                                   'mdev', 'provider', 'list', '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert result.json() == cloud.expected()
+    assert 'not in supported versions: 1' in result.stderr
+    assert 'Traceback' not in result.stderr
 
 
 def test_real_openstack_process_and_help(cloud, auth):

@@ -1,5 +1,18 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Pure capacity logic: the request Nova builds, servers per host, the
-explainer and Nova's multi-create rule."""
+explainer and Nova's multi-create rule.
+"""
 
 import pytest
 
@@ -57,6 +70,7 @@ def nova_groups(flavor, specs):
             for k, g in request._rg_by_id.items()}, request.group_policy
 
 
+@pytest.mark.nova
 @pytest.mark.parametrize('name', sorted(SPECS))
 @pytest.mark.parametrize('swap, ephemeral', [('', 0), (1500, 5)])
 def test_request_is_novas(name, swap, ephemeral):
@@ -78,6 +92,7 @@ def test_prefilters_add_root_traits_only():
                              owner_nova=False).root_required == frozenset()
 
 
+@pytest.mark.nova
 def test_querystring_is_novas():
     from nova import objects
     from nova.scheduler import utils
@@ -315,7 +330,8 @@ def test_multi_create(count, first, summaries, placed, per_host):
 
 def test_multi_create_against_novas_scheduler_loop():
     """The rule reproduces SchedulerManager._schedule: claim only
-    alloc_reqs[0] of each host, per server, until a claim fails."""
+    alloc_reqs[0] of each host, per server, until a claim fails.
+    """
     first = {'a': {'g1': {'resources': {'VGPU': 1}}},
              'b': {'g2': {'resources': {'VGPU': 1}}}}
     free = {'g1': 2, 'g2': 1}

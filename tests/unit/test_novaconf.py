@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """nova.conf rules, each case cross-checked with Nova's own driver code.
 
 For every case the same file is handed to nova 34's libvirt driver
@@ -9,8 +21,8 @@ For every case the same file is handed to nova 34's libvirt driver
 import collections
 import os
 
-import pytest
 from oslo_config import cfg
+import pytest
 
 from osc_mdev.domain import novaconf
 
@@ -166,7 +178,8 @@ def write_files(tmp_path, texts):
 
 def run_nova(nova_driver, monkeypatch, paths, sysfs_root):
     """Nova's own answer: (supported types, {device: (type, class)}) or
-    the exception nova-compute stops with."""
+    the exception nova-compute stops with.
+    """
     import nova.conf.devices
 
     conf = cfg.ConfigOpts()
@@ -202,6 +215,7 @@ def run_nova(nova_driver, monkeypatch, paths, sysfs_root):
         for device in DEVICES}
 
 
+@pytest.mark.nova
 @pytest.mark.parametrize('name', sorted(CASES))
 def test_rules_agree_with_nova(name, tmp_path, nova_driver, monkeypatch,
                                sysfs):
