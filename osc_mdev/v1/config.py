@@ -47,7 +47,7 @@ class CheckConfig(command.Lister):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'files', metavar='<file>', nargs='+',
-            help='nova.conf file, or a directory whose *.conf files are read '
+            help='nova.conf file, or a directory whose .conf files are read '
                  'in sorted order like --config-dir. Give them in the order '
                  'nova-compute gets them: later values win.')
         parser.add_argument(
@@ -69,7 +69,8 @@ class CheckConfig(command.Lister):
             '--trait-prefix', metavar='<prefix>',
             default=trait_logic.DEFAULT_TRAIT_PREFIX,
             help='With --host, the prefix of type traits, as in "mdev trait '
-                 'set --from-nova-conf" (default: CUSTOM_).')
+                 'set --from-nova-conf": by default nvidia-12 means '
+                 'CUSTOM_NVIDIA_12.')
         parser.add_argument(
             '--long', action='store_true',
             help='Also show the effective result: each device with the '

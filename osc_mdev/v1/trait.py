@@ -135,7 +135,8 @@ class SetTrait(_TraitCommand):
             '--from-nova-conf', metavar='<file>',
             help='Tag each device of --host with the trait of the mdev type '
                  'this nova.conf gives it ([devices] enabled_mdev_types, '
-                 '[mdev_<type>] device_addresses; old vgpu_ names too). '
+                 '[mdev_<type>] device_addresses; the old enabled_vgpu_types '
+                 'and [vgpu_<type>] too). '
                  'The file is read as nova-compute reads it: a file Nova '
                  'would refuse is an error and nothing is written; addresses '
                  'are compared literally with libvirt\'s lower-case form, '
