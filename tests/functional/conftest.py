@@ -15,3 +15,13 @@ def placement_url(tmp_path_factory):
 @pytest.fixture(scope='module')
 def placement(placement_url):
     return placement_data.Placement(placement_url)
+
+
+@pytest.fixture(scope='module')
+def pg_placement(tmp_path_factory):
+    """A fresh production-shaped Placement (PostgreSQL, gunicorn) per test
+    module: a tests.fixtures.pg_placement.PgPlacement (``url``,
+    ``requests()``, ``stats()``)."""
+    from tests.fixtures import pg_placement as pg
+    with pg.running(tmp_path_factory.mktemp('pg-placement')) as server:
+        yield server
