@@ -59,7 +59,6 @@ def configure(compute, placement, reference, request, validate=True,
     traits = sorted(set(request.required) | set(request.forbidden))
     calls = [lambda: find_flavor(compute, reference)]
     if validate:
-        calls.append(lambda: _all_devices(placement))
         calls.append(
             lambda: placement.resource_class_exists(request.resource_class))
         calls.extend(lambda t=t: placement.trait_exists(t) for t in traits)
@@ -67,7 +66,10 @@ def configure(compute, placement, reference, request, validate=True,
     flavor = results[0]
     devices = []
     if validate:
-        devices, rc_exists, exists = results[1], results[2], results[3:]
+        # After the pool, not in it: the device reads run their own
+        # bounded steps, and pools never nest.
+        devices = _all_devices(placement)
+        rc_exists, exists = results[1], results[2:]
         if not rc_exists:
             raise exceptions.CommandError(
                 "Resource class %s does not exist in Placement; check "
@@ -99,9 +101,8 @@ def configure(compute, placement, reference, request, validate=True,
 
 def show(compute, placement, reference):
     """The flavor's mdev request and where it fits now."""
-    flavor, devices = pool.call_all(
-        [lambda: find_flavor(compute, reference),
-         lambda: _all_devices(placement)], placement.max_workers)
+    flavor = find_flavor(compute, reference)
+    devices = _all_devices(placement)
     specs = flavor.get('extra_specs') or {}
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     request = domain.parse(specs, mdev_classes)
