@@ -47,15 +47,16 @@ def test_concurrent_writers_do_not_lock_each_other_out(pg_placement):
                for t in traits)
 
 
-def test_stop_leaves_no_process(tmp_path):
-    server = pg.PgPlacement(tmp_path, options={
+def test_stop_leaves_no_process():
+    server = pg.PgPlacement(options={
         'placement': {'max_allocation_candidates': 3}})
     master = psutil.Process(server.proc.pid)
     children = master.children(recursive=True)
     postgres = psutil.Process(server._pg.get_pid())
     assert len(children) == 2   # the two gunicorn workers
     assert 'max_allocation_candidates = 3' in (
-        tmp_path / 'etc' / 'placement.conf').read_text()
+        server.workdir / 'etc' / 'placement.conf').read_text()
     server.stop()
+    assert not server.workdir.exists()
     for proc in [master, postgres, *children]:
         assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
