@@ -26,7 +26,6 @@ command.
 
 from osc_lib import exceptions
 
-from osc_mdev.client import placement as placement_client
 from osc_mdev.client import pool
 from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
@@ -55,7 +54,16 @@ def check_hosts(providers, hosts):
         raise _unknown_hosts(unknown)
 
 
+def _errors():
+    # Imported on use: ``--help`` of the commands does not load the HTTP
+    # client.
+    from osc_mdev.client import placement as placement_client
+    return placement_client
+
+
 def _summaries_call(placement, in_tree=None):
+    placement_client = _errors()
+
     def call():
         try:
             body = placement.get_allocation_candidates(TREE_ANCHOR,
@@ -77,6 +85,7 @@ def _tree_root(placement, reference):
     """The root of the tree a device reference points into, or None when
     only a listing of the whole cloud can tell (a bare PCI address, an
     unknown name)."""
+    placement_client = _errors()
     ref = reference.strip()
     try:
         if names.is_uuid(ref):
@@ -165,6 +174,7 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
                 jobs.append((c.uuid, 'traits'))
         elif inventory and domain.has_mdev_inventory(summary):
             jobs.append((c.uuid, 'inventories'))
+    placement_client = _errors()
     getters = {'inventories': placement.get_inventories,
                'usages': placement.get_usages,
                'traits': placement.get_traits}
