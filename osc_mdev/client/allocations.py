@@ -49,32 +49,43 @@ def _find_server_id(compute, reference):
     return server['id'], server
 
 
+def _providers_of(placement, uuids):
+    """The providers ``uuids`` and their roots (for the host names), read
+    one by one: a consumer sits on a few providers, not the cloud's.
+    """
+    def get(uuid):
+        try:
+            return placement.get_provider(uuid)
+        except placement_client.NotFound:
+            return None  # deleted meanwhile
+    found = [p for p in placement.map(get, uuids) if p]
+    roots = sorted({p.get('root_provider_uuid') or p['uuid']
+                    for p in found} - set(uuids))
+    return found + [p for p in placement.map(get, roots) if p]
+
+
 def server_allocations(placement, compute, reference):
     """A server's mdev allocations, with the devices' traits."""
     server_id, server = _find_server_id(compute, reference)
-    calls = [placement.list_providers,
-             lambda: placement.get_consumer_allocations(server_id)]
+    calls = [lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
         calls.append(lambda: compute.get_server(server_id))
     results = pool.call_all(calls, placement.max_workers)
-    provider_list, consumer_allocs = results[0], results[1]
+    consumer_allocs = results[0]
     if server is None:
-        server = results[2]
+        server = results[1]
     if server is None and not consumer_allocs:
         raise exceptions.CommandError(
             'No server with ID %s in Nova and no allocations for it in '
             'Placement.' % server_id)
+    provider_list = _providers_of(placement, sorted(consumer_allocs))
     candidates = {c.uuid: c for c in providers.find_candidates(provider_list)}
     found = domain.of_consumer(server_id, consumer_allocs, candidates)
     uuids = sorted({a.candidate.uuid for a in found})
-    extra = [lambda u=u: placement.get_traits(u) for u in uuids]
-    if server is None:
-        extra.append(lambda: _unknown_views(placement, compute,
-                                            [server_id])[server_id])
-    results = pool.call_all(extra, placement.max_workers)
+    traits = placement.map(placement.get_traits, uuids)
     view = (domain.ServerView.from_server(server) if server is not None
-            else results[-1])
-    return ServerAllocations(view, found, dict(zip(uuids, results)))
+            else _unknown_views(placement, compute, [server_id])[server_id])
+    return ServerAllocations(view, found, dict(zip(uuids, traits)))
 
 
 def _unknown_views(placement, compute, consumers):
@@ -95,25 +106,16 @@ def list_allocations(placement, compute, hosts=(), references=(),
                      resource_class=None):
     """Every mdev allocation on the selected devices, and a ServerView per
     consumer: ``(allocations, {consumer: ServerView})``.
+
+    Allocations are read only for devices the summaries show in use.
     """
-    provider_list = placement.list_providers()
-    devices.check_hosts(provider_list, hosts)
-    candidates = providers.find_candidates(provider_list)
-    chosen = [c for c in candidates if not hosts or c.host in hosts]
-    if references:
-        # Named devices must match --host too (one rule for selectors:
-        # domain.providers.SELECTION_RULE).
-        named = {}
-        for ref in references:
-            candidate = devices.resolve(provider_list, candidates, ref)
-            devices.check_within(ref, candidate, hosts)
-            named[candidate.uuid] = candidate
-        chosen = list(named.values())
+    rows = devices.scope_devices(placement, references, hosts)
+    in_use = {d.uuid: d.candidate for d in rows if d.used > 0 and (
+        not resource_class or d.resource_class == resource_class)}
+    uuids = sorted(in_use)
     per_provider = dict(zip(
-        [c.uuid for c in chosen],
-        placement.map(_allocations_or_empty(placement),
-                      [c.uuid for c in chosen])))
-    found = domain.of_providers(per_provider, {c.uuid: c for c in chosen})
+        uuids, placement.map(_allocations_or_empty(placement), uuids)))
+    found = domain.of_providers(per_provider, in_use)
     if resource_class:
         found = [a for a in found if a.resource_class == resource_class]
 

@@ -10,33 +10,42 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Reading mdev devices out of Placement: the requests, batched.
+"""Reading mdev devices out of Placement: few requests, batched.
 
-Combines the Placement calls of ``client.placement`` with the pure logic
-of ``domain.providers``: one provider listing, then every per-device
-request at once in the bounded pool.
+How the commands ask Placement for little:
+
+* The providers in scope come from one listing (``GET
+  /resource_providers``), or for named hosts and devices from the trees
+  they sit in (``?name=``, ``GET /resource_providers/{uuid}``, then
+  ``?in_tree=``), never from a listing of the whole cloud.
+* Used, capacity, resource classes and traits of every provider of those
+  trees come from ONE ``GET /allocation_candidates?resources=VCPU:1``
+  (per named host: with ``in_tree=``): its provider summaries cover every
+  provider of every tree with a free VCPU on the compute node.
+* Whatever the summaries do not cover is read per device (inventories,
+  usages, traits): trees with no candidate (the node's VCPUs all used),
+  an answer cut short by ``[placement] max_allocation_candidates``,
+  providers created meanwhile, a Placement older than microversion 1.31.
+  So the answer never depends on the summaries being complete.
+* A summary's capacity is (total - reserved) x allocation ratio, so the
+  inventory's own fields (Total, Reserved, Max Unit, Allocation Ratio)
+  cost one inventories read per device, and only when shown.
+
+Each step runs its independent requests in the client's bounded pool; the
+steps follow one another, so ``--os-mdev-max-workers`` bounds the whole
+command.
 """
 
 from osc_lib import exceptions
 
 from osc_mdev.client import pool
+from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
 
-
-def _devices(candidates, details):
-    devices = []
-    for candidate in candidates:
-        info = details.get(candidate.uuid)
-        if info is None:
-            continue  # deleted since it was listed
-        generation, inventories = info['inventories']
-        usages = info.get('usages')
-        if usages is None and 'allocations' in info:
-            usages = domain.usages_from_allocations(info['allocations'])
-        devices.extend(domain.build_devices(
-            candidate, inventories, generation, usages or {},
-            info.get('traits')))
-    return devices
+# The request whose provider summaries describe the trees: every Nova
+# compute node offers VCPU, and each tree with one free VCPU is one
+# candidate, so the answer stays small.
+TREE_ANCHOR = 'VCPU:1'
 
 
 def _not_mdev(candidate):
@@ -45,40 +54,209 @@ def _not_mdev(candidate):
         'device.' % candidate.name)
 
 
+def _unknown_hosts(hosts):
+    return exceptions.CommandError(
+        "No compute host named %s in Placement; hosts are named as in "
+        "'openstack hypervisor list'."
+        % ', '.join("'%s'" % h for h in sorted(hosts)))
+
+
 def check_hosts(providers, hosts):
     unknown = set(hosts) - domain.hosts_of(providers)
     if unknown:
-        raise exceptions.CommandError(
-            'No compute host named %s in Placement; hosts are named as in '
-            "'openstack hypervisor list'."
-            % ', '.join("'%s'" % h for h in sorted(unknown)))
+        raise _unknown_hosts(unknown)
 
 
-def list_devices(placement, wanted, read_traits=True):
-    """Every mdev device that ``wanted`` (a DeviceFilter) lets through."""
-    calls = [placement.list_providers]
+def _errors():
+    # Imported on use: ``--help`` of the commands does not load the HTTP
+    # client.
+    from osc_mdev.client import placement as placement_client
+    return placement_client
+
+
+def _summaries_call(placement, in_tree=None):
+    placement_client = _errors()
+
+    def call():
+        try:
+            body = placement.get_allocation_candidates(TREE_ANCHOR,
+                                                       in_tree=in_tree)
+        except placement_client.MicroversionUnsupported:
+            return {}  # an old Placement: every device is read on its own
+        return domain.parse_summaries(body)
+    return call
+
+
+def _root_of(found):
+    """The root UUID of the first provider of a lookup, or None."""
+    if not found:
+        return None
+    return found[0].get('root_provider_uuid') or found[0]['uuid']
+
+
+def _tree_root(placement, reference):
+    """The root of the tree a device reference points into, or None when
+    only a listing of the whole cloud can tell (a bare PCI address, an
+    unknown name).
+    """
+    placement_client = _errors()
+    ref = reference.strip()
+    try:
+        if names.is_uuid(ref):
+            return _root_of([placement.get_provider(ref)])
+        host, sep, device = ref.partition(':')
+        by_host = sep and device and not names.looks_like_pci_address(ref)
+        return _root_of(placement.find_providers(
+            name=host if by_host else ref))
+    except placement_client.NotFound:
+        return None
+
+
+def _host_root_calls(placement, hosts):
+    return [lambda h=h: placement.find_providers(name=h) for h in hosts]
+
+
+def _host_roots(hosts, lookups):
+    """``{host: root uuid}`` from ``?name=`` lookups; unknown hosts raise.
+    """
+    roots, unknown = {}, []
+    for host, found in zip(hosts, lookups):
+        root = [p for p in found
+                if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']]
+        if root:
+            roots[host] = root[0]['uuid']
+        else:
+            unknown.append(host)
+    if unknown:
+        raise _unknown_hosts(unknown)
+    return roots
+
+
+def _read(placement, roots=None, ordered=False, extra=(), summaries=True):
+    """Providers and their summaries: of the whole cloud (``roots`` None)
+    or of the trees of ``roots``.
+
+    ``ordered``: the listings (which carry each provider's generation)
+    are read before the summaries (which carry its traits), as a
+    generation-guarded trait write needs; otherwise all at once.
+    ``extra`` calls run with the listings. Returns ``(providers,
+    summaries, extra results)``; without ``summaries`` only the listings
+    are read.
+    """
+    if roots is None:
+        listings = [placement.list_providers]
+        trees = [None]
+    else:
+        trees = sorted(set(roots))
+        listings = [lambda r=r: placement.find_providers(in_tree=r)
+                    for r in trees]
+    summaries = [_summaries_call(placement, r) for r in trees] \
+        if summaries else []
+    first = listings + list(extra)
+    if ordered:
+        listed = pool.call_all(first, placement.max_workers)
+        summed = pool.call_all(summaries, placement.max_workers)
+    else:
+        results = pool.call_all(first + summaries, placement.max_workers)
+        listed, summed = results[:len(first)], results[len(first):]
+    providers = list({p['uuid']: p for found in listed[:len(listings)]
+                      for p in found}.values())
+    merged = {}
+    for part in summed:
+        merged.update(part)
+    return providers, merged, listed[len(listings):]
+
+
+def _rows(placement, candidates, summaries, inventory=True, usages=True,
+          traits=True):
+    """Device rows of ``candidates``, reading per device only what the
+    summaries lack.
+
+    ``inventory``: also the inventory fields (one read per mdev device).
+    For a device the summaries do not cover, its inventories, and with
+    ``usages``/``traits`` its usages and traits, are read. A device
+    deleted since it was listed is left out.
+    """
+    jobs = []
+    for c in candidates:
+        summary = summaries.get(c.uuid)
+        if summary is None:
+            jobs.append((c.uuid, 'inventories'))
+            if usages:
+                jobs.append((c.uuid, 'usages'))
+            if traits:
+                jobs.append((c.uuid, 'traits'))
+        elif inventory and domain.has_mdev_inventory(summary):
+            jobs.append((c.uuid, 'inventories'))
+    placement_client = _errors()
+    getters = {'inventories': placement.get_inventories,
+               'usages': placement.get_usages,
+               'traits': placement.get_traits}
+
+    def fetch(job):
+        uuid, part = job
+        try:
+            return getters[part](uuid)
+        except placement_client.NotFound:
+            return placement_client.NotFound
+
+    details, gone = {}, set()
+    for (uuid, part), result in zip(jobs, placement.map(fetch, jobs)):
+        if result is placement_client.NotFound:
+            gone.add(uuid)
+        else:
+            details.setdefault(uuid, {})[part] = result
+    devices = []
+    for c in candidates:
+        if c.uuid in gone:
+            continue
+        info = details.get(c.uuid, {})
+        summary = summaries.get(c.uuid)
+        if summary is not None:
+            generation, inventories = info.get('inventories', (None, None))
+            devices.extend(domain.devices_from_summary(
+                c, summary, inventories, generation))
+        else:
+            generation, inventories = info['inventories']
+            devices.extend(domain.build_devices(
+                c, inventories, generation, info.get('usages') or {},
+                info.get('traits')))
+    return devices
+
+
+def list_devices(placement, wanted, read_traits=True, read_inventory=True):
+    """Every mdev device that ``wanted`` (a DeviceFilter) lets through.
+
+    ``read_inventory``: the rows need the inventory fields (Total,
+    Reserved, Max Unit, Allocation Ratio), one request per device;
+    without them the request count does not grow with the cloud.
+    """
+    extra = []
     if wanted.traits:
-        # Placement filters by trait: only matching devices are read.
-        calls.append(lambda: placement.list_providers(wanted.traits))
+        # Placement filters by trait: only matching devices are kept.
+        extra.append(lambda: placement.list_providers(wanted.traits))
     if wanted.resource_class:
-        calls.append(
+        extra.append(
             lambda: placement.resource_class_exists(wanted.resource_class))
-    results = pool.call_all(calls, placement.max_workers)
-    providers = results[0]
+    roots = None
+    if wanted.hosts:
+        hosts = sorted(set(wanted.hosts))
+        roots = _host_roots(hosts, pool.call_all(
+            _host_root_calls(placement, hosts), placement.max_workers))
+        roots = list(roots.values())
+    providers, summaries, results = _read(placement, roots, extra=extra)
     if wanted.resource_class and not results[-1]:
         raise exceptions.CommandError(
             "Resource class %s does not exist in Placement; run 'openstack "
             "resource class list' to see the classes." % wanted.resource_class)
-    check_hosts(providers, wanted.hosts)
 
     candidates = [c for c in domain.find_candidates(providers)
                   if wanted.wants_candidate(c)]
     if wanted.traits:
-        matching = {p['uuid'] for p in results[1]}
+        matching = {p['uuid'] for p in results[0]}
         candidates = [c for c in candidates if c.uuid in matching]
-    details = placement.get_provider_details(
-        [c.uuid for c in candidates], traits=read_traits)
-    devices = _devices(candidates, details)
+    devices = _rows(placement, candidates, summaries,
+                    inventory=read_inventory, traits=read_traits)
     return sorted(filter(wanted.wants, devices), key=domain.sort_key)
 
 
@@ -102,21 +280,58 @@ def resolve(providers, candidates, reference):
         raise exceptions.CommandError('%s.' % exc) from exc
 
 
+def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
+           summaries=True):
+    """Read what naming ``references`` and selecting ``hosts`` need.
+
+    Returns ``(providers, summaries, {reference: candidate},
+    {host: root uuid})``. Named devices and hosts cost requests for their
+    trees only; a reference only a whole listing can resolve (a bare PCI
+    address, a typo) reads the whole cloud, whose listing then gives the
+    error message.
+    """
+    hosts = sorted(set(hosts))
+    calls = _host_root_calls(placement, hosts) + [
+        lambda r=r: _tree_root(placement, r) for r in references]
+    results = pool.call_all(calls, placement.max_workers)
+    host_roots = _host_roots(hosts, results[:len(hosts)])
+    ref_roots = results[len(hosts):]
+    whole = whole or None in ref_roots
+    while True:
+        roots = None if whole else (list(host_roots.values()) + ref_roots)
+        providers, summed, _ = _read(placement, roots, ordered=ordered,
+                                     summaries=summaries)
+        candidates = domain.find_candidates(providers)
+        try:
+            named = {ref: resolve(providers, candidates, ref)
+                     for ref in references}
+        except exceptions.CommandError:
+            if whole:
+                raise
+            whole = True  # the trees did not tell: ask the whole cloud
+            continue
+        return providers, summed, named, host_roots
+
+
 def show_device(placement, reference):
     """One device with its consumers' allocations: ``(device, allocs)``."""
-    providers = placement.list_providers()
-    candidate = resolve(providers, domain.find_candidates(providers),
-                        reference)
+    _, _, named, _ = _scope(placement, [reference], summaries=False)
+    candidate = named[reference]
     details = placement.get_provider_details(
         [candidate.uuid], usages=False, allocations=True)
     if candidate.uuid not in details:
         raise exceptions.CommandError(
             'Device %s:%s was deleted while it was being read; run the '
             'command again.' % (candidate.host, candidate.device))
-    devices = _devices([candidate], details)
+    info = details[candidate.uuid]
+    generation, inventories = info['inventories']
+    devices = domain.build_devices(
+        candidate, inventories, generation,
+        domain.usages_from_allocations(info['allocations']),
+        info.get('traits'))
     if not devices:
         raise _not_mdev(candidate)
-    return devices[0], details[candidate.uuid]['allocations']
+    return devices[0], info['allocations']
 
 
 def select_devices(placement, references=(), hosts=(), resource_class=None,
@@ -128,29 +343,32 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     ``all_devices`` takes every device, by the one rule of
     ``domain.SELECTION_RULE``: a named device outside ``hosts`` or
     ``resource_class`` and a selection that matches nothing are errors.
-    Traits are not read here: writers read them with the provider
-    generation.
+
+    Each device comes with the generation of the provider listing and the
+    traits of the summaries read after it, which a trait write can use
+    without reading the device again (a device the summaries miss has
+    ``traits`` None: the writer reads it).
     """
     try:
         domain.check_selectors(references, hosts, resource_class,
                                all_devices)
     except ValueError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
-    providers = placement.list_providers()
-    check_hosts(providers, hosts)
-    candidates = domain.find_candidates(providers)
-    named = {}
-    for reference in references:
-        candidate = resolve(providers, candidates, reference)
+    whole = bool(all_devices or (
+        resource_class and not hosts and not references))
+    providers, summaries, named, host_roots = _scope(
+        placement, references, hosts, whole=whole, ordered=True)
+    for reference, candidate in named.items():
         check_within(reference, candidate, hosts)
-        named.setdefault(candidate.uuid, (reference, candidate))
-    wanted = [c for _, c in named.values()] if references else [
-        c for c in candidates if not hosts or c.host in hosts]
-    details = placement.get_provider_details(
-        [c.uuid for c in wanted], usages=False, traits=False)
-    rows = _devices(wanted, details)
+    if references:
+        wanted = {c.uuid: c for c in named.values()}
+    else:
+        wanted = {c.uuid: c for c in domain.find_candidates(providers)
+                  if not hosts or c.host in hosts}
+    rows = _rows(placement, list(wanted.values()), summaries,
+                 inventory=False, usages=False, traits=False)
     chosen = {}
-    for reference, candidate in named.values():
+    for reference, candidate in named.items():
         mine = [d for d in rows if d.uuid == candidate.uuid]
         if not mine:
             raise _not_mdev(candidate)
@@ -181,3 +399,22 @@ def check_within(reference, device, hosts=(), resource_class=None):
         raise exceptions.CommandError(
             'The selection contradicts itself: %s; drop the option or the '
             'name.' % why)
+
+
+def scope_devices(placement, references=(), hosts=()):
+    """Devices of the named hosts and devices (all when neither), with
+    Used from the summaries: what ``allocation list`` narrows down.
+    """
+    providers, summaries, named, _ = _scope(
+        placement, references, hosts,
+        whole=not (references or hosts))
+    candidates = domain.find_candidates(providers)
+    chosen = [c for c in candidates if not hosts or c.host in hosts]
+    if references:
+        # Named devices must match --host too (one rule for selectors:
+        # domain.providers.SELECTION_RULE).
+        for reference, candidate in named.items():
+            check_within(reference, candidate, hosts)
+        chosen = list({c.uuid: c for c in named.values()}.values())
+    return _rows(placement, chosen, summaries, inventory=False,
+                 traits=False)

@@ -258,9 +258,8 @@ def _reason(exc, doing):
 
 def show(compute, placement, reference):
     """The flavor's mdev request and where it fits now."""
-    flavor, devices = pool.call_all(
-        [lambda: find_flavor(compute, reference),
-         lambda: _all_devices(placement)], placement.max_workers)
+    flavor = find_flavor(compute, reference)
+    devices = _all_devices(placement)
     specs = flavor.get('extra_specs') or {}
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     request = domain.parse(specs, mdev_classes)

@@ -40,6 +40,11 @@ CONSUMER_TYPES = '1.38'     # consumer_type in GET /allocations/{consumer}
 # of a candidate's tree in provider_summaries (1.29), in: (1.39).
 ALLOCATION_CANDIDATES = '1.39'
 CONSUMER_GENERATION = '1.28'  # consumer_generation; PUT of no allocations
+PROVIDER = '1.14'           # GET /resource_providers/{uuid} with root UUID
+# The bulk device reads: provider summaries of every provider in each
+# candidate's tree, with traits, parents and roots (1.29), and in_tree=
+# (1.31), so they work on Placements older than capacity's 1.39.
+PROVIDER_SUMMARIES = '1.31'
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -76,12 +81,28 @@ class PlacementClient:
 
     def list_providers(self, required_traits=()):
         """All resource providers, with parent and root UUIDs."""
+        return self.find_providers(required_traits=required_traits)
+
+    def find_providers(self, name=None, in_tree=None, required_traits=()):
+        """``GET /resource_providers`` filtered by Placement.
+
+        ``name``: the provider of that name (a list of at most one);
+        ``in_tree``: every provider of the tree of that provider UUID;
+        ``required_traits``: providers having all of them. Each provider
+        carries its generation, parent and root UUIDs.
+        """
+        query = {}
+        if name is not None:
+            query['name'] = name
+        if in_tree is not None:
+            query['in_tree'] = in_tree
+        version = PROVIDER_TREE
         if required_traits:
-            url = '/resource_providers?' + urllib.parse.urlencode(
-                {'required': ','.join(required_traits)})
+            query['required'] = ','.join(required_traits)
             version = REQUIRED_TRAITS
-        else:
-            url, version = '/resource_providers', PROVIDER_TREE
+        url = '/resource_providers'
+        if query:
+            url += '?' + urllib.parse.urlencode(query)
         return self._request('GET', url, version)['resource_providers']
 
     def providers_with_room(self, resources):
@@ -93,6 +114,25 @@ class PlacementClient:
             {'resources': ','.join('%s:%d' % rc for rc in sorted(
                 resources.items()))})
         return self._request('GET', url, PROVIDER_TREE)['resource_providers']
+
+    def get_provider(self, uuid):
+        """One provider (generation, parent and root UUIDs); NotFound."""
+        return self._request('GET', '/resource_providers/%s' % uuid,
+                             PROVIDER)
+
+    def get_allocation_candidates(self, resources, in_tree=None):
+        """``GET /allocation_candidates?resources=...``: the raw answer.
+
+        Its ``provider_summaries`` give capacity, used and traits of every
+        provider in the candidates' trees. Raises MicroversionUnsupported
+        on a Placement older than 1.31.
+        """
+        query = {'resources': resources}
+        if in_tree is not None:
+            query['in_tree'] = in_tree
+        return self._request(
+            'GET', '/allocation_candidates?' + urllib.parse.urlencode(query),
+            PROVIDER_SUMMARIES)
 
     def get_inventories(self, uuid):
         """``(generation, {resource class: inventory})``."""
@@ -216,7 +256,8 @@ class PlacementClient:
         return body['resource_provider_generation']
 
     def update_traits(self, uuid, change, dry_run=False,
-                      attempts=UPDATE_ATTEMPTS, backoff=UPDATE_BACKOFF):
+                      attempts=UPDATE_ATTEMPTS, backoff=UPDATE_BACKOFF,
+                      known=None):
         """Read-modify-write a provider's traits, safe against other writers.
 
         ``change(current traits) -> new traits``. A generation conflict
@@ -226,10 +267,19 @@ class PlacementClient:
         ``(before, after)``: the traits first read and those the provider
         has now, so a write whose answer was lost (it shows on the re-read)
         is reported as made. With ``dry_run`` nothing is written.
+
+        ``known`` is ``(generation, traits)`` from earlier bulk reads, used
+        instead of the first read. The generation must have been read no
+        later than the traits (a provider listing, then the summaries):
+        then a change in between makes the write conflict rather than
+        drop someone's trait.
         """
         first = None
         for attempt in range(attempts):
-            generation, current = self.get_traits_and_generation(uuid)
+            if attempt == 0 and known is not None:
+                generation, current = known
+            else:
+                generation, current = self.get_traits_and_generation(uuid)
             current = frozenset(current)
             first = current if first is None else first
             wanted = frozenset(change(current))
@@ -239,6 +289,8 @@ class PlacementClient:
                 self.put_traits(uuid, generation, wanted)
                 return first, wanted
             except GenerationConflict:
+                if attempt == 0 and known is not None:
+                    continue  # the bulk read was stale: re-read at once
                 delay = min(backoff * 2 ** attempt, 2.0)
                 time.sleep(random.uniform(delay / 2, delay))
         raise osc_exc.CommandError(

@@ -42,19 +42,25 @@ def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
     requests not yet started and is raised once the running ones end.
     Ctrl-C does the same and raises ``Interrupted`` with what finished, so
     a write command can say which objects were done.
+
+    ``max_workers`` bounds the threads of this pool; the requests in
+    flight for the whole command are bounded by the one semaphore every
+    request takes (``client.http.Service``), however pools are combined.
     """
     items = list(items)
     workers = max(1, min(max_workers, len(items)))
+    pooled = func
+
     if workers == 1:
         results = []
         try:
             for item in items:
-                results.append(func(item))
+                results.append(pooled(item))
         except KeyboardInterrupt:
             raise Interrupted(dict(enumerate(results))) from None
         return results
     with futures.ThreadPoolExecutor(max_workers=workers) as executor:
-        pending = [executor.submit(func, item) for item in items]
+        pending = [executor.submit(pooled, item) for item in items]
         try:
             return [future.result() for future in pending]
         except KeyboardInterrupt:

@@ -70,8 +70,13 @@ def apply(placement, plans, dry_run=False, on_done=lambda: None):
             if plan.skip:
                 return Outcome(plan.device, None, None,
                                'skipped: %s' % plan.skip)
+            device = plan.device
+            # The selection's listing generation and summary traits save
+            # the first read; a stale pair conflicts and is re-read.
+            known = None if device.traits is None else (
+                device.generation, frozenset(device.traits))
             before, after = placement.update_traits(
-                plan.device.uuid, plan.apply, dry_run=dry_run)
+                device.uuid, plan.apply, dry_run=dry_run, known=known)
             return Outcome(plan.device, before, after,
                            domain.describe_change(before, after, dry_run))
         except placement_client.NotFound:

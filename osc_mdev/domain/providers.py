@@ -77,14 +77,20 @@ class Inventory:
 
 @dataclasses.dataclass(frozen=True)
 class Device:
-    """One mdev inventory (resource class) of one parent device."""
+    """One mdev inventory (resource class) of one parent device.
+
+    ``inventory`` is None when only a provider summary was read (it
+    gives ``summary_capacity``, (total - reserved) x allocation ratio, but
+    not the inventory's fields).
+    """
 
     candidate: Candidate
     resource_class: str
-    inventory: Inventory
+    inventory: Inventory | None
     used: int
     generation: int
     traits: tuple | None  # None when traits were not read
+    summary_capacity: int | None = None
 
     @property
     def uuid(self):
@@ -99,8 +105,15 @@ class Device:
         return self.candidate.device
 
     @property
+    def capacity(self):
+        """What the device can hold: (total - reserved) x ratio."""
+        if self.inventory is not None:
+            return self.inventory.capacity
+        return self.summary_capacity
+
+    @property
     def free(self):
-        return max(self.inventory.capacity - self.used, 0)
+        return max(self.capacity - self.used, 0)
 
 
 def find_candidates(providers):
@@ -153,6 +166,66 @@ def build_devices(candidate, inventories, generation, usages, traits=None):
             used=usages.get(rc, 0), generation=generation,
             traits=tuple(sorted(traits)) if traits is not None else None))
     return devices
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """A provider as ``GET /allocation_candidates`` summarizes it.
+
+    ``resources`` is ``{resource class: (capacity, used)}`` for every
+    class the provider has inventory of (microversion 1.27 and later);
+    ``traits`` its traits (1.17 and later).
+    """
+
+    resources: dict
+    traits: tuple
+
+
+def parse_summaries(body):
+    """``{provider uuid: Summary}`` from an allocation candidates answer.
+
+    From microversion 1.29 the summaries cover every provider of each
+    candidate's tree, not only the providers in the candidates; trees
+    with no candidate (or cut off by ``[placement]
+    max_allocation_candidates``) are absent, and a provider absent here
+    must be read on its own.
+    """
+    return {
+        uuid: Summary(
+            resources={rc: (res['capacity'], res['used'])
+                       for rc, res in summary.get('resources', {}).items()},
+            traits=tuple(sorted(summary.get('traits', ()))))
+        for uuid, summary in body.get('provider_summaries', {}).items()}
+
+
+def has_mdev_inventory(summary):
+    """True when a summarized provider holds a VGPU or CUSTOM_* class."""
+    return any(names.is_mdev_resource_class(rc) for rc in summary.resources)
+
+
+def devices_from_summary(candidate, summary, inventories=None,
+                         generation=None):
+    """Device rows of one candidate from its provider summary.
+
+    ``Used``, ``Free`` and ``Traits`` come from the summary. The
+    summary's capacity is (total - reserved) x allocation ratio, so the
+    inventory's own fields (total, reserved, max unit, ratio) need
+    ``inventories`` (``GET .../inventories``, with its ``generation``):
+    given, its classes make the rows and its capacity the free count.
+    Without them the generation is the one of the provider listing.
+    A class in the summary but no longer in the inventories (or the
+    reverse) was changed in between: the inventories, read later, win.
+    """
+    traits = summary.traits
+    if inventories is None:
+        return [Device(candidate=candidate, resource_class=rc,
+                       inventory=None, used=used,
+                       generation=candidate.generation, traits=traits,
+                       summary_capacity=capacity)
+                for rc, (capacity, used) in sorted(summary.resources.items())
+                if names.is_mdev_resource_class(rc)]
+    usages = {rc: used for rc, (_, used) in summary.resources.items()}
+    return build_devices(candidate, inventories, generation, usages, traits)
 
 
 def usages_from_allocations(allocations):

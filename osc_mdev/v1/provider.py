@@ -38,19 +38,25 @@ class ConsumersColumn(columns.FormattableColumn):
         return [dict(c) for c in self._value]
 
 
+# Columns only an inventories read per device can fill.
+INVENTORY_COLUMNS = ('Total', 'Reserved', 'Max Unit', 'Allocation Ratio')
+
+
 def row(device, cols):
+    inventory = device.inventory
     values = {
         'UUID': device.uuid,
         'Name': device.candidate.name,
         'Host': device.host,
         'Device': device.device,
         'Resource Class': device.resource_class,
-        'Total': device.inventory.total,
-        'Reserved': device.inventory.reserved,
+        'Total': inventory.total if inventory else None,
+        'Reserved': inventory.reserved if inventory else None,
         'Used': device.used,
         'Free': device.free,
-        'Max Unit': device.inventory.max_unit,
-        'Allocation Ratio': device.inventory.allocation_ratio,
+        'Max Unit': inventory.max_unit if inventory else None,
+        'Allocation Ratio': (inventory.allocation_ratio if inventory
+                             else None),
         'Generation': device.generation,
         'Traits': format_columns.ListColumn(list(device.traits or ())),
     }
@@ -100,11 +106,13 @@ class ListProvider(command.Lister):
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full)
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
-        # Traits are read per device only when shown (or filtered on, which
-        # Placement does).
-        read_traits = 'Traits' in (parsed_args.columns or cols)
-        found = devices.list_devices(self.app.client_manager.mdev.placement,
-                                     wanted, read_traits=read_traits)
+        # Traits and inventory fields cost requests per device: read only
+        # when shown (Placement filters on traits itself).
+        shown = parsed_args.columns or cols
+        found = devices.list_devices(
+            self.app.client_manager.mdev.placement, wanted,
+            read_traits='Traits' in shown,
+            read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)))
         return cols, [row(d, cols) for d in found]
 
 

@@ -30,11 +30,11 @@ def placement(placement_url):
 
 
 @pytest.fixture(scope='module')
-def pg_placement(tmp_path_factory):
+def pg_placement():
     """A fresh production-shaped Placement (PostgreSQL, gunicorn) per test
     module: a tests.fixtures.pg_placement.PgPlacement (``url``,
     ``requests()``, ``stats()``).
     """
     from tests.fixtures import pg_placement as pg
-    with pg.running(tmp_path_factory.mktemp('pg-placement')) as server:
+    with pg.running() as server:
         yield server

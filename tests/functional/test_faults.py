@@ -282,3 +282,19 @@ def test_read_failing_on_some_devices_prints_no_partial_table(
     cli.assert_one_line_error(
         result, 'Placement failed on GET /resource_providers/%s/usages'
         % victim, 'HTTP 503', 'after 4 attempts')
+
+
+@pytest.mark.parametrize('workers', [1, 3])
+def test_max_workers_bounds_requests_in_flight(placement, cloud, proxy,
+                                               host, workers):
+    """Counted at the proxy: a bulk write never has more requests in
+    flight than --os-mdev-max-workers, over every step of the command.
+    """
+    name, gpus = host
+    proxy.reset(lambda req: faults.delay(0.15))
+    result = mdev(cloud, '--os-mdev-max-workers', str(workers), 'trait',
+                  'set', '--trait', 'CUSTOM_BOUNDED_%d' % workers, '--host',
+                  name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert len(result.json()) == len(gpus)
+    assert proxy.peak == workers, proxy.peak

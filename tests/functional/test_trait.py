@@ -208,18 +208,17 @@ def test_bad_input_writes_nothing(placement, auth, host, args, fragment):
 def test_failure_on_one_device_is_reported_and_exit_1(
         placement, auth, host, monkeypatch):
     # A device deleted between selection and update fails alone.
-    from osc_mdev.client import placement as placement_client
+    from osc_mdev.client import devices
 
     name, gpus = host
-    real = placement_client.PlacementClient.get_traits_and_generation
+    real = devices.select_devices
 
-    def vanish(self, uuid):
-        if uuid == gpus[1].uuid:
-            raise placement_client.NotFound('gone')
-        return real(self, uuid)
+    def select_then_delete(*args, **kwargs):
+        selected = real(*args, **kwargs)
+        placement.request('DELETE', '/resource_providers/%s' % gpus[1].uuid)
+        return selected
 
-    monkeypatch.setattr(placement_client.PlacementClient,
-                        'get_traits_and_generation', vanish)
+    monkeypatch.setattr(devices, 'select_devices', select_then_delete)
     result = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_PARTIAL',
                   '--host', name, '-f', 'json')
     assert result.rc == 1

@@ -191,3 +191,68 @@ def test_named_device_outside_the_options():
     assert domain.outside_selection('x', device, (), 'VGPU') == (
         "device 'x' has resource class CUSTOM_MLX5, not VGPU given with "
         "--resource-class")
+
+
+SUMMARIES_BODY = {
+    'allocation_requests': [],
+    'provider_summaries': {
+        'g1': {'resources': {'VGPU': {'capacity': 14, 'used': 3}},
+               'traits': ['OWNER_NOVA', 'CUSTOM_A'],
+               'parent_provider_uuid': 'r1', 'root_provider_uuid': 'r1'},
+        'p1': {'resources': {'CUSTOM_PCI_10DE_1EB8': {'capacity': 1,
+                                                      'used': 0}},
+               'traits': []},
+        'n1': {'resources': {}, 'traits': ['CUSTOM_PHYSNET']},
+    },
+}
+
+
+def test_parse_summaries():
+    summaries = domain.parse_summaries(SUMMARIES_BODY)
+    assert summaries['g1'].resources == {'VGPU': (14, 3)}
+    assert summaries['g1'].traits == ('CUSTOM_A', 'OWNER_NOVA')
+    assert domain.has_mdev_inventory(summaries['g1'])
+    # CUSTOM_PCI_* names a mdev-like class: the name check keeps PCI
+    # providers out (find_candidates), not the class.
+    assert not domain.has_mdev_inventory(summaries['n1'])
+    assert domain.parse_summaries({'provider_summaries': {}}) == {}
+
+
+def test_devices_from_summary_without_inventories():
+    summary = domain.parse_summaries(SUMMARIES_BODY)['g1']
+    [device] = domain.devices_from_summary(_candidate(), summary)
+    assert device.inventory is None
+    # Capacity is (total - reserved) x ratio as Placement computed it.
+    assert (device.capacity, device.used, device.free) == (14, 3, 11)
+    assert device.traits == ('CUSTOM_A', 'OWNER_NOVA')
+    assert device.generation == 1   # the listing's
+
+
+def test_devices_from_summary_with_inventories_matches_per_device_reads():
+    summary = domain.parse_summaries(SUMMARIES_BODY)['g1']
+    inventories = {'VGPU': {'total': 8, 'reserved': 1, 'max_unit': 8,
+                            'allocation_ratio': 2.0}}
+    [merged] = domain.devices_from_summary(
+        _candidate(), summary, inventories, generation=9)
+    [direct] = domain.build_devices(
+        _candidate(), inventories, 9, {'VGPU': 3}, ['CUSTOM_A', 'OWNER_NOVA'])
+    assert merged == direct
+    assert merged.free == 11 and merged.inventory.total == 8
+
+
+def test_devices_from_summary_full_and_overcommitted():
+    full = domain.Summary(resources={'VGPU': (4, 4)}, traits=())
+    over = domain.Summary(resources={'VGPU': (4, 6)}, traits=())
+    assert domain.devices_from_summary(_candidate(), full)[0].free == 0
+    assert domain.devices_from_summary(_candidate(), over)[0].free == 0
+
+
+def test_devices_from_summary_inventories_win_on_class_change():
+    # The class changed between the summaries and the inventories read.
+    summary = domain.Summary(resources={'VGPU': (4, 1)}, traits=())
+    [device] = domain.devices_from_summary(
+        _candidate(), summary, {'CUSTOM_X': {'total': 2}}, generation=3)
+    assert (device.resource_class, device.used, device.free) == (
+        'CUSTOM_X', 0, 2)
+    assert domain.devices_from_summary(
+        _candidate(), domain.Summary({'FPGA': (1, 0)}, ())) == []
