@@ -249,6 +249,15 @@ def _remove(placement, repair, dry_run):
             repair.consumer, repair.generation, repair.project_id,
             repair.user_id)
     except placement_client.GenerationConflict:
+        # A removal whose answer was lost is retried and meets the new
+        # generation: the re-read tells that apart from a real change.
+        try:
+            now = placement.get_consumer(repair.consumer)
+        except exceptions.CommandError as exc:
+            return Outcome(repair, 'failed: %s' % exc, True)
+        if not now.get('allocations'):
+            return Outcome(repair, 'removed its allocations (seen on '
+                           're-reading the consumer)')
         return Outcome(repair, 'left alone: its allocations changed since '
                        'they were read (consumer generation %s); run the '
                        'audit again' % repair.generation, True)

@@ -211,3 +211,40 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
     # The root's VCPU/MEMORY_MB/DISK_GB went with it: the whole consumer.
     assert placement.request('GET', '/resource_providers/%s/usages'
                              % root)['usages']['VCPU'] == 0
+
+
+def test_orphan_removal_whose_answer_is_lost_is_verified(
+        placement, placement_url):
+    """Placement removes the allocations but the answer is lost: the
+    retried PUT meets the new consumer generation, the re-read shows the
+    allocations gone, and the repair is reported as done.
+    """
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1 import token_endpoint
+
+    from osc_mdev.client import audit as client_audit
+    from osc_mdev.client import http
+    from osc_mdev.client import placement as placement_client
+    from osc_mdev.domain import audit as domain
+    from tests.fixtures import faults
+
+    name = 'lost-%s' % uuid.uuid4().hex[:8]
+    gpu = Gpu('pci_0000_84_00_0', 'VGPU', 4)
+    root = placement.add_compute_node(name, [gpu])
+    consumer = placement.boot_server(root, gpu)
+    with faults.FaultProxy(placement_url, rule=faults.nth(
+            'PUT', '/allocations/', {1}, faults.DROP_AFTER)) as proxy:
+        client = placement_client.PlacementClient(http.Service(
+            ks_session.Session(auth=token_endpoint.Token(proxy.url,
+                                                         'admin')),
+            'placement', 'Placement', connect_retry_delay=0.05))
+        read = client.get_consumer(consumer)
+        repair = domain.RemoveAllocations(
+            consumer, read['consumer_generation'], read['project_id'],
+            read['user_id'])
+        [outcome] = client_audit.fix(client, [repair]).values()
+        assert proxy.actions(faults.DROP_AFTER)
+    assert not outcome.failed, outcome.result
+    assert outcome.result.startswith('removed its allocations')
+    assert placement.request('GET', '/allocations/%s' % consumer)[
+        'allocations'] == {}
