@@ -28,6 +28,7 @@ import re
 import urllib.parse
 
 from osc_mdev.domain import names
+from osc_mdev.domain import providers
 
 VCPU = 'VCPU'
 PCPU = 'PCPU'
@@ -312,29 +313,15 @@ def to_querystring(request, in_tree=None, limit=MAX_PLACEMENT_RESULTS):
 # -- the cloud --------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Inventory:
-    total: int
-    reserved: int = 0
-    min_unit: int = 1
+class Inventory(providers.Inventory):
+    """An inventory as ``providers.Inventory`` has it (``capacity``,
+    ``from_api``), with what counting servers needs: ``max_unit`` None
+    when it was not read (the total then), and the amounts Placement said
+    the units refuse (when the units themselves were not read).
+    """
+
     max_unit: int | None = None
-    step_size: int = 1
-    allocation_ratio: float = 1.0
-    # Amounts Placement said the units refuse (when the units themselves
-    # were not read).
     refused: frozenset = frozenset()
-
-    @classmethod
-    def from_api(cls, data):
-        return cls(total=data['total'], reserved=data.get('reserved', 0),
-                   min_unit=data.get('min_unit', 1),
-                   max_unit=data.get('max_unit', data['total']),
-                   step_size=data.get('step_size', 1),
-                   allocation_ratio=data.get('allocation_ratio', 1.0))
-
-    @property
-    def capacity(self):
-        """Placement's capacity: (total - reserved) x allocation_ratio."""
-        return int((self.total - self.reserved) * self.allocation_ratio)
 
     def allows(self, amount):
         """Whether one allocation of ``amount`` is allowed at all."""
