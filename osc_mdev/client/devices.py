@@ -121,8 +121,10 @@ def _host_roots(hosts, lookups):
     """
     roots, unknown = {}, []
     for host, found in zip(hosts, lookups):
-        root = [p for p in found
-                if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']]
+        # Placement ignores an empty ?name=, and a lookup by name may
+        # answer a child: only a root of exactly that name is the host.
+        root = [p for p in found if p['name'] == host and (
+            p.get('root_provider_uuid') or p['uuid']) == p['uuid']]
         if root:
             roots[host] = root[0]['uuid']
         else:

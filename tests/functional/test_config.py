@@ -220,7 +220,7 @@ def test_host_errors(placement, auth, tmp_path):
     path = write(tmp_path, GOOD)
     cli.assert_one_line_error(
         check(path, '--host', 'no-such-node', auth=auth),
-        'No compute host named no-such-node')
+        "No compute host named 'no-such-node'")
     cli.assert_one_line_error(
         check(path, '--host', 'x', '--os-auth-type', 'password'),
         '--host needs cloud credentials')
