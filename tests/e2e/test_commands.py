@@ -354,6 +354,7 @@ def test_a_migrations_allocation_is_marked_migration(cloud, flavors):
     finally:
         placement_request(cloud, 'DELETE',
                           '/allocations/%s' % migration['uuid'])
+        cloud.control('delete', server=server['id'])
 
 
 # -- a compute whose node is not its service host ----------------------------
