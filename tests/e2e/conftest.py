@@ -37,3 +37,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if 'tests/e2e/' in str(item.fspath):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def os_cloud(cloud, monkeypatch):
+    """The in-process CLI reaches the module's embedded cloud."""
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
+    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)

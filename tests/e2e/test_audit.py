@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import placement_request as placement
 from tests.fixtures import cli
 
 ORPHAN = str(uuid.UUID('0c1e4b1c-5bd5-4a4e-8a55-2f4f3c0e0a0d'))
@@ -35,12 +36,6 @@ def cloud(tmp_path_factory):
         yield cloud
 
 
-@pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
 def audit(*args):
     return cli.openstack('mdev', 'audit', '-f', 'json', *args)
 
@@ -49,15 +44,6 @@ def rows_of(result):
     import json
     assert 'Traceback' not in result.stderr, result.stderr
     return json.loads(result.stdout)
-
-
-def placement(cloud, method, path, **kwargs):
-    rsp = requests.request(
-        method, cloud.placement_url + path, timeout=30,
-        headers={'X-Auth-Token': 'admin',
-                 'OpenStack-API-Version': 'placement 1.39'}, **kwargs)
-    assert rsp.status_code < 400, (method, path, rsp.text)
-    return rsp.json() if rsp.content else None
 
 
 def nova(cloud, method, path, version='latest', **kwargs):

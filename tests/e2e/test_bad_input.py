@@ -85,12 +85,6 @@ def files(tmp_path_factory):
     return paths
 
 
-@pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
 def _get(url, version_header, version):
     rsp = requests.get(url, timeout=30, headers={
         'X-Auth-Token': 'admin', version_header: version})

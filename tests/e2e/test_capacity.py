@@ -42,12 +42,6 @@ def cloud(tmp_path_factory):
         yield cloud
 
 
-@pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
 @pytest.fixture(scope='module')
 def flavor(cloud):
     return cloud.control('create_flavor', name='cap-vgpu4',

@@ -33,6 +33,10 @@ import requests
 import yaml
 
 from tests.cloud import client
+from tests.e2e.helpers import flavor_specs
+from tests.e2e.helpers import mdev
+from tests.e2e.helpers import mdev_json
+from tests.e2e.helpers import placement_request
 from tests.fixtures import cli
 from tests.fixtures import placement_data
 from tests.fixtures import servers as service_processes
@@ -42,37 +46,6 @@ from tests.fixtures import servers as service_processes
 def cloud(tmp_path_factory):
     with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud')) as cloud:
         yield cloud
-
-
-@pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
-def mdev(*args):
-    return cli.openstack('mdev', *args)
-
-
-def mdev_json(*args):
-    return mdev(*args, '-f', 'json').json()
-
-
-def placement_request(cloud, method, path, **kwargs):
-    rsp = requests.request(
-        method, cloud.placement_url + path, timeout=30,
-        headers={'X-Auth-Token': 'admin',
-                 'OpenStack-API-Version': 'placement 1.39'}, **kwargs)
-    rsp.raise_for_status()
-    return rsp.json() if rsp.content else None
-
-
-def flavor_specs(cloud, flavor_id):
-    rsp = requests.get(
-        '%s/flavors/%s/os-extra_specs' % (cloud.compute_url, flavor_id),
-        headers={'X-Auth-Token': 'admin'}, timeout=30)
-    rsp.raise_for_status()
-    return rsp.json()['extra_specs']
 
 
 def node_of(cloud, host):

@@ -24,7 +24,7 @@ provider, as the check says.
 import pytest
 
 from tests.cloud import client
-from tests.fixtures import cli
+from tests.e2e.helpers import mdev
 
 HOST = 'cfg-node.example.net'
 TOPOLOGY = {'hosts': [
@@ -41,16 +41,6 @@ def cloud(tmp_path_factory):
     with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
                               topology=TOPOLOGY) as cloud:
         yield cloud
-
-
-@pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
-def mdev(*args):
-    return cli.openstack('mdev', *args)
 
 
 def placement_view(host):

@@ -23,10 +23,13 @@ import itertools
 import json
 
 import pytest
-import requests
 import yaml
 
 from tests.cloud import client
+from tests.e2e.helpers import flavor_specs as specs_of
+from tests.e2e.helpers import mdev
+from tests.e2e.helpers import mdev_json
+from tests.e2e.helpers import placement_request as placement
 from tests.fixtures import cli
 from tests.fixtures import faults
 
@@ -45,12 +48,6 @@ def cloud(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def os_cloud(cloud, monkeypatch):
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
-    monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
-
-
-@pytest.fixture(autouse=True)
 def untagged(cloud):
     """Every test starts and ends with no custom trait on the GPUs."""
     _untag(cloud)
@@ -65,31 +62,6 @@ def _untag(cloud):
             args = [a for t in custom for a in ('--trait', t)]
             result = mdev('trait', 'unset', *args, row['UUID'])
             assert result.rc == 0, result.stderr
-
-
-def mdev(*args):
-    return cli.openstack('mdev', *args)
-
-
-def mdev_json(*args):
-    return mdev(*args, '-f', 'json').json()
-
-
-def placement(cloud, method, path, **kwargs):
-    rsp = requests.request(
-        method, cloud.placement_url + path, timeout=30,
-        headers={'X-Auth-Token': 'admin',
-                 'OpenStack-API-Version': 'placement 1.39'}, **kwargs)
-    rsp.raise_for_status()
-    return rsp.json() if rsp.content else None
-
-
-def specs_of(cloud, flavor_id):
-    rsp = requests.get(
-        '%s/flavors/%s/os-extra_specs' % (cloud.compute_url, flavor_id),
-        headers={'X-Auth-Token': 'admin'}, timeout=30)
-    rsp.raise_for_status()
-    return rsp.json()['extra_specs']
 
 
 def boot_one(cloud, flavor, name):

@@ -22,9 +22,9 @@ import subprocess
 import sys
 
 import pytest
-import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import flavor_specs
 
 ROUNDS = 8
 
@@ -40,14 +40,6 @@ def openstack(cloud, *args):
         [sys.executable, '-m', 'openstackclient.shell', *args],
         capture_output=True, text=True, env=cloud.cli_environ(),
         timeout=300)
-
-
-def extra_specs(cloud, flavor_id):
-    rsp = requests.get(
-        '%s/flavors/%s/os-extra_specs' % (cloud.compute_url, flavor_id),
-        headers={'X-Auth-Token': 'admin'}, timeout=30)
-    rsp.raise_for_status()
-    return rsp.json()['extra_specs']
 
 
 def test_flavor_configure_racing_flavor_set_loses_no_key(cloud):
@@ -69,7 +61,7 @@ def test_flavor_configure_racing_flavor_set_loses_no_key(cloud):
         results = [job.result() for job in jobs]
     for result in results:
         assert result.returncode == 0, result.stderr
-    specs = extra_specs(cloud, flavor['id'])
+    specs = flavor_specs(cloud, flavor['id'])
     for i in range(ROUNDS):
         assert specs.get('race:key%02d' % i) == 'v%d' % i, specs
     assert specs['hw_rng:allowed'] == 'True'

@@ -1,0 +1,50 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the end-to-end tests share: the CLI, and the services read
+directly (not through osc-mdev) to check what the commands did.
+
+Every e2e module has a module-scoped ``cloud`` (an EmbeddedCloud);
+tests/e2e/conftest.py points the in-process CLI at it.
+"""
+
+import requests
+
+from tests.fixtures import cli
+
+
+def mdev(*args):
+    """``openstack mdev ARGS`` in this process."""
+    return cli.openstack('mdev', *args)
+
+
+def mdev_json(*args):
+    return mdev(*args, '-f', 'json').json()
+
+
+def placement_request(cloud, method, path, **kwargs):
+    """One admin request to the cloud's Placement; its JSON body."""
+    rsp = requests.request(
+        method, cloud.placement_url + path, timeout=30,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'placement 1.39'}, **kwargs)
+    assert rsp.status_code < 400, (method, path, rsp.text)
+    return rsp.json() if rsp.content else None
+
+
+def flavor_specs(cloud, flavor_id):
+    """A flavor's extra specs, from the Nova API."""
+    rsp = requests.get(
+        '%s/flavors/%s/os-extra_specs' % (cloud.compute_url, flavor_id),
+        headers={'X-Auth-Token': 'admin'}, timeout=30)
+    rsp.raise_for_status()
+    return rsp.json()['extra_specs']
