@@ -39,30 +39,22 @@ def make_client(instance):
         timeout=float(timeout) if timeout else None)
 
 
-def _positive_int(text):
-    import argparse
+def _positive(cast, noun):
+    """An argparse type: ``cast(text)`` if it is above 0, else an error
+    naming ``noun``.
+    """
+    def parse(text):
+        import argparse
 
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            '%r is not a positive whole number' % text)
-    return value
-
-
-def _positive_seconds(text):
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0
-    if not 0 < value < float('inf'):
-        raise argparse.ArgumentTypeError(
-            '%r is not a positive number of seconds' % text)
-    return value
+        try:
+            value = cast(text)
+        except ValueError:
+            value = 0
+        if not 0 < value < float('inf'):
+            raise argparse.ArgumentTypeError(
+                '%r is not a positive %s' % (text, noun))
+        return value
+    return parse
 
 
 def build_option_parser(parser):
@@ -75,14 +67,14 @@ def build_option_parser(parser):
     parser.add_argument(
         '--os-mdev-max-workers',
         metavar='<count>',
-        type=_positive_int,
+        type=_positive(int, 'whole number'),
         default=os.environ.get('OS_MDEV_MAX_WORKERS'),
         help='Most API requests osc-mdev commands run at once, default=%d '
              '(Env: OS_MDEV_MAX_WORKERS)' % DEFAULT_MAX_WORKERS)
     parser.add_argument(
         '--os-mdev-timeout',
         metavar='<seconds>',
-        type=_positive_seconds,
+        type=_positive(float, 'number of seconds'),
         default=os.environ.get('OS_MDEV_TIMEOUT'),
         help='Seconds osc-mdev waits for each Placement or Compute answer '
              'before it retries, default=%d (Env: OS_MDEV_TIMEOUT)'
