@@ -12,6 +12,8 @@
 
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
+import json
+
 import pytest
 
 from tests.fixtures import cli
@@ -224,3 +226,143 @@ def test_host_errors(placement, auth, tmp_path):
     cli.assert_one_line_error(
         check(path, '--host', 'x', '--os-auth-type', 'password'),
         '--host needs cloud credentials')
+
+
+# -- [pci]: PCI devices in Placement -----------------------------------------
+
+PF, VF4, VF5 = '0000:25:00.0', '0000:25:00.4', '0000:25:00.5'
+PCI_GOOD = """[pci]
+report_in_placement = True
+device_spec = {"vendor_id": "10de", "product_id": "25b6",
+    "address": "0000:25:00.*", "resource_class": "CUSTOM_A16_16A"}
+alias = {"name": "a16", "device_type": "type-VF",
+    "resource_class": "CUSTOM_A16_16A"}
+
+[filter_scheduler]
+pci_in_placement = True
+"""
+
+
+def pci_sysfs(tmp_path):
+    """One SR-IOV GPU: PF 0000:25:00.0 (10de:2236) with VFs .4 and .5
+    (10de:25b6).
+    """
+    return sysfs.build(tmp_path / 'sys', devices=[
+        (PF, {}, None), (VF4, {}, PF), (VF5, {}, PF)],
+        ids={PF: ('10de', '2236'), VF4: ('10de', '25b6'),
+             VF5: ('10de', '25b6')})
+
+
+def test_pci_good_file_shows_specs_providers_and_aliases(tmp_path):
+    path = write(tmp_path, PCI_GOOD)
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    assert [f for f in doc['Findings'] if f['Severity'] != 'info'] == []
+    assert doc['PCI Device Specs'] == [{
+        'Device Spec': 'address 0000:25:00.* 10de:25b6',
+        'Where': '[pci] device_spec, %s:3' % path,
+        'Resource Class': 'CUSTOM_A16_16A',
+        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
+    assert doc['PCI Providers'] == [{
+        'Provider': '<node>_0000:25:00.0',
+        'Devices': '%s, %s' % (VF4, VF5),
+        'Resource Class': 'CUSTOM_A16_16A',
+        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
+    assert doc['PCI Aliases'] == [{
+        'Alias': 'a16',
+        'Request': '1 request group of CUSTOM_A16_16A:1; type-VF; '
+                   'numa_policy legacy',
+        'Where': '[pci] alias, %s:5' % path}]
+
+
+def test_pci_vfs_of_one_pf_with_different_classes_is_an_error(tmp_path):
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": "%s", "resource_class": "A16_16A"}
+device_spec = {"address": "%s", "resource_class": "A16_8A"}
+""" % (VF4, VF5))
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    [error] = [f for f in json.loads(result.stdout)['Findings']
+               if f['Severity'] == 'error']
+    assert 'PlacementPciMixedResourceClassException' in error['Message']
+    assert 'CUSTOM_A16_8A for %s and CUSTOM_A16_16A for %s' % (
+        VF5, VF4) in error['Message']
+    assert '1 error(s)' in result.stderr
+
+
+def test_pci_pf_and_its_vfs_is_an_error(tmp_path):
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = [{"address": "%s"}, {"address": "%s"}]
+""" % (PF, VF4))
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    # The PF's address matches its VFs too (it is a PF in sysfs): both
+    # VFs clash with it.
+    errors = [f['Message'] for f in json.loads(result.stdout)['Findings']
+              if f['Severity'] == 'error']
+    assert len(errors) == 2
+    assert all('PlacementPciDependentDeviceException' in e for e in errors)
+    assert 'both %s and %s are listed' % (VF5, PF) in errors[1]
+
+
+@pytest.mark.parametrize('text,severity,fragment', [
+    ('[pci]\ndevice_spec = {"vendor_id": "10de",}\n', 'error',
+     'invalid [pci] device_spec (not valid JSON'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00.8"}\n', 'error',
+     'function 8 is greater than the maximum 7'),
+    ('[pci]\nalias = {"name": "a16", "resource-class": "X"}\n', 'error',
+     "Additional properties are not allowed ('resource-class' unexpected)"),
+    ('[pci]\nalias = {"name": "a16", "resource_class": "X"}\n', 'error',
+     'alias a16 has no vendor_id and product_id'),
+    ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0"}\n',
+     'error', 'PCI in Placement does not support devname'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "traits": "a,,b"}\n',
+     'error', "trait 'CUSTOM_' has nothing after CUSTOM_"),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "traits": "blue, big"}\n',
+     'warning', "Nova makes CUSTOM__BIG of it, not CUSTOM_BIG"),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", '
+     '"traits": "hw_gpu_api_vulkan"}\n',
+     'warning', 'reports the custom trait CUSTOM_HW_GPU_API_VULKAN'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4"}\n', 'warning',
+     'the scheduler ignores the PCI devices in Placement'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00.4", '
+     '"resource_class": "X"}\n', 'warning',
+     'Ignored: resource_class is only used with [pci] report_in_placement'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "resource_class": "A16"}\n'
+     'alias = {"name": "big", "resource_class": "A40"}\n'
+     '[filter_scheduler]\npci_in_placement = True\n', 'warning',
+     'Alias big cannot be served by this node: no device spec gives '
+     'resource class CUSTOM_A40'),
+    ('[pci]\ndevice_spec = {"vendor_id": "10de", "product_id": "2236"}\n'
+     'alias = {"name": "a10", "vendor_id": "10de", "product_id": "2237"}\n',
+     'warning', 'no device spec matches vendor_id 10de and product_id 2237'),
+    ('[pci]\npassthrough_whitelist = {"address": "0000:25:00.4"}\n', 'info',
+     'passthrough_whitelist is the deprecated name of [pci] device_spec'),
+])
+def test_pci_findings(tmp_path, text, severity, fragment):
+    path = write(tmp_path, text)
+    result = check(path, '-f', 'json')
+    assert result.rc == (1 if severity == 'error' else 0), result.stderr
+    found = [f['Message'] for f in json.loads(result.stdout)['Findings']
+             if f['Severity'] == severity]
+    assert any(fragment in m for m in found), found
+
+
+def test_pci_long_table(tmp_path):
+    path = write(tmp_path, PCI_GOOD)
+    result = check(path, '--long')
+    assert result.rc == 0, result.stderr
+    assert 'PCI Device Specs:' in result.stdout
+    assert 'PCI Aliases:' in result.stdout
+    assert '| CUSTOM_A16_16A' in result.stdout
+    # Without devices known, no providers table, and no empty mdev table.
+    assert 'PCI Providers:' not in result.stdout
+    assert 'Mdev Type' not in result.stdout
