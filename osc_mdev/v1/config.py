@@ -191,21 +191,21 @@ class CheckConfig(command.Lister):
             return 0
         status = super().produce_output(parsed_args, column_names, data)
         if parsed_args.long:
-            if data:
-                self.app.stdout.write('\n')
             parsed_args.columns = []
-            shown = bool(self.devices) or not self.pci
-            if shown:
-                super().produce_output(parsed_args, DEVICE_COLUMNS,
-                                       self.devices)
-            for title, columns in PCI_TABLES:
-                if self.pci.get(title):
-                    if shown:
-                        self.app.stdout.write('\n')
+            tables = []
+            if self.devices or not self.pci:
+                tables.append((None, DEVICE_COLUMNS, self.devices))
+            tables += [(title, columns, self.pci[title])
+                       for title, columns in PCI_TABLES
+                       if self.pci.get(title)]
+            printed = bool(data)
+            for title, columns, rows in tables:
+                if printed:
+                    self.app.stdout.write('\n')
+                if title:
                     self.app.stdout.write('%s:\n' % title)
-                    super().produce_output(parsed_args, columns,
-                                           self.pci[title])
-                    shown = True
+                super().produce_output(parsed_args, columns, rows)
+                printed = True
         return status
 
     def run(self, parsed_args):
