@@ -809,3 +809,76 @@ def _read_id(path):
     except OSError:
         return ''
     return text[2:] if text.startswith('0x') else text
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementPciProvider:
+    """One PCI provider of the node in Placement (one row per class)."""
+
+    name: str
+    resource_class: str | None
+    total: int
+    used: int
+    traits: tuple
+
+
+def pci_placement_findings(pci, host, placed, predicted=None):
+    """What happens to the node's PCI providers when nova-compute
+    restarts with the files.
+
+    ``placed``: PlacementPciProvider rows; ``predicted``: the providers
+    Nova will make (``novaconf.pci_providers`` of the sysfs devices, by
+    name), None when the devices are not known.
+    """
+    found = []
+    where_host = 'Placement, host %s' % host
+    if novaconf.tracking_disabled_after_enabled(
+            pci.report_in_placement, [p.traits for p in placed]):
+        found.append(_f(
+            ERROR, pci.settings.pci['report_in_placement'].where,
+            'nova-compute refuses to start (PlacementPciException): [pci] '
+            'report_in_placement is off but Placement has %d PCI '
+            'provider(s) of %s (%s), so it was on before, and Nova cannot '
+            'turn it off again; set report_in_placement = True.'
+            % (len({p.name for p in placed}), host,
+               _short(sorted({p.name for p in placed})))))
+        return found
+    if not pci.report_in_placement or predicted is None:
+        return found
+    for provider in placed:
+        expected = predicted.get(provider.name)
+        in_use = (' %d in use: Placement refuses the change while '
+                  'servers hold allocations there, so nova-compute\'s '
+                  'updates of the node fail until they go.' % provider.used
+                  if provider.used else '')
+        if expected is None:
+            found.append(_f(
+                WARNING, where_host,
+                'Provider %s (%s, total %d) matches no device spec any '
+                'more: nova-compute removes it on restart%s' % (
+                    provider.name, provider.resource_class, provider.total,
+                    ' (it keeps it while %d server device(s) use it).'
+                    % provider.used if provider.used else '.')))
+            continue
+        if provider.resource_class != expected.resource_class:
+            found.append(_f(
+                WARNING, where_host,
+                'Provider %s is %s in Placement but Nova will report %s: '
+                'its inventory changes class on restart.%s' % (
+                    provider.name, provider.resource_class,
+                    expected.resource_class, in_use)))
+        lost = sorted(set(provider.traits) - set(expected.traits or ())
+                      - {'OWNER_NOVA'})
+        if lost:
+            found.append(_f(
+                WARNING, where_host,
+                'Provider %s carries %s, which nova-compute removes on its '
+                'next update: it sets the traits of PCI providers from '
+                '[pci] device_spec only; put them in the spec\'s traits.'
+                % (provider.name, ', '.join(lost))))
+    for name in sorted(set(predicted) - {p.name for p in placed}):
+        found.append(_f(
+            INFO, where_host, 'Provider %s (%s) is new: nova-compute '
+            'creates it on restart.' % (name,
+                                        predicted[name].resource_class)))
+    return found

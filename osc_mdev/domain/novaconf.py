@@ -1356,3 +1356,17 @@ def pci_config(settings):
             '[pci] alias (%s); fix the alias.' % reason))
     return PciConfig(tuple(specs), aliases, flags['report_in_placement'],
                      flags['pci_in_placement'], tuple(findings), settings)
+
+
+def tracking_disabled_after_enabled(report_in_placement, provider_traits):
+    """Mirrors nova/compute/pci_placement_translator.py
+    ``ensure_tracking_was_not_enabled_before``: with ``[pci]
+    report_in_placement`` off, a node whose providers (``provider_traits``:
+    the traits of each provider of its tree) include one with
+    COMPUTE_MANAGED_PCI_DEVICE had it on before, and nova-compute refuses
+    to start (PlacementPciException): it cannot be turned off again.
+    """
+    if report_in_placement:
+        return False
+    return any(COMPUTE_MANAGED_PCI_DEVICE in traits
+               for traits in provider_traits)

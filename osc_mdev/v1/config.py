@@ -67,7 +67,9 @@ class CheckConfig(command.Lister):
                  'devices the file assigns but Placement lacks, resource '
                  'class changes, devices the file no longer covers (with '
                  'the servers on them) and type traits that will be wrong '
-                 'after a restart.')
+                 'after a restart; for PCI devices in Placement, turning '
+                 'report_in_placement off (fatal) and, with --sysfs, '
+                 'providers that change class, lose hand-set traits or go.')
         parser.add_argument(
             '--sysfs', metavar='<root>',
             help='Root of the node\'s sysfs (/sys on the compute node): '
@@ -127,6 +129,8 @@ class CheckConfig(command.Lister):
                            if parsed_args.sysfs else None)
             node = parsed_args.host or '<node>'
             findings += configcheck.pci_findings(pci, pci_devices, node)
+            if parsed_args.host:
+                findings += self._pci_placement(pci, pci_devices, node)
             self.pci = {
                 'PCI Device Specs': configcheck.pci_spec_rows(pci),
                 'PCI Providers': configcheck.pci_providers(
@@ -139,6 +143,19 @@ class CheckConfig(command.Lister):
         rows = [(f.severity, f.where, f.message)
                 for f in configcheck.sort_findings(findings)]
         return COLUMNS, rows
+
+    def _pci_placement(self, pci, devices, host):
+        from osc_mdev.client import config as config_client
+        placement = self._authenticated_client_manager().mdev.placement
+        placed = config_client.node_pci_providers(placement, host)
+        predicted = None
+        if devices is not None:
+            predicted, _ = novaconf.pci_providers(
+                host, devices, pci.specs,
+                {d.address for d in devices
+                 if d.dev_type == novaconf.TYPE_PF})
+        return configcheck.pci_placement_findings(pci, host, placed,
+                                                  predicted)
 
     def _placement_devices(self, host):
         from osc_mdev.client import allocations
@@ -156,6 +173,8 @@ class CheckConfig(command.Lister):
         load the cloud options with validation, as the shell does for
         other commands, into a client manager of our own.
         """
+        if getattr(self, '_manager', None) is not None:
+            return self._manager
         from openstackclient.common import clientmanager
         app = self.app
         try:
@@ -170,6 +189,7 @@ class CheckConfig(command.Lister):
                 '--host needs cloud credentials, which are missing or '
                 'incomplete; give them as for any openstack command, or '
                 'leave --host out to check the files only.') from exc
+        self._manager = manager
         return manager
 
     def produce_output(self, parsed_args, column_names, data):

@@ -13,6 +13,7 @@
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
 import json
+import uuid
 
 import pytest
 
@@ -366,3 +367,68 @@ def test_pci_long_table(tmp_path):
     # Without devices known, no providers table, and no empty mdev table.
     assert 'PCI Providers:' not in result.stdout
     assert 'Mdev Type' not in result.stdout
+
+
+@pytest.fixture
+def pci_node(placement, request):
+    """A compute node with the providers nova-compute makes with [pci]
+    report_in_placement: the PF 0000:25:00.0 holding two VFs
+    (CUSTOM_A16_16A, one in use, an operator's CUSTOM_HAND trait) and the
+    whole GPU 0000:41:00.0 (CUSTOM_PCI_10DE_2236).
+    """
+    name = 'pci-%s.example.com' % request.node.name[-20:].replace(
+        '[', '-').replace(']', '').replace('_', '-')
+    root = placement.create_provider(name)
+    placement.set_inventory(root, {'VCPU': {'total': 8}})
+    placement.set_traits(root, ['OWNER_NOVA'])
+    vfs = placement.create_provider('%s_0000:25:00.0' % name, root)
+    placement.set_inventory(vfs, {'CUSTOM_A16_16A': {'total': 2,
+                                                     'max_unit': 2}})
+    placement.set_traits(vfs, ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                               'CUSTOM_HAND'])
+    gpu = placement.create_provider('%s_0000:41:00.0' % name, root)
+    placement.set_inventory(gpu, {'CUSTOM_PCI_10DE_2236': {'total': 1}})
+    placement.set_traits(gpu, ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'])
+    placement.allocate(str(uuid.uuid4()), {vfs: {'CUSTOM_A16_16A': 1}})
+    return name
+
+
+def test_pci_host_turning_report_in_placement_off_is_an_error(
+        pci_node, auth, tmp_path):
+    path = write(tmp_path, '[pci]\nreport_in_placement = False\n'
+                 'device_spec = {"address": "0000:41:00.0"}\n')
+    result = check(path, '--host', pci_node, '-f', 'json', auth=auth)
+    assert result.rc == 1
+    [error] = [f for f in json.loads(result.stdout)['Findings']
+               if f['Severity'] == 'error']
+    assert error['Where'] == '[pci] report_in_placement, %s:2' % path
+    assert 'Placement has 2 PCI provider(s) of %s' % pci_node in \
+        error['Message']
+    assert 'Nova cannot turn it off again' in error['Message']
+
+
+def test_pci_host_predicts_the_restart(pci_node, auth, tmp_path):
+    # The VFs get another class, the whole GPU is no longer listed.
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
+    "resource_class": "A16_8A"}
+""")
+    result = check(path, '--host', pci_node, '--sysfs', pci_sysfs(tmp_path),
+                   '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    messages = [f['Message'] for f in result.json()['Findings']
+                if f['Where'] == 'Placement, host %s' % pci_node]
+    assert messages == [
+        'Provider %s_0000:25:00.0 is CUSTOM_A16_16A in Placement but Nova '
+        'will report CUSTOM_A16_8A: its inventory changes class on '
+        "restart. 1 in use: Placement refuses the change while servers "
+        "hold allocations there, so nova-compute's updates of the node "
+        'fail until they go.' % pci_node,
+        'Provider %s_0000:25:00.0 carries CUSTOM_HAND, which nova-compute '
+        'removes on its next update: it sets the traits of PCI providers '
+        "from [pci] device_spec only; put them in the spec's traits."
+        % pci_node,
+        'Provider %s_0000:41:00.0 (CUSTOM_PCI_10DE_2236, total 1) matches '
+        'no device spec any more: nova-compute removes it on restart.'
+        % pci_node]

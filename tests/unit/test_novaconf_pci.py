@@ -333,3 +333,30 @@ def test_alias_request_syntax_agrees_with_nova(text):
     assert nova_ok, text
     assert ours == [(name.strip(), int(count)) for name, count in
                     [s.split(':') for s in text.split(',')]]
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('report', [False, True])
+@pytest.mark.parametrize('traits', [
+    [], [['OWNER_NOVA']], [['OWNER_NOVA'], ['COMPUTE_MANAGED_PCI_DEVICE']]])
+def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
+    import uuid
+
+    from nova.compute import pci_placement_translator as translator
+    from nova.compute import provider_tree
+
+    tree = provider_tree.ProviderTree()
+    root = str(uuid.uuid4())
+    tree.new_root('node1', root)
+    for number, names_ in enumerate(traits):
+        child = tree.new_child('node1_%d' % number, root,
+                               uuid=str(uuid.uuid4()))
+        tree.update_traits(child, names_)
+    try:
+        translator.ensure_tracking_was_not_enabled_before(tree)
+        nova_refuses = False
+    except Exception:
+        nova_refuses = True
+    # Nova checks this only while report_in_placement is off.
+    assert novaconf.tracking_disabled_after_enabled(report, traits) == (
+        nova_refuses and not report)
