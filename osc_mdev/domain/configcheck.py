@@ -583,7 +583,10 @@ def alias_problem(alias, specs, in_placement):
     spec = alias.specs[0]
     vendor, product = spec.get('vendor_id'), spec.get('product_id')
     if not in_placement:
-        if any(_ids_compatible(s, vendor, product) for s in specs):
+        if vendor is None or product is None or any(
+                _ids_compatible(s, vendor, product) for s in specs):
+            # An alias without ids asks Placement only (and this node is
+            # not in Placement: reported apart).
             return None
         return 'no device spec matches vendor_id %s and product_id %s' % (
             vendor, product)
