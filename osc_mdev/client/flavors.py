@@ -136,8 +136,18 @@ def _other_roots(placement, specs, mdev_classes, known):
 
 
 def configure(compute, placement, reference, request, validate=True,
-              dry_run=False, force=False):
-    """Check ``request`` against the cloud and write it onto the flavor.
+              dry_run=False, force=False, pci=None, aliases=None,
+              pci_in_placement=True):
+    """Check the device request against the cloud and write it onto the
+    flavor.
+
+    ``request``: the mdev request (domain.MdevRequest) or None; ``pci``:
+    the PCI request (domain.PciRequest) or None; at least one is given,
+    and the keys of an earlier request of the other kind are removed
+    unless both are given. ``aliases``: ``{name: novaconf.Alias}`` of
+    the controller's ``[pci] alias`` (None: not known, names are not
+    checked); ``pci_in_placement``: whether the scheduler asks Placement
+    for them.
 
     The flavor's extra specs that result are checked as a whole (every
     request group, as Placement will be asked) before anything is
@@ -146,18 +156,20 @@ def configure(compute, placement, reference, request, validate=True,
     removed key is deleted; after a failure the extra specs are read
     back, so each key's result says what the flavor really holds.
     """
-    traits = sorted(set(request.required) | set(request.forbidden))
+    traits = sorted(set(request.required) | set(request.forbidden)) \
+        if request else []
     flavor, devices, rc_exists = pool.call_all(
         [lambda: find_flavor(compute, reference),
          lambda: _all_devices(placement),
-         lambda: placement.resource_class_exists(request.resource_class)],
+         lambda: (placement.resource_class_exists(request.resource_class)
+                  if request else True)],
         placement.max_workers)
     current = flavor.get('extra_specs') or {}
     named = _trait_names(current) | set(traits)
     carried, known = pool.call_all(
         [lambda: placement.traits_among(named, associated=True),
          lambda: placement.traits_among(named)], placement.max_workers)
-    if validate:
+    if validate and request:
         if not rc_exists:
             raise exceptions.CommandError(
                 "Resource class %s does not exist in Placement; check "
@@ -176,17 +188,22 @@ def configure(compute, placement, reference, request, validate=True,
 
     mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
     device_traits = _cloud_traits(devices) | set(traits)
-    others = domain.isolate_reaches_others(
-        current, request, mdev_classes, device_traits, carried, known)
-    if others and not force:
-        raise exceptions.CommandError(
-            'Nova applies group_policy=isolate to every numbered request '
-            'group of a flavor, so --spread would also make %s come from '
-            'a provider of its own; add --force to go on.'
-            % ', '.join(others))
-    to_set, to_delete, changes = domain.plan(
-        current, request, mdev_classes, device_traits, carried, known)
-    if validate:
+    if request:
+        others = domain.isolate_reaches_others(
+            current, request, mdev_classes, device_traits, carried, known)
+        if others and not force:
+            raise exceptions.CommandError(
+                'Nova applies group_policy=isolate to every numbered '
+                'request group of a flavor, so --spread would also make %s '
+                'come from a provider of its own; add --force to go on.'
+                % ', '.join(others))
+        to_set, to_delete, changes = domain.plan(
+            current, request, mdev_classes, device_traits, carried, known)
+    else:
+        to_set = {}
+        to_delete, changes = domain.plan_without_mdev(
+            current, mdev_classes, device_traits, carried, known)
+    if validate and request:
         after = domain.resulting(current, to_set, to_delete)
         roots, others = pool.call_all(
             [lambda: _root_traits(placement, after, carried),
@@ -198,6 +215,17 @@ def configure(compute, placement, reference, request, validate=True,
             raise exceptions.CommandError(
                 'No device in the cloud can serve this flavor: %s; use '
                 '--no-validate to configure it anyway.' % problem)
+    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
+    if pci is not None:
+        after = domain.resulting(current, {**to_set, **pci_set},
+                                 to_delete + pci_delete)
+        note = check_pci(placement, pci, aliases, pci_in_placement,
+                         after.get(domain.GROUP_POLICY), validate)
+        pci_changes = [dataclasses.replace(c, note=note)
+                       for c in pci_changes]
+    to_set.update(pci_set)
+    to_delete = to_delete + pci_delete
+    changes = sorted(changes + pci_changes, key=lambda c: c.key)
     if dry_run:
         return Configured(flavor, changes,
                           {c.key: c.action for c in changes})
@@ -206,6 +234,67 @@ def configure(compute, placement, reference, request, validate=True,
         c.key: domain.write_result(c, c.key in attempted,
                                    error is not None, now)
         for c in changes}, error)
+
+
+def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
+              validate=True):
+    """Check a PCI request against the alias definitions and Placement.
+
+    Raises CommandError for an alias that is not defined, or (with
+    ``validate``) that no host can serve now: one allocation candidates
+    request per alias, with the request groups Nova makes of it (one
+    per device). Returns the note for the table: what was not checked.
+    """
+    if aliases is None:
+        return ('alias names not checked: give the controller\'s nova.conf '
+                'with --nova-conf')
+    unknown = [n for n, _ in pci.aliases if n not in aliases]
+    if unknown:
+        raise exceptions.CommandError(
+            'PCI alias %s is not defined in [pci] alias of --nova-conf '
+            '(defined: %s); Nova would refuse to boot servers of this '
+            'flavor.' % (', '.join(unknown),
+                         ', '.join(sorted(aliases)) or 'none'))
+    if not validate:
+        return 'not checked against Placement (--no-validate)'
+    if not pci_in_placement:
+        return ('not checked against Placement: [filter_scheduler] '
+                'pci_in_placement is off in --nova-conf, so the scheduler '
+                'does not ask Placement for PCI devices')
+    wanted = [(name, count, aliases[name]) for name, count in pci.aliases]
+    classes = sorted({a.resource_class for _, _, a in wanted})
+    rc_answers = placement.map(placement.resource_class_exists, classes)
+    missing = [rc for rc, exists in zip(classes, rc_answers) if not exists]
+    if missing:
+        raise exceptions.CommandError(
+            'Resource class %s of PCI alias %s does not exist in Placement: '
+            'no compute reports such devices ([pci] device_spec and '
+            'report_in_placement); use --no-validate to configure it '
+            'anyway.' % (missing[0], next(
+                n for n, _, a in wanted if a.resource_class == missing[0])))
+    alias_traits = set().union(*(a.traits for _, _, a in wanted))
+    unknown_traits = sorted(alias_traits - placement.traits_among(
+        alias_traits, associated=True))
+    if unknown_traits:
+        raise exceptions.CommandError(
+            'No resource provider has trait %s, which PCI alias traits '
+            'require; set it in [pci] device_spec traits on the computes, or '
+            'use --no-validate to configure it anyway.'
+            % ', '.join(unknown_traits))
+    queries = [domain.pci_query(a.request_groups(count), group_policy)
+               for _, count, a in wanted]
+    answers = placement.map(placement.allocation_candidates, queries)
+    for (name, count, alias), answer in zip(wanted, answers):
+        if not answer.get('allocation_requests'):
+            raise exceptions.CommandError(
+                'No host has %d free %s device%s%s for PCI alias %s now%s; '
+                'use --no-validate to configure it anyway.' % (
+                    count, alias.resource_class, '' if count == 1 else 's',
+                    ' with %s' % ', '.join(sorted(alias.traits))
+                    if alias.traits else '', name,
+                    ' (group_policy=isolate: each from its own provider)'
+                    if group_policy == 'isolate' and count > 1 else ''))
+    return ''
 
 
 def _write(compute, flavor_id, to_set, to_delete):
@@ -269,6 +358,7 @@ def show(compute, placement, reference):
          lambda: placement.traits_among(named)], placement.max_workers)
     managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(devices))
     managed |= set(domain.stale_keys(specs, carried, known))
+    managed |= {domain.ALIAS_KEY} & set(specs)
     shown = {k: v for k, v in sorted(specs.items()) if k in managed}
     if request is None:
         return FlavorView(flavor, None, shown, None, None)

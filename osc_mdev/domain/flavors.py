@@ -591,3 +591,124 @@ def check(specs, devices, mdev_classes, carried, existing,
                 '(the most on one host is %d)' % (len(spread), best))
     return ('no host has devices for every mdev request group of the '
             'flavor and providers for its other request groups')
+
+
+# -- PCI devices: pci_passthrough:alias ------------------------------------
+
+ALIAS_KEY = 'pci_passthrough:alias'
+
+
+@dataclasses.dataclass(frozen=True)
+class PciRequest:
+    """``pci_passthrough:alias``: ``count`` devices of each ``[pci]
+    alias`` name, in the order given.
+    """
+
+    aliases: tuple             # ((name, count), ...)
+
+    @property
+    def value(self):
+        return ','.join('%s:%d' % alias for alias in self.aliases)
+
+    def describe(self):
+        return describe_pci(self.value)
+
+
+def parse_pci_aliases(values):
+    """A PciRequest from ``--pci-alias`` values (``NAME[:COUNT]``, each
+    possibly a comma list, as Nova's ``name:count[,name:count]``).
+
+    Raises ValueError for a name Nova's syntax refuses, a count below 1
+    or a name given twice.
+    """
+    from osc_mdev.domain import novaconf
+
+    aliases = []
+    for value in values:
+        for part in value.split(','):
+            name, sep, count = part.strip().partition(':')
+            text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
+            try:
+                [(name, number)] = novaconf.parse_alias_request(text)
+            except ValueError:
+                raise ValueError(
+                    "--pci-alias '%s' is not NAME or NAME:COUNT (a [pci] "
+                    "alias name and a whole number of devices)" % part)
+            if not name or number < 1:
+                raise ValueError(
+                    "--pci-alias '%s' asks for no device: give a name and a "
+                    'count of at least 1' % part)
+            if name in dict(aliases):
+                raise ValueError(
+                    '--pci-alias %s is given twice; give it once with the '
+                    'total count' % name)
+            aliases.append((name, number))
+    if not aliases:
+        raise ValueError('--pci-alias needs at least one alias name')
+    return PciRequest(tuple(aliases))
+
+
+def describe_pci(value):
+    """A ``pci_passthrough:alias`` value in words."""
+    from osc_mdev.domain import novaconf
+
+    try:
+        requests = novaconf.parse_alias_request(value)
+    except ValueError:
+        return ('invalid: %r is not NAME:COUNT[,NAME:COUNT]; Nova refuses '
+                'to boot servers with it' % value)
+    return ', '.join(
+        '%d device%s of PCI alias %s' % (count, '' if count == 1 else 's',
+                                         name)
+        for name, count in requests)
+
+
+def plan_pci(current, pci):
+    """``(to_set, to_delete, changes)`` for the alias key: set to
+    ``pci``'s value, or removed when ``pci`` is None (the flavor's device
+    request is an mdev request only now).
+    """
+    before = current.get(ALIAS_KEY)
+    if pci is None:
+        if before is None:
+            return {}, [], []
+        return {}, [ALIAS_KEY], [SpecChange(
+            ALIAS_KEY, before, None, 'replaced by the mdev request')]
+    to_set = {ALIAS_KEY: pci.value} if before != pci.value else {}
+    return to_set, [], [SpecChange(ALIAS_KEY, before, pci.value)]
+
+
+def plan_without_mdev(current, mdev_classes, device_traits=(), carried=None,
+                      existing=None):
+    """``(to_delete, changes)`` removing the flavor's mdev request (its
+    managed keys and stale keys), for a flavor that asks for PCI devices
+    only now.
+    """
+    old = managed_keys(current, mdev_classes, device_traits)
+    stale = ({} if carried is None
+             else stale_keys(current, carried, existing))
+    old |= set(stale)
+    if GROUP_POLICY in old and len(other_groups(current, old)) >= 2:
+        old.discard(GROUP_POLICY)
+    to_delete = sorted(old)
+    return to_delete, [SpecChange(k, current[k], None, stale.get(
+        k, 'replaced by the PCI request')) for k in to_delete]
+
+
+def pci_query(groups, group_policy=None):
+    """The allocation candidates query string for PCI request groups
+    (``novaconf.alias_request_groups``), one numbered group per device
+    as Nova asks, ``group_policy`` none unless the flavor says isolate.
+    """
+    import urllib.parse
+
+    params = []
+    for number, (resources, traits) in enumerate(groups, 1):
+        suffix = '_PCI%d' % number
+        params.append(('resources' + suffix, ','.join(
+            '%s:%d' % rc for rc in sorted(resources.items()))))
+        if traits:
+            params.append(('required' + suffix, ','.join(sorted(traits))))
+    params.append(('group_policy', group_policy or 'none'))
+    params.append(('limit', '1'))
+    return urllib.parse.urlencode(params)

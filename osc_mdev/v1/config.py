@@ -25,6 +25,12 @@ from osc_mdev.v1 import common
 
 COLUMNS = ('Severity', 'Where', 'Message')
 DEVICE_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Why')
+# The [pci] parts of the effective result, each shown when it has rows.
+PCI_TABLES = (
+    ('PCI Device Specs', configcheck.PCI_SPEC_COLUMNS),
+    ('PCI Providers', configcheck.PCI_PROVIDER_COLUMNS),
+    ('PCI Aliases', configcheck.PCI_ALIAS_COLUMNS),
+)
 
 
 class CheckConfig(command.Lister):
@@ -34,9 +40,13 @@ class CheckConfig(command.Lister):
     in order, the later winning; a directory as --config-dir) and applies
     Nova's rules: one row per finding, 'error' where nova-compute will
     refuse to start, 'warning' where Nova will silently do something other
-    than what is written. With --sysfs, the file is compared with the
-    node's devices; with --host, with what Placement has for the node (what
-    changes when nova-compute restarts). Exit status 1 on any error.
+    than what is written. [pci] device_spec, alias and report_in_placement
+    (PCI devices in Placement) are checked too: JSON, the resource classes
+    and traits Nova makes of them, aliases no device spec serves, and with
+    --sysfs virtual functions of one physical function that Nova refuses.
+    With --sysfs, the file is compared with the node's devices; with
+    --host, with what Placement has for the node (what changes when
+    nova-compute restarts). Exit status 1 on any error.
     """
 
     # Only --host talks to the cloud: a compute node can check its files
@@ -57,7 +67,9 @@ class CheckConfig(command.Lister):
                  'devices the file assigns but Placement lacks, resource '
                  'class changes, devices the file no longer covers (with '
                  'the servers on them) and type traits that will be wrong '
-                 'after a restart.')
+                 'after a restart; for PCI devices in Placement, turning '
+                 'report_in_placement off (fatal) and, with --sysfs, '
+                 'providers that change class, lose hand-set traits or go.')
         parser.add_argument(
             '--sysfs', metavar='<root>',
             help='Root of the node\'s sysfs (/sys on the compute node): '
@@ -74,8 +86,11 @@ class CheckConfig(command.Lister):
         parser.add_argument(
             '--long', action='store_true',
             help='Also show the effective result: each device with the '
-                 'type and resource class Nova will give it (always part '
-                 'of -f json and -f yaml, under "Devices").')
+                 'type and resource class Nova will give it, and each PCI '
+                 'device spec (class, traits), PCI provider (with --sysfs) '
+                 'and alias request (always part of -f json and -f yaml, '
+                 'under "Devices", "PCI Device Specs", "PCI Providers", '
+                 '"PCI Aliases").')
         return parser
 
     def take_action(self, parsed_args):
@@ -95,7 +110,9 @@ class CheckConfig(command.Lister):
         findings += configcheck.file_findings(
             conf, sysfs_checked=bool(parsed_args.sysfs))
         known = []
-        if parsed_args.sysfs:
+        pci = novaconf.pci_config(conf.settings)
+        mdev_sysfs = bool(conf.supported_types) or not pci.configured
+        if parsed_args.sysfs and mdev_sysfs:
             parents = configcheck.read_sysfs(parsed_args.sysfs)
             functions = configcheck.pci_functions(
                 parsed_args.sysfs, list(conf.pgpu_type_mapping))
@@ -106,6 +123,19 @@ class CheckConfig(command.Lister):
             findings += configcheck.placement_findings(
                 conf, parsed_args.host, placed, parsed_args.trait_prefix)
             known += [d.nodedev for d in placed]
+        self.pci = {}
+        if pci.configured:
+            pci_devices = (configcheck.read_pci_devices(parsed_args.sysfs)
+                           if parsed_args.sysfs else None)
+            node = parsed_args.host or '<node>'
+            findings += configcheck.pci_findings(pci, pci_devices, node)
+            if parsed_args.host:
+                findings += self._pci_placement(pci, pci_devices, node)
+            self.pci = {
+                'PCI Device Specs': configcheck.pci_spec_rows(pci),
+                'PCI Providers': configcheck.pci_providers(
+                    pci, pci_devices, node),
+                'PCI Aliases': configcheck.pci_alias_rows(pci)}
         self.errors = [f for f in findings if f.severity == novaconf.ERROR]
         self.devices = [
             (r.device, r.mdev_type, r.resource_class, r.why)
@@ -113,6 +143,19 @@ class CheckConfig(command.Lister):
         rows = [(f.severity, f.where, f.message)
                 for f in configcheck.sort_findings(findings)]
         return COLUMNS, rows
+
+    def _pci_placement(self, pci, devices, host):
+        from osc_mdev.client import config as config_client
+        placement = self._authenticated_client_manager().mdev.placement
+        placed = config_client.node_pci_providers(placement, host)
+        predicted = None
+        if devices is not None:
+            predicted, _ = novaconf.pci_providers(
+                host, devices, pci.specs,
+                {d.address for d in devices
+                 if d.dev_type == novaconf.TYPE_PF})
+        return configcheck.pci_placement_findings(pci, host, placed,
+                                                  predicted)
 
     def _placement_devices(self, host):
         from osc_mdev.client import allocations
@@ -130,6 +173,8 @@ class CheckConfig(command.Lister):
         load the cloud options with validation, as the shell does for
         other commands, into a client manager of our own.
         """
+        if getattr(self, '_manager', None) is not None:
+            return self._manager
         from openstackclient.common import clientmanager
         app = self.app
         try:
@@ -144,6 +189,7 @@ class CheckConfig(command.Lister):
                 '--host needs cloud credentials, which are missing or '
                 'incomplete; give them as for any openstack command, or '
                 'leave --host out to check the files only.') from exc
+        self._manager = manager
         return manager
 
     def produce_output(self, parsed_args, column_names, data):
@@ -153,6 +199,10 @@ class CheckConfig(command.Lister):
                                 for row in data],
                    'Devices': [dict(zip(DEVICE_COLUMNS, row))
                                for row in self.devices]}
+            for title, columns in PCI_TABLES:
+                if title in self.pci:
+                    doc[title] = [dict(zip(columns, row))
+                                  for row in self.pci[title]]
             if parsed_args.formatter == 'json':
                 self.app.stdout.write(json.dumps(doc, indent=2) + '\n')
             else:
@@ -161,14 +211,25 @@ class CheckConfig(command.Lister):
             return 0
         status = super().produce_output(parsed_args, column_names, data)
         if parsed_args.long:
-            if data:
-                self.app.stdout.write('\n')
             parsed_args.columns = []
-            super().produce_output(parsed_args, DEVICE_COLUMNS, self.devices)
+            tables = []
+            if self.devices or not self.pci:
+                tables.append((None, DEVICE_COLUMNS, self.devices))
+            tables += [(title, columns, self.pci[title])
+                       for title, columns in PCI_TABLES
+                       if self.pci.get(title)]
+            printed = bool(data)
+            for title, columns, rows in tables:
+                if printed:
+                    self.app.stdout.write('\n')
+                if title:
+                    self.app.stdout.write('%s:\n' % title)
+                super().produce_output(parsed_args, columns, rows)
+                printed = True
         return status
 
     def run(self, parsed_args):
-        self.errors, self.devices = [], []
+        self.errors, self.devices, self.pci = [], [], {}
         status = super().run(parsed_args)
         if self.errors:
             raise exceptions.CommandError(

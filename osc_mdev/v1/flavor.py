@@ -25,7 +25,7 @@ CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
 
 
 class ConfigureFlavor(command.Lister):
-    """Make a flavor ask for mediated devices (vGPUs), validated.
+    """Make a flavor ask for mediated devices (vGPUs) or PCI devices.
 
     Sets resources:<CLASS>=N and trait:<TRAIT>=required|forbidden extra
     specs. Keys of an earlier mdev request on the flavor are replaced, not
@@ -47,6 +47,15 @@ class ConfigureFlavor(command.Lister):
     server (most vGPU types) or to spread load over devices. Several vGPUs
     per server need computes at Nova 33.0.0 (2026.1) or later; older
     computes give the server only the first one.
+
+    PCI devices (vGPUs as SR-IOV virtual functions, whole GPUs): --pci-alias
+    NAME[:COUNT] writes pci_passthrough:alias, checked against the
+    controller's [pci] alias (--nova-conf) and, with [filter_scheduler]
+    pci_in_placement, against Placement: some host has COUNT free devices
+    of the alias' resource class and traits now. The options give the
+    flavor's whole device request: mdev options, --pci-alias, or both (a
+    server with a vGPU and a PCI device); the keys of an earlier request
+    of the kind not given again are removed.
     """
 
     def get_parser(self, prog_name):
@@ -54,9 +63,24 @@ class ConfigureFlavor(command.Lister):
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
         parser.add_argument(
-            '--resource-class', metavar='<resource-class>', required=True,
+            '--resource-class', metavar='<resource-class>',
             help='VGPU, or the CUSTOM_<NAME> class of a generic mdev type '
-                 '([mdev_<type>] mdev_class in nova.conf).')
+                 '([mdev_<type>] mdev_class in nova.conf). Needed for an '
+                 'mdev request; leave it out with --pci-alias alone.')
+        parser.add_argument(
+            '--pci-alias', metavar='<name>[:<count>]', action='append',
+            default=[],
+            help='PCI devices of a [pci] alias per server (count 1 by '
+                 'default); repeat or give a comma list (a16:1,nic:2) as in '
+                 'Nova\'s pci_passthrough:alias.')
+        parser.add_argument(
+            '--nova-conf', metavar='<file>', action='append', default=[],
+            help='With --pci-alias, the nova.conf of nova-api (or a '
+                 'directory, or several files read in order): the alias '
+                 'names must be in its [pci] alias, and with '
+                 '[filter_scheduler] pci_in_placement the alias\' resource '
+                 'class and traits are checked against Placement. Without '
+                 'it only the syntax of the names is checked.')
         parser.add_argument(
             '--amount', metavar='<count>', type=int, default=1,
             help='Mdevs per server (default 1).')
@@ -103,6 +127,39 @@ class ConfigureFlavor(command.Lister):
         return parser
 
     def take_action(self, parsed_args):
+        pci = aliases = None
+        pci_in_placement = True
+        if parsed_args.pci_alias:
+            pci = common.check(flavor_logic.parse_pci_aliases,
+                               parsed_args.pci_alias)
+            if parsed_args.nova_conf:
+                aliases, pci_in_placement = _aliases(parsed_args.nova_conf)
+        elif parsed_args.nova_conf:
+            raise exceptions.CommandError(
+                '--nova-conf is only read with --pci-alias.')
+        mdev_only = [o for o, v in (
+            ('--amount', parsed_args.amount != 1),
+            ('--spread', parsed_args.spread),
+            ('--trait', parsed_args.trait),
+            ('--forbid-trait', parsed_args.forbid_trait),
+            ('--mdev-type', parsed_args.mdev_type),
+            ('--force', parsed_args.force)) if v]
+        if parsed_args.resource_class is None:
+            if not pci:
+                raise exceptions.CommandError(
+                    'Give --resource-class (mdev devices), --pci-alias (PCI '
+                    'devices) or both.')
+            if mdev_only:
+                raise exceptions.CommandError(
+                    '%s describe an mdev request and need --resource-class.'
+                    % ', '.join(mdev_only))
+            mdev = self.app.client_manager.mdev
+            self.outcome = flavors.configure(
+                mdev.compute, mdev.placement, parsed_args.flavor, None,
+                validate=not parsed_args.no_validate,
+                dry_run=parsed_args.dry_run, pci=pci, aliases=aliases,
+                pci_in_placement=pci_in_placement)
+            return CONFIGURE_COLUMNS, self._rows(parsed_args)
         request = flavor_logic.MdevRequest(
             resource_class=common.resource_class(parsed_args.resource_class),
             amount=common.check(flavor_logic.validate_amount,
@@ -125,7 +182,11 @@ class ConfigureFlavor(command.Lister):
         self.outcome = flavors.configure(
             mdev.compute, mdev.placement, parsed_args.flavor, request,
             validate=not parsed_args.no_validate,
-            dry_run=parsed_args.dry_run, force=parsed_args.force)
+            dry_run=parsed_args.dry_run, force=parsed_args.force, pci=pci,
+            aliases=aliases, pci_in_placement=pci_in_placement)
+        return CONFIGURE_COLUMNS, self._rows(parsed_args)
+
+    def _rows(self, parsed_args):
         rows = []
         for change in self.outcome.changes:
             result = self.outcome.results[change.key]
@@ -133,7 +194,7 @@ class ConfigureFlavor(command.Lister):
                 result = 'would be ' + result
             rows.append((change.key, change.before, change.after, result,
                          change.note))
-        return CONFIGURE_COLUMNS, rows
+        return rows
 
     def run(self, parsed_args):
         self.outcome = None
@@ -166,16 +227,38 @@ class ShowFlavor(command.ShowOne):
         view = flavors.show(mdev.compute, mdev.placement, parsed_args.flavor)
         devices = ['%s:%s (%s free)' % (d.host, d.device, d.free)
                    for d in view.fit.devices] if view.fit else []
-        fields = ('Flavor', 'ID', 'Request', 'Extra Specs', 'Devices',
-                  'Servers That Fit', 'Problem')
+        fields = ('Flavor', 'ID', 'Request', 'PCI Request', 'Extra Specs',
+                  'Devices', 'Servers That Fit', 'Problem')
+        alias = view.extra_specs.get(flavor_logic.ALIAS_KEY)
         return fields, (
             view.flavor['name'], view.flavor['id'],
             view.request.describe() if view.request
             else 'no mdev resources',
+            flavor_logic.describe_pci(alias) if alias else 'no PCI devices',
             format_columns.DictColumn(view.extra_specs),
             format_columns.ListColumn(devices),
             view.servers_that_fit,
             (view.fit.problem if view.fit else None) or '')
+
+
+def _aliases(paths):
+    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf;
+    CommandError (one line) for files that cannot be read or aliases Nova
+    refuses.
+    """
+    from osc_mdev.domain import novaconf
+
+    try:
+        settings = novaconf.load(paths)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('--nova-conf: %s.' % exc) from exc
+    pci = novaconf.pci_config(settings)
+    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
+              and 'alias' in f.where]
+    if errors:
+        raise exceptions.CommandError('--nova-conf: %s: %s' % (
+            errors[0].where, errors[0].message))
+    return pci.aliases, pci.pci_in_placement
 
 
 def _required_traits(parsed_args):

@@ -12,6 +12,9 @@
 
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
+import json
+import uuid
+
 import pytest
 
 from tests.fixtures import cli
@@ -224,3 +227,208 @@ def test_host_errors(placement, auth, tmp_path):
     cli.assert_one_line_error(
         check(path, '--host', 'x', '--os-auth-type', 'password'),
         '--host needs cloud credentials')
+
+
+# -- [pci]: PCI devices in Placement -----------------------------------------
+
+PF, VF4, VF5 = '0000:25:00.0', '0000:25:00.4', '0000:25:00.5'
+PCI_GOOD = """[pci]
+report_in_placement = True
+device_spec = {"vendor_id": "10de", "product_id": "25b6",
+    "address": "0000:25:00.*", "resource_class": "CUSTOM_A16_16A"}
+alias = {"name": "a16", "device_type": "type-VF",
+    "resource_class": "CUSTOM_A16_16A"}
+
+[filter_scheduler]
+pci_in_placement = True
+"""
+
+
+def pci_sysfs(tmp_path):
+    """One SR-IOV GPU: PF 0000:25:00.0 (10de:2236) with VFs .4 and .5
+    (10de:25b6).
+    """
+    return sysfs.build(tmp_path / 'sys', devices=[
+        (PF, {}, None), (VF4, {}, PF), (VF5, {}, PF)],
+        ids={PF: ('10de', '2236'), VF4: ('10de', '25b6'),
+             VF5: ('10de', '25b6')})
+
+
+def test_pci_good_file_shows_specs_providers_and_aliases(tmp_path):
+    path = write(tmp_path, PCI_GOOD)
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 0, result.stderr
+    doc = result.json()
+    assert [f for f in doc['Findings'] if f['Severity'] != 'info'] == []
+    assert doc['PCI Device Specs'] == [{
+        'Device Spec': 'address 0000:25:00.* 10de:25b6',
+        'Where': '[pci] device_spec, %s:3' % path,
+        'Resource Class': 'CUSTOM_A16_16A',
+        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
+    assert doc['PCI Providers'] == [{
+        'Provider': '<node>_0000:25:00.0',
+        'Devices': '%s, %s' % (VF4, VF5),
+        'Resource Class': 'CUSTOM_A16_16A',
+        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
+    assert doc['PCI Aliases'] == [{
+        'Alias': 'a16',
+        'Request': '1 request group of CUSTOM_A16_16A:1; type-VF; '
+                   'numa_policy legacy',
+        'Where': '[pci] alias, %s:5' % path}]
+
+
+def test_pci_vfs_of_one_pf_with_different_classes_is_an_error(tmp_path):
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": "%s", "resource_class": "A16_16A"}
+device_spec = {"address": "%s", "resource_class": "A16_8A"}
+""" % (VF4, VF5))
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    [error] = [f for f in json.loads(result.stdout)['Findings']
+               if f['Severity'] == 'error']
+    assert 'PlacementPciMixedResourceClassException' in error['Message']
+    assert 'CUSTOM_A16_8A for %s and CUSTOM_A16_16A for %s' % (
+        VF5, VF4) in error['Message']
+    assert '1 error(s)' in result.stderr
+
+
+def test_pci_pf_and_its_vfs_is_an_error(tmp_path):
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = [{"address": "%s"}, {"address": "%s"}]
+""" % (PF, VF4))
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    # The PF's address matches its VFs too (it is a PF in sysfs): both
+    # VFs clash with it.
+    errors = [f['Message'] for f in json.loads(result.stdout)['Findings']
+              if f['Severity'] == 'error']
+    assert len(errors) == 2
+    assert all('PlacementPciDependentDeviceException' in e for e in errors)
+    assert 'both %s and %s are listed' % (VF5, PF) in errors[1]
+
+
+@pytest.mark.parametrize('text,severity,fragment', [
+    ('[pci]\ndevice_spec = {"vendor_id": "10de",}\n', 'error',
+     'invalid [pci] device_spec (not valid JSON'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00.8"}\n', 'error',
+     'function 8 is greater than the maximum 7'),
+    ('[pci]\nalias = {"name": "a16", "resource-class": "X"}\n', 'error',
+     "Additional properties are not allowed ('resource-class' unexpected)"),
+    ('[pci]\nalias = {"name": "a16", "resource_class": "X"}\n', 'error',
+     'alias a16 has no vendor_id and product_id'),
+    ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0"}\n',
+     'error', 'PCI in Placement does not support devname'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "traits": "a,,b"}\n',
+     'error', "trait 'CUSTOM_' has nothing after CUSTOM_"),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "traits": "blue, big"}\n',
+     'warning', "Nova makes CUSTOM__BIG of it, not CUSTOM_BIG"),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", '
+     '"traits": "hw_gpu_api_vulkan"}\n',
+     'warning', 'reports the custom trait CUSTOM_HW_GPU_API_VULKAN'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4"}\n', 'warning',
+     'the scheduler ignores the PCI devices in Placement'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00.4", '
+     '"resource_class": "X"}\n', 'warning',
+     'Ignored: resource_class is only used with [pci] report_in_placement'),
+    ('[pci]\nreport_in_placement = True\n'
+     'device_spec = {"address": "0000:25:00.4", "resource_class": "A16"}\n'
+     'alias = {"name": "big", "resource_class": "A40"}\n'
+     '[filter_scheduler]\npci_in_placement = True\n', 'warning',
+     'Alias big cannot be served by this node: no device spec gives '
+     'resource class CUSTOM_A40'),
+    ('[pci]\ndevice_spec = {"vendor_id": "10de", "product_id": "2236"}\n'
+     'alias = {"name": "a10", "vendor_id": "10de", "product_id": "2237"}\n',
+     'warning', 'no device spec matches vendor_id 10de and product_id 2237'),
+    ('[pci]\npassthrough_whitelist = {"address": "0000:25:00.4"}\n', 'info',
+     'passthrough_whitelist is the deprecated name of [pci] device_spec'),
+])
+def test_pci_findings(tmp_path, text, severity, fragment):
+    path = write(tmp_path, text)
+    result = check(path, '-f', 'json')
+    assert result.rc == (1 if severity == 'error' else 0), result.stderr
+    found = [f['Message'] for f in json.loads(result.stdout)['Findings']
+             if f['Severity'] == severity]
+    assert any(fragment in m for m in found), found
+
+
+def test_pci_long_table(tmp_path):
+    path = write(tmp_path, PCI_GOOD)
+    result = check(path, '--long')
+    assert result.rc == 0, result.stderr
+    assert 'PCI Device Specs:' in result.stdout
+    assert 'PCI Aliases:' in result.stdout
+    assert '| CUSTOM_A16_16A' in result.stdout
+    # Without devices known, no providers table, and no empty mdev table.
+    assert 'PCI Providers:' not in result.stdout
+    assert 'Mdev Type' not in result.stdout
+
+
+@pytest.fixture
+def pci_node(placement, request):
+    """A compute node with the providers nova-compute makes with [pci]
+    report_in_placement: the PF 0000:25:00.0 holding two VFs
+    (CUSTOM_A16_16A, one in use, an operator's CUSTOM_HAND trait) and the
+    whole GPU 0000:41:00.0 (CUSTOM_PCI_10DE_2236).
+    """
+    name = 'pci-%s.example.com' % request.node.name[-20:].replace(
+        '[', '-').replace(']', '').replace('_', '-')
+    root = placement.create_provider(name)
+    placement.set_inventory(root, {'VCPU': {'total': 8}})
+    placement.set_traits(root, ['OWNER_NOVA'])
+    vfs = placement.create_provider('%s_0000:25:00.0' % name, root)
+    placement.set_inventory(vfs, {'CUSTOM_A16_16A': {'total': 2,
+                                                     'max_unit': 2}})
+    placement.set_traits(vfs, ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                               'CUSTOM_HAND'])
+    gpu = placement.create_provider('%s_0000:41:00.0' % name, root)
+    placement.set_inventory(gpu, {'CUSTOM_PCI_10DE_2236': {'total': 1}})
+    placement.set_traits(gpu, ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'])
+    placement.allocate(str(uuid.uuid4()), {vfs: {'CUSTOM_A16_16A': 1}})
+    return name
+
+
+def test_pci_host_turning_report_in_placement_off_is_an_error(
+        pci_node, auth, tmp_path):
+    path = write(tmp_path, '[pci]\nreport_in_placement = False\n'
+                 'device_spec = {"address": "0000:41:00.0"}\n')
+    result = check(path, '--host', pci_node, '-f', 'json', auth=auth)
+    assert result.rc == 1
+    [error] = [f for f in json.loads(result.stdout)['Findings']
+               if f['Severity'] == 'error']
+    assert error['Where'] == '[pci] report_in_placement, %s:2' % path
+    assert 'Placement has 2 PCI provider(s) of %s' % pci_node in \
+        error['Message']
+    assert 'Nova cannot turn it off again' in error['Message']
+
+
+def test_pci_host_predicts_the_restart(pci_node, auth, tmp_path):
+    # The VFs get another class, the whole GPU is no longer listed.
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
+    "resource_class": "A16_8A"}
+""")
+    result = check(path, '--host', pci_node, '--sysfs', pci_sysfs(tmp_path),
+                   '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    messages = [f['Message'] for f in result.json()['Findings']
+                if f['Where'] == 'Placement, host %s' % pci_node]
+    assert messages == [
+        'Provider %s_0000:25:00.0 is CUSTOM_A16_16A in Placement but Nova '
+        'will report CUSTOM_A16_8A: its inventory changes class on '
+        "restart. 1 in use: Placement refuses the change while servers "
+        "hold allocations there, so nova-compute's updates of the node "
+        'fail until they go.' % pci_node,
+        'Provider %s_0000:25:00.0 carries CUSTOM_HAND, which nova-compute '
+        'removes on its next update: it sets the traits of PCI providers '
+        "from [pci] device_spec only; put them in the spec's traits."
+        % pci_node,
+        'Provider %s_0000:41:00.0 (CUSTOM_PCI_10DE_2236, total 1) matches '
+        'no device spec any more: nova-compute removes it on restart.'
+        % pci_node]

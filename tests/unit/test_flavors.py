@@ -385,3 +385,77 @@ SAME = flavors.SpecChange('resources:VGPU', '1', '1')
 ])
 def test_write_result(change, attempted, failed, now, result):
     assert flavors.write_result(change, attempted, failed, now) == result
+
+
+# -- pci_passthrough:alias ----------------------------------------------------
+
+@pytest.mark.parametrize('values,expected', [
+    (['a16'], 'a16:1'),
+    (['a16:2'], 'a16:2'),
+    (['a16:2,nic'], 'a16:2,nic:1'),
+    (['a16:2', 'nic:3'], 'a16:2,nic:3'),
+    ([' a16 : 2 '], 'a16:2'),
+])
+def test_pci_alias_arguments(values, expected):
+    assert flavors.parse_pci_aliases(values).value == expected
+
+
+@pytest.mark.parametrize('values,fragment', [
+    (['a16:x'], 'is not NAME or NAME:COUNT'),
+    (['a16:'], 'is not NAME or NAME:COUNT'),
+    (['a:b:1'], 'is not NAME or NAME:COUNT'),
+    (['a16:0'], 'asks for no device'),
+    ([':2'], 'is not NAME or NAME:COUNT'),
+    (['a16', 'a16:2'], 'given twice'),
+])
+def test_pci_alias_arguments_refused(values, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        flavors.parse_pci_aliases(values)
+
+
+def test_describe_pci():
+    assert flavors.describe_pci('a16:2, nic:1') == (
+        '2 devices of PCI alias a16, 1 device of PCI alias nic')
+    assert flavors.describe_pci('a16').startswith('invalid:')
+
+
+def test_plan_pci_sets_replaces_and_removes():
+    pci = flavors.parse_pci_aliases(['a16:2'])
+    assert flavors.plan_pci({}, pci)[0] == {ALIAS: 'a16:2'}
+    to_set, to_delete, [change] = flavors.plan_pci({ALIAS: 'old:1'}, pci)
+    assert (to_set, to_delete, change.action) == ({ALIAS: 'a16:2'}, [],
+                                                  'changed')
+    to_set, _, [change] = flavors.plan_pci({ALIAS: 'a16:2'}, pci)
+    assert (to_set, change.action) == ({}, 'unchanged')
+    _, to_delete, [change] = flavors.plan_pci({ALIAS: 'old:1'}, None)
+    assert to_delete == [ALIAS]
+    assert change.note == 'replaced by the mdev request'
+    assert flavors.plan_pci({'hw:cpu_policy': 'dedicated'}, None) == (
+        {}, [], [])
+
+
+def test_plan_without_mdev_keeps_unrelated_keys():
+    current = {'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'required',
+               'trait:CUSTOM_GONE': 'required', 'hw:cpu_policy': 'dedicated',
+               'trait:HW_CPU_X86_AVX2': 'required',
+               'resources1:CUSTOM_NIC': '1'}
+    to_delete, changes = flavors.plan_without_mdev(
+        current, {'VGPU'}, {'CUSTOM_NVIDIA_11'}, carried={'CUSTOM_NVIDIA_11'},
+        existing={'CUSTOM_NVIDIA_11'})
+    assert to_delete == ['resources:VGPU', 'trait:CUSTOM_GONE',
+                         'trait:CUSTOM_NVIDIA_11']
+    assert {c.key: c.note for c in changes}['resources:VGPU'] == (
+        'replaced by the PCI request')
+
+
+def test_pci_query_is_one_group_per_device():
+    from urllib.parse import parse_qsl
+    groups = [({'CUSTOM_A16': 1}, frozenset({'CUSTOM_BLUE'}))] * 2
+    assert parse_qsl(flavors.pci_query(groups, 'isolate')) == [
+        ('resources_PCI1', 'CUSTOM_A16:1'), ('required_PCI1', 'CUSTOM_BLUE'),
+        ('resources_PCI2', 'CUSTOM_A16:1'), ('required_PCI2', 'CUSTOM_BLUE'),
+        ('group_policy', 'isolate'), ('limit', '1')]
+    assert 'group_policy=none' in flavors.pci_query(groups[:1])
+
+
+ALIAS = flavors.ALIAS_KEY

@@ -1,0 +1,362 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The [pci] rules of novaconf, each cross-checked with nova 34's code.
+
+Tests marked ``nova`` hand the same names, device specs, aliases and
+devices to Nova's own functions (pci_placement_translator, devspec,
+whitelist, request, request_spec) and compare the answers.
+"""
+
+import json
+
+import pytest
+
+from osc_mdev.domain import novaconf
+
+NAMES = ['CUSTOM_A16_16A', 'a16-16a', 'PGPU', 'pgpu', 'VGPU', 'my gpu',
+         'CUSTOM_x', '-', 'x' * 300]
+TRAIT_STRINGS = ['', 'blue', 'blue, big', 'HW_GPU_API_VULKAN,my-awesome-gpu',
+                 'hw_gpu_api_vulkan', 'a,,b', 'CUSTOM_OK,COMPUTE_STATUS_'
+                 'DISABLED']
+
+SPECS = {
+    'vf with class and traits': {
+        'vendor_id': '10de', 'product_id': '25b6', 'address': '0000:25:00.4',
+        'resource_class': 'a16-16a', 'traits': 'blue,big', 'managed': 'no'},
+    'glob address': {'address': '*:25:*.*', 'vendor_id': '10DE'},
+    'partial glob': {'address': ':25:00.'},
+    'regex address': {'address': {'bus': '25', 'function': '[4-7]'}},
+    'bad regex': {'address': {'bus': '('}},
+    'vendor not hex': {'vendor_id': '10dx'},
+    'product too big': {'product_id': '1ffff'},
+    'function too big': {'address': '0000:25:00.8'},
+    'slot too big': {'address': '0000:25:20.0'},
+    'too many fields': {'address': '0:0000:25:00.0'},
+    'devname and address': {'devname': 'eth0', 'address': '0000:25:00.0'},
+    'managed not boolean': {'address': '0000:25:00.4', 'managed': 'maybe'},
+    'live_migratable yes': {'address': '0000:25:00.4',
+                            'live_migratable': 'yes'},
+    'one_time_use': {'address': '0000:25:00.0', 'one_time_use': 'true'},
+}
+TEXTS = {
+    'not json': '{"vendor_id": "10de",}',
+    'a string': '"10de"',
+    'list with a number': '[{"vendor_id": "10de"}, 3]',
+    'list of two': '[{"vendor_id": "10de"}, {"vendor_id": "8086"}]',
+}
+
+
+@pytest.fixture
+def nova_conf():
+    import nova.conf
+    from nova.pci import request
+
+    conf = nova.conf.CONF
+    yield conf
+    conf.reset()
+    conf.clear_override('report_in_placement', 'pci')
+    conf.clear_override('alias', 'pci')
+    conf.clear_override('pci_in_placement', 'filter_scheduler')
+    request.get_alias_from_config.cache_clear()
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', NAMES)
+def test_resource_class_agrees_with_nova(name):
+    from nova.compute import pci_placement_translator as nova
+
+    assert novaconf.normalize_resource_class(name) == \
+        nova._normalize_resource_class(name)
+    assert novaconf.pci_resource_class(name, '10de', '25b6') == \
+        nova.get_resource_class(name, '10de', '25b6')
+    assert novaconf.pci_resource_class(None, '10de', '25b6') == \
+        nova.get_resource_class(None, '10de', '25b6') == \
+        'CUSTOM_PCI_10DE_25B6'
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('text', TRAIT_STRINGS)
+def test_traits_agree_with_nova(text):
+    from nova.compute import pci_placement_translator as nova
+
+    assert novaconf.pci_traits(text) == nova.get_traits(text)
+    assert sorted(novaconf.normalize_traits(text.split(','))) == \
+        sorted(nova._normalize_traits(text.split(',')))
+    for live in ({}, {'live_migratable': 'yes'}, {'live_migratable': 'no'}):
+        tags = dict(live, traits=text)
+        assert novaconf.device_traits(tags) == nova._get_traits_for_dev(tags)
+
+
+def test_normalisation_surprises():
+    # A space after the comma is part of the name; a lower-case standard
+    # trait is not standard any more; an empty name is "CUSTOM_".
+    assert novaconf.pci_traits('blue, big') == {'CUSTOM_BLUE', 'CUSTOM__BIG'}
+    assert novaconf.pci_traits('hw_gpu_api_vulkan') == {
+        'CUSTOM_HW_GPU_API_VULKAN'}
+    assert novaconf.pci_traits('a,,b') == {'CUSTOM_A', 'CUSTOM_', 'CUSTOM_B'}
+    assert novaconf.placement_name_problem('CUSTOM_', 'trait')
+    assert novaconf.placement_name_problem('CUSTOM_' + 'X' * 250, 'trait')
+    assert novaconf.placement_name_problem('CUSTOM__BIG', 'trait') is None
+
+
+def _nova_whitelist(text, report_in_placement, conf):
+    from nova.pci import whitelist
+
+    conf.set_override('report_in_placement', report_in_placement, 'pci')
+    try:
+        return whitelist.Whitelist([text])
+    except Exception as exc:     # what nova-compute stops with
+        return exc
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('report', [False, True])
+@pytest.mark.parametrize('name', sorted(SPECS) + sorted(TEXTS))
+def test_device_specs_agree_with_nova(name, report, nova_conf):
+    text = TEXTS.get(name) or json.dumps(SPECS[name])
+    nova = _nova_whitelist(text, report, nova_conf)
+    try:
+        ours = novaconf.device_spec_entries(text, 'here', report)
+    except novaconf.NovaConfError as exc:
+        assert isinstance(nova, Exception), (name, exc)
+        return
+    assert not isinstance(nova, Exception), (name, nova)
+    assert len(ours) == len(nova.specs)
+    for mine, theirs in zip(ours, nova.specs):
+        assert (mine.vendor_id, mine.product_id) == (
+            theirs.vendor_id, theirs.product_id)
+        assert mine.tags == theirs.get_tags()
+
+
+DEVICES = [
+    # (address, vendor, product, type, parent)
+    ('0000:25:00.0', '10de', '2236', 'type-PF', None),
+    ('0000:25:00.4', '10de', '25b6', 'type-VF', '0000:25:00.0'),
+    ('0000:25:00.5', '10de', '25b6', 'type-VF', '0000:25:00.0'),
+    ('0000:41:00.0', '10de', '2236', 'type-PCI', None),
+]
+VIEWS = {
+    'vfs one class': [
+        {'address': '0000:25:00.4', 'resource_class': 'A16'},
+        {'address': '0000:25:00.5', 'resource_class': 'A16'}],
+    'vfs mixed classes': [
+        {'address': '0000:25:00.4', 'resource_class': 'A16'},
+        {'address': '0000:25:00.5', 'resource_class': 'A16_2'}],
+    'vfs mixed traits': [
+        {'address': '0000:25:00.4', 'traits': 'blue'},
+        {'address': '0000:25:00.5'}],
+    'pf and its vfs': [
+        {'address': '0000:25:00.0'}, {'address': '0000:25:00.4'}],
+    'vf one_time_use': [
+        {'address': '0000:25:00.4', 'one_time_use': 'true'}],
+    'whole gpus by ids': [{'vendor_id': '10de', 'product_id': '2236'}],
+    'first spec wins': [
+        {'address': '0000:25:00.4', 'traits': 'blue'},
+        {'vendor_id': '10de', 'traits': 'blue'}],
+    'physical_network left out': [
+        {'address': '0000:25:00.4', 'physical_network': 'net1'},
+        {'address': '0000:25:00.5', 'resource_class': 'X'}],
+}
+
+
+def _nova_view(specs, conf):
+    from nova.compute import pci_placement_translator as translator
+    from nova import objects
+    from nova.pci import whitelist
+
+    objects.register_all()
+    conf.set_override('report_in_placement', True, 'pci')
+    wl = whitelist.Whitelist([json.dumps(specs)])
+    view = translator.PlacementView('node1', [])
+    try:
+        for address, vendor, product, dev_type, parent in DEVICES:
+            dev = objects.PciDevice(
+                address=address, vendor_id=vendor, product_id=product,
+                dev_type=dev_type, parent_addr=parent, status='available',
+                instance_uuid=None, extra_info={})
+            spec = wl.get_devspec(dev)
+            if spec is not None:
+                view.process_dev(dev, spec)
+    except Exception as exc:
+        return exc
+    return {name: (rp.resource_class, rp.traits,
+                   sorted(d.address for d in rp.devs))
+            for name, rp in view.rps.items() if rp.devs}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(VIEWS))
+def test_providers_agree_with_nova(name, nova_conf):
+    nova = _nova_view(VIEWS[name], nova_conf)
+    specs = novaconf.device_spec_entries(json.dumps(VIEWS[name]), 'here',
+                                         True)
+    devices = [novaconf.PciDevice(*d) for d in DEVICES]
+    providers, problems = novaconf.pci_providers('node1', devices, specs)
+    if isinstance(nova, Exception):
+        assert problems, name
+        assert problems[0][0] == type(nova).__name__
+        return
+    assert problems == []
+    assert {n: (p.resource_class, p.traits,
+                sorted(d.address for d in p.devices))
+            for n, p in providers.items() if p.devices} == nova
+
+
+def test_provider_names_follow_nova():
+    specs = novaconf.device_spec_entries(json.dumps(VIEWS['vfs one class']))
+    devices = [novaconf.PciDevice(*d) for d in DEVICES]
+    providers, _ = novaconf.pci_providers('gpu1.example.net', devices, specs)
+    assert list(providers) == ['gpu1.example.net_0000:25:00.0']
+    assert providers['gpu1.example.net_0000:25:00.0'].resource_class == \
+        'CUSTOM_A16'
+
+
+ALIASES = {
+    'ids': ['{"name": "a10", "vendor_id": "10de", "product_id": "2236"}'],
+    'class only': ['{"name": "a16", "resource_class": "a16-16a", '
+                   '"device_type": "type-VF", "traits": "blue,big"}'],
+    'not json': ['{"name": "a16",}'],
+    'unknown key': ['{"name": "a16", "resource-class": "X", '
+                    '"vendor_id": "10de", "product_id": "2236"}'],
+    'vendor pattern': ['{"name": "a", "vendor_id": "10d", '
+                       '"product_id": "2236"}'],
+    'device type': ['{"name": "a", "vendor_id": "10de", '
+                    '"product_id": "2236", "device_type": "VF"}'],
+    'numa policy': ['{"name": "a", "vendor_id": "10de", '
+                    '"product_id": "2236", "numa_policy": "strict"}'],
+    'no name': ['{"vendor_id": "10de", "product_id": "2236"}'],
+    'two specs same type': [
+        '{"name": "a", "vendor_id": "10de", "product_id": "2236", '
+        '"device_type": "type-PCI"}',
+        '{"name": "a", "vendor_id": "10de", "product_id": "2237", '
+        '"device_type": "type-PCI"}'],
+    'two specs no type': [
+        '{"name": "a", "vendor_id": "10de", "product_id": "2236"}',
+        '{"name": "a", "vendor_id": "10de", "product_id": "2237"}'],
+    'two specs numa mismatch': [
+        '{"name": "a", "vendor_id": "10de", "product_id": "2236", '
+        '"device_type": "type-PCI", "numa_policy": "required"}',
+        '{"name": "a", "vendor_id": "10de", "product_id": "2237", '
+        '"device_type": "type-PCI"}'],
+    'live_migratable not boolean': [
+        '{"name": "a", "vendor_id": "10de", "product_id": "2236", '
+        '"live_migratable": "sure"}'],
+}
+
+
+def _nova_aliases(texts, in_placement, conf):
+    from nova.pci import request
+
+    conf.set_override('alias', texts, 'pci')
+    conf.set_override('pci_in_placement', in_placement, 'filter_scheduler')
+    request.get_alias_from_config.cache_clear()
+    try:
+        return request.get_alias_from_config()
+    except Exception as exc:
+        return exc
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('in_placement', [False, True])
+@pytest.mark.parametrize('name', sorted(ALIASES))
+def test_aliases_agree_with_nova(name, in_placement, nova_conf):
+    texts = ALIASES[name]
+    nova = _nova_aliases(texts, in_placement, nova_conf)
+    try:
+        ours = novaconf.pci_aliases([(t, 'here') for t in texts],
+                                    in_placement)
+    except novaconf.NovaConfError as exc:
+        assert isinstance(nova, Exception), (name, exc)
+        assert type(nova).__name__ == 'PciInvalidAlias'
+        return
+    assert not isinstance(nova, Exception), (name, nova)
+    assert {n: (a.numa_policy, list(a.specs)) for n, a in ours.items()} == \
+        {n: (policy, specs) for n, (policy, specs) in nova.items()}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name,count', [('ids', 1), ('ids', 2),
+                                        ('class only', 3)])
+def test_request_groups_agree_with_nova(name, count, nova_conf):
+    from nova import context
+    from nova import objects
+    from nova.pci import request
+
+    objects.register_all()
+    texts = ALIASES[name]
+    _nova_aliases(texts, True, nova_conf)
+    pci_requests = request._translate_alias_to_requests(
+        '%s:%d' % (json.loads(texts[0])['name'], count))
+    spec = objects.RequestSpec(
+        context.get_admin_context(),
+        pci_requests=objects.InstancePCIRequests(requests=pci_requests),
+        requested_resources=None)
+    spec.generate_request_groups_from_pci_requests()
+    nova = [(g.resources, g.required_traits)
+            for g in spec.requested_resources]
+
+    [alias] = novaconf.pci_aliases([(t, 'here') for t in texts],
+                                   True).values()
+    ours = novaconf.alias_request_groups(alias, count)
+    assert [(dict(r), set(t)) for r, t in ours] == nova
+    assert novaconf.alias_request_groups(alias, count, False) == []
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('text', [
+    'a16:1', 'a16:2,nic:1', 'a16 : 2 , nic:1', 'a16', 'a16:x', 'a16:-1',
+    ':1', 'a16:1,', 'a:b:1'])
+def test_alias_request_syntax_agrees_with_nova(text):
+    from nova.api.validation.extra_specs import pci_passthrough
+
+    [validator] = pci_passthrough.register()
+    try:
+        validator.validate('pci_passthrough:alias', text)
+        nova_ok = True
+    except Exception:
+        nova_ok = False
+    try:
+        ours = novaconf.parse_alias_request(text)
+    except ValueError:
+        assert not nova_ok, text
+        return
+    assert nova_ok, text
+    assert ours == [(name.strip(), int(count)) for name, count in
+                    [s.split(':') for s in text.split(',')]]
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('report', [False, True])
+@pytest.mark.parametrize('traits', [
+    [], [['OWNER_NOVA']], [['OWNER_NOVA'], ['COMPUTE_MANAGED_PCI_DEVICE']]])
+def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
+    import uuid
+
+    from nova.compute import pci_placement_translator as translator
+    from nova.compute import provider_tree
+
+    tree = provider_tree.ProviderTree()
+    root = str(uuid.uuid4())
+    tree.new_root('node1', root)
+    for number, names_ in enumerate(traits):
+        child = tree.new_child('node1_%d' % number, root,
+                               uuid=str(uuid.uuid4()))
+        tree.update_traits(child, names_)
+    try:
+        translator.ensure_tracking_was_not_enabled_before(tree)
+        nova_refuses = False
+    except Exception:
+        nova_refuses = True
+    # Nova checks this only while report_in_placement is off.
+    assert novaconf.tracking_disabled_after_enabled(report, traits) == (
+        nova_refuses and not report)
