@@ -35,6 +35,7 @@ class ServerAllocations:
     server: domain.ServerView
     allocations: list
     traits: dict          # provider UUID -> traits
+    hidden: int = 0       # allocations on devices of kinds not asked for
 
 
 def _find_server_id(compute, reference):
@@ -64,8 +65,11 @@ def _providers_of(placement, uuids):
     return found + [p for p in placement.map(get, roots) if p]
 
 
-def server_allocations(placement, compute, reference):
-    """A server's mdev allocations, with the devices' traits."""
+def server_allocations(placement, compute, reference,
+                       kinds=(providers.MDEV,)):
+    """A server's device allocations of ``kinds``, with the devices'
+    traits; ``hidden`` counts its allocations on devices of other kinds.
+    """
     server_id, server = _find_server_id(compute, reference)
     calls = [lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
@@ -79,13 +83,19 @@ def server_allocations(placement, compute, reference):
             'No server with ID %s in Nova and no allocations for it in '
             'Placement.' % server_id)
     provider_list = _providers_of(placement, sorted(consumer_allocs))
-    candidates = {c.uuid: c for c in providers.find_candidates(provider_list)}
+    candidates = {c.uuid: c for c in providers.find_candidates(
+        provider_list, providers.KINDS)}
     found = domain.of_consumer(server_id, consumer_allocs, candidates)
     uuids = sorted({a.candidate.uuid for a in found})
-    traits = placement.map(placement.get_traits, uuids)
+    traits = dict(zip(uuids, placement.map(placement.get_traits, uuids)))
+    # A provider named like a PCI device is one only with Nova's trait.
+    found = [a for a in found if a.kind != providers.PCI
+             or providers.is_pci_device(traits[a.candidate.uuid])]
+    hidden = len([a for a in found if a.kind not in kinds])
+    found = [a for a in found if a.kind in kinds]
     view = (domain.ServerView.from_server(server) if server is not None
             else _unknown_views(placement, compute, [server_id])[server_id])
-    return ServerAllocations(view, found, dict(zip(uuids, traits)))
+    return ServerAllocations(view, found, traits, hidden)
 
 
 def _unknown_views(placement, compute, consumers):
@@ -103,13 +113,14 @@ def _unknown_views(placement, compute, consumers):
 
 
 def list_allocations(placement, compute, hosts=(), references=(),
-                     resource_class=None):
-    """Every mdev allocation on the selected devices, and a ServerView per
-    consumer: ``(allocations, {consumer: ServerView})``.
+                     resource_class=None, kinds=(providers.MDEV,)):
+    """Every allocation on the selected devices (of ``kinds``, or named),
+    and a ServerView per consumer: ``(allocations, {consumer:
+    ServerView})``.
 
     Allocations are read only for devices the summaries show in use.
     """
-    rows = devices.scope_devices(placement, references, hosts)
+    rows = devices.scope_devices(placement, references, hosts, kinds)
     in_use = {d.uuid: d.candidate for d in rows if d.used > 0 and (
         not resource_class or d.resource_class == resource_class)}
     uuids = sorted(in_use)

@@ -91,7 +91,10 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
     """
     provider_list = placement.list_providers()
     device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))
-    candidates = [c for c in providers.find_candidates(provider_list)
+    # PCI-in-Placement devices too: their allocations can be orphaned
+    # and their usage above capacity like an mdev device's.
+    candidates = [c for c in providers.find_candidates(
+                      provider_list, providers.KINDS)
                   if not hosts or c.host in hosts]
     by_uuid = {c.uuid: c for c in candidates}
 
@@ -133,7 +136,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
         facts = _consumer_facts(placement, compute, unknown)
         if hosts:
             elsewhere = _allocations_elsewhere(
-                placement, servers, found, set(hosts),
+                placement, servers,
+                [a for a in found if a.kind == providers.MDEV], set(hosts),
                 {c.uuid: c for c in providers.find_candidates(
                     provider_list)})
 
@@ -199,7 +203,17 @@ def _consumer_facts(placement, compute, consumers):
 
 
 def audit(snapshot, confs=None, flavors=True):
-    """Every finding of the snapshot, sorted."""
+    """Every finding of the snapshot, sorted.
+
+    orphaned-allocation and over-capacity cover PCI-in-Placement devices
+    too; the other checks read flavors' and nova.conf's mdev requests
+    and traits, so they see mdev devices only (a flavor asks for a PCI
+    device with ``pci_passthrough:alias``, which they do not translate).
+    """
+    mdev_devices = [d for d in snapshot.devices
+                    if d.kind == providers.MDEV]
+    mdev_allocations = [a for a in snapshot.allocations
+                        if a.kind == providers.MDEV]
     found = []
     if snapshot.nova_error:
         skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
@@ -217,19 +231,18 @@ def audit(snapshot, confs=None, flavors=True):
         found += domain.orphaned_allocations(
             snapshot.allocations, servers, snapshot.facts)
         hosts = snapshot.hosts
-        consumers = {a.consumer for a in snapshot.allocations}
+        consumers = {a.consumer for a in mdev_allocations}
         mine = [s for s in snapshot.servers
                 if domain.node_of(s) in hosts or s['id'] in consumers]
-        classes = {names.VGPU} | {d.resource_class
-                                  for d in snapshot.devices}
-        theirs = snapshot.allocations + snapshot.elsewhere
+        classes = {names.VGPU} | {d.resource_class for d in mdev_devices}
+        theirs = mdev_allocations + snapshot.elsewhere
         found += domain.missing_allocations(mine, theirs, classes)
         found += domain.node_mismatches(mine, theirs)
     found += domain.over_capacity(snapshot.devices, snapshot.allocations)
-    found += domain.trait_findings(snapshot.devices, confs)
+    found += domain.trait_findings(mdev_devices, confs)
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
-            snapshot.flavors, snapshot.devices, snapshot.missing_classes)
+            snapshot.flavors, mdev_devices, snapshot.missing_classes)
     return sorted(found, key=lambda f: f.sort_key)
 
 

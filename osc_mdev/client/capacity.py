@@ -85,10 +85,12 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     Nova is asked only about a flavor (``services``): a bare request is
     Placement's question only, though Nova's own COMPUTE_STATUS_DISABLED
     trait on the root still counts. ``hosts`` limits the trees (root
-    provider names); without ``need_roots`` only trees with mdev devices
-    are kept.
+    provider names); without ``need_roots`` only trees with devices are
+    kept. Devices are mdev devices and PCI-in-Placement devices (named
+    ``<root>_<ADDRESS>``, kept when they carry Nova's
+    COMPUTE_MANAGED_PCI_DEVICE trait), counted alike.
     """
-    candidates = providers.find_candidates(listing)
+    candidates = providers.find_candidates(listing, providers.KINDS)
     roots = {p['uuid']: p for p in listing
              if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']}
     with_devices = {c.root_uuid for c in candidates}
@@ -122,6 +124,9 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     by_root = {}
     for candidate in children:
         found = provider(candidate.uuid, candidate.name, candidate.device)
+        if found is not None and candidate.kind == providers.PCI and (
+                not providers.is_pci_device(found.traits)):
+            found = None
         if found is not None:
             by_root.setdefault(candidate.root_uuid, []).append(found)
     disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])

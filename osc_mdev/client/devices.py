@@ -10,7 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Reading mdev devices out of Placement: few requests, batched.
+"""Reading devices out of Placement: few requests, batched.
+
+Devices are mdev parent devices and, when asked for (``kinds``),
+PCI-in-Placement devices (see ``domain.providers``); a cloud without
+PCI devices costs the same requests either way.
 
 How the commands ask Placement for little:
 
@@ -49,9 +53,20 @@ TREE_ANCHOR = 'VCPU:1'
 
 
 def _not_mdev(candidate):
+    if candidate.kind == domain.PCI:
+        return exceptions.CommandError(
+            'Provider %s is named like a PCI-in-Placement device but lacks '
+            "Nova's COMPUTE_MANAGED_PCI_DEVICE trait, so it is not one."
+            % candidate.name)
     return exceptions.CommandError(
         'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an mdev '
         'device.' % candidate.name)
+
+
+PCI_TRAITS_REFUSAL = (
+    'Device %s:%s is a PCI-in-Placement device, whose traits Nova rewrites '
+    'from [pci] device_spec on every update, so set them with the traits '
+    'tag of [pci] device_spec on that compute instead.')
 
 
 def _unknown_hosts(hosts):
@@ -106,8 +121,11 @@ def _tree_root(placement, reference):
             return _root_of([placement.get_provider(ref)])
         host, sep, device = ref.partition(':')
         by_host = sep and device and not names.looks_like_pci_address(ref)
-        return _root_of(placement.find_providers(
-            name=host if by_host else ref))
+        found = placement.find_providers(name=host if by_host else ref)
+        if not found and by_host and '_' in host:
+            # A PCI device's provider name (gpu5_0000:AF:00.0) has ':'.
+            found = placement.find_providers(name=ref)
+        return _root_of(found)
     except placement_client.NotFound:
         return None
 
@@ -174,10 +192,11 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
     """Device rows of ``candidates``, reading per device only what the
     summaries lack.
 
-    ``inventory``: also the inventory fields (one read per mdev device).
+    ``inventory``: also the inventory fields (one read per device).
     For a device the summaries do not cover, its inventories, and with
-    ``usages``/``traits`` its usages and traits, are read. A device
-    deleted since it was listed is left out.
+    ``usages``/``traits`` its usages and traits, are read (a PCI device's
+    traits always: they tell whether it is one). A device deleted since
+    it was listed is left out.
     """
     jobs = []
     for c in candidates:
@@ -186,9 +205,9 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
             jobs.append((c.uuid, 'inventories'))
             if usages:
                 jobs.append((c.uuid, 'usages'))
-            if traits:
+            if traits or c.kind == domain.PCI:
                 jobs.append((c.uuid, 'traits'))
-        elif inventory and domain.has_mdev_inventory(summary):
+        elif inventory and domain.has_device_inventory(c, summary):
             jobs.append((c.uuid, 'inventories'))
     placement_client = _errors()
     getters = {'inventories': placement.get_inventories,
@@ -227,11 +246,22 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
 
 
 def list_devices(placement, wanted, read_traits=True, read_inventory=True):
-    """Every mdev device that ``wanted`` (a DeviceFilter) lets through.
+    """Every device that ``wanted`` (a DeviceFilter) lets through.
 
     ``read_inventory``: the rows need the inventory fields (Total,
     Reserved, Max Unit, Allocation Ratio), one request per device;
     without them the request count does not grow with the cloud.
+    """
+    return list_devices_and_hidden(placement, wanted, read_traits,
+                                   read_inventory)[0]
+
+
+def list_devices_and_hidden(placement, wanted, read_traits=True,
+                            read_inventory=True):
+    """``(devices, hidden)``: ``list_devices`` and, when no device of
+    ``wanted.kinds`` passed, how many devices of another kind sit on the
+    hosts asked for (from the same reads: named like them, and tagged so
+    where the summaries say), which an empty list can point to.
     """
     extra = []
     if wanted.traits:
@@ -252,14 +282,23 @@ def list_devices(placement, wanted, read_traits=True, read_inventory=True):
             "Resource class %s does not exist in Placement; run 'openstack "
             "resource class list' to see the classes." % wanted.resource_class)
 
-    candidates = [c for c in domain.find_candidates(providers)
-                  if wanted.wants_candidate(c)]
+    everything = domain.find_candidates(providers, domain.KINDS)
+    candidates = [c for c in everything if wanted.wants_candidate(c)]
     if wanted.traits:
         matching = {p['uuid'] for p in results[0]}
         candidates = [c for c in candidates if c.uuid in matching]
     devices = _rows(placement, candidates, summaries,
                     inventory=read_inventory, traits=read_traits)
-    return sorted(filter(wanted.wants, devices), key=domain.sort_key)
+    found = sorted(filter(wanted.wants, devices), key=domain.sort_key)
+    hidden = 0
+    if not found:
+        hidden = len([
+            c for c in everything
+            if c.kind not in wanted.kinds
+            and (not wanted.hosts or c.host in wanted.hosts)
+            and (c.uuid not in summaries
+                 or domain.has_device_inventory(c, summaries[c.uuid]))])
+    return found, hidden
 
 
 def not_found_message(reference, providers, exc):
@@ -283,11 +322,12 @@ def resolve(providers, candidates, reference):
 
 
 def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
-           summaries=True):
+           summaries=True, kinds=(domain.MDEV,)):
     """Read what naming ``references`` and selecting ``hosts`` need.
 
     Returns ``(providers, summaries, {reference: candidate},
-    {host: root uuid})``. Named devices and hosts cost requests for their
+    {host: root uuid})``. References resolve among devices of ``kinds``.
+    Named devices and hosts cost requests for their
     trees only; a reference only a whole listing can resolve (a bare PCI
     address, a typo) reads the whole cloud, whose listing then gives the
     error message.
@@ -303,7 +343,7 @@ def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
         roots = None if whole else (list(host_roots.values()) + ref_roots)
         providers, summed, _ = _read(placement, roots, ordered=ordered,
                                      summaries=summaries)
-        candidates = domain.find_candidates(providers)
+        candidates = domain.find_candidates(providers, kinds)
         try:
             named = {ref: resolve(providers, candidates, ref)
                      for ref in references}
@@ -316,8 +356,11 @@ def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
 
 
 def show_device(placement, reference):
-    """One device with its consumers' allocations: ``(device, allocs)``."""
-    _, _, named, _ = _scope(placement, [reference], summaries=False)
+    """One device (mdev or PCI) with its consumers' allocations:
+    ``(device, allocs)``.
+    """
+    _, _, named, _ = _scope(placement, [reference], summaries=False,
+                            kinds=domain.KINDS)
     candidate = named[reference]
     details = placement.get_provider_details(
         [candidate.uuid], usages=False, allocations=True)
@@ -350,6 +393,10 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     traits of the summaries read after it, which a trait write can use
     without reading the device again (a device the summaries miss has
     ``traits`` None: the writer reads it).
+
+    Only mdev devices are selected: ``hosts``, ``resource_class`` and
+    ``all_devices`` leave PCI-in-Placement devices out, and naming one is
+    refused (PCI_TRAITS_REFUSAL) before anything is written.
     """
     try:
         domain.check_selectors(references, hosts, resource_class,
@@ -359,7 +406,14 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     whole = bool(all_devices or (
         resource_class and not hosts and not references))
     providers, summaries, named, host_roots = _scope(
-        placement, references, hosts, whole=whole, ordered=True)
+        placement, references, hosts, whole=whole, ordered=True,
+        kinds=domain.KINDS)
+    for reference, candidate in named.items():
+        summary = summaries.get(candidate.uuid)
+        if candidate.kind == domain.PCI and (
+                summary is None or domain.is_pci_device(summary.traits)):
+            raise exceptions.CommandError(
+                PCI_TRAITS_REFUSAL % (candidate.host, candidate.device))
     for reference, candidate in named.items():
         check_within(reference, candidate, hosts)
     if references:
@@ -403,14 +457,16 @@ def check_within(reference, device, hosts=(), resource_class=None):
             'name.' % why)
 
 
-def scope_devices(placement, references=(), hosts=()):
-    """Devices of the named hosts and devices (all when neither), with
-    Used from the summaries: what ``allocation list`` narrows down.
+def scope_devices(placement, references=(), hosts=(),
+                  kinds=(domain.MDEV,)):
+    """Devices of ``kinds`` of the named hosts and devices (all when
+    neither), with Used from the summaries: what ``allocation list``
+    narrows down. Named devices may be of any kind.
     """
     providers, summaries, named, _ = _scope(
         placement, references, hosts,
-        whole=not (references or hosts))
-    candidates = domain.find_candidates(providers)
+        whole=not (references or hosts), kinds=domain.KINDS)
+    candidates = domain.find_candidates(providers, kinds)
     chosen = [c for c in candidates if not hosts or c.host in hosts]
     if references:
         # Named devices must match --host too (one rule for selectors:

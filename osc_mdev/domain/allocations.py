@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Which consumers hold mdev resources on which devices.
+"""Which consumers hold mdev (or PCI-in-Placement) resources on which
+devices.
 
 Pure logic over Placement's allocation JSON and Nova's server JSON.
 """
@@ -18,6 +19,7 @@ Pure logic over Placement's allocation JSON and Nova's server JSON.
 import dataclasses
 
 from osc_mdev.domain import names
+from osc_mdev.domain import providers
 
 ORPHANED = 'ORPHANED'
 MIGRATION = 'MIGRATION'
@@ -41,11 +43,19 @@ class MdevAllocation:
     def device(self):
         return self.candidate.device
 
+    @property
+    def kind(self):
+        return self.candidate.kind
+
 
 def _mdev_parts(consumer, candidate, resources):
+    """The device allocations of a consumer on one candidate: its mdev
+    classes on an mdev device, every class on a PCI device.
+    """
+    pci = candidate.kind == providers.PCI
     return [MdevAllocation(consumer, candidate, rc, amount)
             for rc, amount in sorted(resources.items())
-            if amount and names.is_mdev_resource_class(rc)]
+            if amount and (pci or names.is_mdev_resource_class(rc))]
 
 
 def of_consumer(consumer, allocations, candidates):

@@ -31,6 +31,16 @@ _PCI_ADDRESS_RE = re.compile(
 # never match it.
 _NODEDEV_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 
+# Nova names the provider of a PCI-in-Placement device
+# ``<root name>_<PCI ADDRESS upper-cased>``: a whole device or a physical
+# function, or ONE provider for all the listed virtual functions of a PF.
+_PCI_PROVIDER_ADDRESS_RE = re.compile(
+    r'^[0-9A-F]{4}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$')
+# Nova's default class of a PCI-in-Placement device.
+_PCI_CLASS_RE = re.compile(r'^CUSTOM_PCI_([0-9A-F]{4})_([0-9A-F]{4})$')
+# The trait Nova puts on every provider it manages for a PCI device.
+PCI_DEVICE_TRAIT = 'COMPUTE_MANAGED_PCI_DEVICE'
+
 _CUSTOM_NAME_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 _STANDARD_TRAIT_RE = re.compile(r'^[A-Z][A-Z0-9_]*$')
 MAX_NAME_LENGTH = 255
@@ -53,6 +63,39 @@ def nodedev_from_provider_name(provider_name, root_name):
         return None
     nodedev = provider_name[len(prefix):]
     return nodedev if is_nodedev_name(nodedev) else None
+
+
+def pci_address_from_provider_name(provider_name, root_name):
+    """Return the PCI address a PCI-in-Placement provider is named after.
+
+    Mirrors ``nova.compute.pci_placement_translator.PlacementView.
+    _get_rp_name_for_address``: ``<root name>_<address.upper()>``
+    (``gpu5_0000:AF:00.0`` -> ``0000:af:00.0``, lower-cased as libvirt
+    writes addresses). Returns None for other names, mdev devices
+    (``gpu5_pci_0000_af_00_0``) included.
+    """
+    prefix = root_name + '_'
+    if not provider_name.startswith(prefix):
+        return None
+    address = provider_name[len(prefix):]
+    if not _PCI_PROVIDER_ADDRESS_RE.match(address):
+        return None
+    return address.lower()
+
+
+def pci_ids_from_resource_class(resource_class):
+    """``(vendor id, product id)`` of Nova's default PCI class, else None.
+
+    Mirrors ``nova.compute.pci_placement_translator.get_resource_class``
+    with no requested class: ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` upper-cased
+    (``CUSTOM_PCI_10DE_1EB8`` -> ``('10de', '1eb8')``, lower-cased as
+    ``lspci -n`` writes them). A class set with ``resource_class`` in
+    ``[pci] device_spec`` tells neither.
+    """
+    match = _PCI_CLASS_RE.match(resource_class)
+    if not match:
+        return None
+    return match.group(1).lower(), match.group(2).lower()
 
 
 def is_nodedev_name(text):

@@ -10,9 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Mdev parent devices as Nova reports them to Placement.
+"""GPUs as Nova reports them to Placement: mdev parent devices and
+PCI-in-Placement devices.
 
-Pure logic over Placement's JSON: which providers are mdev devices, what
+Pure logic over Placement's JSON: which providers are mdev devices (kind
+``mdev``: ``<root>_<libvirt nodedev>`` with a VGPU or CUSTOM_* inventory)
+or PCI devices (kind ``pci``: ``<root>_<PCI ADDRESS>`` with Nova's
+COMPUTE_MANAGED_PCI_DEVICE trait, ``[pci] report_in_placement``), what
 their rows look like, how filters apply and how an operator's name for a
 device resolves to one provider.
 """
@@ -26,16 +30,26 @@ from osc_mdev.domain import names
 _HEX_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]+(:[0-9a-fA-F.]*)+$')
 
 
+MDEV = 'mdev'
+PCI = 'pci'
+KINDS = (MDEV, PCI)
+KIND_CHOICES = {MDEV: (MDEV,), PCI: (PCI,), 'all': KINDS}
+
+
 class DeviceLookupError(LookupError):
     """An operator's device reference matched no device or several."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-    """A child provider whose name has Nova's ``<root>_<nodedev>`` form.
+    """A child provider named as Nova names a device.
 
-    Whether it really is an mdev device is known only once its inventory
-    is read (it must hold ``VGPU`` or ``CUSTOM_*``).
+    Kind ``mdev``: ``<root>_<nodedev>``; whether it really is an mdev
+    device is known only once its inventory is read (it must hold
+    ``VGPU`` or ``CUSTOM_*``). Kind ``pci``: ``<root>_<PCI ADDRESS>``
+    (``nodedev`` is the address as the name writes it); it is a PCI
+    device when it carries COMPUTE_MANAGED_PCI_DEVICE, which only its
+    traits tell.
     """
 
     uuid: str
@@ -45,6 +59,7 @@ class Candidate:
     nodedev: str
     pci_address: str | None
     generation: int
+    kind: str = MDEV
 
     @property
     def device(self):
@@ -115,14 +130,45 @@ class Device:
     def free(self):
         return max(self.capacity - self.used, 0)
 
+    @property
+    def kind(self):
+        return self.candidate.kind
 
-def find_candidates(providers):
-    """Return the providers that are named like Nova's mdev devices.
+    @property
+    def pci_ids(self):
+        """``(vendor id, product id)`` when the class shows them."""
+        if self.kind != PCI:
+            return None
+        return names.pci_ids_from_resource_class(self.resource_class)
+
+    @property
+    def holds_vfs(self):
+        """True when the provider is known to hold the VFs of a PF.
+
+        Nova makes one provider per whole device or PF (total 1) and one
+        per PF for all of its VFs (total = the VFs listed): a total above
+        1 can only be VFs. One VF listed (total 1) looks like a whole
+        device, so False means "not known", not "no VFs". Without the
+        inventory, the summary's capacity stands for the total (Nova
+        writes reserved 0 and allocation ratio 1.0 and restores them).
+        """
+        if self.kind != PCI:
+            return False
+        if self.inventory is not None:
+            return self.inventory.total > 1
+        return (self.summary_capacity or 0) > 1
+
+
+def find_candidates(providers, kinds=(MDEV,)):
+    """Return the providers that are named like Nova's devices.
 
     ``providers`` is the ``resource_providers`` list of ``GET
     /resource_providers`` at microversion 1.14 or later (it must carry
     ``root_provider_uuid``). Roots are compute nodes; their name is the
-    host. A child qualifies when its name is ``<root name>_<nodedev>``.
+    host. A child qualifies as an mdev device (kind ``mdev``) when its
+    name is ``<root name>_<nodedev>``, as a PCI device (kind ``pci``)
+    when it is ``<root name>_<PCI ADDRESS>``; ``kinds`` says which are
+    wanted.
     """
     by_uuid = {p['uuid']: p for p in providers}
     candidates = []
@@ -133,6 +179,17 @@ def find_candidates(providers):
         host = by_uuid[root_uuid]['name']
         nodedev = names.nodedev_from_provider_name(provider['name'], host)
         if nodedev is None:
+            address = names.pci_address_from_provider_name(
+                provider['name'], host)
+            if address is not None and PCI in kinds:
+                candidates.append(Candidate(
+                    uuid=provider['uuid'], name=provider['name'], host=host,
+                    root_uuid=root_uuid,
+                    nodedev=provider['name'][len(host) + 1:],
+                    pci_address=address,
+                    generation=provider.get('generation', 0), kind=PCI))
+            continue
+        if MDEV not in kinds:
             continue
         candidates.append(Candidate(
             uuid=provider['uuid'], name=provider['name'], host=host,
@@ -148,18 +205,41 @@ def hosts_of(providers):
             if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']}
 
 
+def is_pci_device(traits):
+    """True for the traits of a provider Nova manages for a PCI device.
+
+    Mirrors ``nova.compute.pci_placement_translator.PlacementView.
+    _remove_managed_rps_from_tree_not_in_view``: Nova tells its PCI
+    providers by the COMPUTE_MANAGED_PCI_DEVICE trait.
+    """
+    return names.PCI_DEVICE_TRAIT in (traits or ())
+
+
+def device_classes(candidate, classes, traits=None):
+    """The classes of ``classes`` that make device rows of ``candidate``.
+
+    An mdev device: its ``VGPU`` and ``CUSTOM_*`` classes. A PCI device:
+    every class (Nova gives it one, ``CUSTOM_PCI_<VENDOR>_<PRODUCT>`` or
+    the ``resource_class`` of its device spec), unless ``traits`` are
+    known and lack COMPUTE_MANAGED_PCI_DEVICE: then it is no device.
+    """
+    if candidate.kind == PCI:
+        if traits is not None and not is_pci_device(traits):
+            return []
+        return sorted(classes)
+    return sorted(rc for rc in classes if names.is_mdev_resource_class(rc))
+
+
 def build_devices(candidate, inventories, generation, usages, traits=None):
     """Turn one candidate's Placement data into Device rows.
 
     ``inventories`` and ``usages`` are the dicts of ``GET
-    /resource_providers/{uuid}/inventories`` and ``.../usages``. Only mdev
-    resource classes (``VGPU``, ``CUSTOM_*``) make rows; a candidate with
-    none is not an mdev device and gives an empty list.
+    /resource_providers/{uuid}/inventories`` and ``.../usages``. Only the
+    classes ``device_classes`` keeps make rows; a candidate with none is
+    not a device and gives an empty list.
     """
     devices = []
-    for rc in sorted(inventories):
-        if not names.is_mdev_resource_class(rc):
-            continue
+    for rc in device_classes(candidate, inventories, traits):
         devices.append(Device(
             candidate=candidate, resource_class=rc,
             inventory=Inventory.from_api(inventories[rc]),
@@ -203,6 +283,12 @@ def has_mdev_inventory(summary):
     return any(names.is_mdev_resource_class(rc) for rc in summary.resources)
 
 
+def has_device_inventory(candidate, summary):
+    """True when a summarized candidate makes device rows."""
+    return bool(device_classes(candidate, summary.resources,
+                               summary.traits))
+
+
 def devices_from_summary(candidate, summary, inventories=None,
                          generation=None):
     """Device rows of one candidate from its provider summary.
@@ -219,11 +305,11 @@ def devices_from_summary(candidate, summary, inventories=None,
     traits = summary.traits
     if inventories is None:
         return [Device(candidate=candidate, resource_class=rc,
-                       inventory=None, used=used,
+                       inventory=None, used=summary.resources[rc][1],
                        generation=candidate.generation, traits=traits,
-                       summary_capacity=capacity)
-                for rc, (capacity, used) in sorted(summary.resources.items())
-                if names.is_mdev_resource_class(rc)]
+                       summary_capacity=summary.resources[rc][0])
+                for rc in device_classes(candidate, summary.resources,
+                                         traits)]
     usages = {rc: used for rc, (_, used) in summary.resources.items()}
     return build_devices(candidate, inventories, generation, usages, traits)
 
@@ -253,9 +339,11 @@ class DeviceFilter:
     traits: tuple = ()
     free: bool = False
     full: bool = False
+    kinds: tuple = (MDEV,)
 
     def wants_candidate(self, candidate):
-        return not self.hosts or candidate.host in self.hosts
+        return candidate.kind in self.kinds and (
+            not self.hosts or candidate.host in self.hosts)
 
     def wants(self, device):
         if not self.wants_candidate(device.candidate):

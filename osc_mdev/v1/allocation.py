@@ -19,6 +19,7 @@ from osc_lib.command import command
 
 from osc_mdev.client import allocations
 from osc_mdev.domain import allocations as domain
+from osc_mdev.domain import providers
 from osc_mdev.v1 import common
 
 SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
@@ -26,6 +27,29 @@ SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
 LIST_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID')
 LONG_EXTRA = ('Server Status', 'Nova Host', 'Nova Node')
+
+KIND_HELP = (
+    'Which allocations: on mdev devices (mdev, the default), on devices '
+    'Nova reports with [pci] report_in_placement = True (pci: whole '
+    'devices, PFs, and the VFs of a PF, whose address the Device column '
+    'shows) or both (all). With pci or all, a Kind column says which.')
+
+
+def _columns(cols, parsed_args):
+    """``cols`` with Kind after Device when PCI devices may appear;
+    --long's columns at the end.
+    """
+    if parsed_args.kind != providers.MDEV:
+        at = cols.index('Device') + 1
+        cols = cols[:at] + ('Kind',) + cols[at:]
+    return cols + (LONG_EXTRA if parsed_args.long else ())
+
+
+def _add_kind_option(parser):
+    parser.add_argument(
+        '--kind', choices=sorted(providers.KIND_CHOICES),
+        default=providers.MDEV, help=KIND_HELP)
+
 
 LONG_HELP = ("Also show the server's status, its service host in Nova "
              '(OS-EXT-SRV-ATTR:host) and its compute node '
@@ -42,6 +66,7 @@ def _row(allocation, server, cols, traits=None):
         'Server Name': server.name,
         'Host': allocation.host,
         'Device': allocation.device,
+        'Kind': allocation.kind,
         'Resource Class': allocation.resource_class,
         'Amount': allocation.amount,
         'Provider UUID': allocation.candidate.uuid,
@@ -69,7 +94,9 @@ class ShowAllocation(command.Lister):
     """Show which physical device(s) back a server's mdevs (vGPUs).
 
     One row per mdev allocation of the server, with the host (compute
-    node) and PCI address of the device in Placement. A server ID unknown
+    node) and PCI address of the device in Placement (with --kind pci or
+    all, also its allocations on PCI-in-Placement devices: the VF's PF,
+    or the whole device, by address). A server ID unknown
     to Nova whose allocations are still in Placement is shown, marked as
     orphaned (MIGRATION for a move's source allocation, UNKNOWN when
     Placement, older than microversion 1.38, cannot tell).
@@ -82,16 +109,24 @@ class ShowAllocation(command.Lister):
             help='Server name or ID (any project). A name that several '
                  'servers share is an error listing their IDs.')
         parser.add_argument('--long', action='store_true', help=LONG_HELP)
+        _add_kind_option(parser)
         return parser
 
     def take_action(self, parsed_args):
         mdev = self.app.client_manager.mdev
         result = allocations.server_allocations(
-            mdev.placement, mdev.compute, parsed_args.server)
-        cols = SHOW_COLUMNS + (LONG_EXTRA if parsed_args.long else ())
+            mdev.placement, mdev.compute, parsed_args.server,
+            kinds=providers.KIND_CHOICES[parsed_args.kind])
+        cols = _columns(SHOW_COLUMNS, parsed_args)
         if not result.allocations:
-            sys.stderr.write('Server %s has no mdev allocations.\n'
-                             % parsed_args.server)
+            what = {'mdev': 'mdev', 'pci': 'PCI-in-Placement',
+                    'all': 'mdev or PCI-in-Placement'}[parsed_args.kind]
+            hint = ''
+            if result.hidden:
+                hint = (" but it holds %d on PCI-in-Placement devices; see "
+                        "them with --kind pci" % result.hidden)
+            sys.stderr.write('Server %s has no %s allocations%s.\n'
+                             % (parsed_args.server, what, hint))
         _warn_node_mismatches(
             result.allocations,
             {a.consumer: result.server for a in result.allocations})
@@ -105,7 +140,8 @@ class ListAllocation(command.Lister):
 
     One row per server and device. Answers "which servers must move before
     this GPU is serviced?" with --device, and "who is on this host's
-    GPUs?" with --host.
+    GPUs?" with --host. A named PCI-in-Placement device (--device) is
+    listed whatever --kind says.
     """
 
     def get_parser(self, prog_name):
@@ -118,12 +154,14 @@ class ListAllocation(command.Lister):
         parser.add_argument(
             '--device', metavar='<device>', action='append', default=[],
             help='Only this device: HOST:PCI_ADDRESS, provider name or '
-                 'UUID. Repeat for several; with --host, each must be on '
-                 'one of those hosts.')
+                 'UUID (of an mdev or PCI-in-Placement device). Repeat for '
+                 'several; with --host, each must be on one of those '
+                 'hosts.')
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Only allocations of this class (VGPU or CUSTOM_<NAME>).')
         parser.add_argument('--long', action='store_true', help=LONG_HELP)
+        _add_kind_option(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -132,7 +170,8 @@ class ListAllocation(command.Lister):
         found, servers = allocations.list_allocations(
             mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
             references=tuple(parsed_args.device),
-            resource_class=resource_class)
-        cols = LIST_COLUMNS + (LONG_EXTRA if parsed_args.long else ())
+            resource_class=resource_class,
+            kinds=providers.KIND_CHOICES[parsed_args.kind])
+        cols = _columns(LIST_COLUMNS, parsed_args)
         _warn_node_mismatches(found, servers)
         return cols, [_row(a, servers[a.consumer], cols) for a in found]

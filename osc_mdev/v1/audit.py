@@ -27,11 +27,13 @@ LONG_COLUMNS = ('Resource Class', 'Provider UUID')
 class Audit(command.Lister):
     """Find what Nova, Placement and the flavors disagree on for mdevs.
 
-    Checks: orphaned-allocation (mdev allocations of consumers that are
-    not a server Nova knows, or of an ended migration), missing-allocation
+    Checks: orphaned-allocation (mdev allocations, and allocations on
+    PCI-in-Placement devices, of consumers that are not a server Nova
+    knows, or of an ended migration), missing-allocation
     (servers whose own copy of their flavor asks for mdevs they do not
     hold), node-mismatch (an mdev allocation on another node than the
-    server's), over-capacity (usage above capacity), lost-trait and
+    server's), over-capacity (usage above capacity, PCI-in-Placement
+    devices too), lost-trait and
     wrong-trait (type traits, by nova.conf with --nova-conf, else by the
     device's siblings), unschedulable-flavor (flavors no device can
     serve). One row per finding; the message says the command that fixes

@@ -69,7 +69,9 @@ class Capacity(command.Lister):
             '--resource-class', metavar='<resource-class>',
             help='Count a bare mdev request instead of a flavor: VGPU or '
                  'a CUSTOM_<NAME> class. Asks nothing of the compute '
-                 'node (no VCPU, RAM or disk).')
+                 'node (no VCPU, RAM or disk). PCI-in-Placement devices '
+                 'count too, for their class (CUSTOM_PCI_<VENDOR>_<PRODUCT> '
+                 'or the class of [pci] device_spec).')
         parser.add_argument(
             '--amount', metavar='<count>', type=int, default=1,
             help='Mdevs per server of the bare request (default 1).')

@@ -12,6 +12,8 @@
 
 """``openstack mdev provider list`` / ``show``."""
 
+import sys
+
 from cliff import columns
 from osc_lib.cli import format_columns
 from osc_lib.command import command
@@ -22,9 +24,36 @@ from osc_mdev.v1 import common
 
 COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used',
            'Free', 'Traits')
-LONG_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Resource Class', 'Total',
-                'Reserved', 'Used', 'Free', 'Max Unit', 'Allocation Ratio',
-                'Generation', 'Traits')
+# With PCI-in-Placement devices (--kind pci or all).
+PCI_COLUMNS = ('UUID', 'Host', 'Device', 'Kind', 'Vendor ID', 'Product ID',
+               'VFs of PF', 'Resource Class', 'Total', 'Used', 'Free',
+               'Traits')
+LONG_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
+                'Total', 'Reserved', 'Used', 'Free', 'Max Unit',
+                'Allocation Ratio', 'Generation', 'Traits')
+LONG_PCI_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Vendor ID',
+                    'Product ID', 'VFs of PF', 'Resource Class', 'Total',
+                    'Reserved', 'Used', 'Free', 'Max Unit',
+                    'Allocation Ratio', 'Generation', 'Traits')
+
+KIND_HELP = (
+    'Which devices: mdev (default: mdev parent devices), pci (devices Nova '
+    'reports with [pci] report_in_placement = True: whole devices, PFs, '
+    'and one provider per PF for its VFs) or all. With pci or all, the '
+    'Kind, Vendor ID, Product ID (from a CUSTOM_PCI_<VENDOR>_<PRODUCT> '
+    'class, empty for a class set in [pci] device_spec) and VFs of PF '
+    '(the PF address when the provider holds more than one VF) columns '
+    'are shown; --long always shows Kind.')
+
+
+def add_kind_option(parser):
+    parser.add_argument(
+        '--kind', choices=sorted(domain.KIND_CHOICES), default=domain.MDEV,
+        help=KIND_HELP)
+
+
+def kinds(parsed_args):
+    return domain.KIND_CHOICES[parsed_args.kind]
 
 
 class ConsumersColumn(columns.FormattableColumn):
@@ -44,7 +73,12 @@ INVENTORY_COLUMNS = ('Total', 'Reserved', 'Max Unit', 'Allocation Ratio')
 
 def row(device, cols):
     inventory = device.inventory
+    ids = device.pci_ids or (None, None)
     values = {
+        'Kind': device.kind,
+        'Vendor ID': ids[0],
+        'Product ID': ids[1],
+        'VFs of PF': device.device if device.holds_vfs else None,
         'UUID': device.uuid,
         'Name': device.candidate.name,
         'Host': device.host,
@@ -67,7 +101,9 @@ class ListProvider(command.Lister):
     """List the physical devices (GPUs) that offer mediated devices.
 
     One row per mdev parent device Nova reports to Placement, across the
-    whole cloud, with its resource class, capacity and traits.
+    whole cloud, with its resource class, capacity and traits. With
+    --kind pci or all, also the GPUs Nova reports through PCI in
+    Placement (whole devices, PFs, and the VFs of each PF as one device).
     """
 
     def get_parser(self, prog_name):
@@ -80,7 +116,9 @@ class ListProvider(command.Lister):
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Only devices with an inventory of this class: VGPU or '
-                 'a CUSTOM_<NAME> class set by [mdev_<type>] mdev_class.')
+                 'a CUSTOM_<NAME> class set by [mdev_<type>] mdev_class '
+                 '(for PCI devices: CUSTOM_PCI_<VENDOR>_<PRODUCT> or the '
+                 'class of [pci] device_spec).')
         parser.add_argument(
             '--trait', metavar='<trait>', action='append', default=[],
             help='Only devices that have this trait (for example '
@@ -95,8 +133,9 @@ class ListProvider(command.Lister):
             help='Only devices with no room left.')
         parser.add_argument(
             '--long', action='store_true',
-            help='Also show provider name, reserved, max unit, allocation '
-                 'ratio and generation.')
+            help='Also show provider name, kind, reserved, max unit, '
+                 'allocation ratio and generation.')
+        add_kind_option(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -104,24 +143,38 @@ class ListProvider(command.Lister):
         traits = common.trait_names(parsed_args.trait)
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host), resource_class=resource_class,
-            traits=traits, free=parsed_args.free, full=parsed_args.full)
-        cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+            traits=traits, free=parsed_args.free, full=parsed_args.full,
+            kinds=kinds(parsed_args))
+        if parsed_args.kind == domain.MDEV:
+            cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+        else:
+            cols = LONG_PCI_COLUMNS if parsed_args.long else PCI_COLUMNS
         # Traits and inventory fields cost requests per device: read only
-        # when shown (Placement filters on traits itself).
+        # when shown (Placement filters on traits itself). VFs of PF needs
+        # the total, which the summaries' capacity stands for.
         shown = parsed_args.columns or cols
-        found = devices.list_devices(
+        found, hidden = devices.list_devices_and_hidden(
             self.app.client_manager.mdev.placement, wanted,
             read_traits='Traits' in shown,
             read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)))
+        if hidden and parsed_args.kind == domain.MDEV:
+            sys.stderr.write(
+                'Note: no mdev device matches, but %d PCI-in-Placement '
+                "device%s do%s; run 'openstack mdev provider list --kind "
+                "pci' to see %s.\n" % (
+                    hidden, '' if hidden == 1 else 's',
+                    'es' if hidden == 1 else '',
+                    'it' if hidden == 1 else 'them'))
         return cols, [row(d, cols) for d in found]
 
 
 class ShowProvider(command.ShowOne):
-    """Show one mdev parent device (GPU) and the consumers on it.
+    """Show one GPU (mdev parent device or PCI-in-Placement device) and
+    the consumers on it.
 
     Name the device by provider UUID, provider name or HOST:PCI_ADDRESS
-    (for example compute1:0000:84:00.0); a bare PCI address works when
-    only one host has it.
+    (for example compute1:0000:84:00.0, upper or lower case); a bare PCI
+    address works when only one host has it.
     """
 
     def get_parser(self, prog_name):
@@ -130,12 +183,16 @@ class ShowProvider(command.ShowOne):
             'device', metavar='<device>',
             help='Provider UUID, provider name, or HOST:PCI_ADDRESS '
                  '(HOST:DEVICE for devices without a PCI address, such as '
-                 'compute1:mtty_mtty).')
+                 'compute1:mtty_mtty). PCI-in-Placement devices too, by '
+                 'their PF or device address (compute1:0000:AF:00.0) or '
+                 'provider name (compute1_0000:AF:00.0).')
         return parser
 
     def take_action(self, parsed_args):
         device, allocations = devices.show_device(
             self.app.client_manager.mdev.placement, parsed_args.device)
         consumers = domain.consumers_of(allocations, device.resource_class)
-        return LONG_COLUMNS + ('Consumers',), row(device, LONG_COLUMNS) + (
+        cols = LONG_PCI_COLUMNS if device.kind == domain.PCI else (
+            LONG_COLUMNS)
+        return cols + ('Consumers',), row(device, cols) + (
             ConsumersColumn(consumers),)

@@ -38,11 +38,12 @@ class _TraitCommand(command.Lister):
             'device', metavar='<device>', nargs='*',
             help='Device to change: provider UUID, provider name or '
                  'HOST:PCI_ADDRESS, as in "mdev provider show". Repeat for '
-                 'several.')
+                 'several. A PCI-in-Placement device is refused: Nova '
+                 'rewrites its traits from [pci] device_spec.')
         parser.add_argument(
             '--host', metavar='<host>', action='append', default=[],
-            help='Every mdev device of this compute host. Repeat for '
-                 'several hosts.')
+            help='Every mdev device of this compute host (not its '
+                 'PCI-in-Placement devices). Repeat for several hosts.')
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Every mdev device with this resource class (VGPU or '

@@ -147,7 +147,8 @@ def per_device_rows(url):
             used = usages.get(rc, 0)
             rows.append({
                 'UUID': rp['uuid'], 'Name': rp['name'], 'Host': host,
-                'Device': device, 'Resource Class': rc, 'Total': i['total'],
+                'Device': device, 'Kind': 'mdev', 'Resource Class': rc,
+                'Total': i['total'],
                 'Reserved': i['reserved'], 'Used': used,
                 'Free': max(capacity - used, 0), 'Max Unit': i['max_unit'],
                 'Allocation Ratio': i['allocation_ratio'],

@@ -140,9 +140,10 @@ def test_list_long(cloud, auth):
         assert row['Allocation Ratio'] == 1.0
         assert row['Generation'] == cloud.placement.generation(gpu.uuid)
         assert list(row) == [
-            'UUID', 'Name', 'Host', 'Device', 'Resource Class', 'Total',
-            'Reserved', 'Used', 'Free', 'Max Unit', 'Allocation Ratio',
-            'Generation', 'Traits']
+            'UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
+            'Total', 'Reserved', 'Used', 'Free', 'Max Unit',
+            'Allocation Ratio', 'Generation', 'Traits']
+        assert row['Kind'] == 'mdev'
 
 
 def test_list_table_output(cloud, auth):
@@ -260,7 +261,8 @@ def test_show_virtual_parent_and_table(cloud, auth):
      ['is not a PCI address', '0000:84:00.0']),
     (['provider', 'show', 'compute2'], ['compute2 is not an mdev device']),
     (['provider', 'show', 'compute2_0000:81:00.0'],
-     ['compute2_0000:81:00.0 is not an mdev device']),
+     ['compute2_0000:81:00.0 is named like a PCI-in-Placement device',
+      'COMPUTE_MANAGED_PCI_DEVICE']),
     (['provider', 'show', 'no-such-thing'], ['No mdev device matches']),
     (['provider', 'list', '--host', 'compute9'],
      ["No compute host named 'compute9'"]),

@@ -116,3 +116,24 @@ def test_a_consumer_nova_lists_as_a_migration():
                     'confirmed', 'migration_type': 'migration'})
     assert view.status == 'MIGRATION'
     assert view.name == '(migration of server srv, confirmed)'
+
+
+def test_pci_device_parts_keep_every_class():
+    pci = {c.uuid: c for c in providers.find_candidates([
+        _rp('r5', 'gpu5'),
+        _rp('p1', 'gpu5_0000:AF:00.0', 'r5'),
+        _rp('g5', 'gpu5_pci_0000_84_00_0', 'r5'),
+    ], providers.KINDS)}
+    found = allocations.of_consumer('s1', {
+        'r5': {'resources': {'VCPU': 2}},
+        'p1': {'resources': {'CUSTOM_PCI_10DE_25B6': 1}},
+        'g5': {'resources': {'VGPU': 1, 'PGPU': 1}},
+    }, pci)
+    assert [(a.device, a.kind, a.resource_class) for a in found] == [
+        ('0000:84:00.0', 'mdev', 'VGPU'),
+        ('0000:af:00.0', 'pci', 'CUSTOM_PCI_10DE_25B6')]
+    # A class set in [pci] device_spec may be a standard one.
+    [part] = allocations.of_providers(
+        {'p1': {'s2': {'resources': {'PGPU': 1}}}}, pci)
+    assert (part.consumer, part.kind, part.resource_class) == (
+        's2', 'pci', 'PGPU')

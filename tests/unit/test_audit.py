@@ -360,3 +360,30 @@ def test_nova_unreachable_names_what_was_skipped(servers, flavors, skipped):
     [finding] = client_audit.audit(snapshot, flavors=flavors)
     assert finding.check == 'nova-unreachable'
     assert skipped in finding.message
+
+
+PCI = {c.uuid: c for c in providers.find_candidates([
+    _rp('r5', 'gpu5'),
+    _rp('p1', 'gpu5_0000:AF:00.0', 'r5'),
+], providers.KINDS)}
+PCI_TRAITS = ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA')
+
+
+def test_pci_devices_in_orphan_and_capacity_checks_only():
+    from osc_mdev.client import audit as client_audit
+    rc = 'CUSTOM_PCI_10DE_25B6'
+    full = providers.Device(PCI['p1'], rc, providers.Inventory(2, 1, 1, 2),
+                            2, 1, PCI_TRAITS)
+    held = [allocations.MdevAllocation(c, PCI['p1'], rc, 1)
+            for c in ('s1', 'gone')]
+    # s1's flavor asks for a PCI device by alias, not by resource class.
+    servers = [server('s1', node='gpu5',
+                      specs={'pci_passthrough:alias': 'a16:1'})]
+    snapshot = client_audit.Snapshot(
+        [full], held, servers, None,
+        {'gone': audit.ConsumerFacts(None, None, RECORD)}, [], (),
+        frozenset({'gpu5'}))
+    found = client_audit.audit(snapshot)
+    assert sorted((f.check, f.device, f.server) for f in found) == [
+        ('orphaned-allocation', '0000:af:00.0', 'gone'),
+        ('over-capacity', '0000:af:00.0', 'gone,s1')]

@@ -97,3 +97,41 @@ def test_canonical_uuid():
     for text in (canonical, canonical.upper(), '{%s}' % canonical,
                  canonical.replace('-', '')):
         assert names.canonical_uuid(text) == canonical
+
+
+@pytest.mark.parametrize('provider,root,expected', [
+    ('gpu5_0000:AF:00.0', 'gpu5', '0000:af:00.0'),
+    ('gpu_5.dc2_0000:25:00.4', 'gpu_5.dc2', '0000:25:00.4'),
+    # Nova upper-cases the address; other names are no PCI device.
+    ('gpu5_0000:af:00.0', 'gpu5', None),
+    ('gpu5_pci_0000_af_00_0', 'gpu5', None),            # an mdev device
+    ('gpu5_AF:00.0', 'gpu5', None),
+    ('gpu5:Open vSwitch agent', 'gpu5', None),
+    ('gpu5_0000:AF:00.0', 'gpu', None),
+])
+def test_pci_address_from_provider_name(provider, root, expected):
+    assert names.pci_address_from_provider_name(provider, root) == expected
+
+
+def test_pci_provider_name_matches_nova():
+    from nova.compute import pci_placement_translator as nova_pci
+
+    view = nova_pci.PlacementView.__new__(nova_pci.PlacementView)
+    view.root_rp_name = 'gpu_5.dc2'
+    for address in ('0000:af:00.0', '0000:25:00.4', '0001:3b:1f.7'):
+        name = view._get_rp_name_for_address(address)
+        assert names.pci_address_from_provider_name(
+            name, 'gpu_5.dc2') == address
+
+
+@pytest.mark.parametrize('vendor,product', [
+    ('10de', '1eb8'), ('10DE', '25b6'), ('8086', '0d5c')])
+def test_pci_ids_from_nova_resource_class(vendor, product):
+    from nova.compute import pci_placement_translator as nova_pci
+
+    rc = nova_pci.get_resource_class(None, vendor, product)
+    assert names.pci_ids_from_resource_class(rc) == (
+        vendor.lower(), product.lower())
+    # A class the device spec sets tells neither.
+    assert names.pci_ids_from_resource_class(
+        nova_pci.get_resource_class('a16_vgpu', vendor, product)) is None

@@ -45,6 +45,78 @@ def test_find_candidates_uses_root_names():
     assert found['m1'].pci_address is None
 
 
+def test_find_candidates_of_kinds():
+    pci = {c.uuid: c for c in domain.find_candidates(PROVIDERS, ('pci',))}
+    assert sorted(pci) == ['p1']
+    assert pci['p1'].kind == 'pci'
+    assert pci['p1'].device == '0000:81:00.0'
+    assert pci['p1'].host == 'compute2'
+    both = domain.find_candidates(PROVIDERS, domain.KINDS)
+    assert sorted(c.uuid for c in both) == ['g1', 'g2', 'g3', 'm1', 'p1']
+    assert {c.kind for c in both if c.uuid != 'p1'} == {'mdev'}
+
+
+def _pci(uuid='p1'):
+    return {c.uuid: c for c in domain.find_candidates(
+        PROVIDERS, domain.KINDS)}[uuid]
+
+
+PCI_TRAITS = ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA']
+
+
+def test_pci_device_rows_keep_every_class():
+    [device] = domain.build_devices(
+        _pci(), {'CUSTOM_PCI_10DE_25B6': {'total': 4, 'max_unit': 4}}, 3,
+        {'CUSTOM_PCI_10DE_25B6': 1}, PCI_TRAITS)
+    assert device.kind == 'pci'
+    assert device.pci_ids == ('10de', '25b6')
+    assert device.holds_vfs   # total 4: the VFs of PF 0000:81:00.0
+    assert (device.capacity, device.used, device.free) == (4, 1, 3)
+    # A class set by [pci] device_spec, even a standard one, makes a row.
+    [named] = domain.build_devices(_pci(), {'PGPU': {'total': 1}}, 3, {},
+                                   PCI_TRAITS)
+    assert named.pci_ids is None and not named.holds_vfs
+
+
+def test_pci_named_provider_without_nova_trait_is_no_device():
+    assert domain.build_devices(
+        _pci(), {'CUSTOM_PCI_10DE_25B6': {'total': 1}}, 3, {},
+        ['OWNER_NOVA']) == []
+    summary = domain.Summary(resources={'CUSTOM_X': (2, 0)},
+                             traits=('OWNER_NOVA',))
+    assert domain.devices_from_summary(_pci(), summary) == []
+    assert not domain.has_device_inventory(_pci(), summary)
+
+
+def test_pci_device_from_summary():
+    summary = domain.Summary(resources={'CUSTOM_A16': (8, 2)},
+                             traits=tuple(PCI_TRAITS))
+    [device] = domain.devices_from_summary(_pci(), summary)
+    assert device.holds_vfs and device.free == 6
+    assert domain.has_device_inventory(_pci(), summary)
+    one = domain.Summary(resources={'CUSTOM_A16': (1, 0)},
+                         traits=tuple(PCI_TRAITS))
+    assert not domain.devices_from_summary(_pci(), one)[0].holds_vfs
+
+
+def test_filter_by_kind():
+    device = domain.build_devices(_pci(), {'CUSTOM_A16': {'total': 1}}, 1,
+                                  {}, PCI_TRAITS)[0]
+    assert not domain.DeviceFilter().wants(device)
+    assert domain.DeviceFilter(kinds=('pci',)).wants(device)
+    assert domain.DeviceFilter(kinds=domain.KINDS).wants(device)
+    mdev = domain.build_devices(_candidate(), {'VGPU': {'total': 1}}, 1, {})
+    assert not domain.DeviceFilter(kinds=('pci',)).wants(mdev[0])
+
+
+@pytest.mark.parametrize('reference', [
+    'compute2_0000:81:00.0', '0000:81:00.0', '81:00.0',
+    'compute2:0000:81:00.0', 'p1'])
+def test_resolve_pci_device(reference):
+    candidates = domain.find_candidates(PROVIDERS, ('pci',))
+    assert domain.resolve_device(reference, candidates).uuid == 'p1'
+
+
 def test_hosts_of():
     assert domain.hosts_of(PROVIDERS) == {
         'compute_1.example.com', 'compute2', 'compute'}
