@@ -13,8 +13,9 @@
 """A guided tour of osc-mdev on an embedded cloud (``tox -e demo``).
 
 Starts the embedded test cloud (real Nova API, conductor, scheduler and
-four fake-libvirt compute hosts with mdev-capable GPUs, one of them a
-node whose name is not its service host, against a real Placement; see
+five fake-libvirt compute hosts against a real Placement: four with
+mdev-capable GPUs, one of them a node whose name is not its service host,
+and one whose SR-IOV GPUs Nova reports through PCI in Placement; see
 tests/cloud/server.py), then runs the commands an operator
 would, printing each command line and its real output.
 
@@ -104,7 +105,7 @@ def tour(cloud, workdir):
     t.run('mdev', 'trait', 'set', '--from-nova-conf', conf.name,
           '--host', t.node(host))
     for other in sorted(cloud.hosts):
-        if other != host:
+        if other != host and cloud.hosts[other]['enabled_mdev_types']:
             subprocess.run(
                 openstack_command() + [
                     'mdev', 'trait', 'set', '--from-nova-conf',
@@ -208,7 +209,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix='osc-mdev-demo-') as tmp:
         workdir = pathlib.Path(tmp)
         print('Starting the embedded cloud (Nova API, conductor, scheduler, '
-              'four compute hosts with fake GPUs, Placement)...',
+              'five compute hosts with fake GPUs, Placement)...',
               flush=True)
         started = time.monotonic()
         with client.EmbeddedCloud(workdir / 'cloud') as cloud:

@@ -41,8 +41,7 @@ def describe(cloud):
         'Nova API:  %s' % cloud.compute_url,
         'Placement: %s' % cloud.placement_url,
         'Hosts:     %s' % ', '.join(
-            host if info['hypervisor_hostname'] == host else
-            '%s (node %s)' % (host, info['hypervisor_hostname'])
+            describe_host(host, info)
             for host, info in sorted(cloud.hosts.items())),
         'Control API (boot/delete servers, see tests/cloud/server.py): %s'
         % cloud.control_url,
@@ -50,6 +49,18 @@ def describe(cloud):
         'Press Ctrl-C to stop it.',
     ]
     return '\n'.join(lines)
+
+
+def describe_host(host, info):
+    """A host's name, its node's if another, and whether Nova reports
+    GPUs of it through PCI in Placement.
+    """
+    notes = []
+    if info['hypervisor_hostname'] != host:
+        notes.append('node %s' % info['hypervisor_hostname'])
+    if info.get('pci', {}).get('providers'):
+        notes.append('PCI in Placement')
+    return '%s (%s)' % (host, ', '.join(notes)) if notes else host
 
 
 def openstack_path():

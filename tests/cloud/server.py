@@ -24,6 +24,9 @@ on a fake libvirt whose PCI devices are mdev-capable GPUs, against a real
 in-process Placement. Every compute host gets its own ``[devices]`` and
 ``[mdev_<type>]`` configuration before its service starts, so Nova itself
 writes the providers, inventories and allocations into Placement.
+A host may also have SR-IOV GPUs whose virtual functions Nova reports
+through PCI in Placement (``[pci] report_in_placement``), asked for by
+flavors with ``pci_passthrough:alias``.
 
 The Nova API, Placement and a small control API are served over HTTP on
 ephemeral ports of 127.0.0.1. ``DIR/clouds.yaml`` gets a cloud named
@@ -53,7 +56,8 @@ does not remove its mdev (Nova keeps and reuses it).
 Topology
 ========
 
-A JSON file ``{"hosts": [HOST, ...]}``; each HOST is::
+A JSON file ``{"hosts": [HOST, ...], "pci_alias": [ALIAS, ...]}``; each
+HOST is::
 
     {"name": "compute1",
      "gpus": 2,
@@ -87,12 +91,45 @@ A JSON file ``{"hosts": [HOST, ...]}``; each HOST is::
 ``mdev``
     Per type, the options of its ``[mdev_<type>]`` group:
     ``device_addresses``, ``mdev_class``, ``max_instances``.
+``pci``
+    SR-IOV devices and this host's ``[pci] device_spec``::
+
+        {"pfs": [{"pfs": 2, "vfs_per_pf": 4, "vendor_id": "10de",
+                  "product_id": "26b9", "pf_product_id": "26b8"}],
+         "device_spec": [{"vendor_id": "10de", "product_id": "26b9",
+                          "resource_class": "CUSTOM_NVIDIA_L40S_VF",
+                          "traits": "CUSTOM_GPU_L40S"}]}
+
+    Each ``pfs`` entry adds ``pfs`` physical functions (product
+    ``pf_product_id``) with ``vfs_per_pf`` (1 to 6) virtual functions each
+    (product ``product_id``; ``vendor_id`` defaults to ``10de``). PFs take
+    the next slots of ``bus`` after the mdev GPUs, one slot each; a PF is
+    function 0 of its slot, its VFs functions 1 to ``vfs_per_pf``.
+    ``device_spec`` entries match by ``vendor_id`` and ``product_id`` only
+    and may carry ``resource_class`` and ``traits`` (comma-separated);
+    they must match VFs, not PFs. The fake mdev GPUs (``10de:0ffe``) are
+    PCI devices too: the cloud plans no PCI provider for them, so no spec
+    may match them. Every host is started with ``[pci]
+    report_in_placement = True`` and only its own ``device_spec``.
+
+``pci_alias`` (top level) is the controller's ``[pci] alias`` list, each
+ALIAS as Nova takes it (``name``, ``vendor_id``, ``product_id``,
+``device_type``, ``resource_class``, ``traits``...); the scheduler runs
+with ``[filter_scheduler] pci_in_placement = True`` and the
+``PciPassthroughFilter``.
 
 Without ``--topology`` the built-in ``demo`` topology (``DEMO_TOPOLOGY``)
-is used: four hosts with two GPUs each, the vGPU types ``nvidia-11`` and
-``nvidia-12`` (class ``VGPU``) and the generic type ``mlx5_core`` with
-class ``CUSTOM_MLX5``; three hosts carry two types, and host ``gpu4`` is
-the node ``gpu4.dc2.example.net``.
+is used, a mixed cloud: four mdev hosts with two GPUs each, the vGPU
+types ``nvidia-11`` and ``nvidia-12`` (class ``VGPU``) and the generic
+type ``mlx5_core`` with class ``CUSTOM_MLX5``; three hosts carry two types,
+and host ``gpu4`` is the node ``gpu4.dc2.example.net``. A fifth host,
+``sriov1``, has no mdev GPU but SR-IOV GPUs reported through PCI in
+Placement: two PFs of four ``10de:26b9`` VFs each, class
+``CUSTOM_NVIDIA_L40S_VF`` (set in ``device_spec``, alias ``l40s-vf``),
+and one PF of two ``10de:2330`` VFs, class ``CUSTOM_PCI_10DE_2330``
+(Nova's default, alias ``h100-vf``); providers
+``sriov1_0000:C1:00.0``, ``sriov1_0000:C1:01.0`` and
+``sriov1_0000:C1:02.0``.
 
 The ``hosts`` value of the READY line describes, per host (keyed by its
 service host), its ``service_host``, its ``hypervisor_hostname`` (the node
@@ -103,9 +140,19 @@ name), ``pci_address``, ``kind``, ``offers`` (type to instance count),
 applies or the GPU does not offer it), ``resource_class`` and ``total``
 (the class and total of the inventory Nova is expected to report for it;
 null and 0 when none) and ``provider_name``
-(``<hypervisor_hostname>_<parent_device>``).
-These follow Nova's rules from the configuration alone: a GPU listed in a
-type's ``device_addresses`` takes that type and its ``mdev_class``; other
+(``<hypervisor_hostname>_<parent_device>``), and its ``pci``:
+``device_spec`` (as configured), ``devices`` (every PF and VF:
+``pci_address``, ``dev_type`` ``type-PF`` or ``type-VF``, ``parent_addr``
+(a VF's PF), ``vendor_id``, ``product_id``, ``libvirt_name``, and for a
+VF a device spec matches, the ``provider_name`` and ``resource_class`` it
+is reported with) and ``providers`` (one per PF with matched VFs:
+``provider_name`` ``<hypervisor_hostname>_<PF ADDRESS IN UPPER CASE>``,
+the PF's ``pci_address``, ``resource_class``, ``total`` (its matched
+VFs), ``traits`` (the spec's plus ``COMPUTE_MANAGED_PCI_DEVICE`` and
+``OWNER_NOVA``, sorted) and ``vfs``).
+The mdev entries follow Nova's rules from the configuration alone: a
+GPU listed in a type's ``device_addresses`` takes that type and its
+``mdev_class``; other
 GPUs take the first enabled type without ``device_addresses`` and are
 always ``VGPU``, whatever that type's ``mdev_class`` says; with
 ``max_instances``, GPUs are counted in address order and those that would
@@ -122,7 +169,8 @@ Operations run one at a time.
 
 ``create_flavor`` {name, vcpus=1, ram=512, disk=1, ephemeral=0,
 extra_specs={}}
-    -> ``{"id", "name"}``
+    -> ``{"id", "name"}``; for a PCI alias, ``extra_specs``
+    ``{"pci_passthrough:alias": "l40s-vf:1"}``.
 ``boot`` {flavor (name or id), name?, host?, count=1, timeout=120}
     Boots ``count`` servers (one request with min/max count; names get
     ``-1``, ``-2``... suffixes) from the harness's image, without network.
@@ -139,6 +187,14 @@ extra_specs={}}
     "pci_address", "mdev_type", "mdev_uuid"}``: ``host`` is the service
     host of the compute whose hypervisor runs the guest, ``node`` that
     hypervisor's hostname.
+``pci_truth`` {}
+    One entry per PCI device that a guest uses, from the fake hypervisor's
+    domains, with the compute's record of that device in Nova's database
+    (its PCI tracker): ``{"server", "host", "node", "pci_address",
+    "dev_type", "parent_addr", "vendor_id", "product_id", "status",
+    "instance_uuid"}`` (the record's fields are null if it has none).
+    Nova asks Placement for each VF of ``alias:N`` separately, so the VFs
+    of one server may sit on different PFs.
 ``periodic`` {}
     Runs every compute's ``update_available_resource`` -> ``{"hosts"}``.
 ``resize`` {server, flavor, timeout=120} / ``migrate`` {server, host?,
@@ -150,7 +206,8 @@ timeout=120}
 ``reconfigure`` {host, enabled_mdev_types, mdev={}}
     Gives one host a new ``[devices] enabled_mdev_types`` and ``[mdev_*]``
     options (as in the topology) and restarts its nova-compute, then runs
-    the periodic update -> the host's new entry of ``hosts``.
+    the periodic update -> the host's new entry of ``hosts``. A host's
+    ``pci`` devices and ``device_spec`` stay as they are.
 ``compute_requests`` {}
     Every request the served Nova API answered so far, oldest first:
     ``{"count", "requests": ["GET /v2.1/servers/detail?...", ...]}``
@@ -183,10 +240,12 @@ from nova.api import auth
 from nova.api.openstack import api_version_request
 import nova.conf
 from nova import context as nova_context
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.api import client as api_client
 from nova.virt.libvirt import utils as libvirt_utils
+import os_traits
 from oslo_utils.fixture import uuidsentinel as uuids
 from placement import deploy as placement_deploy
 import yaml
@@ -205,6 +264,15 @@ GPU_KINDS = {
                 fakelibvirt.NVIDIA_12_VGPU_TYPE: 8},
 }
 MDEV_OPTIONS = ('device_addresses', 'mdev_class', 'max_instances')
+#: Keys of a PCI function group (``pci.pfs`` of a host), with defaults.
+PF_GROUP_DEFAULTS = {'vendor_id': '10de', 'pf_product_id': '26b8'}
+PF_GROUP_KEYS = ('pfs', 'vfs_per_pf', 'vendor_id', 'product_id',
+                 'pf_product_id')
+#: ``[pci] device_spec`` keys the cloud can plan for: it matches devices
+#: by vendor and product only.
+DEVICE_SPEC_KEYS = ('vendor_id', 'product_id', 'resource_class', 'traits')
+#: Traits Nova puts on every PCI-in-Placement provider.
+PCI_PROVIDER_TRAITS = ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA')
 ALL_DOMAINS = (fakelibvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE |
                fakelibvirt.VIR_CONNECT_LIST_DOMAINS_INACTIVE)
 
@@ -240,6 +308,30 @@ DEMO_TOPOLOGY = {
          'mdev': {
              'nvidia-11': {'device_addresses': ['0000:25:00.0']},
              'nvidia-12': {'device_addresses': ['0000:25:01.0']}}},
+        # GPUs reported through PCI in Placement: SR-IOV virtual
+        # functions, one provider per physical function.
+        {'name': 'sriov1',
+         'gpus': 0,
+         'bus': '0xc1',
+         'pci': {
+             'pfs': [
+                 {'pfs': 2, 'vfs_per_pf': 4, 'product_id': '26b9',
+                  'pf_product_id': '26b8'},
+                 {'pfs': 1, 'vfs_per_pf': 2, 'product_id': '2330',
+                  'pf_product_id': '2331'}],
+             'device_spec': [
+                 {'vendor_id': '10de', 'product_id': '26b9',
+                  'resource_class': 'CUSTOM_NVIDIA_L40S_VF',
+                  'traits': 'CUSTOM_GPU_L40S,CUSTOM_VGPU_VF'},
+                 {'vendor_id': '10de', 'product_id': '2330',
+                  'traits': 'CUSTOM_GPU_H100'}]}},
+    ],
+    'pci_alias': [
+        {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
+         'device_type': 'type-VF',
+         'resource_class': 'CUSTOM_NVIDIA_L40S_VF'},
+        {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
+         'device_type': 'type-VF'},
     ],
 }
 
@@ -278,6 +370,7 @@ def plan_hosts(topology):
             raise ValueError('duplicate hypervisor hostname %r' % node)
         nodes.add(node)
         plan[name] = _plan_host(host)
+    _check_aliases(topology)
     return plan
 
 
@@ -346,7 +439,175 @@ def _plan_host(host):
             'provider_name': '%s_%s' % (node, parent),
         })
     return {'service_host': name, 'hypervisor_hostname': node,
-            'enabled_mdev_types': enabled, 'gpus': gpu_plan}
+            'enabled_mdev_types': enabled, 'gpus': gpu_plan,
+            'pci': _plan_pci(host, len(kinds))}
+
+
+_HEX4 = re.compile(r'^[0-9a-f]{4}$')
+_CUSTOM = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
+
+
+def _hex4(host, where, value):
+    value = str(value).lower()
+    if not _HEX4.match(value):
+        raise ValueError('%s: %s must be 4 hex digits, not %r' % (
+            host, where, value))
+    return value
+
+
+def _check_traits(host, traits):
+    names = [t for t in (traits or '').split(',') if t]
+    for trait in names:
+        if not (_CUSTOM.match(trait) or os_traits.is_custom(trait) or
+                trait in os_traits.get_traits()):
+            raise ValueError('%s: trait %r is neither a standard trait nor '
+                             'CUSTOM_[A-Z0-9_]+' % (host, trait))
+    return names
+
+
+def _plan_pci(host, first_slot):
+    """The SR-IOV functions of a host and the PCI-in-Placement providers
+    Nova is expected to report for them.
+
+    PF ``i`` of the host sits at ``0000:<bus>:<slot>.0`` (slots follow the
+    mdev GPUs'), its VFs at functions 1 to ``vfs_per_pf`` of the same
+    slot. A device takes the first ``device_spec`` entry whose vendor and
+    product match; matched VFs are reported on one provider per PF,
+    ``<node>_<PF ADDRESS>`` (upper case, nova's
+    ``pci_placement_translator``), with the entry's ``resource_class`` or
+    ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``, its traits plus
+    ``COMPUTE_MANAGED_PCI_DEVICE`` and ``OWNER_NOVA``, and a total of the
+    matched VFs.
+    """
+    name = host['name']
+    node = _node(host)
+    pci = host.get('pci')
+    if pci is None:
+        return {'device_spec': [], 'devices': [], 'providers': []}
+    if not isinstance(pci, dict):
+        raise ValueError('%s: "pci" must be an object' % name)
+    unknown = set(pci) - {'pfs', 'device_spec'}
+    if unknown:
+        raise ValueError('%s: unknown "pci" keys: %s' % (
+            name, ', '.join(sorted(unknown))))
+    specs = []
+    for spec in pci.get('device_spec', []):
+        unknown = set(spec) - set(DEVICE_SPEC_KEYS)
+        if unknown:
+            raise ValueError('%s: device_spec keys the cloud cannot plan '
+                             'for: %s' % (name, ', '.join(sorted(unknown))))
+        if 'vendor_id' not in spec or 'product_id' not in spec:
+            raise ValueError('%s: every device_spec entry needs vendor_id '
+                             'and product_id' % name)
+        resource_class = spec.get('resource_class')
+        if resource_class is not None and not _CUSTOM.match(resource_class):
+            raise ValueError('%s: resource_class %r is not '
+                             'CUSTOM_[A-Z0-9_]+' % (name, resource_class))
+        _check_traits(name, spec.get('traits'))
+        specs.append(dict(spec))
+
+    def matching(vendor, product):
+        for spec in specs:
+            if (_hex4(name, 'vendor_id', spec['vendor_id']),
+                    _hex4(name, 'product_id', spec['product_id'])) == (
+                    vendor, product):
+                return spec
+        return None
+
+    gpu_ids = (fakelibvirt.MDEV_CAPABLE_VEND_ID.lower(),
+               fakelibvirt.MDEV_CAPABLE_PROD_ID.lower())
+    if matching(*gpu_ids):
+        raise ValueError('%s: device_spec matches the mdev GPUs (%s:%s)' % (
+            (name,) + gpu_ids))
+
+    bus = _bus(host)
+    slot = first_slot
+    devices = []
+    providers = []
+    for group in pci.get('pfs', []):
+        unknown = set(group) - set(PF_GROUP_KEYS)
+        if unknown:
+            raise ValueError('%s: unknown "pfs" keys: %s' % (
+                name, ', '.join(sorted(unknown))))
+        group = dict(PF_GROUP_DEFAULTS, **group)
+        count = int(group.get('pfs', 1))
+        vfs = int(group.get('vfs_per_pf', 0))
+        # The fake libvirt names a VF's PF wrongly from 7 VFs per PF up.
+        if count < 1 or not 1 <= vfs <= 6:
+            raise ValueError('%s: "pfs" must be at least 1 and '
+                             '"vfs_per_pf" 1 to 6' % name)
+        if 'product_id' not in group:
+            raise ValueError('%s: every "pfs" entry needs the product_id '
+                             'of its VFs' % name)
+        vendor = _hex4(name, 'vendor_id', group['vendor_id'])
+        product = _hex4(name, 'product_id', group['product_id'])
+        pf_product = _hex4(name, 'pf_product_id', group['pf_product_id'])
+        if pf_product == product:
+            raise ValueError('%s: a PF and its VFs need different product '
+                             'ids' % name)
+        if matching(vendor, pf_product):
+            raise ValueError('%s: device_spec matches PFs (%s:%s); the '
+                             'cloud only plans for VFs' % (
+                                 name, vendor, pf_product))
+        for _ in range(count):
+            if slot > 0x1f:
+                raise ValueError('%s: more devices than slots on bus '
+                                 '%#x' % (name, bus))
+            pf_address = '0000:%02x:%02x.0' % (bus, slot)
+            devices.append({
+                'pci_address': pf_address, 'dev_type': 'type-PF',
+                'parent_addr': None, 'vendor_id': vendor,
+                'product_id': pf_product,
+                'libvirt_name': fakelibvirt._get_libvirt_nodedev_name(
+                    bus, slot, 0),
+                'provider_name': None, 'resource_class': None})
+            spec = matching(vendor, product)
+            resource_class = traits = provider_name = None
+            if spec:
+                resource_class = spec.get(
+                    'resource_class',
+                    'CUSTOM_PCI_%s_%s' % (vendor, product)).upper()
+                traits = sorted(set(_check_traits(name, spec.get('traits')))
+                                | set(PCI_PROVIDER_TRAITS))
+                provider_name = '%s_%s' % (node, pf_address.upper())
+            vf_addresses = []
+            for function in range(1, vfs + 1):
+                address = '0000:%02x:%02x.%d' % (bus, slot, function)
+                vf_addresses.append(address)
+                devices.append({
+                    'pci_address': address, 'dev_type': 'type-VF',
+                    'parent_addr': pf_address, 'vendor_id': vendor,
+                    'product_id': product,
+                    'libvirt_name': fakelibvirt._get_libvirt_nodedev_name(
+                        bus, slot, function),
+                    'provider_name': provider_name,
+                    'resource_class': resource_class})
+            if spec:
+                providers.append({
+                    'provider_name': provider_name,
+                    'pci_address': pf_address,
+                    'resource_class': resource_class,
+                    'total': vfs,
+                    'traits': traits,
+                    'vfs': vf_addresses})
+            slot += 1
+    return {'device_spec': specs, 'devices': devices,
+            'providers': providers}
+
+
+def _check_aliases(topology):
+    """The topology's ``pci_alias`` entries (``[pci] alias``)."""
+    aliases = topology.get('pci_alias', [])
+    if not isinstance(aliases, list):
+        raise ValueError('"pci_alias" must be a list')
+    names = set()
+    for alias in aliases:
+        if not isinstance(alias, dict) or not alias.get('name'):
+            raise ValueError('every pci_alias entry needs a "name"')
+        if alias['name'] in names:
+            raise ValueError('duplicate pci_alias %r' % alias['name'])
+        names.add(alias['name'])
+    return aliases
 
 
 class CloudHarness(test_vgpu.VGPUTestBase):
@@ -358,6 +619,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
 
     ADMIN_API = True
     microversion = 'latest'
+    ADDITIONAL_FILTERS = ['PciPassthroughFilter']
 
     def __init__(self, topology):
         super().__init__('runTest')
@@ -378,6 +640,14 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.flags(api_paste_config=find_api_paste(), group='wsgi')
         # A test cloud has no quota: tests may boot many servers.
         self.flags(instances=-1, cores=-1, ram=-1, group='quota')
+        # PCI in Placement: every compute reports its [pci] device_spec
+        # devices to Placement, and the scheduler asks Placement for them.
+        # The aliases are the controller's, shared by the whole cloud.
+        self.flags(report_in_placement=True,
+                   alias=[json.dumps(alias) for alias in
+                          self.topology.get('pci_alias', [])],
+                   group='pci')
+        self.flags(pci_in_placement=True, group='filter_scheduler')
         super()._setup_services()
 
     def setUp(self):
@@ -409,6 +679,12 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             group = 'mdev_%s' % mdev_type
             self._mdev_groups.add(group)
             self.flags(group=group, **options)
+        # Read once by the compute's PCI tracker when it starts, so each
+        # host keeps its own.
+        self.flags(device_spec=[
+            json.dumps(spec)
+            for spec in (host.get('pci') or {}).get('device_spec', [])],
+            group='pci')
 
     def _start_host(self, host):
         name = host['name']
@@ -422,6 +698,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                 numa_node=pci_info._calc_numa_node(slot, None),
                 multiple_gpu_types=gpu['kind'] == 'nvidia',
                 generic_types=gpu['kind'] == 'generic')
+        self._add_pci_functions(pci_info, host)
         started = time.monotonic()
         node = _node(host)
         if node == name:
@@ -433,6 +710,29 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             self._start_compute_node(name, node, pci_info)
         LOG.info('Compute %s (node %s) started in %.1f s', name, node,
                  time.monotonic() - started)
+
+    def _add_pci_functions(self, pci_info, host):
+        """Give the fake host the SR-IOV PFs and VFs of its plan."""
+        plan = self.host_plan[host['name']]['pci']['devices']
+        vf_counts = collections.Counter(
+            d['parent_addr'] for d in plan if d['dev_type'] == 'type-VF')
+        for index, device in enumerate(plan):
+            bus, slot, function = _split_address(device['pci_address'])
+            pf_address = device['parent_addr'] or device['pci_address']
+            extra = {}
+            if device['dev_type'] == 'type-VF':
+                extra['parent'] = _split_address(pf_address)
+            pci_info.add_device(
+                dev_type=device['dev_type'][len('type-'):],
+                bus=bus, slot=slot, function=function,
+                iommu_group=100 + index,
+                numa_node=pci_info._calc_numa_node(slot, None),
+                vf_ratio=vf_counts[pf_address],
+                vend_id=device['vendor_id'], vend_name='NVIDIA Corporation',
+                prod_id=device['product_id'],
+                prod_name='GPU %s %s' % (device['product_id'],
+                                         device['dev_type'][len('type-'):]),
+                **extra)
 
     def _start_compute_node(self, host, node, pci_info):
         """Start nova-compute as service host ``host`` on a hypervisor
@@ -599,6 +899,43 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                         **self._mdev_info(connection, mdev_uuid)))
         return truth
 
+    def op_pci_truth(self):
+        """Every PCI device a guest uses: from the fake hypervisor's
+        domains, each with the compute's record of it in Nova's database
+        (the PCI tracker's ``PciDevice``).
+        """
+        ctxt = nova_context.get_admin_context()
+        truth = []
+        for host, compute in sorted(self.computes.items()):
+            connection = compute.driver._host.get_connection()
+            node = connection.getHostname()
+            records = {
+                device.address: device
+                for device in objects.PciDeviceList.get_by_compute_node(
+                    ctxt, objects.ComputeNode.get_by_nodename(
+                        ctxt, node).id)}
+            for domain in connection.listAllDomains(ALL_DOMAINS):
+                xml = ElementTree.fromstring(domain.XMLDesc(0))
+                for hostdev in xml.iter('hostdev'):
+                    if hostdev.get('type') != 'pci':
+                        continue
+                    source = hostdev.find('./source/address')
+                    address = '%04x:%02x:%02x.%x' % tuple(
+                        int(source.get(part), 16) for part in
+                        ('domain', 'bus', 'slot', 'function'))
+                    record = records.get(address)
+                    truth.append({
+                        'server': domain.UUIDString(), 'host': host,
+                        'node': node, 'pci_address': address,
+                        'dev_type': record and record.dev_type,
+                        'parent_addr': record and record.parent_addr,
+                        'vendor_id': record and record.vendor_id,
+                        'product_id': record and record.product_id,
+                        'status': record and record.status,
+                        'instance_uuid': record and record.instance_uuid,
+                    })
+        return truth
+
     @staticmethod
     def _mdev_info(connection, mdev_uuid):
         name = libvirt_utils.mdev_uuid2name(mdev_uuid)
@@ -670,6 +1007,13 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         """Every request the served Nova API answered, oldest first."""
         return {'count': len(self.compute_requests),
                 'requests': list(self.compute_requests)}
+
+
+def _split_address(address):
+    """``DDDD:BB:SS.F`` -> (bus, slot, function) as integers."""
+    _, bus, rest = address.split(':')
+    slot, function = rest.split('.')
+    return int(bus, 16), int(slot, 16), int(function, 16)
 
 
 def _mdev_xml_info(xml):

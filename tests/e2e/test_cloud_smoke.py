@@ -16,13 +16,17 @@ One cloud on the demo topology serves the whole module: real Nova services
 with fake-libvirt GPU hosts and a real Placement, in a child process. The
 tests check that what Nova writes into Placement matches the configured
 topology and the fake hypervisors' own record of which GPU each server's
-mdev sits on, and that the real ``openstack`` CLI works against it.
+mdev (or PCI virtual function) sits on, and that the real ``openstack``
+CLI works against it.
 """
+
+import collections
 
 import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import placement_request
 from tests.fixtures import cli
 
 
@@ -87,13 +91,18 @@ def test_placement_has_one_provider_per_configured_gpu(cloud):
     assert set(expected.values()) == set(CLASSES)
     assert any('_' in h and '.' in h for h in cloud.hosts)
 
+    # The PCI host's providers are children of its root too.
+    pci = {p['provider_name'] for info in cloud.hosts.values()
+           for p in info['pci']['providers']}
+    assert pci
+
     children = {}
     for info in cloud.hosts.values():
         root = providers[info['hypervisor_hostname']]
         assert root['parent_provider_uuid'] is None
         children.update({name: p for name, p in providers.items()
                          if p['parent_provider_uuid'] == root['uuid']})
-    assert sorted(children) == sorted(expected)
+    assert sorted(children) == sorted(set(expected) | pci)
     for name, resource_class in expected.items():
         inventories = placement_get(
             cloud, '/resource_providers/%s/inventories'
@@ -215,3 +224,133 @@ def test_control_api_errors_are_reported(cloud):
         cloud.control('no_such_op')
     with pytest.raises(client.CloudError, match='no flavor'):
         cloud.control('boot', flavor='no-such-flavor')
+
+
+# GPUs reported through PCI in Placement (host sriov1 of the demo).
+
+def pci_host(cloud):
+    """The demo's one host with PCI-in-Placement devices, and its plan."""
+    [(host, info)] = [(h, i) for h, i in sorted(cloud.hosts.items())
+                      if i['pci']['providers']]
+    return host, info
+
+
+def pci_of(cloud, server):
+    """The fake hypervisor's record of the server's PCI devices."""
+    return [d for d in cloud.control('pci_truth')
+            if d['server'] == server['id']]
+
+
+def test_pci_devices_are_providers_in_placement(cloud):
+    host, info = pci_host(cloud)
+    node = info['hypervisor_hostname']
+    root, = placement_request(
+        cloud, 'GET', '/resource_providers?name=%s' % node)[
+        'resource_providers']
+    tree = {p['name']: p for p in placement_request(
+        cloud, 'GET', '/resource_providers?in_tree=%s' % root['uuid'])[
+        'resource_providers']}
+    planned = {p['provider_name']: p for p in info['pci']['providers']}
+    # One provider per PF, named after its upper-case address, under the
+    # compute node; both forms of class: set in device_spec, and default.
+    assert sorted(tree) == sorted([node] + list(planned))
+    assert {p['resource_class'] for p in planned.values()} == {
+        'CUSTOM_NVIDIA_L40S_VF', 'CUSTOM_PCI_10DE_2330'}
+    for name, plan in planned.items():
+        assert name == '%s_%s' % (node, plan['pci_address'].upper())
+        provider = tree[name]
+        assert provider['parent_provider_uuid'] == root['uuid']
+        inventories = placement_request(
+            cloud, 'GET', '/resource_providers/%s/inventories'
+            % provider['uuid'])['inventories']
+        assert list(inventories) == [plan['resource_class']]
+        inventory = inventories[plan['resource_class']]
+        assert inventory['total'] == plan['total'] == len(plan['vfs'])
+        assert inventory['max_unit'] == plan['total']
+        traits = placement_request(
+            cloud, 'GET', '/resource_providers/%s/traits'
+            % provider['uuid'])['traits']
+        assert sorted(traits) == plan['traits']
+        assert {'COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'} <= set(traits)
+    # The PFs themselves match no device_spec: they are no providers.
+    devices = info['pci']['devices']
+    assert {d['dev_type'] for d in devices} == {'type-PF', 'type-VF'}
+    assert all(d['provider_name'] is None
+               for d in devices if d['dev_type'] == 'type-PF')
+
+
+def test_servers_get_vfs_of_the_pf_placement_allocated(cloud):
+    host, info = pci_host(cloud)
+    planned = {p['provider_name']: p for p in info['pci']['providers']}
+    resource_class = 'CUSTOM_NVIDIA_L40S_VF'
+    providers = {name: placement_request(
+        cloud, 'GET', '/resource_providers?name=%s' % name)[
+        'resource_providers'][0]['uuid']
+        for name, p in planned.items()
+        if p['resource_class'] == resource_class}
+    names = {uuid: name for name, uuid in providers.items()}
+
+    def used():
+        return sum(placement_request(
+            cloud, 'GET', '/resource_providers/%s/usages' % uuid)[
+            'usages'].get(resource_class, 0) for uuid in providers.values())
+
+    before = used()
+    one = cloud.control('create_flavor', name='e2e-l40s-vf-1',
+                        extra_specs={'pci_passthrough:alias': 'l40s-vf:1'})
+    two = cloud.control('create_flavor', name='e2e-l40s-vf-2',
+                        extra_specs={'pci_passthrough:alias': 'l40s-vf:2'})
+    servers = [(boot(cloud, one['id']), 1), (boot(cloud, one['id']), 1),
+               (boot(cloud, two['id']), 2)]
+    seen = set()
+    for server, count in servers:
+        assert server['host'] == host
+        devices = pci_of(cloud, server)
+        assert len(devices) == count, devices
+        allocations = placement_request(
+            cloud, 'GET', '/allocations/%s' % server['id'])['allocations']
+        # Nova asks Placement for each VF of an alias in a group of its
+        # own, so the VFs of ':2' may come from two PFs: each PF provider
+        # holds as many units as the server has VFs of that PF.
+        holders = {planned[names[uuid]]['pci_address']: a['resources'][
+            resource_class] for uuid, a in allocations.items()
+            if resource_class in a['resources']}
+        assert sum(holders.values()) == count
+        assert collections.Counter(
+            d['parent_addr'] for d in devices) == holders
+        for device in devices:
+            assert (device['host'], device['node']) == (
+                host, info['hypervisor_hostname'])
+            assert device['instance_uuid'] == server['id']
+            assert device['status'] == 'allocated'
+            assert device['dev_type'] == 'type-VF'
+            plan, = [p for p in planned.values()
+                     if p['pci_address'] == device['parent_addr']]
+            assert device['pci_address'] in plan['vfs']
+            assert (device['vendor_id'], device['product_id']) == (
+                '10de', '26b9')
+            assert device['pci_address'] not in seen
+            seen.add(device['pci_address'])
+    assert used() == before + 4
+
+    for server, _ in servers:
+        cloud.control('delete', server=server['id'])
+        assert pci_of(cloud, server) == []
+        assert placement_request(
+            cloud, 'GET', '/allocations/%s' % server['id'])[
+            'allocations'] == {}
+    assert used() == before
+
+
+def test_a_default_class_alias_boots_on_its_own_pf(cloud):
+    host, info = pci_host(cloud)
+    [plan] = [p for p in info['pci']['providers']
+              if p['resource_class'] == 'CUSTOM_PCI_10DE_2330']
+    flavor = cloud.control('create_flavor', name='e2e-h100-vf',
+                           extra_specs={'pci_passthrough:alias': 'h100-vf:1'})
+    server = boot(cloud, flavor['id'])
+    device, = pci_of(cloud, server)
+    assert device['parent_addr'] == plan['pci_address']
+    assert device['product_id'] == '2330'
+    cloud.control('delete', server=server['id'])
+    assert pci_of(cloud, server) == []

@@ -53,6 +53,14 @@ def node_of(cloud, host):
     return cloud.hosts[host]['hypervisor_hostname']
 
 
+def mdev_hosts(cloud):
+    """The service hosts with mdev GPUs, sorted (the demo cloud also has
+    a host whose GPUs Nova reports through PCI in Placement).
+    """
+    return sorted(host for host, info in cloud.hosts.items()
+                  if any(gpu['resource_class'] for gpu in info['gpus']))
+
+
 def gpus(cloud):
     """(node, gpu) for every GPU Nova reports an inventory for; the node
     is the root provider's name, the ``Host`` of the commands' rows.
@@ -142,7 +150,7 @@ def test_provider_list_is_what_nova_reported(cloud):
 def booted(cloud, flavors):
     """VGPU servers on every host and CUSTOM_MLX5 servers."""
     servers = []
-    for host in sorted(cloud.hosts):
+    for host in mdev_hosts(cloud):
         servers += boot(cloud, flavors['VGPU'], host=host, count=2,
                         name='e2e-vgpu-%s' % host)
     servers += boot(cloud, flavors['CUSTOM_MLX5'], count=2,
@@ -175,8 +183,7 @@ def test_allocation_show_names_the_gpu_libvirt_used(cloud, booted):
 def test_allocation_list_matches_libvirt_per_host(cloud, booted):
     where = truth(cloud)
     ids = {s['id'] for s in booted}
-    for node in sorted(info['hypervisor_hostname']
-                       for info in cloud.hosts.values()):
+    for node in sorted(node_of(cloud, host) for host in mdev_hosts(cloud)):
         rows = mdev_json('allocation', 'list', '--host', node)
         listed = {(r['Server'], r['Host'], r['Device']) for r in rows
                   if r['Server'] in ids}
@@ -396,13 +403,12 @@ def test_allocation_list_asks_nova_once_per_node(cloud):
 
 def test_allocation_list_of_the_cloud_asks_nova_once_per_node(cloud,
                                                               flavors):
-    for host in sorted(cloud.hosts):
+    for host in mdev_hosts(cloud):
         boot(cloud, flavors['VGPU'], host=host, name='e2e-everywhere')
     rows, made = nova_requests(
         cloud, lambda: mdev_json('allocation', 'list', '--long'))
     nodes = {r['Host'] for r in rows}
-    assert nodes == {i['hypervisor_hostname']
-                     for i in cloud.hosts.values()}
+    assert nodes == {node_of(cloud, host) for host in mdev_hosts(cloud)}
     assert len(server_listings(made)) == len(nodes), made
     # Only consumers Nova does not have on that node are looked up alone.
     elsewhere = {r['Server'] for r in rows if r['Nova Node'] != r['Host']}
@@ -527,7 +533,7 @@ def tag_from_nova_conf(cloud, workdir):
     """Tag every GPU with its type's trait, from each host's nova.conf;
     the command converges, so running it again changes nothing.
     """
-    for host in sorted(cloud.hosts):
+    for host in mdev_hosts(cloud):
         conf = workdir / ('%s.conf' % host)
         conf.write_text(nova_conf_of(cloud, host))
         result = mdev('trait', 'set', '--from-nova-conf', str(conf),
