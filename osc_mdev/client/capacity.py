@@ -82,6 +82,9 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
                need_roots=True):
     """The compute node trees ``request`` is counted on.
 
+    ``request`` may be a list of requests: the trees then serve each of
+    them (the amounts Placement is asked about are those of all).
+
     Nova is asked only about a flavor (``services``): a bare request is
     Placement's question only, though Nova's own COMPUTE_STATUS_DISABLED
     trait on the root still counts. ``hosts`` limits the trees (root
@@ -98,7 +101,8 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     wanted = set(wanted_roots)
     children = [c for c in candidates if c.root_uuid in wanted]
 
-    amounts = _amounts(request)
+    amounts = _amounts(request if isinstance(request, (list, tuple))
+                       else [request])
     calls = [lambda: placement.allocation_candidates(TREE_ANCHOR)]
     calls.extend(lambda r=r: placement.providers_with_room(r)
                  for r in amounts)
@@ -139,12 +143,12 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     return sorted(result, key=lambda h: h.name)
 
 
-def _amounts(request):
+def _amounts(requests):
     """The distinct ``{class: amount}`` one provider may be asked for:
     each numbered group whole, each class of the unnumbered group.
     """
     found = []
-    for group in request.groups:
+    for group in (g for r in requests for g in r.groups):
         parts = [dict(group.resources)] if group.numbered else [
             {rc: n} for rc, n in group.resources]
         for part in parts:

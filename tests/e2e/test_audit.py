@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request as placement
 from tests.fixtures import cli
 
@@ -190,6 +191,10 @@ def broken(cloud):
             'where': where}
 
 
+def plural(n, word):
+    return '%d %s%s' % (n, word, '' if n == 1 else 's')
+
+
 def by_check(rows):
     found = {}
     for row in rows:
@@ -235,9 +240,25 @@ def test_01_audit_names_every_inconsistency(cloud, broken):
                                                 '0000:3b:01.0')
     assert 'CUSTOM_MLX5_CORE, CUSTOM_NVIDIA_12' in wrong['Message']
 
+    # The reason is the capacity explainer's, as 'mdev capacity --flavor
+    # F --explain' gives it: the constraint that leaves no host, what it
+    # rules out, and the smallest change.
     [flavor] = found['unschedulable-flavor']
     assert broken['gold'] in flavor['Message']
-    assert 'no VGPU device has trait CUSTOM_AUDIT_GOLD' in flavor['Message']
+    explained = mdev_json('capacity', '--flavor', broken['gold'],
+                          '--explain')
+    last = next(r for r in explained if r['Hosts Left'] == 0)
+    assert last['Constraint'] == 'required trait CUSTOM_AUDIT_GOLD'
+    [fix] = [r['Constraint'] for r in explained
+             if r['Constraint'].startswith('Smallest change: ')]
+    assert fix.startswith('Smallest change: tag ')
+    assert ('cannot be scheduled: required trait CUSTOM_AUDIT_GOLD rules '
+            'out %s and %s, leaving none; smallest change: %s; see it '
+            'with: openstack mdev capacity --flavor %s --explain' % (
+                plural(last['Devices Ruled Out'], 'device'),
+                plural(last['Hosts Ruled Out'], 'host'),
+                fix[len('Smallest change: '):], broken['gold'])) in (
+                    flavor['Message'])
 
     # The healthy servers and GPUs give no finding.
     named = {r['Server'] for r in rows_of(result)}
