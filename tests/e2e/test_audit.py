@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e import helpers
 from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request as placement
 from tests.fixtures import cli
@@ -405,3 +406,67 @@ def test_07_ended_migration_consumer_is_orphaned(cloud, broken):
     audit('--fix', 'orphaned-allocation')
     assert placement(cloud, 'GET', '/allocations/%s'
                      % migration['uuid'])['allocations'] == {}
+
+
+def test_08_recreated_provider_loses_its_trait(cloud):
+    """Nova deletes a device's provider when the host's config leaves it
+    no inventory, and re-creates it with a new UUID and none of the
+    operator's traits when the config gives it back: the audit finds the
+    lost trait and puts it back, touching nothing else.
+    """
+    node, address = 'gpu4.dc2.example.net', '0000:25:01.0'
+    # Both GPUs of gpu4 nvidia-11 (VGPU), tagged as an operator does.
+    cloud.control('reconfigure', host='gpu4',
+                  enabled_mdev_types=['nvidia-11'])
+    result = helpers.mdev('trait', 'set', '--host', node, '--trait',
+                          'CUSTOM_NVIDIA_11')
+    assert result.rc == 0, result.stderr
+    old = provider(cloud, node, address)
+    assert 'CUSTOM_NVIDIA_11' in placement(
+        cloud, 'GET', '/resource_providers/%s/traits' % old['uuid'])[
+            'traits']
+
+    # max_instances leaves the second GPU no room: Nova deletes its
+    # provider. Back to the old config: Nova creates a new one.
+    plan = cloud.control('reconfigure', host='gpu4',
+                         enabled_mdev_types=['nvidia-11'],
+                         mdev={'nvidia-11': {'max_instances': 16}})
+    assert [g['total'] for g in plan['gpus']] == [16, 0]
+    assert '%s_pci_0000_25_01_0' % node not in providers(cloud)
+    cloud.control('reconfigure', host='gpu4',
+                  enabled_mdev_types=['nvidia-11'])
+    new = provider(cloud, node, address)
+    assert new['uuid'] != old['uuid']
+    assert placement(cloud, 'GET', '/resource_providers/%s/traits'
+                     % new['uuid'])['traits'] == ['OWNER_NOVA']
+
+    result = audit('--long')
+    [lost] = by_check(rows_of(result))['lost-trait']
+    assert (lost['Severity'], lost['Host'], lost['Device'],
+            lost['Provider UUID']) == ('warning', node, address,
+                                       new['uuid'])
+    assert ('openstack mdev trait set --trait CUSTOM_NVIDIA_11 %s:%s'
+            % (node, address)) in lost['Message']
+
+    before = state(cloud)
+    dry = by_check(rows_of(audit('--fix', 'lost-trait', '--dry-run')))
+    assert [r['Repair'] for r in dry['lost-trait']] == [
+        'would add CUSTOM_NVIDIA_11']
+    assert state(cloud) == before
+
+    fixed = by_check(rows_of(audit('--fix', 'lost-trait')))
+    assert [(r['Device'], r['Repair']) for r in fixed['lost-trait']] == [
+        (address, 'added CUSTOM_NVIDIA_11')]
+    after = state(cloud)
+    name = '%s_pci_0000_25_01_0' % node
+    assert after[0][name][2] == ['CUSTOM_NVIDIA_11', 'OWNER_NOVA']
+    # Every other provider (generation, inventories, traits) and every
+    # allocation as it was.
+    assert {n: v for n, v in after[0].items() if n != name} == {
+        n: v for n, v in before[0].items() if n != name}
+    assert after[1] == before[1]
+
+    # Again: nothing to repair, nothing written.
+    again = by_check(rows_of(audit('--fix', 'lost-trait')))
+    assert 'lost-trait' not in again
+    assert state(cloud) == after
