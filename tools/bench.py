@@ -27,7 +27,12 @@ measures, on the same cloud:
   list``, ``usage show`` and ``trait list``, each a separate process,
   timed on a sample of GPUs and extrapolated to all of them;
 * the same requests one after another in one Python process (listing,
-  then inventories, usages and traits of each GPU).
+  then inventories, usages and traits of each GPU);
+* ``mdev capacity`` for a bare request (``--resource-class VGPU
+  --amount 1``), the same with ``--trait CUSTOM_NVIDIA_35``, and that
+  one with ``--explain``: each answer is checked against what the
+  per-device reads say (per host: servers that fit, free mdevs and the
+  devices with room; per constraint: the devices and hosts left).
 
 Reported: median wall time over --runs runs, requests Placement served
 (counted at the server), requests per GPU, speed-up, and whether our
@@ -38,7 +43,13 @@ answers ``GET /servers/detail?host=`` with the consumers the fill created
 (its requests are counted apart).
 
 Usage: python tools/bench.py [--sizes 250,1000,5000] [--runs 3]
-       [--sample 3] [--output doc/bench-results.md]
+       [--sample 3] [--only capacity] [--hold]
+       [--output doc/bench-results.md]
+
+``--only capacity`` measures ``mdev capacity`` alone and rewrites only
+its section of the output file. ``--hold`` keeps the filled cloud up
+after the last size (its clouds.yaml is printed) until interrupted, to
+profile a command against it.
 """
 
 import argparse
@@ -49,6 +60,7 @@ import os
 import pathlib
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +84,8 @@ ROOT_TRAITS = ['OWNER_NOVA', 'COMPUTE_NODE', 'HW_CPU_X86_AVX2',
 NARROW = ('UUID', 'Host', 'Device', 'Resource Class', 'Used', 'Free',
           'Traits')
 VERSION = 'placement 1.38'
+CAPACITY_TRAIT = 'CUSTOM_NVIDIA_35'
+CAPACITY_HEADING = '## `openstack mdev capacity`'
 
 
 # -- filling the cloud ----------------------------------------------------
@@ -308,11 +322,18 @@ def naive_reads(url):
             capacity = int((i['total'] - i['reserved'])
                            * i['allocation_ratio'])
             rows[(rp['uuid'], rc)] = {
-                'Host': root['name'], 'Total': i['total'],
+                'Host': root['name'], 'Device': _address(nodedev),
+                'Total': i['total'],
                 'Used': usages.get(rc, 0),
                 'Free': max(capacity - usages.get(rc, 0), 0),
                 'Traits': sorted(traits)}
     return rows, time.perf_counter() - start
+
+
+def _address(nodedev):
+    """``pci_0000_3b_00_0`` -> ``0000:3b:00.0``."""
+    domain, bus, slot, function = nodedev.split('_')[1:5]
+    return '%s:%s:%s.%s' % (domain, bus, slot, function)
 
 
 def same_data(rows, baseline, fields):
@@ -400,6 +421,13 @@ def measure_size(runner, url, gpus, nova, args):
     result['naive'] = (statistics.median(naive), naive_requests)
     print('  naive reads: %.1f s' % result['naive'][0], flush=True)
 
+    result['capacity'] = measure_capacity(runner, baseline, runs)
+    print('  mdev capacity: %s' % ', '.join(
+        '%s %.2f s, %d requests, same data %s' % ((k,) + v)
+        for k, v in result['capacity'].items()), flush=True)
+    if args.only == 'capacity':
+        return result
+
     t, n, out = runner.measure(runs, 'mdev', 'provider', 'list',
                                '-f', 'json')
     result['list'] = (t, n, same_data(json.loads(out), baseline, (
@@ -438,6 +466,142 @@ def measure_size(runner, url, gpus, nova, args):
         for trait, count in had.items()) and all(
         r['Result'] == 'added %s' % fresh for r in json.loads(out)))
     return result
+
+
+# -- mdev capacity ----------------------------------------------------------
+
+def capacity_expected(baseline, rclass, traits=()):
+    """Per host, what a bare request of one ``rclass`` mdev with
+    ``traits`` required should give, from the per-device reads: ``{host:
+    (fits, free, [HOST:ADDR with room])}`` over the hosts with a device
+    of any mdev class.
+    """
+    hosts = {}
+    for row in baseline.values():
+        hosts.setdefault(row['Host'], (0, 0, []))
+    for (uuid, rc), row in baseline.items():
+        if rc != rclass or not set(traits) <= set(row['Traits']):
+            continue
+        fits, free, devices = hosts[row['Host']]
+        if row['Free']:
+            devices = devices + ['%s:%s' % (row['Host'], row['Device'])]
+        # Amount 1: every free mdev of a matching device is one server.
+        hosts[row['Host']] = (fits + row['Free'], free + row['Free'],
+                              devices)
+    return hosts
+
+
+def capacity_same(rows, expected):
+    """Whether ``mdev capacity -f json`` rows agree with ``expected``."""
+    total = [r for r in rows if r['Host'] == 'Total']
+    ours = {r['Host']: (r['Fits'], r['Free'], sorted(r['Devices']))
+            for r in rows if r['Host'] != 'Total'}
+    want = {h: (f, n, sorted(d)) for h, (f, n, d) in expected.items()}
+    if set(ours) - set(want) or len(total) != 1:
+        return False
+    for host, value in want.items():
+        if ours.get(host, (0, 0, [])) != value:
+            print('  capacity differs on %s: %s, expected %s' % (
+                host, ours.get(host), value), file=sys.stderr)
+            return False
+    return total[0]['Fits'] == sum(f for f, _, _ in want.values())
+
+
+def explain_same(rows, baseline, rclass, trait):
+    """Whether ``--explain`` counts what the per-device reads count: the
+    devices and hosts left after the class, the trait and the room, and
+    the servers that fit.
+    """
+    def left(keep):
+        found = [(row['Host'], uuid) for (uuid, rc), row in baseline.items()
+                 if keep(rc, row)]
+        return len(found), len({h for h, _ in found})
+
+    offers = left(lambda rc, r: rc == rclass)
+    tagged = left(lambda rc, r: rc == rclass and trait in r['Traits'])
+    room = left(lambda rc, r: rc == rclass and trait in r['Traits']
+                and r['Free'] > 0)
+    fits = sum(r['Free'] for (_, rc), r in baseline.items()
+               if rc == rclass and trait in r['Traits'])
+    steps = {r['Constraint']: (r['Devices Left'], r['Hosts Left'])
+             for r in rows}
+    want = {'offers %s' % rclass: offers,
+            'required trait %s' % trait: tagged,
+            'room for 1 %s' % rclass: room}
+    same = all(steps.get(k) == v for k, v in want.items())
+    if not same:
+        print('  explain differs: %s, expected %s' % (steps, want),
+              file=sys.stderr)
+    return same and 'Servers that fit: %d' % fits in steps
+
+
+def measure_capacity(runner, baseline, runs):
+    """``{label: (median s, requests, same data)}`` for the capacity runs.
+    """
+    bare = ('mdev', 'capacity', '--resource-class', 'VGPU', '--amount', '1',
+            '-f', 'json')
+    traited = bare + ('--trait', CAPACITY_TRAIT)
+    result = {}
+    t, n, out = runner.measure(runs, *bare)
+    result['bare'] = (t, n, capacity_same(
+        json.loads(out), capacity_expected(baseline, 'VGPU')))
+    t, n, out = runner.measure(runs, *traited)
+    result['trait'] = (t, n, capacity_same(
+        json.loads(out), capacity_expected(baseline, 'VGPU',
+                                           [CAPACITY_TRAIT])))
+    t, n, out = runner.measure(runs, *traited, '--explain')
+    result['explain'] = (t, n, explain_same(json.loads(out), baseline,
+                                            'VGPU', CAPACITY_TRAIT))
+    return result
+
+
+def capacity_table(results, help_ours, args):
+    lines = [
+        CAPACITY_HEADING, '',
+        '| GPUs | Command | Median s | Requests | Same data |',
+        '|---:|---|---:|---:|---|']
+    for r in results:
+        for key, label in (
+                ('bare', '`mdev capacity --resource-class VGPU --amount 1`'),
+                ('trait', '`mdev capacity --resource-class VGPU --amount 1 '
+                          '--trait %s`' % CAPACITY_TRAIT),
+                ('explain', 'the same with `--explain`')):
+            t, n, ok = r['capacity'][key]
+            lines.append('| %d | %s | %.2f | %d | %s |' % (
+                r['gpus'], label, t, n, 'yes' if ok else 'NO'))
+    lines += [
+        '',
+        'Measured by `python tools/bench.py --sizes %s --runs %d%s` on the '
+        'same kind of cloud and machine as above (%s, %d CPUs, Python %s). '
+        'Each figure is the median wall time of a whole `openstack` process '
+        '(`openstack mdev provider list --help` took %.2f s in this run: '
+        'the CLI starting); requests are counted by Placement. Same data: '
+        'per host, the servers that fit, the free mdevs and the devices '
+        'with room equal what the per-device reads (inventories, usages '
+        'and traits of every GPU) give, and so does the Total row; '
+        '`--explain`: the devices and hosts left after the class, the '
+        'trait and the room, and the servers that fit.'
+        % (','.join(str(r['gpus']) for r in results), args.runs,
+           ' --only capacity' if args.only else '',
+           platform.platform(terse=True), os.cpu_count(),
+           platform.python_version(), help_ours)]
+    return '\n'.join(lines) + '\n'
+
+
+def write_output(path, main_text, capacity_text):
+    """Write the results file; with no ``main_text`` keep the one there.
+    """
+    path = pathlib.Path(path)
+    if main_text is None:
+        old = path.read_text() if path.exists() else ''
+        main_text = old.split(CAPACITY_HEADING)[0].rstrip('\n')
+        main_text = main_text[len('# osc-mdev benchmark results\n\n'):] \
+            if main_text.startswith('# osc-mdev benchmark results') \
+            else main_text
+        main_text = main_text.strip('\n') + '\n' if main_text else ''
+    path.parent.mkdir(exist_ok=True)
+    path.write_text('# osc-mdev benchmark results\n\n' + main_text +
+                    ('\n' if main_text else '') + capacity_text)
 
 
 def table(results, import_ms, help_ours, help_theirs, fill_times, args):
@@ -511,6 +675,10 @@ def table(results, import_ms, help_ours, help_theirs, fill_times, args):
     return '\n'.join(lines + notes) + '\n'
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--sizes', default='250,1000,5000')
@@ -519,6 +687,12 @@ def main():
                         help='runs of the in-process naive reads')
     parser.add_argument('--sample', type=int, default=3)
     parser.add_argument('--fill-workers', type=int, default=16)
+    parser.add_argument('--only', choices=('capacity',),
+                        help='measure only this command and rewrite only '
+                             'its section of the output')
+    parser.add_argument('--hold', action='store_true',
+                        help='keep the cloud up after the last size, '
+                             'until interrupted')
     parser.add_argument('--output', default=str(REPO / 'doc' /
                                                 'bench-results.md'))
     args = parser.parse_args()
@@ -547,12 +721,21 @@ def main():
             print('filled %d GPUs in %.0f s' % fill_times[-1], flush=True)
             results.append(measure_size(runner, placement.url, gpus, nova,
                                         args))
-            text = table(results, import_ms, help_ours, help_theirs,
-                         fill_times, args)
-            print(text, flush=True)
-            pathlib.Path(args.output).parent.mkdir(exist_ok=True)
-            pathlib.Path(args.output).write_text(
-                '# osc-mdev benchmark results\n\n' + text)
+            text = None if args.only else table(
+                results, import_ms, help_ours, help_theirs, fill_times, args)
+            capacity_text = capacity_table(results, help_ours, args)
+            print(text or '', capacity_text, flush=True)
+            write_output(args.output, text, capacity_text)
+        if args.hold:
+            print('holding the cloud: OS_CLIENT_CONFIG_FILE=%s '
+                  'openstack --os-cloud bench ... (Ctrl-C to stop)' % clouds,
+                  flush=True)
+            signal.signal(signal.SIGTERM, _interrupted)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
         nova.stop()
     return 0
 

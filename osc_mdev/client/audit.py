@@ -14,17 +14,21 @@
 
 Bulk reads first, all at once in the bounded pool: the provider list,
 every mdev device's inventories, traits and allocations, Nova's server
-list (all projects, with embedded flavors) and flavor list. Only the
-consumers Nova's list lacks are then read one by one (``GET
-/servers/{id}``, their allocations with the consumer generation) and,
-when some exist, Nova's migration list. The checks themselves are the
-pure functions of ``domain.audit``.
+list (all projects, with embedded flavors), flavor list and nova-compute
+services. Only the consumers Nova's list lacks are then read one by one
+(``GET /servers/{id}``, their allocations with the consumer generation)
+and, when some exist, Nova's migration list. For the flavors, the compute
+node trees are read as ``mdev capacity`` reads them (one allocation
+candidates request and one ``?resources=`` listing per distinct amount
+the flavors ask). The checks themselves are the pure functions of
+``domain.audit``.
 """
 
 import dataclasses
 
 from osc_lib import exceptions
 
+from osc_mdev.client import capacity as capacity_reads
 from osc_mdev.client import compute as compute_client
 from osc_mdev.client import devices as device_reads
 from osc_mdev.client import placement as placement_client
@@ -50,6 +54,9 @@ class Snapshot:
     elsewhere: list = dataclasses.field(default_factory=list)
     # (with --host: the mdev allocations of the hosts' servers on devices
     # of other hosts)
+    trees: list = dataclasses.field(default_factory=list)
+    # (the compute node trees the flavors are judged on, as capacity
+    # reads them)
 
 
 def _nova(call):
@@ -103,9 +110,11 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
              _nova(compute.list_servers)]
     if flavors:
         calls.append(_nova(compute.list_flavors))
+        calls.append(_nova(compute.compute_services))
     results = pool.call_all(calls, placement.max_workers)
     details, servers = results[0], results[1]
     flavor_list = results[2] if flavors else None
+    services = results[3] if flavors else []
 
     devices = []
     per_provider = {}
@@ -127,6 +136,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
         nova_error, servers = servers.error, None
     if isinstance(flavor_list, _Failed):
         nova_error, flavor_list = nova_error or flavor_list.error, None
+    if isinstance(services, _Failed):
+        nova_error, flavor_list = nova_error or services.error, None
 
     facts = {}
     elsewhere = []
@@ -142,14 +153,23 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
                     provider_list)})
 
     missing = ()
+    trees = []
     if flavor_list:
         known = {names.VGPU} | {d.resource_class for d in devices}
         asked = domain.unknown_classes(flavor_list, known)
-        exists = placement.map(placement.resource_class_exists, asked)
-        missing = tuple(rc for rc, ok in zip(asked, exists) if not ok)
+        requests = list(domain.flavor_requests(flavor_list, known).values())
+        calls = [lambda rc=rc: placement.resource_class_exists(rc)
+                 for rc in asked]
+        if requests:
+            calls.append(lambda: capacity_reads.read_hosts(
+                placement, requests, provider_list, services))
+        results = pool.call_all(calls, placement.max_workers)
+        missing = tuple(rc for rc, ok in zip(asked, results) if not ok)
+        trees = results[-1] if requests else []
     return Snapshot(devices, found, servers, nova_error, facts, flavor_list,
                     missing, frozenset(hosts) or frozenset(
-                        providers.hosts_of(provider_list)), elsewhere)
+                        providers.hosts_of(provider_list)), elsewhere,
+                    trees)
 
 
 def _allocations_elsewhere(placement, servers, found, hosts, candidates):
@@ -242,7 +262,7 @@ def audit(snapshot, confs=None, flavors=True):
     found += domain.trait_findings(mdev_devices, confs)
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
-            snapshot.flavors, mdev_devices, snapshot.missing_classes)
+            snapshot.flavors, snapshot.trees, snapshot.missing_classes)
     return sorted(found, key=lambda f: f.sort_key)
 
 

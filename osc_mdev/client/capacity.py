@@ -16,15 +16,17 @@ compute services, and (for ``--count``) Placement's allocation candidates.
 How few requests it takes, whatever the number of GPUs:
 
 1. At once: the provider listing (``GET /resource_providers``: the
-   trees), and for a flavor the flavor and the nova-compute services.
-2. At once: one ``GET /allocation_candidates?resources=VCPU:1`` whose
-   provider summaries give capacity, used and traits of every provider
-   of every tree with a free VCPU (microversion 1.29 and later list
-   every provider of a candidate's tree); and one ``GET
-   /resource_providers?resources=<class>:<amount>`` per distinct amount
-   the request asks of a provider, which says which providers can take
-   that amount in one allocation now (room, ``min_unit``, ``max_unit``,
-   ``step_size``), the unit rules the summaries do not carry.
+   trees), for a flavor the flavor and the nova-compute services, and
+   one ``GET /allocation_candidates?resources=VCPU:1`` whose provider
+   summaries give capacity, used and traits of every provider of every
+   tree with a free VCPU (microversion 1.29 and later list every
+   provider of a candidate's tree).
+2. One ``GET /resource_providers?resources=<class>:<amount>`` per
+   distinct amount the request asks of a provider, which says which
+   providers can take that amount in one allocation now (room,
+   ``min_unit``, ``max_unit``, ``step_size``), the unit rules the
+   summaries do not carry. A bare request's are known from the start:
+   they are asked in the first round; a flavor's after its extra specs.
 3. Only for the trees the summaries do not cover (no free VCPU on the
    node, an answer cut short by ``[placement]
    max_allocation_candidates``, a provider created in between):
@@ -44,6 +46,7 @@ from osc_mdev.domain import providers
 # Every Nova compute node offers VCPU: each tree with a free one is one
 # candidate, so the answer stays small.
 TREE_ANCHOR = 'resources=VCPU:1'
+ANCHOR = ('anchor',)
 
 
 @dataclasses.dataclass
@@ -65,22 +68,40 @@ def _disabled(services, root_names):
             if name in off or name.split('.', 1)[0] in off}
 
 
-def read_flavor(placement, compute, flavor, hosts=()):
-    """``(flavor, listing, services)``, read at once."""
-    calls = [placement.list_providers]
+def read_flavor(placement, compute, flavor, hosts=(), request=None):
+    """``(flavor, listing, services, early)``, read at once.
+
+    With them, in the same round, the requests of ``read_hosts`` that do
+    not depend on the flavor: the allocation candidates every count
+    starts from and, for a bare ``request`` (no flavor), its
+    ``?resources=`` listings. ``early`` holds those answers for
+    ``read_hosts``.
+    """
+    calls = [placement.list_providers,
+             lambda: placement.allocation_candidates(TREE_ANCHOR)]
+    keys = [ANCHOR]
+    if request is not None:
+        for amount in _amounts([request]):
+            calls.append(lambda a=amount: placement.providers_with_room(a))
+            keys.append(_room_key(amount))
     if flavor is not None:
         calls.append(compute.compute_services)
         calls.append(lambda: flavor_reads.find_flavor(compute, flavor))
     results = pool.call_all(calls, placement.max_workers)
     device_reads.check_hosts(results[0], hosts)
+    early = dict(zip(keys, results[1:]))
     if flavor is None:
-        return None, results[0], []
-    return results[2], results[0], results[1]
+        return None, results[0], [], early
+    return results[-1], results[0], results[-2], early
 
 
 def read_hosts(placement, request, listing, services=(), hosts=(),
-               need_roots=True):
+               need_roots=True, early=None):
     """The compute node trees ``request`` is counted on.
+
+    ``request`` may be a list of requests: the trees then serve each of
+    them (the amounts Placement is asked about are those of all).
+    ``early``: answers ``read_flavor`` already read, not asked again.
 
     Nova is asked only about a flavor (``services``): a bare request is
     Placement's question only, though Nova's own COMPUTE_STATUS_DISABLED
@@ -100,13 +121,20 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     wanted = set(wanted_roots)
     children = [c for c in candidates if c.root_uuid in wanted]
 
-    amounts = _amounts(request)
-    calls = [lambda: placement.allocation_candidates(TREE_ANCHOR)]
-    calls.extend(lambda r=r: placement.providers_with_room(r)
-                 for r in amounts)
-    results = pool.call_all(calls, placement.max_workers)
-    summaries = results[0].get('provider_summaries') or {}
-    can_take = [{p['uuid'] for p in found} for found in results[1:]]
+    amounts = _amounts(request if isinstance(request, (list, tuple))
+                       else [request])
+    answers = dict(early or {})
+    calls = {}
+    if ANCHOR not in answers:
+        calls[ANCHOR] = lambda: placement.allocation_candidates(TREE_ANCHOR)
+    for amount in amounts:
+        if _room_key(amount) not in answers:
+            calls[_room_key(amount)] = (
+                lambda a=amount: placement.providers_with_room(a))
+    answers.update(zip(calls, pool.call_all(list(calls.values()),
+                                            placement.max_workers)))
+    summaries = answers[ANCHOR].get('provider_summaries') or {}
+    can_take = [{p['uuid'] for p in answers[_room_key(a)]} for a in amounts]
 
     uncovered = [u for u in wanted_roots if u not in summaries] + [
         c.uuid for c in children if c.uuid not in summaries]
@@ -144,12 +172,16 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     return sorted(result, key=lambda h: h.name)
 
 
-def _amounts(request):
+def _room_key(amount):
+    return ('room',) + tuple(sorted(amount.items()))
+
+
+def _amounts(requests):
     """The distinct ``{class: amount}`` one provider may be asked for:
     each numbered group whole, each class of the unnumbered group.
     """
     found = []
-    for group in request.groups:
+    for group in (g for r in requests for g in r.groups):
         parts = [dict(group.resources)] if group.numbered else [
             {rc: n} for rc, n in group.resources]
         for part in parts:

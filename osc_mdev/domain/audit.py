@@ -21,7 +21,7 @@ or ``AddTrait``). Nothing here touches the network.
 import dataclasses
 import re
 
-from osc_mdev.domain import flavors
+from osc_mdev.domain import capacity
 from osc_mdev.domain import names
 from osc_mdev.domain import traits as trait_logic
 
@@ -493,14 +493,77 @@ def _sibling_findings(group):
 
 # -- unschedulable-flavor -------------------------------------------------
 
-def unschedulable_flavors(flavor_list, devices, missing_classes=()):
-    """``unschedulable-flavor``: flavors whose mdev request no device in
-    the cloud can ever serve as it is (``flavors.fit``: no device of the
-    class, none with a required trait, all forbidden, too small), or that
-    ask for a resource class Placement does not have (``missing_classes``).
-    Disabled flavors are left out; a full cloud is no finding.
+def flavor_requests(flavor_list, classes):
+    """``{flavor id: capacity.Request}`` of the enabled flavors the
+    ``unschedulable-flavor`` check judges, built from their extra specs as
+    ``openstack mdev capacity --flavor`` builds them: those asking for an
+    mdev class in ``classes`` (VGPU and the classes the devices have). A
+    class that exists but no mdev device has is not ours to judge.
     """
-    classes = {names.VGPU} | {d.resource_class for d in devices}
+    found = {}
+    for flavor in flavor_list:
+        if flavor.get('OS-FLV-DISABLED:disabled'):
+            continue
+        request = capacity.request_from_flavor(flavor)
+        if set(request.mdev_classes()) & set(classes):
+            found[flavor['id']] = request
+    return found
+
+
+def _empty(trees):
+    """The same trees with nothing used: what the cloud could serve at all.
+    """
+    return [dataclasses.replace(
+        h, root=dataclasses.replace(h.root, usages={}),
+        children=tuple(dataclasses.replace(c, usages={})
+                       for c in h.children)) for h in trees]
+
+
+def _plural(n, word):
+    return '%d %s%s' % (n, word, '' if n == 1 else 's')
+
+
+def explain_unschedulable(request, trees):
+    """Why no server of ``request`` can be placed on ``trees`` even when
+    nothing is used, in the capacity explainer's words, or None when one
+    could be (a cloud that is only full is no finding).
+
+    ``request`` is the flavor's, ``trees`` the compute node trees of
+    ``client.capacity.read_hosts``. The reason is what ``openstack mdev
+    capacity --flavor F --explain`` shows on the cloud as it is now: the
+    constraint that rules out the last host, with the devices and hosts
+    it rules out, and the smallest change that lets one server fit.
+    """
+    try:
+        capacity.check_request(request)
+    except capacity.RequestError as exc:
+        return str(exc)
+    request = capacity.with_prefilters(
+        request, owner_nova=capacity.owner_nova_in_effect(trees))
+    steps, _ = capacity.explain(request, _empty(trees))
+    if not steps or steps[-1].hosts_left:
+        return None
+    steps, fix = capacity.explain(request, trees)
+    last = next((s for s in steps if not s.hosts_left), steps[-1])
+    return '%s rules out %s and %s, leaving none; smallest change: %s' % (
+        last.constraint, _plural(last.devices_out, 'device'),
+        _plural(last.hosts_out, 'host'),
+        fix or 'none found on the devices')
+
+
+def unschedulable_flavors(flavor_list, trees, missing_classes=()):
+    """``unschedulable-flavor``: flavors whose mdev request no device in
+    the cloud can serve even when nothing is used (the capacity explainer
+    on ``trees``, the compute node trees of ``client.capacity``: no device
+    of the class, none with a required trait, all with a forbidden one,
+    too small, disabled compute services), or that ask for a resource
+    class Placement does not have (``missing_classes``). The message
+    gives the explainer's reason and smallest change. Disabled flavors
+    are left out; a full cloud is no finding.
+    """
+    classes = {names.VGPU} | {rc for h in trees for d in h.devices
+                              for rc in d.inventories}
+    requests = flavor_requests(flavor_list, classes)
     found = []
     for flavor in flavor_list:
         if flavor.get('OS-FLV-DISABLED:disabled'):
@@ -518,18 +581,17 @@ def unschedulable_flavors(flavor_list, devices, missing_classes=()):
                         'mdev flavor show %s' % (label, ', '.join(gone),
                                                  flavor['id'])))
             continue
-        request = flavors.parse(specs, classes)
+        request = requests.get(flavor['id'])
         if request is None:
             continue
-        problem = flavors.fit(request, devices).problem
-        if problem:
+        reason = explain_unschedulable(request, trees)
+        if reason:
             found.append(Finding(
                 WARNING, UNSCHEDULABLE_FLAVOR,
-                resource_class=request.resource_class,
-                message='Flavor %s asks for %s but %s; see it with: '
-                        'openstack mdev flavor show %s'
-                        % (label, request.describe(), problem,
-                           flavor['id'])))
+                resource_class=', '.join(request.mdev_classes()),
+                message='Flavor %s cannot be scheduled: %s; see it with: '
+                        'openstack mdev capacity --flavor %s --explain'
+                        % (label, reason, flavor['id'])))
     return found
 
 

@@ -35,10 +35,11 @@ class Audit(command.Lister):
     server's), over-capacity (usage above capacity, PCI-in-Placement
     devices too), lost-trait and
     wrong-trait (type traits, by nova.conf with --nova-conf, else by the
-    device's siblings), unschedulable-flavor (flavors no device can
-    serve). One row per finding; the message says the command that fixes
-    it. Exit status 1 when an error-level finding remains or a repair
-    failed.
+    device's siblings), unschedulable-flavor (flavors no host can serve
+    even with nothing used, with the reason and the smallest change of
+    'mdev capacity --flavor F --explain'). One row per finding; the
+    message says the command that fixes it. Exit status 1 when an
+    error-level finding remains or a repair failed.
     """
 
     def get_parser(self, prog_name):

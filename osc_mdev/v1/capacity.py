@@ -161,14 +161,15 @@ class Capacity(command.Lister):
 
     def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
         hosts = tuple(parsed_args.host)
-        found, listing, services = reads.read_flavor(
-            mdev.placement, mdev.compute, flavor, hosts)
+        found, listing, services, early = reads.read_flavor(
+            mdev.placement, mdev.compute, flavor, hosts, request)
         bare = request is not None
         if not bare:
             request = domain.request_from_flavor(found)
             reads.check_flavor_request(request)
         trees = reads.read_hosts(mdev.placement, request, listing,
-                                 services, hosts, need_roots=not bare)
+                                 services, hosts, need_roots=not bare,
+                                 early=early)
         request = domain.with_prefilters(
             request, owner_nova=domain.owner_nova_in_effect(trees))
         per_host = domain.capacity(request, trees)

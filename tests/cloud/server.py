@@ -734,20 +734,23 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                                          device['dev_type'][len('type-'):]),
                 **extra)
 
-    def _start_compute_node(self, host, node, pci_info):
+    def _start_compute_node(self, host, node, pci_info=None,
+                            connection=None):
         """Start nova-compute as service host ``host`` on a hypervisor
         whose hostname (the compute node) is ``node``.
 
         The harness's ``start_compute`` uses one name for both; this does
         what it does (nova/tests/functional/libvirt/base.py) with a fake
-        libvirt connection of its own hostname.
+        libvirt connection of its own hostname (``connection``: the one of
+        the service it restarts, with its devices and guests).
         """
         self.assertNotIn(host, self.computes)
-        connection = self._get_connection(
-            pci_info=pci_info, libvirt_version=self.FAKE_LIBVIRT_VERSION,
-            qemu_version=self.FAKE_QEMU_VERSION, hostname=node)
-        self.libvirt.update_sriov_mac_address_mapping(
-            pci_info.get_pci_address_mac_mapping())
+        if connection is None:
+            connection = self._get_connection(
+                pci_info=pci_info, libvirt_version=self.FAKE_LIBVIRT_VERSION,
+                qemu_version=self.FAKE_QEMU_VERSION, hostname=node)
+            self.libvirt.update_sriov_mac_address_mapping(
+                pci_info.get_pci_address_mac_mapping())
         original = self.mock_conn.return_value
         self.mock_conn.return_value = connection
         try:
@@ -763,6 +766,23 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.compute_rp_uuids[host] = self.placement.get(
             '/resource_providers?name=%s' % node).body[
             'resource_providers'][0]['uuid']
+
+    def restart_compute_service(self, hostname, **kwargs):
+        """Restart nova-compute of service host ``hostname`` on the same
+        hypervisor. The harness's own restart knows only hosts whose
+        compute node has the service's name; a node of another name keeps
+        its node UUID (as a real node keeps its ``compute_id`` file).
+        """
+        node = next((n for n, h in self._service_of_node.items()
+                     if h == hostname), hostname)
+        if node == hostname:
+            return super().restart_compute_service(hostname, **kwargs)
+        compute = self.computes.pop(hostname)
+        self.compute_rp_uuids.pop(hostname)
+        compute.stop()
+        connection = compute.manager.driver._get_connection()
+        self._start_compute_node(hostname, node, connection=connection)
+        return self.computes[hostname]
 
     def _create_mdev(self, dev_name, mdev_type, uuid=None):
         """Create the mdev as the harness does, then lower the parent's

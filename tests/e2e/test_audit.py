@@ -24,6 +24,8 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e import helpers
+from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request as placement
 from tests.fixtures import cli
 
@@ -190,6 +192,10 @@ def broken(cloud):
             'where': where}
 
 
+def plural(n, word):
+    return '%d %s%s' % (n, word, '' if n == 1 else 's')
+
+
 def by_check(rows):
     found = {}
     for row in rows:
@@ -235,9 +241,25 @@ def test_01_audit_names_every_inconsistency(cloud, broken):
                                                 '0000:3b:01.0')
     assert 'CUSTOM_MLX5_CORE, CUSTOM_NVIDIA_12' in wrong['Message']
 
+    # The reason is the capacity explainer's, as 'mdev capacity --flavor
+    # F --explain' gives it: the constraint that leaves no host, what it
+    # rules out, and the smallest change.
     [flavor] = found['unschedulable-flavor']
     assert broken['gold'] in flavor['Message']
-    assert 'no VGPU device has trait CUSTOM_AUDIT_GOLD' in flavor['Message']
+    explained = mdev_json('capacity', '--flavor', broken['gold'],
+                          '--explain')
+    last = next(r for r in explained if r['Hosts Left'] == 0)
+    assert last['Constraint'] == 'required trait CUSTOM_AUDIT_GOLD'
+    [fix] = [r['Constraint'] for r in explained
+             if r['Constraint'].startswith('Smallest change: ')]
+    assert fix.startswith('Smallest change: tag ')
+    assert ('cannot be scheduled: required trait CUSTOM_AUDIT_GOLD rules '
+            'out %s and %s, leaving none; smallest change: %s; see it '
+            'with: openstack mdev capacity --flavor %s --explain' % (
+                plural(last['Devices Ruled Out'], 'device'),
+                plural(last['Hosts Ruled Out'], 'host'),
+                fix[len('Smallest change: '):], broken['gold'])) in (
+                    flavor['Message'])
 
     # The healthy servers and GPUs give no finding.
     named = {r['Server'] for r in rows_of(result)}
@@ -363,6 +385,15 @@ def test_07_ended_migration_consumer_is_orphaned(cloud, broken):
                            extra_specs={'resources:VGPU': '1'})['id']
     [server] = boot(cloud, flavor, host='compute1', name='audit-mover')
     try:
+        _ended_migration_is_orphaned(cloud, broken, server)
+    finally:
+        # The scheduler may have moved it to any host: gone, it leaves
+        # every GPU it could have taken as it was.
+        cloud.control('delete', server=server['id'])
+
+
+def _ended_migration_is_orphaned(cloud, broken, server):
+    try:
         cloud.control('migrate', server=server['id'])
     except client.CloudError as exc:
         pytest.skip('the harness cannot migrate vGPU servers: %s' % exc)
@@ -384,3 +415,76 @@ def test_07_ended_migration_consumer_is_orphaned(cloud, broken):
     audit('--fix', 'orphaned-allocation')
     assert placement(cloud, 'GET', '/allocations/%s'
                      % migration['uuid'])['allocations'] == {}
+
+
+def test_08_recreated_provider_loses_its_trait(cloud):
+    """Nova deletes a device's provider when the host's config leaves it
+    no inventory, and re-creates it with a new UUID and none of the
+    operator's traits when the config gives it back: the audit finds the
+    lost trait and puts it back, touching nothing else.
+    """
+    node, address = 'gpu4.dc2.example.net', '0000:25:01.0'
+    # A provider in use cannot be deleted: no server may be on gpu4.
+    for gpu in ('0000:25:00.0', address):
+        assert placement(cloud, 'GET', '/resource_providers/%s/allocations'
+                         % provider(cloud, node, gpu)['uuid'])[
+            'allocations'] == {}, 'a server is on %s:%s' % (node, gpu)
+    # Both GPUs of gpu4 nvidia-11 (VGPU), tagged as an operator does.
+    cloud.control('reconfigure', host='gpu4',
+                  enabled_mdev_types=['nvidia-11'])
+    result = helpers.mdev('trait', 'set', '--host', node, '--trait',
+                          'CUSTOM_NVIDIA_11')
+    assert result.rc == 0, result.stderr
+    old = provider(cloud, node, address)
+    assert 'CUSTOM_NVIDIA_11' in placement(
+        cloud, 'GET', '/resource_providers/%s/traits' % old['uuid'])[
+            'traits']
+
+    # max_instances leaves the second GPU no room: Nova deletes its
+    # provider. Back to the old config: Nova creates a new one.
+    plan = cloud.control('reconfigure', host='gpu4',
+                         enabled_mdev_types=['nvidia-11'],
+                         mdev={'nvidia-11': {'max_instances': 16}})
+    assert [g['total'] for g in plan['gpus']] == [16, 0]
+    assert '%s_pci_0000_25_01_0' % node not in providers(cloud)
+    cloud.control('reconfigure', host='gpu4',
+                  enabled_mdev_types=['nvidia-11'])
+    new = provider(cloud, node, address)
+    assert new['uuid'] != old['uuid']
+    assert placement(cloud, 'GET', '/resource_providers/%s/traits'
+                     % new['uuid'])['traits'] == ['OWNER_NOVA']
+
+    result = audit('--long')
+    found = by_check(rows_of(result))['lost-trait']
+    [lost] = [r for r in found if r['Host'] == node]
+    assert (lost['Severity'], lost['Device'], lost['Provider UUID']) == (
+        'warning', address, new['uuid'])
+    assert ('openstack mdev trait set --trait CUSTOM_NVIDIA_11 %s:%s'
+            % (node, address)) in lost['Message']
+    # Run alone, the module's other lost trait (compute1) is still there
+    # for --fix to repair too.
+    repaired = {n for n, rp in providers(cloud).items()
+                if rp['uuid'] in {r['Provider UUID'] for r in found}}
+    name = '%s_pci_0000_25_01_0' % node
+
+    before = state(cloud)
+    dry = by_check(rows_of(audit('--fix', 'lost-trait', '--dry-run')))
+    assert [r['Repair'] for r in dry['lost-trait'] if r['Host'] == node] == [
+        'would add CUSTOM_NVIDIA_11']
+    assert state(cloud) == before
+
+    fixed = by_check(rows_of(audit('--fix', 'lost-trait')))
+    assert [(r['Device'], r['Repair']) for r in fixed['lost-trait']
+            if r['Host'] == node] == [(address, 'added CUSTOM_NVIDIA_11')]
+    after = state(cloud)
+    assert after[0][name][2] == ['CUSTOM_NVIDIA_11', 'OWNER_NOVA']
+    # Every other provider (generation, inventories, traits) and every
+    # allocation as it was.
+    assert {n: v for n, v in after[0].items() if n not in repaired} == {
+        n: v for n, v in before[0].items() if n not in repaired}
+    assert after[1] == before[1]
+
+    # Again: nothing to repair, nothing written.
+    again = by_check(rows_of(audit('--fix', 'lost-trait')))
+    assert 'lost-trait' not in again
+    assert state(cloud) == after

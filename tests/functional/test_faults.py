@@ -306,3 +306,27 @@ def test_max_workers_bounds_requests_in_flight(placement, cloud, proxy,
     assert result.rc == 0, result.stderr
     assert len(result.json()) == len(gpus)
     assert proxy.peak == workers, proxy.peak
+
+
+def test_capacity_of_a_bare_request_reads_in_one_round(cloud, proxy, host):
+    """The listing, the allocation candidates and the ``?resources=``
+    listing of a bare request do not wait for one another: each is sent
+    before any is answered (every answer is held back 0.5 s).
+    """
+    name, _ = host
+    arrived = []
+
+    def slow(req):
+        arrived.append((time.monotonic(), req.path))
+        return faults.delay(0.5)
+
+    proxy.reset(slow)
+    result = mdev(cloud, 'capacity', '--resource-class', 'VGPU', '--host',
+                  name, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert [r['Fits'] for r in result.json()] == [24, 24]
+    paths = sorted(p.split('?')[0] for _, p in arrived)
+    assert paths == ['/allocation_candidates', '/resource_providers',
+                     '/resource_providers'], arrived
+    first = min(t for t, _ in arrived)
+    assert all(t - first < 0.4 for t, _ in arrived), arrived

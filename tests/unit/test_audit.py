@@ -16,6 +16,7 @@ import pytest
 
 from osc_mdev.domain import allocations
 from osc_mdev.domain import audit
+from osc_mdev.domain import capacity
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 
@@ -270,14 +271,57 @@ def test_conf_traits_adapter(CONF):
 
 def flavor(specs, disabled=False):
     return {'id': 'f', 'name': 'fl', 'extra_specs': specs,
-            'OS-FLV-DISABLED:disabled': disabled}
+            'OS-FLV-DISABLED:disabled': disabled, 'vcpus': 2, 'ram': 2048,
+            'disk': 10, 'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': ''}
+
+
+def gpu_rp(uuid, traits=('OWNER_NOVA', 'CUSTOM_NVIDIA_11'), rc='VGPU',
+           total=4, used=0):
+    candidate = CANDIDATES[uuid]
+    return capacity.Provider(
+        uuid, candidate.name, {rc: capacity.Inventory(total,
+                                                      max_unit=total)},
+        {rc: used}, frozenset(traits), candidate.pci_address)
+
+
+def tree(name, *gpus, disabled=False, vcpu=64):
+    root = capacity.Provider(
+        'root-' + name, name, {'VCPU': capacity.Inventory(vcpu),
+                               'MEMORY_MB': capacity.Inventory(65536),
+                               'DISK_GB': capacity.Inventory(1000)},
+        {}, frozenset({'OWNER_NOVA'}))
+    return capacity.Host(name, root, tuple(gpus), disabled)
+
+
+CLOUD = [tree('c1', gpu_rp('g1', used=4), gpu_rp('g2')),
+         tree('c2.dc', gpu_rp('g4', rc='CUSTOM_MLX5'))]
 
 
 @pytest.mark.parametrize('specs,missing,expected', [
     ({'resources:VGPU': '1'}, (), None),
     ({'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}, (),
-     'no VGPU device has trait CUSTOM_GONE'),
-    ({'resources:VGPU': '8'}, (), 'fewer than the 8 asked for'),
+     'required trait CUSTOM_GONE rules out 2 devices and 1 host, leaving '
+     'none; smallest change: tag c1:0000:85:00.0 with CUSTOM_GONE'),
+    ({'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'forbidden'}, (),
+     'forbidden trait CUSTOM_NVIDIA_11 rules out 2 devices and 1 host, '
+     'leaving none; smallest change: remove CUSTOM_NVIDIA_11 from '
+     'c1:0000:85:00.0'),
+    # Too big for any device even when empty: no change of traits or
+    # usage helps, as capacity --explain says.
+    ({'resources:VGPU': '8'}, (),
+     'room for 8 VGPU rules out 2 devices and 1 host, leaving none; '
+     'smallest change: none found on the devices'),
+    ({'resources1:VGPU': '1', 'resources2:VGPU': '1',
+      'group_policy': 'isolate', 'resources3:VGPU': '1'}, (),
+     '3 different devices on one host (group_policy=isolate) rules out 1 '
+     'device and 1 host, leaving none; smallest change: none found on the '
+     'devices'),
+    ({'resources1:VGPU': '1', 'resources2:VGPU': '1'}, (),
+     'no group_policy extra spec, so Placement rejects every request'),
+    ({'resources:CUSTOM_MLX5': '1', 'resources:VCPU': '128'}, (),
+     'root room for DISK_GB:10, MEMORY_MB:2048, VCPU:128 rules out 1 '
+     'device and 1 host, leaving none; smallest change: free 64 VCPU on '
+     'c2.dc'),
     ({'resources:CUSTOM_OLD': '1'}, ('CUSTOM_OLD',),
      'resource class CUSTOM_OLD, which does not exist'),
     # A class that exists but no mdev device has: not ours to judge.
@@ -285,16 +329,71 @@ def flavor(specs, disabled=False):
     ({'resources:VCPU': '1'}, (), None),
 ])
 def test_unschedulable_flavors(specs, missing, expected):
-    devices = [device('g1', ['CUSTOM_NVIDIA_11'], used=4)]
-    found = audit.unschedulable_flavors([flavor(specs)], devices, missing)
+    found = audit.unschedulable_flavors([flavor(specs)], CLOUD, missing)
     if expected is None:
         assert found == []
     else:
         [finding] = found
-        assert expected in finding.message
+        assert expected in finding.message, finding.message
         assert finding.severity == 'warning'
+        assert finding.check == 'unschedulable-flavor'
+        if not missing:
+            assert finding.message.startswith(
+                'Flavor fl (f) cannot be scheduled: ')
+            assert finding.message.endswith(
+                'see it with: openstack mdev capacity --flavor f --explain')
     assert audit.unschedulable_flavors(
-        [flavor(specs, disabled=True)], devices, missing) == []
+        [flavor(specs, disabled=True)], CLOUD, missing) == []
+
+
+def test_unschedulable_flavor_gives_the_explainers_reason():
+    """The constraint that leaves no host and the smallest change are
+    those of the capacity explainer on the same trees.
+    """
+    specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
+    request = capacity.with_prefilters(
+        capacity.request_from_flavor(flavor(specs)))
+    steps, fix = capacity.explain(request, CLOUD)
+    last = next(s for s in steps if not s.hosts_left)
+    [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)
+    assert '%s rules out %d devices' % (last.constraint, last.devices_out) \
+        in finding.message
+    assert 'smallest change: %s;' % fix in finding.message
+    assert finding.resource_class == 'VGPU'
+
+
+def test_a_full_cloud_is_no_finding():
+    full = [tree('c1', gpu_rp('g1', used=4), gpu_rp('g2', used=4))]
+    assert audit.unschedulable_flavors(
+        [flavor({'resources:VGPU': '1'})], full) == []
+    # The one device with the trait is full: the flavor is only full.
+    tagged = [tree('c1', gpu_rp('g1', used=4, traits=('CUSTOM_T',)),
+                   gpu_rp('g2'))]
+    assert audit.unschedulable_flavors(
+        [flavor({'resources:VGPU': '1', 'trait:CUSTOM_T': 'required'})],
+        tagged) == []
+
+
+def test_stale_trait_and_full_device_says_both_changes():
+    """The trait rules the devices out; the explainer's change is on the
+    cloud as it is (tag the free device, not the full one).
+    """
+    cloud = [tree('c1', gpu_rp('g1', used=4), gpu_rp('g2', used=2))]
+    [finding] = audit.unschedulable_flavors(
+        [flavor({'resources:VGPU': '3', 'trait:CUSTOM_NEW': 'required'})],
+        cloud)
+    assert ('required trait CUSTOM_NEW rules out 2 devices and 1 host, '
+            'leaving none; smallest change: tag c1:0000:84:00.0 with '
+            'CUSTOM_NEW; free 3 VGPU on c1:0000:84:00.0') in finding.message
+
+
+def test_disabled_computes_make_a_flavor_unschedulable():
+    cloud = [tree('c1', gpu_rp('g1'), disabled=True)]
+    [finding] = audit.unschedulable_flavors(
+        [flavor({'resources:VGPU': '1'})], cloud)
+    assert ('compute service enabled (root without COMPUTE_STATUS_DISABLED)'
+            ' rules out 1 device and 1 host, leaving none; smallest change: '
+            'enable the compute service of c1') in finding.message
 
 
 def test_unknown_classes():
