@@ -285,7 +285,8 @@ CASES = [
     (['flavor', 'configure', 'bad-vgpu', '--resource-class',
       'CUSTOM_NOT_IN_PLACEMENT'], 'does not exist in Placement'),
     (['flavor', 'configure', 'bad-vgpu'],
-     'The following arguments are required: --resource-class'),
+     'Give --resource-class (mdev devices), --pci-alias (PCI devices) '
+     'or both.'),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
       '--amount', '0'], '--amount must be at least 1'),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
