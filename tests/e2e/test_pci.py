@@ -300,8 +300,11 @@ def test_trait_set_refuses_a_pci_device_and_writes_nothing(cloud, plan):
                       'CUSTOM_REFUSED'),
                      ('trait', 'unset', device, '--trait', p['traits'][0])):
             cli.assert_one_line_error(
-                mdev(*args), 'Device %s:%s is a PCI-in-Placement device'
-                % (HOST, address), '[pci] device_spec')
+                mdev(*args),
+                'Device %s:%s is a PCI-in-Placement device' % (HOST, address),
+                "whose traits Nova replaces with its device spec's when "
+                'nova-compute restarts or refreshes its provider cache',
+                'traits tag of [pci] device_spec on that compute.')
     assert _generations(cloud) == before
     assert {u: _traits(cloud, u) for u in before} == traits
     assert placement_request(
