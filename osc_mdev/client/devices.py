@@ -64,9 +64,10 @@ def _not_mdev(candidate):
 
 
 PCI_TRAITS_REFUSAL = (
-    'Device %s:%s is a PCI-in-Placement device, whose traits Nova rewrites '
-    'from [pci] device_spec on every update, so set them with the traits '
-    'tag of [pci] device_spec on that compute instead.')
+    'Device %s:%s is a PCI-in-Placement device, whose traits Nova replaces '
+    "with its device spec's when nova-compute restarts or refreshes its "
+    'provider cache, so set them with the traits tag of [pci] device_spec '
+    'on that compute.')
 
 
 def _unknown_hosts(hosts):

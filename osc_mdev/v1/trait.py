@@ -39,7 +39,8 @@ class _TraitCommand(command.Lister):
             help='Device to change: provider UUID, provider name or '
                  'HOST:PCI_ADDRESS, as in "mdev provider show". Repeat for '
                  'several. A PCI-in-Placement device is refused: Nova '
-                 'rewrites its traits from [pci] device_spec.')
+                 "replaces its traits with its [pci] device_spec's when "
+                 'nova-compute restarts or refreshes its provider cache.')
         parser.add_argument(
             '--host', metavar='<host>', action='append', default=[],
             help='Every mdev device of this compute host (not its '

@@ -39,6 +39,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    """The module's embedded cloud, on the demo topology.
+
+    A module that needs another topology, or a cloud set up its own way,
+    defines its own ``cloud`` fixture. The module's tests share this one:
+    each deletes the servers it boots.
+    """
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud')) as cloud:
+        yield cloud
+
+
 @pytest.fixture(autouse=True)
 def os_cloud(cloud, monkeypatch):
     """The in-process CLI reaches the module's embedded cloud."""

@@ -208,9 +208,9 @@ def _state(cloud):
 
 
 REFUSAL = ("Device gpu5.dc2:0000:af:00.0 is a PCI-in-Placement device, "
-           "whose traits Nova rewrites from [pci] device_spec on every "
-           "update, so set them with the traits tag of [pci] device_spec on "
-           "that compute instead.")
+           "whose traits Nova replaces with its device spec's when "
+           "nova-compute restarts or refreshes its provider cache, so set "
+           "them with the traits tag of [pci] device_spec on that compute.")
 
 
 @pytest.mark.parametrize('args', [
