@@ -90,11 +90,14 @@ def _record(placement, consumer):
         return {'allocations': {}}
 
 
-def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
+def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
+         aliases=None, pci_in_placement=True):
     """Everything the checks need, in few requests.
 
     ``hosts`` (and ``conf_hosts``, the hosts of --nova-conf files) must
-    be compute nodes in Placement.
+    be compute nodes in Placement. ``aliases``: the controller's ``[pci]
+    alias`` (``{name: novaconf.Alias}``), with which flavors asking for
+    PCI devices are judged too; None when not given.
     """
     provider_list = placement.list_providers()
     device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))
@@ -157,7 +160,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=()):
     if flavor_list:
         known = {names.VGPU} | {d.resource_class for d in devices}
         asked = domain.unknown_classes(flavor_list, known)
-        requests = list(domain.flavor_requests(flavor_list, known).values())
+        requests = list(domain.flavor_requests(
+            flavor_list, known, aliases, pci_in_placement).values())
         calls = [lambda rc=rc: placement.resource_class_exists(rc)
                  for rc in asked]
         if requests:
@@ -222,18 +226,25 @@ def _consumer_facts(placement, compute, consumers):
     return facts
 
 
-def audit(snapshot, confs=None, flavors=True):
+def audit(snapshot, confs=None, flavors=True, aliases=None,
+          pci_in_placement=True):
     """Every finding of the snapshot, sorted.
 
     orphaned-allocation and over-capacity cover PCI-in-Placement devices
-    too; the other checks read flavors' and nova.conf's mdev requests
-    and traits, so they see mdev devices only (a flavor asks for a PCI
-    device with ``pci_passthrough:alias``, which they do not translate).
+    too. With ``aliases`` (the controller's ``[pci] alias``, as ``read``
+    took them), missing-allocation and unschedulable-flavor cover the PCI
+    devices flavors ask for with ``pci_passthrough:alias``; without, one
+    info finding says how many servers and flavors were not judged. The
+    trait checks see mdev devices only (Nova sets a PCI device's traits
+    from ``[pci] device_spec``).
     """
     mdev_devices = [d for d in snapshot.devices
                     if d.kind == providers.MDEV]
     mdev_allocations = [a for a in snapshot.allocations
                         if a.kind == providers.MDEV]
+    pci_allocations = [a for a in snapshot.allocations
+                       if a.kind == providers.PCI] if aliases is not None \
+        else []
     found = []
     if snapshot.nova_error:
         skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
@@ -256,13 +267,23 @@ def audit(snapshot, confs=None, flavors=True):
                 if domain.node_of(s) in hosts or s['id'] in consumers]
         classes = {names.VGPU} | {d.resource_class for d in mdev_devices}
         theirs = mdev_allocations + snapshot.elsewhere
-        found += domain.missing_allocations(mine, theirs, classes)
+        found += domain.missing_allocations(
+            mine, theirs + pci_allocations, classes, aliases)
         found += domain.node_mismatches(mine, theirs)
     found += domain.over_capacity(snapshot.devices, snapshot.allocations)
     found += domain.trait_findings(mdev_devices, confs)
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
-            snapshot.flavors, snapshot.trees, snapshot.missing_classes)
+            snapshot.flavors, snapshot.trees, snapshot.missing_classes,
+            aliases, pci_in_placement)
+    if aliases is None:
+        hosts = snapshot.hosts
+        note = domain.pci_alias_unchecked(
+            [s for s in snapshot.servers or ()
+             if domain.node_of(s) in hosts and domain.settled(s)],
+            snapshot.flavors if flavors else None)
+        if note is not None:
+            found.append(note)
     return sorted(found, key=lambda f: f.sort_key)
 
 

@@ -35,6 +35,9 @@ UNSCHEDULABLE_FLAVOR = 'unschedulable-flavor'
 #: Not a check of its own: Nova could not be asked, so what depends on
 #: its answer was not judged.
 NOVA_UNREACHABLE = 'nova-unreachable'
+#: Not a check of its own: flavors ask for PCI devices by alias and the
+#: controller's [pci] alias was not given, so they were not judged.
+PCI_ALIAS_UNCHECKED = 'pci-alias-unchecked'
 
 CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
           OVER_CAPACITY, LOST_TRAIT, WRONG_TRAIT, UNSCHEDULABLE_FLAVOR)
@@ -43,6 +46,7 @@ FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
 
 ERROR = 'error'
 WARNING = 'warning'
+INFO = 'info'
 
 #: Nova's migration statuses after which a migration consumer should hold
 #: nothing: the move was confirmed, reverted, completed or it failed.
@@ -104,7 +108,7 @@ class Finding:
 
     @property
     def sort_key(self):
-        order = CHECKS + (NOVA_UNREACHABLE,)
+        order = CHECKS + (NOVA_UNREACHABLE, PCI_ALIAS_UNCHECKED)
         return (order.index(self.check), self.host, self.device,
                 self.server, self.message)
 
@@ -248,6 +252,32 @@ def mdev_amounts(extra_specs, mdev_classes):
     return amounts
 
 
+def has_pci_alias(extra_specs):
+    """Whether flavor extra specs ask for PCI devices by alias."""
+    return capacity.PCI_ALIAS_KEY in (extra_specs or {})
+
+
+def pci_amounts(extra_specs, aliases):
+    """``{class: devices}`` the ``pci_passthrough:alias`` of flavor extra
+    specs asks for, with the controller's ``aliases`` (``{name:
+    novaconf.Alias}``): each alias' resource class as Nova asks Placement
+    for it (``capacity.pci_groups``). ``{}`` without the key; None when it
+    cannot be known (a value Nova refuses, an alias not defined).
+    """
+    if not has_pci_alias(extra_specs):
+        return {}
+    try:
+        groups = capacity.pci_groups(capacity.flavor_aliases(
+            {'extra_specs': extra_specs}), aliases)
+    except capacity.RequestError:
+        return None
+    amounts = {}
+    for group in groups:
+        for rc, n in group.resources:
+            amounts[rc] = amounts.get(rc, 0) + n
+    return amounts
+
+
 def node_of(server):
     return server.get('OS-EXT-SRV-ATTR:hypervisor_hostname')
 
@@ -266,11 +296,17 @@ def _describe_amounts(amounts):
         amounts.items())) or 'no mdev'
 
 
-def missing_allocations(servers, allocations, mdev_classes):
+def missing_allocations(servers, allocations, mdev_classes, aliases=None):
     """``missing-allocation``: servers whose embedded flavor (the copy
     Nova keeps with the server, ``flavor.extra_specs`` from microversion
     2.47) asks for mdevs they do not hold in Placement, or holds another
     class or amount.
+
+    With ``aliases`` (the controller's ``[pci] alias``), the PCI devices
+    of the flavor's ``pci_passthrough:alias`` count too, one of the
+    alias' resource class per device (``allocations`` should then hold
+    the PCI-in-Placement allocations as well); a server whose alias is
+    not defined there is left out. Without, PCI devices are not judged.
     """
     held = {}
     for alloc in allocations:
@@ -284,6 +320,12 @@ def missing_allocations(servers, allocations, mdev_classes):
             continue
         specs = (server.get('flavor') or {}).get('extra_specs') or {}
         wanted = mdev_amounts(specs, classes)
+        if aliases is not None:
+            devices = pci_amounts(specs, aliases)
+            if devices is None:
+                continue
+            for rc, n in devices.items():
+                wanted[rc] = wanted.get(rc, 0) + n
         has = held.get(server['id'], {})
         if wanted == has:
             continue
@@ -493,19 +535,35 @@ def _sibling_findings(group):
 
 # -- unschedulable-flavor -------------------------------------------------
 
-def flavor_requests(flavor_list, classes):
+def flavor_requests(flavor_list, classes, aliases=None,
+                    pci_in_placement=True):
     """``{flavor id: capacity.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
     mdev class in ``classes`` (VGPU and the classes the devices have). A
     class that exists but no mdev device has is not ours to judge.
+
+    Flavors with ``pci_passthrough:alias`` are judged only with
+    ``aliases`` (the controller's ``[pci] alias``), their PCI devices
+    asked as Nova asks them (with ``pci_in_placement``); an alias Nova
+    refuses leaves the flavor out here (``unschedulable_flavors`` says
+    why).
     """
     found = {}
     for flavor in flavor_list:
         if flavor.get('OS-FLV-DISABLED:disabled'):
             continue
-        request = capacity.request_from_flavor(flavor)
-        if set(request.mdev_classes()) & set(classes):
+        pci = has_pci_alias(flavor.get('extra_specs'))
+        if pci and aliases is None:
+            continue
+        try:
+            request = capacity.request_from_flavor(
+                flavor, aliases=aliases if pci else None,
+                pci_in_placement=pci_in_placement)
+        except capacity.RequestError:
+            continue
+        if set(request.mdev_classes()) & set(classes) or any(
+                g.is_pci for g in request.groups):
             found[flavor['id']] = request
     return found
 
@@ -551,7 +609,8 @@ def explain_unschedulable(request, trees):
         fix or 'none found on the devices')
 
 
-def unschedulable_flavors(flavor_list, trees, missing_classes=()):
+def unschedulable_flavors(flavor_list, trees, missing_classes=(),
+                          aliases=None, pci_in_placement=True):
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
     on ``trees``, the compute node trees of ``client.capacity``: no device
@@ -559,11 +618,14 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=()):
     too small, disabled compute services), or that ask for a resource
     class Placement does not have (``missing_classes``). The message
     gives the explainer's reason and smallest change. Disabled flavors
-    are left out; a full cloud is no finding.
+    are left out; a full cloud is no finding. With ``aliases`` (the
+    controller's ``[pci] alias``), flavors with ``pci_passthrough:alias``
+    are judged too, and one whose alias Nova refuses is a finding.
     """
     classes = {names.VGPU} | {rc for h in trees for d in h.devices
                               for rc in d.inventories}
-    requests = flavor_requests(flavor_list, classes)
+    requests = flavor_requests(flavor_list, classes, aliases,
+                               pci_in_placement)
     found = []
     for flavor in flavor_list:
         if flavor.get('OS-FLV-DISABLED:disabled'):
@@ -582,6 +644,17 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=()):
                                                  flavor['id'])))
             continue
         request = requests.get(flavor['id'])
+        if request is None and aliases is not None and pci_in_placement \
+                and has_pci_alias(specs):
+            try:
+                capacity.request_from_flavor(flavor, aliases=aliases)
+            except capacity.RequestError as exc:
+                found.append(Finding(
+                    WARNING, UNSCHEDULABLE_FLAVOR,
+                    message='Flavor %s cannot be booted: %s; see it with: '
+                            'openstack mdev flavor show %s' % (
+                                label, exc, flavor['id'])))
+            continue
         if request is None:
             continue
         reason = explain_unschedulable(request, trees)
@@ -650,3 +723,29 @@ def parse_nova_conf_option(value):
     if not sep or not host or not path:
         raise ValueError("--nova-conf takes HOST=FILE, not '%s'" % value)
     return host, path
+
+
+def pci_alias_unchecked(servers, flavor_list):
+    """The one note that ``pci_passthrough:alias`` requests were not
+    judged (the controller's ``[pci] alias`` was not given): how many of
+    ``servers`` (embedded flavors) and enabled ``flavor_list`` ask for
+    PCI devices by alias. None when none do.
+    """
+    n_servers = sum(1 for s in servers or () if has_pci_alias(
+        (s.get('flavor') or {}).get('extra_specs')))
+    n_flavors = sum(1 for f in flavor_list or ()
+                    if not f.get('OS-FLV-DISABLED:disabled')
+                    and has_pci_alias(f.get('extra_specs')))
+    if not n_servers and not n_flavors:
+        return None
+    what = [_plural(n, word) for n, word in ((n_servers, 'server'),
+                                             (n_flavors, 'flavor')) if n]
+    return Finding(
+        INFO, PCI_ALIAS_UNCHECKED,
+        message='%s ask%s for PCI devices by alias (%s), which %s and %s '
+                'did not check; give the controller\'s nova.conf with '
+                '--controller-conf <file> to check them.' % (
+                    ' and '.join(what), 's' if len(what) == 1 and (
+                        n_servers or n_flavors) == 1 else '',
+                    capacity.PCI_ALIAS_KEY, MISSING_ALLOCATION,
+                    UNSCHEDULABLE_FLAVOR))

@@ -28,6 +28,7 @@ import re
 import urllib.parse
 
 from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 
 VCPU = 'VCPU'
@@ -45,6 +46,7 @@ NONE = 'none'
 MAX_PLACEMENT_RESULTS = 1000
 # A safety stop for the per-host count (no host holds this many servers).
 MAX_FITS = 100000
+PCI_ALIAS_KEY = 'pci_passthrough:alias'
 
 # ResourceRequest.XS_KEYPAT in nova/scheduler/utils.py (nova 34).
 _XS_KEYPAT = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
@@ -65,6 +67,7 @@ class Group:
     resources: tuple = ()          # ((resource class, amount), ...)
     required: frozenset = frozenset()
     forbidden: frozenset = frozenset()
+    alias: str = ''        # the [pci] alias of a PCI device's group
 
     @property
     def amounts(self):
@@ -76,6 +79,10 @@ class Group:
 
     def label(self):
         return 'resources%s' % self.suffix if self.suffix else 'resources'
+
+    @property
+    def is_pci(self):
+        return bool(self.alias)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +138,8 @@ def _valid_class(rclass):
     return rclass.startswith('CUSTOM_') or bool(_STANDARD_CLASS.match(rclass))
 
 
-def request_from_flavor(flavor, is_bfv=False):
+def request_from_flavor(flavor, is_bfv=False, aliases=None,
+                        pci_in_placement=True):
     """The groups Nova asks Placement for, for one server of ``flavor``.
 
     Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
@@ -152,9 +160,18 @@ def request_from_flavor(flavor, is_bfv=False):
       rounded up; no root disk when booted from volume) go to the
       unnumbered group **only for classes no group of the extra specs
       names** (``resources:VCPU=0`` therefore asks no VCPU at all);
-    * zero amounts are dropped, and groups left empty with them.
+    * zero amounts are dropped, and groups left empty with them;
+    * with ``aliases`` (``{name: novaconf.Alias}``, the controller's
+      ``[pci] alias``) and ``pci_in_placement``, the flavor's
+      ``pci_passthrough:alias`` adds one numbered group per device
+      (``pci_groups``); then, as ``resources_from_request_spec`` does,
+      a request with two or more numbered groups and no ``group_policy``
+      gets ``group_policy=none`` when the flavor itself has at most one
+      numbered group (else it stays unset and Placement refuses it).
+      ``aliases`` None leaves the PCI devices out.
 
     Image properties and ports are not part of a flavor and are left out.
+    Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
     """
     specs = flavor.get('extra_specs') or {}
     groups = collections.OrderedDict()
@@ -199,7 +216,17 @@ def request_from_flavor(flavor, is_bfv=False):
     if thread and cpu_policy == 'dedicated':
         group('')[thread].add(HW_CPU_HYPERTHREADING)
 
-    merged = {rc for g in groups.values() for rc in g['resources']}
+    # ResourceRequest.suffixed_groups_from_flavor: every suffix of a key
+    # of the form, whatever its value.
+    from_flavor = {m.group(2) for m in map(_XS_KEYPAT.match, specs)
+                   if m and m.group(2)}
+    pci = []
+    if aliases is not None and pci_in_placement:
+        pci = pci_groups(flavor_aliases(flavor), aliases,
+                         taken=set(groups) | from_flavor)
+
+    merged = {rc for g in groups.values() for rc in g['resources']} | {
+        rc for g in pci for rc, _ in g.resources}
     if VCPU not in merged and PCPU not in merged:
         group('')['resources'][VCPU] = int(flavor.get('vcpus') or 0)
     if MEMORY_MB not in merged:
@@ -222,7 +249,61 @@ def request_from_flavor(flavor, is_bfv=False):
             result.append(Group(suffix, resources, frozenset(g['required']),
                                 frozenset(g['forbidden'])))
     result.sort(key=lambda g: (g.suffix != '', g.suffix))
+    result.extend(pci)
+    numbered = sum(1 for g in result if g.numbered)
+    if numbered >= 2 and policy is None and len(from_flavor) <= 1:
+        policy = NONE
     return Request(tuple(result), policy)
+
+
+def flavor_aliases(flavor):
+    """``[(alias name, count)]`` of the flavor's
+    ``pci_passthrough:alias`` (``[]`` without one). RequestError for a
+    value Nova's API refuses.
+    """
+    text = (flavor.get('extra_specs') or {}).get(PCI_ALIAS_KEY)
+    if text is None:
+        return []
+    try:
+        return novaconf.parse_alias_request(text)
+    except ValueError as exc:
+        raise RequestError('the flavor\'s %s is not valid: %s' % (
+            PCI_ALIAS_KEY, exc)) from exc
+
+
+def pci_groups(requested, aliases, taken=()):
+    """The request groups Nova makes of ``requested`` (``[(alias name,
+    count)]``) with the controller's ``aliases``: as
+    ``get_pci_requests_from_flavor`` (nova/pci/request.py) and
+    ``RequestSpec.generate_request_groups_from_pci_requests``
+    (nova/objects/request_spec.py), one numbered group per device asking
+    ``{class: 1}`` with the alias' traits (``novaconf.alias_request_groups``).
+
+    Nova names each group after a fresh request UUID; here they are
+    ``_pci<N>_<I>`` (alias N of the extra spec, device I), never one of
+    ``taken``. RequestError for an alias the controller does not define
+    (Nova's API refuses the boot: PciRequestAliasNotDefined).
+    """
+    unknown = [name for name, _ in requested if name not in aliases]
+    if unknown:
+        raise RequestError(
+            'PCI alias %s of the flavor is not defined in [pci] alias '
+            '(defined: %s), so Nova refuses to boot it' % (
+                ', '.join(dict.fromkeys(unknown)),
+                ', '.join(sorted(aliases)) or 'none'))
+    result = []
+    for n, (name, count) in enumerate(requested, 1):
+        try:
+            made = novaconf.alias_request_groups(aliases[name], count)
+        except ValueError as exc:
+            raise RequestError('PCI alias %s: %s' % (name, exc)) from exc
+        for i, (resources, traits) in enumerate(made):
+            suffix = '_pci%d_%d' % (n, i)
+            while suffix in taken:
+                suffix = '_' + suffix
+            result.append(Group(suffix, tuple(sorted(resources.items())),
+                                frozenset(traits), alias=name))
+    return result
 
 
 def bare_request(resource_class, amount=1, required=(), forbidden=(),
@@ -265,15 +346,20 @@ def with_prefilters(request, owner_nova=True):
     COMPUTE_STATUS_DISABLED) and ``owner_nova_filter`` (root_required
     OWNER_NOVA, only once every nova-compute reports it: ``owner_nova``)
     of nova/scheduler/request_filter.py. ``owner_nova_filter`` adds
-    OWNER_NOVA to PCI groups only, never to mdev groups. The aggregate,
+    OWNER_NOVA to PCI groups (``Group.is_pci``) too, never to mdev
+    groups. The aggregate,
     availability zone and image prefilters depend on the project, zone and
     image of a boot and are not applied.
     """
     required = set(request.root_required)
+    groups = request.groups
     if owner_nova:
         required.add(OWNER_NOVA)
+        groups = tuple(dataclasses.replace(
+            g, required=g.required | {OWNER_NOVA}) if g.is_pci else g
+            for g in groups)
     return dataclasses.replace(
-        request, root_required=frozenset(required),
+        request, groups=groups, root_required=frozenset(required),
         root_forbidden=request.root_forbidden | {COMPUTE_STATUS_DISABLED})
 
 
@@ -805,6 +891,11 @@ def smallest_fix(request, hosts):
     for host in sorted(hosts, key=lambda h: h.name):
         changes = []
         used = set()
+        # What earlier groups take from a device (several groups may
+        # share one without group_policy=isolate, as PCI devices of an
+        # alias do), and the mdevs to free per device and class.
+        taken = collections.Counter()
+        to_free = collections.Counter()
         moves_total = 0
         possible = True
         for group in groups:
@@ -814,7 +905,9 @@ def smallest_fix(request, hosts):
                         device.uuid in used:
                     continue
                 if not all(rc in device.inventories and
-                           device.inventories[rc].allows(n)
+                           device.inventories[rc].allows(n) and
+                           taken[(device.uuid, rc)] + n <=
+                           device.inventories[rc].capacity
                            for rc, n in group.resources
                            if names.is_mdev_resource_class(rc)):
                     continue
@@ -828,11 +921,11 @@ def smallest_fix(request, hosts):
                     todo.append('remove %s from %s:%s' % (
                         ', '.join(remove), host.name, device.device))
                 for rc, n in group.resources:
-                    short = n - device.free(rc)
+                    short = n - max(device.free(rc) -
+                                    taken[(device.uuid, rc)], 0)
                     if rc in device.inventories and short > 0:
                         moves += 1
-                        todo.append('free %d %s on %s:%s' % (
-                            short, rc, host.name, device.device))
+                        todo.append(('free', rc, device.device, short))
                 options.append(((moves, len(todo)), device.device, device,
                                 todo))
             if not options:
@@ -841,10 +934,20 @@ def smallest_fix(request, hosts):
             options.sort(key=lambda o: (o[0], o[1]))
             (moved, _), _, device, todo = options[0]
             used.add(device.uuid)
+            for rc, n in group.resources:
+                taken[(device.uuid, rc)] += n
             moves_total += moved
-            changes.extend(todo)
+            for item in todo:
+                if isinstance(item, tuple):
+                    _, rc, where, short = item
+                    to_free[(rc, where)] += short
+                    item = ('free', rc, where)
+                changes.append(item)
         if not possible:
             continue
+        changes = [
+            'free %d %s on %s:%s' % (to_free[c[1:]], c[1], host.name, c[2])
+            if isinstance(c, tuple) else c for c in dict.fromkeys(changes)]
         for rc, n in sorted(request.root_amounts().items()):
             short = n - host.root.free(rc)
             if short > 0:

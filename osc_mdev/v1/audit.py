@@ -30,14 +30,17 @@ class Audit(command.Lister):
     Checks: orphaned-allocation (mdev allocations, and allocations on
     PCI-in-Placement devices, of consumers that are not a server Nova
     knows, or of an ended migration), missing-allocation
-    (servers whose own copy of their flavor asks for mdevs they do not
+    (servers whose own copy of their flavor asks for mdevs, or with
+    --controller-conf PCI devices of a pci_passthrough:alias, they do not
     hold), node-mismatch (an mdev allocation on another node than the
     server's), over-capacity (usage above capacity, PCI-in-Placement
     devices too), lost-trait and
     wrong-trait (type traits, by nova.conf with --nova-conf, else by the
     device's siblings), unschedulable-flavor (flavors no host can serve
     even with nothing used, with the reason and the smallest change of
-    'mdev capacity --flavor F --explain'). One row per finding; the
+    'mdev capacity --flavor F --explain'; flavors with
+    pci_passthrough:alias only with --controller-conf). One row per
+    finding; the
     message says the command that fixes it. Exit status 1 when an
     error-level finding remains or a repair failed.
     """
@@ -59,6 +62,15 @@ class Audit(command.Lister):
                  'instead of by their siblings; type traits are named as '
                  '"mdev trait set --from-nova-conf" names them. Repeat for '
                  'several hosts.')
+        parser.add_argument(
+            '--controller-conf', metavar='<file>', action='append',
+            default=[],
+            help='The controller\'s nova.conf (nova-api and '
+                 'nova-scheduler; a directory, or repeat for several files '
+                 'read in order): with its [pci] alias, missing-allocation '
+                 'and unschedulable-flavor also judge the PCI devices '
+                 'flavors ask for with pci_passthrough:alias. Without it '
+                 'they are not judged, and an info finding says so.')
         parser.add_argument(
             '--long', action='store_true',
             help='Also show the resource class and provider UUID of each '
@@ -85,12 +97,18 @@ class Audit(command.Lister):
                 '--dry-run shows what --fix would do; give --fix too.')
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = _read_confs(parsed_args.nova_conf)
+        aliases, pci_in_placement = None, True
+        if parsed_args.controller_conf:
+            aliases, pci_in_placement = common.controller_aliases(
+                parsed_args.controller_conf, '--controller-conf')
         mdev = self.app.client_manager.mdev
         placement = mdev.placement
         flavors = not hosts
         snapshot = audit.read(placement, mdev.compute, hosts, flavors,
-                              conf_hosts=tuple(confs))
-        findings = audit.audit(snapshot, confs, flavors)
+                              conf_hosts=tuple(confs), aliases=aliases,
+                              pci_in_placement=pci_in_placement)
+        findings = audit.audit(snapshot, confs, flavors, aliases,
+                               pci_in_placement)
 
         outcomes = {}
         if checks:

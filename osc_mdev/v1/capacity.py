@@ -12,6 +12,8 @@
 
 """``openstack mdev capacity``."""
 
+import sys
+
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -41,6 +43,13 @@ class Capacity(command.Lister):
     --resource-class. Aggregates, availability zones, image properties
     and the scheduler's host filters are not considered.
 
+    A flavor with pci_passthrough:alias (PCI-in-Placement devices, such
+    as SR-IOV vGPUs) needs --nova-conf, the controller's nova.conf: with
+    [filter_scheduler] pci_in_placement Nova asks one numbered group per
+    device of the alias' resource class and traits (and OWNER_NOVA), next
+    to the flavor's own groups, with group_policy=none unless the flavor
+    sets one.
+
     One row per host (Fits: more servers that fit now; Devices: the
     devices they would use; Free: free mdevs of the request's class on
     the devices that match it) and a Total row.
@@ -65,6 +74,15 @@ class Capacity(command.Lister):
             help='Flavor name or ID whose servers to count. Repeat for '
                  'several flavors: their rows follow one another, with a '
                  'Flavor column (and no automatic --explain).')
+        parser.add_argument(
+            '--nova-conf', metavar='<file>', action='append', default=[],
+            help='The controller\'s nova.conf (nova-api and '
+                 'nova-scheduler), needed for a flavor with '
+                 'pci_passthrough:alias: its [pci] alias defines the '
+                 'devices and [filter_scheduler] pci_in_placement whether '
+                 'Placement is asked for them. A directory, or repeat for '
+                 'several files read in order (the later wins), as '
+                 '\'mdev config check\' reads them.')
         parser.add_argument(
             '--resource-class', metavar='<resource-class>',
             help='Count a bare mdev request instead of a flavor: VGPU or '
@@ -127,6 +145,13 @@ class Capacity(command.Lister):
         if parsed_args.count is not None and parsed_args.count < 1:
             raise exceptions.CommandError(
                 '--count must be at least 1, not %d.' % parsed_args.count)
+        if bare and parsed_args.nova_conf:
+            raise exceptions.CommandError(
+                '--nova-conf gives the PCI aliases of a flavor; use it with '
+                '--flavor, not --resource-class.')
+        self._aliases = None
+        if parsed_args.nova_conf:
+            self._aliases = common.controller_aliases(parsed_args.nova_conf)
         if bare:
             required = common.trait_names(parsed_args.trait)
             forbidden = common.trait_names(parsed_args.forbid_trait)
@@ -165,7 +190,7 @@ class Capacity(command.Lister):
             mdev.placement, mdev.compute, flavor, hosts, request)
         bare = request is not None
         if not bare:
-            request = domain.request_from_flavor(found)
+            request = self._flavor_request(found)
             reads.check_flavor_request(request)
         trees = reads.read_hosts(mdev.placement, request, listing,
                                  services, hosts, need_roots=not bare,
@@ -212,6 +237,34 @@ class Capacity(command.Lister):
             rows[-1].extend([placed, _verdict(parsed_args.count, placed,
                                               one, per_host)])
         return cols, [tuple(r) for r in rows]
+
+    def _flavor_request(self, flavor):
+        """The flavor's request, its PCI alias devices included as Nova
+        asks for them; a CommandError when they cannot be known.
+        """
+        name = flavor.get('name') or flavor.get('id')
+        try:
+            wanted = domain.flavor_aliases(flavor)
+            if wanted and self._aliases is None:
+                raise exceptions.CommandError(
+                    'Flavor %s asks for PCI devices (%s=%s), whose aliases '
+                    'are defined in the controller\'s [pci] alias: pass its '
+                    'nova.conf with --nova-conf <file>.' % (
+                        name, domain.PCI_ALIAS_KEY,
+                        flavor['extra_specs'][domain.PCI_ALIAS_KEY]))
+            aliases, in_placement = self._aliases or (None, True)
+            if wanted and not in_placement:
+                sys.stderr.write(
+                    'Warning: [filter_scheduler] pci_in_placement is off in '
+                    '--nova-conf: Nova asks Placement nothing for the PCI '
+                    'alias of flavor %s (its PCI filter picks the devices), '
+                    'so they are not counted.\n' % name)
+            return domain.request_from_flavor(
+                flavor, aliases=aliases if wanted else None,
+                pci_in_placement=in_placement)
+        except domain.RequestError as exc:
+            raise exceptions.CommandError('Flavor %s: %s.' % (
+                name, exc)) from exc
 
 
 def _devices_text(n):

@@ -77,3 +77,24 @@ def read_nova_conf(path):
     for note in novaconf.unmatched_notes(conf):
         sys.stderr.write('Note: %s.\n' % note)
     return conf
+
+
+def controller_aliases(paths, option='--nova-conf'):
+    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
+    (files or directories, read in order as oslo.config reads them); a
+    CommandError (one line) for files that cannot be read or aliases Nova
+    refuses.
+    """
+    from osc_mdev.domain import novaconf
+
+    try:
+        settings = novaconf.load(paths)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+    pci = novaconf.pci_config(settings)
+    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
+              and 'alias' in f.where]
+    if errors:
+        raise exceptions.CommandError('%s: %s: %s' % (
+            option, errors[0].where, errors[0].message))
+    return pci.aliases, pci.pci_in_placement

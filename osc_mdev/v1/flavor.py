@@ -133,7 +133,8 @@ class ConfigureFlavor(command.Lister):
             pci = common.check(flavor_logic.parse_pci_aliases,
                                parsed_args.pci_alias)
             if parsed_args.nova_conf:
-                aliases, pci_in_placement = _aliases(parsed_args.nova_conf)
+                aliases, pci_in_placement = common.controller_aliases(
+                    parsed_args.nova_conf)
         elif parsed_args.nova_conf:
             raise exceptions.CommandError(
                 '--nova-conf is only read with --pci-alias.')
@@ -239,26 +240,6 @@ class ShowFlavor(command.ShowOne):
             format_columns.ListColumn(devices),
             view.servers_that_fit,
             (view.fit.problem if view.fit else None) or '')
-
-
-def _aliases(paths):
-    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf;
-    CommandError (one line) for files that cannot be read or aliases Nova
-    refuses.
-    """
-    from osc_mdev.domain import novaconf
-
-    try:
-        settings = novaconf.load(paths)
-    except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('--nova-conf: %s.' % exc) from exc
-    pci = novaconf.pci_config(settings)
-    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
-              and 'alias' in f.where]
-    if errors:
-        raise exceptions.CommandError('--nova-conf: %s: %s' % (
-            errors[0].where, errors[0].message))
-    return pci.aliases, pci.pci_in_placement
 
 
 def _required_traits(parsed_args):

@@ -152,6 +152,10 @@ def test_nova_conf_judges_by_type(cloud, placement, host, tmp_path):
     (['--dry-run'], 'give --fix too'),
     (['--host', 'no-such-host'], "No compute host named 'no-such-host'"),
     (['--nova-conf', 'x'], 'takes HOST=FILE'),
+    (['--controller-conf', '/nonexistent/nova.conf'],
+     '--controller-conf: '),
+    (['--fix', 'orphaned-allocation', '--controller-conf',
+      '/nonexistent/nova.conf'], '/nonexistent/nova.conf'),
 ])
 def test_bad_options_write_nothing(cloud, placement, host, args, fragment):
     before = state(placement)

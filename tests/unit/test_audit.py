@@ -485,4 +485,124 @@ def test_pci_devices_in_orphan_and_capacity_checks_only():
     found = client_audit.audit(snapshot)
     assert sorted((f.check, f.device, f.server) for f in found) == [
         ('orphaned-allocation', '0000:af:00.0', 'gone'),
-        ('over-capacity', '0000:af:00.0', 'gone,s1')]
+        ('over-capacity', '0000:af:00.0', 'gone,s1'),
+        # Without the controller's aliases s1 is not judged, and said so.
+        ('pci-alias-unchecked', '', '')]
+
+
+# -- PCI aliases: the controller's [pci] alias -----------------------------
+
+A16 = 'CUSTOM_PCI_10DE_25B6'
+ALIASES = novaconf.pci_aliases([
+    ('{"name": "a16", "vendor_id": "10de", "product_id": "25b6"}', ''),
+    ('{"name": "l40s", "resource_class": "CUSTOM_L40S", '
+     '"traits": "fast"}', '')], pci_in_placement=True)
+
+
+def test_pci_amounts():
+    assert audit.pci_amounts({}, ALIASES) == {}
+    assert audit.pci_amounts({'pci_passthrough:alias': 'a16:2, l40s:1'},
+                             ALIASES) == {A16: 2, 'CUSTOM_L40S': 1}
+    # Not known: an alias the controller does not define, a bad value.
+    assert audit.pci_amounts({'pci_passthrough:alias': 'nope:1'},
+                             ALIASES) is None
+    assert audit.pci_amounts({'pci_passthrough:alias': 'a16'},
+                             ALIASES) is None
+
+
+def pci_alloc(consumer, rc=A16, amount=1):
+    return allocations.MdevAllocation(consumer, PCI['p1'], rc, amount)
+
+
+@pytest.mark.parametrize('specs, held, expected', [
+    # Holds its VF: nothing to say.
+    ({'pci_passthrough:alias': 'a16:1'}, [pci_alloc('s1')], None),
+    # Its PCI allocation was removed.
+    ({'pci_passthrough:alias': 'a16:2'}, [],
+     'asks for 2 x %s but it holds none' % A16),
+    # One VF of two.
+    ({'pci_passthrough:alias': 'a16:2'}, [pci_alloc('s1')],
+     'asks for 2 x %s but it holds 1 x %s' % (A16, A16)),
+    # An mdev and a VF; the mdev is there, the VF is not.
+    ({'pci_passthrough:alias': 'a16:1', 'resources:VGPU': '1'},
+     [alloc('s1', 'g1')], 'asks for 1 x %s, 1 x VGPU but it holds 1 x VGPU'
+     % A16),
+    # An alias the controller does not define is not judged.
+    ({'pci_passthrough:alias': 'nope:1'}, [], None),
+])
+def test_missing_pci_allocations(specs, held, expected):
+    found = audit.missing_allocations(
+        [server('s1', node='gpu5', specs=specs)], held, {'VGPU'}, ALIASES)
+    if expected is None:
+        assert found == []
+    else:
+        [finding] = found
+        assert finding.check == 'missing-allocation'
+        assert expected in finding.message, finding.message
+
+
+def test_missing_allocation_through_the_client_with_aliases():
+    from osc_mdev.client import audit as client_audit
+    rp = providers.Device(PCI['p1'], A16, providers.Inventory(4, 0, 1, 4),
+                          1, 1, PCI_TRAITS)
+    servers = [server('s1', node='gpu5',
+                      specs={'pci_passthrough:alias': 'a16:1'}),
+               server('s2', node='gpu5',
+                      specs={'pci_passthrough:alias': 'a16:1'})]
+    snapshot = client_audit.Snapshot(
+        [rp], [pci_alloc('s1')], servers, None, {}, [], (),
+        frozenset({'gpu5'}))
+    found = client_audit.audit(snapshot, aliases=ALIASES)
+    assert [(f.check, f.server) for f in found] == [
+        ('missing-allocation', 's2')]
+
+
+def pci_tree(name, rc=A16, total=4, used=0, traits=PCI_TRAITS):
+    pf = capacity.Provider('pf-' + name, name + '_0000:AF:00.0',
+                           {rc: capacity.Inventory(total, max_unit=total)},
+                           {rc: used}, frozenset(traits), '0000:af:00.0')
+    return tree(name, pf)
+
+
+def test_unschedulable_pci_alias_flavors():
+    cloud = [pci_tree('gpu5'), pci_tree('gpu6', rc='CUSTOM_L40S')]
+    ok = flavor({'pci_passthrough:alias': 'a16:4'})
+    assert audit.unschedulable_flavors([ok], cloud, aliases=ALIASES) == []
+    # Five VFs on one host: no PF has them (group_policy none: any PF).
+    [finding] = audit.unschedulable_flavors(
+        [flavor({'pci_passthrough:alias': 'a16:5'})], cloud,
+        aliases=ALIASES)
+    assert 'all groups at once rules out' in finding.message
+    # The alias' trait is on no PF.
+    [finding] = audit.unschedulable_flavors(
+        [flavor({'pci_passthrough:alias': 'l40s:1'})], cloud,
+        aliases=ALIASES)
+    assert finding.resource_class == 'CUSTOM_L40S'
+    assert finding.message.startswith(
+        'Flavor fl (f) cannot be scheduled: required trait CUSTOM_FAST '
+        'rules out 1 device and 1 host, leaving none; smallest change: '
+        'tag gpu6:0000:af:00.0 with CUSTOM_FAST'), finding.message
+    # An alias Nova does not know: the boot is refused.
+    [finding] = audit.unschedulable_flavors(
+        [flavor({'pci_passthrough:alias': 'nope:1'})], cloud,
+        aliases=ALIASES)
+    assert 'PCI alias nope of the flavor is not defined' in finding.message
+    # Without the aliases, alias flavors are not judged here.
+    assert audit.unschedulable_flavors(
+        [flavor({'pci_passthrough:alias': 'nope:1'})], cloud) == []
+
+
+def test_pci_alias_unchecked_is_said_once():
+    note = audit.pci_alias_unchecked(
+        [server('s1', specs={'pci_passthrough:alias': 'a16:1'}),
+         server('s2', specs={'pci_passthrough:alias': 'a16:1'}),
+         server('s3')],
+        [flavor({'pci_passthrough:alias': 'a16:1'}),
+         flavor({'pci_passthrough:alias': 'a16:1'}, disabled=True)])
+    assert (note.severity, note.check) == ('info', 'pci-alias-unchecked')
+    assert note.message == (
+        '2 servers and 1 flavor ask for PCI devices by alias '
+        '(pci_passthrough:alias), which missing-allocation and '
+        'unschedulable-flavor did not check; give the controller\'s '
+        'nova.conf with --controller-conf <file> to check them.')
+    assert audit.pci_alias_unchecked([server('s3')], []) is None

@@ -14,6 +14,8 @@
 explainer and Nova's multi-create rule.
 """
 
+import json
+
 import pytest
 
 from osc_mdev.domain import capacity as c
@@ -382,3 +384,223 @@ def test_unnumbered_trait_on_the_root(request_, ruled_out):
     assert step.hosts_out == ruled_out
     assert c.host_capacity(request_, hosts[0]).fits == (4 if not ruled_out
                                                         else 0)
+
+
+# -- PCI aliases: the groups Nova adds for pci_passthrough:alias ------------
+
+ALIASES = [
+    {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
+     'device_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L40S_VF'},
+    {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
+     'device_type': 'type-VF', 'traits': 'gpu_h100,CUSTOM_FAST'},
+]
+
+PCI_SPECS = {
+    'one vf': {'pci_passthrough:alias': 'l40s-vf:1'},
+    'two vfs': {'pci_passthrough:alias': 'l40s-vf:2'},
+    'two aliases': {'pci_passthrough:alias': 'l40s-vf:1, h100-vf:2'},
+    'vf and vgpu': {'pci_passthrough:alias': 'l40s-vf:1',
+                    'resources:VGPU': '1'},
+    'vf and numbered vgpu': {'pci_passthrough:alias': 'l40s-vf:1',
+                             'resources1:VGPU': '1'},
+    'vfs isolated': {'pci_passthrough:alias': 'l40s-vf:2',
+                     'group_policy': 'isolate'},
+    'two numbered and a vf': {'pci_passthrough:alias': 'h100-vf:1',
+                              'resources1:VGPU': '1',
+                              'resources2:VGPU': '1'},
+    'trait-only group and vfs': {'pci_passthrough:alias': 'l40s-vf:2',
+                                 'trait1:CUSTOM_X': 'required',
+                                 'trait2:CUSTOM_Y': 'forbidden'},
+}
+
+
+def _aliases():
+    from osc_mdev.domain import novaconf
+    return novaconf.pci_aliases([(json.dumps(a), '[pci] alias')
+                                 for a in ALIASES], pci_in_placement=True)
+
+
+def nova_pci_request(flavor, specs):
+    """Nova's own ResourceRequest for a boot of ``flavor``: the PCI
+    requests of its alias, the groups generated from them, and
+    ``resources_from_request_spec`` (which applies group_policy).
+    """
+    from nova import conf as nova_conf
+    from nova import objects
+    from nova.pci import request as pci_request
+    from nova.scheduler import utils
+    objects.register_all()
+    conf = nova_conf.CONF
+    conf.set_override('alias', [json.dumps(a) for a in ALIASES], 'pci')
+    conf.set_override('pci_in_placement', True, 'filter_scheduler')
+    try:
+        nova_flavor = objects.Flavor(
+            vcpus=flavor['vcpus'], memory_mb=flavor['ram'],
+            root_gb=flavor['disk'], ephemeral_gb=0, swap=0,
+            extra_specs=dict(specs))
+        spec = objects.RequestSpec(
+            flavor=nova_flavor, is_bfv=False,
+            image=objects.ImageMeta(properties=objects.ImageMetaProps()),
+            pci_requests=pci_request.get_pci_requests_from_flavor(
+                nova_flavor),
+            requested_resources=[])
+        spec.generate_request_groups_from_pci_requests()
+        request = utils.resources_from_request_spec(None, spec, None)
+    finally:
+        conf.clear_override('alias', 'pci')
+        conf.clear_override('pci_in_placement', 'filter_scheduler')
+    groups = sorted(
+        (k in specs_suffixes(specs), sorted(g.resources.items()),
+         sorted(g.required_traits), sorted(g.forbidden_traits))
+        for k, g in request._rg_by_id.items() if k)
+    unnumbered = request._rg_by_id.get(None)
+    return groups, (dict(unnumbered.resources) if unnumbered else None), \
+        request.group_policy
+
+
+def specs_suffixes(specs):
+    return {m.group(2) for m in map(c._XS_KEYPAT.match, specs)
+            if m and m.group(2)}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(PCI_SPECS))
+def test_pci_alias_request_is_novas(name):
+    specs = PCI_SPECS[name]
+    flavor = dict(FLAVOR, extra_specs=specs)
+    ours = c.request_from_flavor(flavor, aliases=_aliases())
+    groups, unnumbered, policy = nova_pci_request(flavor, specs)
+    assert sorted(
+        (not g.is_pci, sorted(g.resources), sorted(g.required),
+         sorted(g.forbidden))
+        for g in ours.numbered_groups) == groups
+    assert (ours.group('').amounts if ours.group('') else None) == unnumbered
+    assert ours.group_policy == policy
+
+
+def test_pci_alias_groups():
+    flavor = dict(FLAVOR, extra_specs=PCI_SPECS['two aliases'])
+    request = c.request_from_flavor(flavor, aliases=_aliases())
+    pci = [g for g in request.groups if g.is_pci]
+    assert [(g.alias, g.amounts) for g in pci] == [
+        ('l40s-vf', {'CUSTOM_NVIDIA_L40S_VF': 1}),
+        ('h100-vf', {'CUSTOM_PCI_10DE_2330': 1}),
+        ('h100-vf', {'CUSTOM_PCI_10DE_2330': 1})]
+    # The alias' traits are normalized as Nova normalizes them.
+    assert pci[1].required == {'CUSTOM_GPU_H100', 'CUSTOM_FAST'}
+    assert request.group_policy == 'none'
+    # OWNER_NOVA goes to the PCI groups too, never to mdev groups.
+    prefiltered = c.with_prefilters(c.request_from_flavor(
+        dict(FLAVOR, extra_specs=PCI_SPECS['vf and numbered vgpu']),
+        aliases=_aliases()))
+    assert {g.suffix: 'OWNER_NOVA' in g.required
+            for g in prefiltered.numbered_groups} == {
+        '1': False, '_pci1_0': True}
+    # Without the alias definitions (or pci_in_placement) Placement is
+    # asked for no PCI device.
+    assert not any(g.is_pci for g in c.request_from_flavor(flavor).groups)
+    assert not any(g.is_pci for g in c.request_from_flavor(
+        flavor, aliases=_aliases(), pci_in_placement=False).groups)
+
+
+def test_pci_alias_suffix_never_taken_by_the_flavor():
+    specs = {'pci_passthrough:alias': 'l40s-vf:1',
+             'resources_pci1_0:VGPU': '1', 'group_policy': 'none'}
+    request = c.request_from_flavor(dict(FLAVOR, extra_specs=specs),
+                                    aliases=_aliases())
+    assert sorted(g.suffix for g in request.numbered_groups) == [
+        '__pci1_0', '_pci1_0']
+
+
+@pytest.mark.parametrize('value, message', [
+    ('nope:1', 'PCI alias nope of the flavor is not defined'),
+    ('l40s-vf', 'is not valid'),
+])
+def test_pci_alias_nova_refuses(value, message):
+    flavor = dict(FLAVOR, extra_specs={'pci_passthrough:alias': value})
+    with pytest.raises(c.RequestError, match=message):
+        c.request_from_flavor(flavor, aliases=_aliases())
+
+
+PF_TRAITS = ('OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE')
+
+
+def vf_pf(n, total=4, used=0, traits=PF_TRAITS, rc='CUSTOM_NVIDIA_L40S_VF'):
+    return c.Provider('pf%d' % n, 'h_0000:C1:0%d.0' % n,
+                      {rc: I(total, max_unit=total)}, {rc: used},
+                      frozenset(traits), '0000:C1:0%d.0' % n)
+
+
+def pci_request(value, **specs):
+    return c.with_prefilters(c.request_from_flavor(
+        dict(FLAVOR_1, extra_specs=dict(
+            specs, **{'pci_passthrough:alias': value})), aliases=_aliases()))
+
+
+@pytest.mark.parametrize('request_, tree, fits, limit', [
+    # Two VFs each from any PF (group_policy none): 8 VFs, 4 servers.
+    (pci_request('l40s-vf:2'), host(vf_pf(0), vf_pf(1)), 4,
+     'CUSTOM_NVIDIA_L40S_VF'),
+    # Odd VFs left over on each PF still pair up across PFs.
+    (pci_request('l40s-vf:2'), host(vf_pf(0, used=1), vf_pf(1, used=2)), 2,
+     'CUSTOM_NVIDIA_L40S_VF'),
+    # isolate: each VF from a different PF.
+    (pci_request('l40s-vf:2', group_policy='isolate'),
+     host(vf_pf(0), vf_pf(1, used=3)), 1, 'CUSTOM_NVIDIA_L40S_VF'),
+    # The root limits before the VFs do.
+    (pci_request('l40s-vf:1'), host(vf_pf(0), vf_pf(1), vcpu=12), 3,
+     'VCPU'),
+    # A PF without OWNER_NOVA is not Nova's (Cyborg's, say).
+    (pci_request('l40s-vf:1'), host(vf_pf(0, traits=())), 0,
+     'no matching device'),
+    # The alias' traits are required on the PF's provider.
+    (pci_request('h100-vf:1'), host(vf_pf(0, rc='CUSTOM_PCI_10DE_2330')), 0,
+     'no matching device'),
+    (pci_request('h100-vf:1'),
+     host(vf_pf(0, rc='CUSTOM_PCI_10DE_2330',
+                traits=('OWNER_NOVA', 'CUSTOM_GPU_H100', 'CUSTOM_FAST'))),
+     4, 'CUSTOM_PCI_10DE_2330'),
+    # An mdev and a VF per server.
+    (pci_request('l40s-vf:1', **{'resources:VGPU': '1'}),
+     host(gpu(1, total=2), vf_pf(0)), 2, 'CUSTOM_NVIDIA_L40S_VF, VGPU'),
+])
+def test_pci_host_capacity(request_, tree, fits, limit):
+    result = c.host_capacity(request_, tree)
+    assert (result.fits, result.limit) == (fits, limit)
+
+
+def test_pci_devices_and_free():
+    result = c.host_capacity(pci_request('l40s-vf:2'),
+                             host(vf_pf(0, used=4), vf_pf(1, used=1)))
+    assert result.fits == 1
+    assert result.devices == ('0000:C1:01.0',)
+    assert result.free == 3
+
+
+def test_explain_pci_alias():
+    trees = [named('a', vf_pf(0, used=4), vf_pf(1, used=4)),
+             named('b', vf_pf(0, rc='CUSTOM_PCI_10DE_2330'))]
+    steps, fix = c.explain(pci_request('l40s-vf:1'), trees)
+    by_name = {s.constraint: s for s in steps}
+    assert by_name['offers CUSTOM_NVIDIA_L40S_VF'].hosts_out == 1
+    assert by_name['room for 1 CUSTOM_NVIDIA_L40S_VF'].devices_out == 2
+    assert fix == 'free 1 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
+    steps, fix = c.explain(pci_request('h100-vf:1'), trees)
+    by_name = {s.constraint: s for s in steps}
+    assert by_name['required trait CUSTOM_FAST'].hosts_out == 1
+    assert fix == 'tag b:0000:C1:00.0 with CUSTOM_FAST, CUSTOM_GPU_H100'
+
+
+def test_fix_frees_what_several_groups_take_from_one_device():
+    # Two VFs per server, every VF used: free 2 on one PF, said once.
+    trees = [named('a', vf_pf(0, used=4), vf_pf(1, used=4))]
+    _, fix = c.explain(pci_request('l40s-vf:2'), trees)
+    assert fix == 'free 2 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
+    # One VF free on each PF: one more on either is enough.
+    trees = [named('a', vf_pf(0, used=3), vf_pf(1, used=4))]
+    _, fix = c.explain(pci_request('l40s-vf:3'), trees)
+    assert fix == 'free 2 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
+    # More VFs than the host has: no change of usage helps.
+    trees = [named('a', vf_pf(0, total=2))]
+    _, fix = c.explain(pci_request('l40s-vf:3'), trees)
+    assert fix is None
