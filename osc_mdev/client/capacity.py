@@ -228,24 +228,24 @@ def _from_summary(uuid, name, summary, device, amounts, can_take):
         device=device)
 
 
-def first_candidates(placement, request):
-    """``({root uuid: first allocation request}, provider_summaries)``.
+def candidates_by_root(placement, request):
+    """``({root uuid: [allocation requests]}, provider_summaries)``.
 
     One ``GET /allocation_candidates`` for ``request``, limited to
     Nova's default ``max_placement_results`` as the scheduler asks it;
-    each tree's first allocation request in Placement's order is the one
-    the scheduler claims (see domain.capacity.multi_create).
+    each tree's allocation requests in Placement's order: the first is
+    the one the scheduler claims (see domain.capacity.multi_create).
     """
     answer = placement.allocation_candidates(domain.to_querystring(request))
     summaries = answer.get('provider_summaries') or {}
-    first = {}
+    by_root = {}
     for areq in answer.get('allocation_requests') or []:
         for uuid in areq['allocations']:
             root = (summaries.get(uuid) or {}).get(
                 'root_provider_uuid') or uuid
-            first.setdefault(root, areq['allocations'])
+            by_root.setdefault(root, []).append(areq['allocations'])
             break
-    return first, summaries
+    return by_root, summaries
 
 
 def check_flavor_request(request):

@@ -686,19 +686,53 @@ def multi_create(count, first_candidates, summaries):
     ``placed`` is min(count, what one request can place); ``per_host``
     ``{host: servers its first candidate holds}``.
     """
-    per_host = {}
-    for host, allocations in first_candidates.items():
-        times = None
-        for rp, alloc in allocations.items():
-            resources = summaries.get(rp, {}).get('resources', {})
-            for rc, amount in alloc['resources'].items():
-                info = resources.get(rc)
-                if info is None or amount <= 0:
-                    continue
-                room = max(info['capacity'] - info['used'], 0) // amount
-                times = room if times is None else min(times, room)
-        per_host[host] = times or 0
+    per_host = {host: _times_it_fits(allocations, summaries)
+                for host, allocations in first_candidates.items()}
     return min(count, sum(per_host.values())), per_host
+
+
+def _times_it_fits(allocations, summaries):
+    """How many times one allocation request still fits its providers."""
+    times = None
+    for rp, alloc in allocations.items():
+        resources = summaries.get(rp, {}).get('resources', {})
+        for rc, amount in alloc['resources'].items():
+            info = resources.get(rc)
+            if info is None or amount <= 0:
+                continue
+            room = max(info['capacity'] - info['used'], 0) // amount
+            times = room if times is None else min(times, room)
+    return times or 0
+
+
+def candidate_order_is_fixed(request):
+    """Whether Placement lists a host's candidates in the same order for
+    every server create of this request.
+
+    Not when it has PCI groups: Nova names each after a new random id
+    for every request (``RequestSpec.generate_request_groups_from_pci_
+    requests``: ``requester_id`` from the PCI request's UUID, used as the
+    group suffix), and Placement's candidate order follows the group
+    names, so which candidate of a host comes first changes from one
+    server create to the next.
+    """
+    return not any(g.is_pci for g in request.groups)
+
+
+def multi_create_bounds(count, candidates, summaries):
+    """``multi_create`` when any candidate of a host may be the first.
+
+    ``candidates`` is ``{host: [allocation requests]}``. Returns
+    ``(least, most, least_per_host)``: what one request places when each
+    host's first candidate is the one that fits the fewest times, and
+    when it is the one that fits the most (both capped at ``count``).
+    """
+    least, most = {}, {}
+    for host, requests in candidates.items():
+        times = [_times_it_fits(a, summaries) for a in requests] or [0]
+        least[host], most[host] = min(times), max(times)
+    return (min(count, sum(least.values())), min(count, sum(most.values())),
+            least)
 
 
 def batches(count, per_host, fits):

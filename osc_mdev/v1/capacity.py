@@ -225,17 +225,23 @@ class Capacity(command.Lister):
         rows.append([totals[c] for c in cols])
         if parsed_args.count is not None:
             cols = cols + COUNT_COLUMNS
-            first, summaries = reads.first_candidates(mdev.placement,
-                                                      request)
+            found, summaries = reads.candidates_by_root(mdev.placement,
+                                                        request)
             by_root = {h.root.uuid: h.name for h in trees}
-            placed, one = domain.multi_create(
-                parsed_args.count,
-                {by_root.get(k, k): v for k, v in first.items()
-                 if k in by_root}, summaries)
+            found = {by_root[k]: v for k, v in found.items()
+                     if k in by_root}
+            if domain.candidate_order_is_fixed(request):
+                placed, one = domain.multi_create(
+                    parsed_args.count,
+                    {h: v[0] for h, v in found.items()}, summaries)
+                most = placed
+            else:
+                placed, most, one = domain.multi_create_bounds(
+                    parsed_args.count, found, summaries)
             for row in rows[:-1]:
                 row.extend([one.get(row[0], 0), ''])
             rows[-1].extend([placed, _verdict(parsed_args.count, placed,
-                                              one, per_host)])
+                                              one, per_host, most)])
         return cols, [tuple(r) for r in rows]
 
     def _flavor_request(self, flavor):
@@ -271,15 +277,21 @@ def _devices_text(n):
     return '%d device%s' % (n, '' if n == 1 else 's')
 
 
-def _verdict(count, placed, one, per_host):
+def _verdict(count, placed, one, per_host, most):
     if placed >= count:
         return 'one request of %d servers is placed' % count
     total = sum(h.fits for h in per_host)
     if total < count:
         return ('NoValidHost: only %d servers fit, and one request places '
-                'at most %d' % (total, sum(one.values())))
+                'at most %d' % (total, most))
     plan = domain.batches(count, one, {h.host: h.fits for h in per_host})
+    if most >= count:
+        return ('one request of %d servers may be placed: it places %d to '
+                '%d, as Nova names the PCI groups anew for each request and '
+                "Placement's first candidate of a host changes with the "
+                'names; requests of %s one after the other are placed' % (
+                    count, placed, most, ', '.join(str(n) for n in plan)))
     return ('NoValidHost: one request places at most %d (the scheduler '
             'claims only the first candidate of each host); requests of '
             '%s one after the other are placed' % (
-                sum(one.values()), ', '.join(str(n) for n in plan)))
+                most, ', '.join(str(n) for n in plan)))

@@ -20,38 +20,10 @@ import json
 
 import pytest
 
-from tests.cloud import client
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import placement_request as placement
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
-
-
-@pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('audit-pci')) as cloud:
-        yield cloud
-
-
-# The demo topology's pci_alias (tests/cloud/server.py, not imported
-# here: importing Nova's test package monkey-patches this process).
-DEMO_ALIASES = [
-    {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
-     'device_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L40S_VF'},
-    {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
-     'device_type': 'type-VF'},
-]
-
-
-@pytest.fixture(scope='module')
-def controller(tmp_path_factory):
-    """The controller's nova.conf, with the cloud's own aliases."""
-    path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    aliases = DEMO_ALIASES
-    path.write_text('[filter_scheduler]\npci_in_placement = True\n\n'
-                    '[pci]\n' + ''.join('alias = %s\n' % json.dumps(a)
-                                        for a in aliases))
-    return str(path)
 
 
 def rewrite_allocations(cloud, consumer, change):

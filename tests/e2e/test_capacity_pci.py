@@ -17,45 +17,15 @@ Nova with ``[filter_scheduler] pci_in_placement``: single boots succeed
 exactly while the command says one more fits.
 """
 
-import json
-
 import pytest
 
 from osc_mdev.client import http
-from tests.cloud import client
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.fixtures import cli
 
 NO_VALID_HOST = 'No valid host was found'
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
-
-
-@pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cap-pci')) as cloud:
-        yield cloud
-
-
-# The demo topology's pci_alias (tests/cloud/server.py, not imported
-# here: importing Nova's test package monkey-patches this process).
-DEMO_ALIASES = [
-    {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
-     'device_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L40S_VF'},
-    {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
-     'device_type': 'type-VF'},
-]
-
-
-@pytest.fixture(scope='module')
-def controller(tmp_path_factory):
-    """The controller's nova.conf, with the cloud's own aliases."""
-    path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    aliases = DEMO_ALIASES
-    path.write_text('[filter_scheduler]\npci_in_placement = True\n\n'
-                    '[pci]\n' + ''.join('alias = %s\n' % json.dumps(a)
-                                        for a in aliases))
-    return str(path)
 
 
 @pytest.fixture(scope='module')
@@ -154,21 +124,25 @@ def test_03_boot_until_no_valid_host(cloud, flavor, controller):
 def test_04_count_matches_a_multi_create(cloud, flavor, controller):
     """Whether Nova places one request of 4 depends on the first
     candidate Placement lists (2 VFs of one PF hold 2 servers per
-    request, VFs of two PFs 4): the verdict must say what Nova does.
+    request, VFs of two PFs 4), which changes with the random names Nova
+    gives the PCI groups: the verdict gives the range, and Nova's answer
+    is one of its ends.
     """
     assert fits(flavor, controller) == 4
     rows = mdev_json('capacity', '--flavor', flavor, '--nova-conf',
                      controller, '--count', '4', '--host', 'sriov1')
     verdict = rows[-1]['Verdict']
     print('capacity --count 4 on sriov1: %s' % verdict)
-    placed = verdict == 'one request of 4 servers is placed'
+    # Nova names a request's PCI groups anew each time, so which
+    # candidate comes first is not known in advance: a VF from each PF
+    # (4 placed) or two from one PF (2): the verdict says it may be.
+    assert verdict.startswith(
+        'one request of 4 servers may be placed: it places 2 to 4'), verdict
     servers = cloud.control('boot', flavor=flavor, count=4,
                             name='cap-pci-four')
     try:
         statuses = {s['status'] for s in servers}
-        assert (statuses == {'ACTIVE'}) == placed, (verdict, servers)
-        if not placed:
-            assert statuses == {'ERROR'}, servers
+        assert statuses in ({'ACTIVE'}, {'ERROR'}), servers
     finally:
         for server in servers:
             cloud.control('delete', server=server['id'])

@@ -37,16 +37,6 @@ HOST = 'sriov1'
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
 H100 = 'CUSTOM_PCI_10DE_2330'
 ALIAS = 'pci_passthrough:alias'
-#: The controller's [pci] alias, as the cloud's Nova has it.
-CONTROLLER_CONF = """[pci]
-alias = {"name": "l40s-vf", "vendor_id": "10de", "product_id": "26b9",
-    "device_type": "type-VF", "resource_class": "CUSTOM_NVIDIA_L40S_VF"}
-alias = {"name": "h100-vf", "vendor_id": "10de", "product_id": "2330",
-    "device_type": "type-VF"}
-
-[filter_scheduler]
-pci_in_placement = True
-"""
 
 
 @pytest.fixture(scope='module')
@@ -353,8 +343,14 @@ def test_nova_replaces_hand_set_traits_when_nova_compute_restarts(
         a: p['traits'] for a, p in plan.items()}
 
 
+def _resources(cloud, consumer):
+    """What a consumer holds, per provider, without the generations."""
+    return {rp: held['resources'] for rp, held in placement_request(
+        cloud, 'GET', '/allocations/%s' % consumer)['allocations'].items()}
+
+
 def test_audit_fixes_an_orphaned_pci_allocation_and_nothing_else(
-        cloud, plan, flavors, boot):
+        cloud, plan, flavors, boot, controller):
     server = boot(flavors['l40s-vf:2'])
     owned = _pfs_of(cloud, server)
     address = sorted(a for a, p in plan.items()
@@ -367,14 +363,14 @@ def test_audit_fixes_an_orphaned_pci_allocation_and_nothing_else(
         'allocations': {rp_uuid: {'resources': {L40S: 1}}},
         'project_id': str(uuid.uuid4()), 'user_id': str(uuid.uuid4()),
         'consumer_generation': None, 'consumer_type': 'INSTANCE'})
-    server_allocations = placement_request(
-        cloud, 'GET', '/allocations/%s' % server['id'])['allocations']
+    server_allocations = _resources(cloud, server['id'])
     rows = mdev_json('allocation', 'list', '--device',
                      '%s:%s' % (HOST, address))
     assert (orphan, '(orphaned: no such server in Nova)') in {
         (r['Server'], r['Server Name']) for r in rows}
 
-    result = mdev('audit', '-f', 'json', '--long', '--host', HOST)
+    result = mdev('audit', '-f', 'json', '--long', '--host', HOST,
+                  '--controller-conf', controller)
     assert result.rc == 1, result.stderr     # an error-level finding
     found = json.loads(result.stdout)
     assert [(f['Check'], f['Host'], f['Device'], f['Server'],
@@ -382,7 +378,8 @@ def test_audit_fixes_an_orphaned_pci_allocation_and_nothing_else(
         ('orphaned-allocation', HOST, address, orphan, L40S, rp_uuid)]
 
     before = _generations(cloud)
-    result = mdev('audit', '--fix', 'orphaned-allocation', '-f', 'json')
+    result = mdev('audit', '--fix', 'orphaned-allocation', '-f', 'json',
+                  '--controller-conf', controller)
     assert result.rc == 0, result.stderr
     fixed = [f for f in json.loads(result.stdout)
              if f['Check'] == 'orphaned-allocation']
@@ -394,20 +391,18 @@ def test_audit_fixes_an_orphaned_pci_allocation_and_nothing_else(
         u: g for u, g in before.items() if u != rp_uuid}
     # The server keeps its VFs and its allocations.
     assert _pfs_of(cloud, server) == owned
-    assert placement_request(
-        cloud, 'GET', '/allocations/%s' % server['id'])[
-        'allocations'] == server_allocations
-    result = mdev('audit', '-f', 'json', '--host', HOST)
+    # (The provider's generation in the answer moved with the removal.)
+    assert _resources(cloud, server['id']) == server_allocations
+    result = mdev('audit', '-f', 'json', '--host', HOST,
+                  '--controller-conf', controller)
     assert (result.rc, json.loads(result.stdout)) == (0, []), result.stderr
 
 
 def test_flavor_configure_pci_alias_boots_on_two_vfs(
-        cloud, plan, boot, tmp_path):
-    conf = tmp_path / 'nova.conf'
-    conf.write_text(CONTROLLER_CONF)
+        cloud, plan, boot, controller):
     flavor = cloud.control('create_flavor', name='e2e-pci-configured')['id']
     args = ('flavor', 'configure', flavor, '--pci-alias', 'l40s-vf:2',
-            '--nova-conf', str(conf))
+            '--nova-conf', controller)
     [row] = mdev_json(*args)
     assert (row['Property'], row['After'], row['Result']) == (
         ALIAS, 'l40s-vf:2', 'added')

@@ -352,6 +352,29 @@ def test_multi_create_against_novas_scheduler_loop():
     assert got == placed == 3
 
 
+def test_multi_create_bounds_over_every_first_candidate():
+    # Two VFs per server: from one PF (fits twice on a PF of 4) or one
+    # from each of two PFs (fits four times).
+    same = {'pfa': {'resources': {'VF': 2}}}
+    split = {'pfa': {'resources': {'VF': 1}},
+             'pfb': {'resources': {'VF': 1}}}
+    summaries = {'pfa': summary(4, 0, 'VF'), 'pfb': summary(4, 0, 'VF')}
+    assert c.multi_create_bounds(4, {'a': [same, split]}, summaries) == (
+        2, 4, {'a': 2})
+    assert c.multi_create_bounds(3, {'a': [split]}, summaries) == (
+        3, 3, {'a': 4})
+    assert c.multi_create_bounds(1, {'a': []}, summaries) == (0, 0, {'a': 0})
+
+
+def test_candidate_order_is_fixed_only_without_pci_groups():
+    mdev = c.Request(groups=(c.Group('1', (('VGPU', 1),)),))
+    pci = c.Request(groups=(c.Group('1', (('VGPU', 1),)),
+                            c.Group('_pci0', (('CUSTOM_X', 1),),
+                                    alias='x')))
+    assert c.candidate_order_is_fixed(mdev)
+    assert not c.candidate_order_is_fixed(pci)
+
+
 @pytest.mark.parametrize('count, per_host, fits, plan', [
     # First request: the first-candidate room; then one per host with room.
     (8, {'a': 2, 'b': 1, 'c': 1}, {'a': 4, 'b': 3, 'c': 1}, [4, 2, 2]),
