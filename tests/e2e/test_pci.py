@@ -353,8 +353,8 @@ def test_audit_fixes_an_orphaned_pci_allocation_and_nothing_else(
         cloud, plan, flavors, boot, controller):
     server = boot(flavors['l40s-vf:2'])
     owned = _pfs_of(cloud, server)
-    address = sorted(a for a, p in plan.items()
-                     if p['resource_class'] == L40S)[0]
+    # The orphan shares a PF with the server.
+    address = sorted(owned)[0]
     rp_uuid = placement_request(
         cloud, 'GET', '/resource_providers?name=%s'
         % plan[address]['provider_name'])['resource_providers'][0]['uuid']
