@@ -119,7 +119,9 @@ class Capacity(command.Lister):
         parser.add_argument(
             '--count', metavar='<count>', type=int,
             help='Say whether one request for this many servers (server '
-                 'create --min N --max N) would be placed.')
+                 'create --min N --max N) would be placed, or how many it '
+                 'places at least and at most when that depends on the '
+                 'order Placement lists PCI candidates in.')
         parser.add_argument(
             '--explain', action='store_true',
             help='List the constraints and what each rules out instead '
