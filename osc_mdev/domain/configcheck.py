@@ -875,8 +875,8 @@ def pci_placement_findings(pci, host, placed, predicted=None):
         if lost:
             found.append(_f(
                 WARNING, where_host,
-                'Provider %s carries %s, which nova-compute removes on its '
-                'next update: it sets the traits of PCI providers from '
+                'Provider %s carries %s, which nova-compute removes when it '
+                'restarts: it sets the traits of PCI providers from '
                 '[pci] device_spec only; put them in the spec\'s traits.'
                 % (provider.name, ', '.join(lost))))
     for name in sorted(set(predicted) - {p.name for p in placed}):

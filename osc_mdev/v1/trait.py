@@ -206,7 +206,8 @@ class UnsetTrait(_TraitCommand):
             '--force', action='store_true',
             help='Allow removing OWNER_* traits such as OWNER_NOVA. Nova '
                  'marks its own providers with OWNER_NOVA and adds it back '
-                 'on its next periodic update; meanwhile the device looks '
+                 'when nova-compute restarts or refreshes its provider '
+                 'cache; meanwhile the device looks '
                  'like another service\'s (Cyborg\'s) to Nova\'s scheduler '
                  'prefilter and to other tools.')
         return parser
@@ -217,8 +218,9 @@ class UnsetTrait(_TraitCommand):
         if protected:
             raise exceptions.CommandError(
                 '%s marks the devices as owned by a service, which adds it '
-                'back on its next update (Nova does, for OWNER_NOVA); add '
-                '--force to remove it anyway.' % ', '.join(protected))
+                'back when it restarts or refreshes its provider cache (Nova '
+                'does, for OWNER_NOVA); add --force to remove it anyway.'
+                % ', '.join(protected))
         resource_class = common.resource_class(parsed_args.resource_class)
         placement = self.app.client_manager.mdev.placement
         selected = self._selected(placement, parsed_args, resource_class)

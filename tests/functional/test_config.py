@@ -426,7 +426,7 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
         "hold allocations there, so nova-compute's updates of the node "
         'fail until they go.' % pci_node,
         'Provider %s_0000:25:00.0 carries CUSTOM_HAND, which nova-compute '
-        'removes on its next update: it sets the traits of PCI providers '
+        'removes when it restarts: it sets the traits of PCI providers '
         "from [pci] device_spec only; put them in the spec's traits."
         % pci_node,
         'Provider %s_0000:41:00.0 (CUSTOM_PCI_10DE_2236, total 1) matches '
