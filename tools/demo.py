@@ -156,6 +156,7 @@ def tour(cloud, workdir):
     t.run('mdev', 'allocation', 'list', '--long')
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
     audit_tour(t, cloud)
+    pci_tour(t, cloud)
     return t.failures
 
 
@@ -195,6 +196,35 @@ def audit_tour(t, cloud):
           '-c', 'Check', '-c', 'Device', '-c', 'Server', '-c', 'Repair')
     t.say('Nothing is left:')
     t.run('mdev', 'audit')
+
+
+def pci_tour(t, cloud):
+    """The PCI-in-Placement host of the mixed cloud."""
+    conf = t.workdir / 'controller.conf'
+    conf.write_text(client.DEMO_CONTROLLER_CONF)
+    t.say('Host sriov1 has no mdev: Nova reports its SR-IOV GPUs through '
+          'PCI in Placement,\none provider per PF holding its VFs. Both '
+          'kinds in one table:')
+    t.run('mdev', 'provider', 'list', '--kind', 'all')
+    t.say("A flavor asks for two L40S VFs by the controller's [pci] alias, "
+          'checked\nagainst the alias definitions and Placement:')
+    cloud.control('create_flavor', name='vgpu.l40s-2')
+    t.run('mdev', 'flavor', 'configure', 'vgpu.l40s-2', '--pci-alias',
+          'l40s-vf:2', '--nova-conf', str(conf))
+    t.run('mdev', 'capacity', '--flavor', 'vgpu.l40s-2', '--nova-conf',
+          str(conf))
+    for server in cloud.control('boot', flavor='vgpu.l40s-2',
+                                name='demo-pci'):
+        print('%(name)s: %(status)s on %(host)s' % server)
+    t.run('mdev', 'allocation', 'show', 'demo-pci', '--kind', 'pci')
+    t.say("The fake hypervisor's record of the VFs the server got:\n" +
+          '\n'.join('  %s: VF %s of PF %s' % (
+              d['node'], d['pci_address'], d['parent_addr'])
+              for d in cloud.control('pci_truth')))
+    t.say('Nova replaces the traits of these providers with the device '
+          "spec's, so\nosc-mdev refuses to set them:")
+    t.run('mdev', 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
+          'sriov1:0000:c1:00.0', expect_failure=True)
 
 
 def main():

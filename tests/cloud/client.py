@@ -48,6 +48,19 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SERVER_MODULES = ('nova', 'placement', 'testtools', 'oslotest',
                   'wsgi_intercept', 'eventlet')
 
+#: The controller's nova.conf for the demo topology: its ``[pci] alias``
+#: is the ``pci_alias`` of server.DEMO_TOPOLOGY (not imported here:
+#: importing Nova's test package monkey-patches the process).
+DEMO_CONTROLLER_CONF = """[pci]
+alias = {"name": "l40s-vf", "vendor_id": "10de", "product_id": "26b9",
+    "device_type": "type-VF", "resource_class": "CUSTOM_NVIDIA_L40S_VF"}
+alias = {"name": "h100-vf", "vendor_id": "10de", "product_id": "2330",
+    "device_type": "type-VF"}
+
+[filter_scheduler]
+pci_in_placement = True
+"""
+
 
 def missing_modules():
     """Names of the SERVER_MODULES this Python cannot import."""

@@ -58,24 +58,9 @@ def os_cloud(cloud, monkeypatch):
     monkeypatch.setenv('OS_CLOUD', cloud.cloud_name)
 
 
-#: The controller's ``[pci] alias`` as the embedded cloud's Nova has it
-#: (the demo topology's ``pci_alias`` in tests/cloud/server.py, which is
-#: not imported here: importing Nova's test package monkey-patches this
-#: process).
-CONTROLLER_CONF = """[pci]
-alias = {"name": "l40s-vf", "vendor_id": "10de", "product_id": "26b9",
-    "device_type": "type-VF", "resource_class": "CUSTOM_NVIDIA_L40S_VF"}
-alias = {"name": "h100-vf", "vendor_id": "10de", "product_id": "2330",
-    "device_type": "type-VF"}
-
-[filter_scheduler]
-pci_in_placement = True
-"""
-
-
 @pytest.fixture(scope='module')
 def controller(tmp_path_factory):
     """Path of the controller's nova.conf, with the cloud's aliases."""
     path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    path.write_text(CONTROLLER_CONF)
+    path.write_text(client.DEMO_CONTROLLER_CONF)
     return str(path)
