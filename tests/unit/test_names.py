@@ -113,6 +113,7 @@ def test_pci_address_from_provider_name(provider, root, expected):
     assert names.pci_address_from_provider_name(provider, root) == expected
 
 
+@pytest.mark.nova
 def test_pci_provider_name_matches_nova():
     from nova.compute import pci_placement_translator as nova_pci
 
@@ -124,6 +125,7 @@ def test_pci_provider_name_matches_nova():
             name, 'gpu_5.dc2') == address
 
 
+@pytest.mark.nova
 @pytest.mark.parametrize('vendor,product', [
     ('10de', '1eb8'), ('10DE', '25b6'), ('8086', '0d5c')])
 def test_pci_ids_from_nova_resource_class(vendor, product):
