@@ -19,7 +19,6 @@ times (as the scheduler claims) succeeds while the N+1th finds none; a
 host said to be full has no candidate.
 """
 
-import urllib.parse
 import uuid as uuidlib
 
 import pytest
@@ -124,35 +123,8 @@ REQUESTS = {
 
 
 def candidates(placement, params, root):
-    query = dict(params, root_required=ROOT_QUERY)
-    groups = [k[len('resources'):] for k in params if
-              k.startswith('resources')]
-    for suffix in groups:
-        query['in_tree' + suffix] = root
-    return placement.request(
-        'GET', '/allocation_candidates?' + urllib.parse.urlencode(query),
-        version='1.39')
-
-
-def claim_until_full(placement, params, root):
-    """Claim the first candidate until none is left; release them all.
-    Answers how many claims succeeded.
-    """
-    consumers = []
-    try:
-        while len(consumers) < 100:
-            answer = candidates(placement, params, root)
-            if not answer['allocation_requests']:
-                break
-            consumer = str(uuidlib.uuid4())
-            placement.allocate(consumer, {
-                rp: a['resources'] for rp, a in
-                answer['allocation_requests'][0]['allocations'].items()})
-            consumers.append(consumer)
-    finally:
-        for consumer in consumers:
-            placement.request('DELETE', '/allocations/%s' % consumer)
-    return len(consumers)
+    return placement.candidates_in_tree(
+        dict(params, root_required=ROOT_QUERY).items(), root)
 
 
 @pytest.mark.parametrize('name', sorted(REQUESTS))
@@ -175,7 +147,8 @@ def test_fits_agree_with_allocation_candidates(cloud, auth, name):
     assert 'plain' not in listed
     for row in rows:
         root = cloud.roots[row['Host']]
-        assert claim_until_full(cloud.placement, params, root) == \
+        assert cloud.placement.claim_until_full(
+            dict(params, root_required=ROOT_QUERY).items(), root) == \
             row['Fits'], row
     for host, root in cloud.roots.items():
         if host not in listed:

@@ -23,7 +23,6 @@ hosts have none.
 """
 
 import urllib.parse
-import uuid as uuidlib
 
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
@@ -125,36 +124,6 @@ def counted(client, request):
     return request, {h.host: h for h in domain.capacity(request, trees)}
 
 
-def candidates(placement, request, root):
-    """Allocation candidates of ``request`` in one tree: every group of
-    it (``in_tree<suffix>``) limited to ``root``.
-    """
-    query = urllib.parse.parse_qsl(domain.to_querystring(request, None))
-    for group in request.groups:
-        query.append(('in_tree' + group.suffix, root))
-    return placement.request(
-        'GET', '/allocation_candidates?' + urllib.parse.urlencode(query),
-        version='1.39')
-
-
-def claim_until_full(placement, request, root):
-    consumers = []
-    try:
-        while len(consumers) < 50:
-            answer = candidates(placement, request, root)
-            if not answer['allocation_requests']:
-                break
-            consumer = str(uuidlib.uuid4())
-            placement.allocate(consumer, {
-                rp: a['resources'] for rp, a in
-                answer['allocation_requests'][0]['allocations'].items()})
-            consumers.append(consumer)
-    finally:
-        for consumer in consumers:
-            placement.request('DELETE', '/allocations/%s' % consumer)
-    return len(consumers)
-
-
 @pytest.mark.parametrize('name', sorted(SPECS))
 def test_fits_agree_with_allocation_candidates(cloud, client, aliases, name):
     request, per_host = counted(client, domain.request_from_flavor(
@@ -162,7 +131,8 @@ def test_fits_agree_with_allocation_candidates(cloud, client, aliases, name):
     assert any(g.is_pci for g in request.groups)
     assert set(per_host) == set(cloud.roots)
     for host, root in cloud.roots.items():
-        assert claim_until_full(cloud.placement, request, root) == \
+        query = urllib.parse.parse_qsl(domain.to_querystring(request, None))
+        assert cloud.placement.claim_until_full(query, root) == \
             per_host[host].fits, (host, per_host[host])
 
 
