@@ -41,6 +41,20 @@ def placement_request(cloud, method, path, **kwargs):
     return rsp.json() if rsp.content else None
 
 
+def rewrite_allocations(cloud, consumer, change):
+    """PUT the consumer's allocations through ``change(allocations)``."""
+    body = placement_request(cloud, 'GET', '/allocations/%s' % consumer)
+    allocations = {rp: {'resources': a['resources']}
+                   for rp, a in body['allocations'].items()}
+    placement_request(cloud, 'PUT', '/allocations/%s' % consumer, json={
+        'allocations': change(allocations),
+        'consumer_generation': body['consumer_generation'],
+        'project_id': body['project_id'], 'user_id': body['user_id'],
+        # Nova writes at a microversion older than 1.38: type 'unknown'.
+        'consumer_type': ('INSTANCE' if body['consumer_type'] == 'unknown'
+                          else body['consumer_type'])})
+
+
 def flavor_specs(cloud, flavor_id):
     """A flavor's extra specs, from the Nova API."""
     rsp = requests.get(

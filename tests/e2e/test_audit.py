@@ -27,6 +27,7 @@ from tests.cloud import client
 from tests.e2e import helpers
 from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request as placement
+from tests.e2e.helpers import rewrite_allocations
 from tests.fixtures import cli
 
 ORPHAN = str(uuid.UUID('0c1e4b1c-5bd5-4a4e-8a55-2f4f3c0e0a0d'))
@@ -77,20 +78,6 @@ def set_traits(cloud, rp_uuid, change):
               json={'resource_provider_generation':
                     current['resource_provider_generation'],
                     'traits': sorted(change(set(current['traits'])))})
-
-
-def rewrite_allocations(cloud, consumer, change):
-    """PUT the consumer's allocations through ``change(allocations)``."""
-    body = placement(cloud, 'GET', '/allocations/%s' % consumer)
-    allocations = {rp: {'resources': a['resources']}
-                   for rp, a in body['allocations'].items()}
-    placement(cloud, 'PUT', '/allocations/%s' % consumer, json={
-        'allocations': change(allocations),
-        'consumer_generation': body['consumer_generation'],
-        'project_id': body['project_id'], 'user_id': body['user_id'],
-        # Nova writes at a microversion older than 1.38: type 'unknown'.
-        'consumer_type': ('INSTANCE' if body['consumer_type'] == 'unknown'
-                          else body['consumer_type'])})
 
 
 def truth(cloud):

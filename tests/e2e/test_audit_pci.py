@@ -22,21 +22,9 @@ import pytest
 
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import placement_request as placement
+from tests.e2e.helpers import rewrite_allocations
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
-
-
-def rewrite_allocations(cloud, consumer, change):
-    """PUT the consumer's allocations through ``change(allocations)``."""
-    body = placement(cloud, 'GET', '/allocations/%s' % consumer)
-    allocations = {rp: {'resources': a['resources']}
-                   for rp, a in body['allocations'].items()}
-    placement(cloud, 'PUT', '/allocations/%s' % consumer, json={
-        'allocations': change(allocations),
-        'consumer_generation': body['consumer_generation'],
-        'project_id': body['project_id'], 'user_id': body['user_id'],
-        'consumer_type': ('INSTANCE' if body['consumer_type'] == 'unknown'
-                          else body['consumer_type'])})
 
 
 @pytest.fixture(scope='module')

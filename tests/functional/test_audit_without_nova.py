@@ -29,17 +29,7 @@ from tests.fixtures.placement_data import Gpu
 
 @pytest.fixture
 def cloud(placement_url, tmp_path, monkeypatch):
-    clouds = tmp_path / 'clouds.yaml'
-    clouds.write_text(
-        'clouds:\n'
-        '  no-nova:\n'
-        '    auth_type: admin_token\n'
-        '    auth: {token: admin, endpoint: "%s"}\n'
-        '    placement_endpoint_override: "%s"\n'
-        '    compute_endpoint_override: "http://127.0.0.1:9/v2.1"\n'
-        '    compute_connect_retries: 0\n' % (placement_url, placement_url))
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
-    monkeypatch.setenv('OS_CLOUD', 'no-nova')
+    cli.use_cloud_without_nova(placement_url, tmp_path, monkeypatch)
 
 
 @pytest.fixture

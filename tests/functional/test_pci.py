@@ -264,17 +264,7 @@ def test_capacity_counts_pci_devices(cloud, auth):
 
 
 def test_audit_over_capacity_covers_pci(cloud, auth, tmp_path, monkeypatch):
-    clouds = tmp_path / 'clouds.yaml'
-    clouds.write_text(
-        'clouds:\n'
-        '  no-nova:\n'
-        '    auth_type: admin_token\n'
-        '    auth: {token: admin, endpoint: "%s"}\n'
-        '    placement_endpoint_override: "%s"\n'
-        '    compute_endpoint_override: "http://127.0.0.1:9/v2.1"\n'
-        '    compute_connect_retries: 0\n' % (cloud.pg.url, cloud.pg.url))
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
-    monkeypatch.setenv('OS_CLOUD', 'no-nova')
+    cli.use_cloud_without_nova(cloud.pg.url, tmp_path, monkeypatch)
     result = cli.openstack('mdev', 'audit', '-f', 'json', '--long',
                            '--host', 'gpu6')
     findings = [f for f in json.loads(result.stdout)
