@@ -184,24 +184,20 @@ def _allocations_elsewhere(placement, servers, found, hosts, candidates):
     held = {}
     for alloc in found:
         held[alloc.consumer] = held.get(alloc.consumer, 0) + alloc.amount
-    classes = {names.VGPU} | {a.resource_class for a in found}
+
+    def asks(server):
+        request = domain.server_request(server)
+        return sum(request.device_amounts().values()) if request else 0
+
     suspects = [s['id'] for s in servers
                 if domain.node_of(s) in hosts and domain.settled(s)
-                and sum(domain.mdev_amounts(
-                    (s.get('flavor') or {}).get('extra_specs'),
-                    classes | _custom(s)).values()) > held.get(s['id'], 0)]
+                and asks(s) > held.get(s['id'], 0)]
     extra = []
     for server_id, allocations in zip(suspects, placement.map(
             placement.get_consumer_allocations, suspects)):
         extra.extend(a for a in alloc_logic.of_consumer(
             server_id, allocations, candidates) if a.host not in hosts)
     return extra
-
-
-def _custom(server):
-    specs = (server.get('flavor') or {}).get('extra_specs') or {}
-    return {k.split(':', 1)[1] for k in specs
-            if k.startswith('resources') and ':CUSTOM_' in k}
 
 
 def _consumer_facts(placement, compute, consumers):

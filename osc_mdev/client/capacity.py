@@ -38,10 +38,11 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.client import devices as device_reads
-from osc_mdev.client import flavors as flavor_reads
+from osc_mdev.client import naming
 from osc_mdev.client import pool
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import providers
+from osc_mdev.domain import resource_request as rr
 
 # Every Nova compute node offers VCPU: each tree with a free one is one
 # candidate, so the answer stays small.
@@ -86,7 +87,7 @@ def read_flavor(placement, compute, flavor, hosts=(), request=None):
             keys.append(_room_key(amount))
     if flavor is not None:
         calls.append(compute.compute_services)
-        calls.append(lambda: flavor_reads.find_flavor(compute, flavor))
+        calls.append(lambda: naming.find_flavor(compute, flavor))
     results = pool.call_all(calls, placement.max_workers)
     device_reads.check_hosts(results[0], hosts)
     early = dict(zip(keys, results[1:]))
@@ -236,7 +237,7 @@ def candidates_by_root(placement, request):
     each tree's allocation requests in Placement's order: the first is
     the one the scheduler claims (see domain.capacity.multi_create).
     """
-    answer = placement.allocation_candidates(domain.to_querystring(request))
+    answer = placement.allocation_candidates(rr.to_querystring(request))
     summaries = answer.get('provider_summaries') or {}
     by_root = {}
     for areq in answer.get('allocation_requests') or []:
@@ -250,8 +251,8 @@ def candidates_by_root(placement, request):
 
 def check_flavor_request(request):
     try:
-        domain.check_request(request)
-    except domain.RequestError as exc:
+        rr.check_request(request)
+    except rr.RequestError as exc:
         text = str(exc)
         raise exceptions.CommandError(
             '%s%s.' % (text[0].upper(), text[1:])) from exc

@@ -10,10 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Flavors and the mdev devices that can serve them: Nova and Placement.
+"""Flavors and the devices that can serve them: Nova and Placement.
 
-The flavor (Nova) and the cloud's devices, classes and traits (Placement)
-are read at once in the bounded pool, checked, then written.
+The flavor (Nova) and the compute node trees (Placement, with the bulk
+reads of ``client.capacity``) are read at once in the bounded pool; the
+flavor's request is Nova's (``domain.resource_request``), judged by the
+capacity engine (``domain.capacity``), then written.
 """
 
 import dataclasses
@@ -21,13 +23,14 @@ import dataclasses
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
 
+from osc_mdev.client import capacity as capacity_reads
 from osc_mdev.client import compute as compute_client
-from osc_mdev.client import devices as device_reads
-from osc_mdev.client import naming
 from osc_mdev.client import pool
+from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import flavors as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 
 
@@ -59,80 +62,44 @@ class Configured:
 @dataclasses.dataclass
 class FlavorView:
     flavor: dict
-    request: domain.MdevRequest | None
-    extra_specs: dict
-    fit: domain.Fit | None
+    request: rr.Request
+    extra_specs: dict        # the flavor's device keys
+    devices: list            # [(host, device, free)] servers would use
     servers_that_fit: int | None
+    problem: str
 
 
-def find_flavor(compute, reference):
-    if not reference.strip():
-        raise exceptions.CommandError(
-            "No flavor named or with ID '%s'; see 'openstack flavor list "
-            "--all'." % reference)
-    flavor = compute.get_flavor(reference)
-    if flavor is not None:
-        return flavor
-    match = naming.one_named(
-        compute.flavors_named(reference), reference, 'flavor',
-        "No flavor named or with ID '%s'; see 'openstack flavor list "
-        "--all'." % reference)
-    # Flavor listings carry extra_specs too (the same microversion).
-    return match
-
-
-def _all_devices(placement):
-    return device_reads.list_devices(placement, providers.DeviceFilter())
-
-
-def _cloud_traits(devices):
-    return {t for d in devices for t in (d.traits or ())
+def _cloud_traits(trees):
+    return {t for h in trees for d in _mdev_devices(h) for t in d.traits
             if not trait_logic.is_owner_trait(t)}
 
 
+def _mdev_devices(host):
+    return [d for d in host.devices
+            if not providers.is_pci_device(d.traits)]
+
+
+def _mdev_classes(trees):
+    return {names.VGPU} | {rc for h in trees for d in _mdev_devices(h)
+                           for rc in d.inventories}
+
+
 def _trait_names(specs):
-    return {m.group(2) for k in specs
-            for m in [domain.TRAIT_KEY.match(k)] if m}
+    return {k.name for k in map(rr.spec_key, specs)
+            if k and not k.is_resource}
 
 
-def _root_traits(placement, specs, carried):
-    """``{compute node UUID: traits}`` for the unnumbered group's traits.
-
-    One request per such trait that some provider has (few), at once.
+def _read(compute, placement, reference, requests=()):
+    """``(flavor, trees)``: the flavor and the compute node trees its
+    request and ``requests`` are judged on (``client.capacity``: a few
+    bulk reads whatever the number of devices).
     """
-    wanted = sorted(t for t in _trait_names(
-        {k: v for k, v in specs.items() if k.startswith('trait:')})
-        if t in carried)
-    answers = placement.map(
-        lambda t: placement.list_providers(required_traits=[t]), wanted)
-    roots = {}
-    for trait, found in zip(wanted, answers):
-        for provider in found:
-            if provider['uuid'] == provider.get('root_provider_uuid'):
-                roots.setdefault(provider['uuid'], set()).add(trait)
-    return roots
-
-
-def _other_roots(placement, specs, mdev_classes, known):
-    """``{suffix: compute node UUIDs}`` where Placement has providers
-    for each numbered group without mdev resources (one request each).
-
-    Groups naming a trait Placement does not know are left to the check.
-    """
-    queries = {s: q for s, q in domain.other_group_queries(
-        specs, mdev_classes).items()
-        if set(q[1]) | set(q[2]) <= known}
-    suffixes = sorted(queries)
-
-    def providers(suffix):
-        try:
-            return placement.providers_with(*queries[suffix])
-        except exceptions.CommandError:
-            return []   # e.g. a resource class Placement does not know
-
-    answers = placement.map(providers, suffixes)
-    return {s: {p['root_provider_uuid'] for p in found}
-            for s, found in zip(suffixes, answers)}
+    flavor, listing, services, early = capacity_reads.read_flavor(
+        placement, compute, reference)
+    asked = [rr.request_from_flavor(flavor)] + [r for r in requests if r]
+    trees = capacity_reads.read_hosts(placement, asked, listing, services,
+                                      early=early)
+    return flavor, trees
 
 
 def configure(compute, placement, reference, request, validate=True,
@@ -141,53 +108,51 @@ def configure(compute, placement, reference, request, validate=True,
     """Check the device request against the cloud and write it onto the
     flavor.
 
-    ``request``: the mdev request (domain.MdevRequest) or None; ``pci``:
-    the PCI request (domain.PciRequest) or None; at least one is given,
-    and the keys of an earlier request of the other kind are removed
-    unless both are given. ``aliases``: ``{name: novaconf.Alias}`` of
-    the controller's ``[pci] alias`` (None: not known, names are not
-    checked); ``pci_in_placement``: whether the scheduler asks Placement
-    for them.
+    ``request``: the mdev request (a ``resource_request.Request`` of
+    ``bare_request``) or None; ``pci``: the PCI request
+    (domain.PciRequest) or None; at least one is given, and the keys of
+    an earlier request of the other kind are removed unless both are
+    given. ``aliases``: ``{name: novaconf.Alias}`` of the controller's
+    ``[pci] alias`` (None: not known, names are not checked);
+    ``pci_in_placement``: whether the scheduler asks Placement for them.
 
-    The flavor's extra specs that result are checked as a whole (every
-    request group, as Placement will be asked) before anything is
-    written; stale mdev keys go (``domain.stale_keys``). Writes: one
-    request sets every new key (Nova saves them together), then each
-    removed key is deleted; after a failure the extra specs are read
-    back, so each key's result says what the flavor really holds.
+    The earlier mdev request is replaced wherever the flavor writes it
+    (unnumbered, numbered or named group). The flavor's extra specs that
+    result are checked as a whole before anything is written: no key
+    Nova's API refuses, and (``validate``) the request Nova builds from
+    them (``resource_request.request_from_flavor``) can be served by
+    some host, judged by the capacity engine; stale mdev keys go
+    (``domain.stale_keys``). Writes: one request sets every new key
+    (Nova saves them together), then each removed key is deleted; after
+    a failure the extra specs are read back, so each key's result says
+    what the flavor really holds.
     """
-    traits = sorted(set(request.required) | set(request.forbidden)) \
-        if request else []
-    flavor, devices, rc_exists = pool.call_all(
-        [lambda: find_flavor(compute, reference),
-         lambda: _all_devices(placement),
-         lambda: (placement.resource_class_exists(request.resource_class)
-                  if request else True)],
-        placement.max_workers)
+    traits = sorted({t for g in request.groups
+                     for t in g.required | g.forbidden}) if request else []
+    classes = request.mdev_classes() if request else []
+    flavor, trees = _read(compute, placement, reference, [request])
     current = flavor.get('extra_specs') or {}
     named = _trait_names(current) | set(traits)
-    carried, known = pool.call_all(
+    carried, known, rc_exists = pool.call_all(
         [lambda: placement.traits_among(named, associated=True),
-         lambda: placement.traits_among(named)], placement.max_workers)
+         lambda: placement.traits_among(named),
+         lambda: all(placement.map(placement.resource_class_exists,
+                                   classes))],
+        placement.max_workers)
     if validate and request:
         if not rc_exists:
             raise exceptions.CommandError(
                 "Resource class %s does not exist in Placement; check "
                 "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
-                "resource class list'." % request.resource_class)
+                "resource class list'." % ', '.join(classes))
         missing = [t for t in traits if t not in known]
         if missing:
             raise exceptions.CommandError(
                 "Trait %s does not exist in Placement; tag devices with "
                 "'openstack mdev trait set' first." % ', '.join(missing))
-        result = domain.fit(request, devices)
-        if result.problem:
-            raise exceptions.CommandError(
-                'No device in the cloud can serve this flavor: %s; use '
-                '--no-validate to configure it anyway.' % result.problem)
 
-    mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
-    device_traits = _cloud_traits(devices) | set(traits)
+    mdev_classes = _mdev_classes(trees)
+    device_traits = _cloud_traits(trees) | set(traits)
     if request:
         others = domain.isolate_reaches_others(
             current, request, mdev_classes, device_traits, carried, known)
@@ -203,22 +168,24 @@ def configure(compute, placement, reference, request, validate=True,
         to_set = {}
         to_delete, changes = domain.plan_without_mdev(
             current, mdev_classes, device_traits, carried, known)
+    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
+    after = domain.resulting(current, {**to_set, **pci_set},
+                             to_delete + pci_delete)
+    refused = domain.refused(after)
+    if refused:
+        raise exceptions.CommandError(
+            "Flavor %s: %s; correct or remove it with 'openstack flavor "
+            "set' or 'openstack flavor unset --property', then run this "
+            "again." % (flavor['name'], refused))
     if validate and request:
-        after = domain.resulting(current, to_set, to_delete)
-        roots, others = pool.call_all(
-            [lambda: _root_traits(placement, after, carried),
-             lambda: _other_roots(placement, after, mdev_classes, known)],
-            placement.max_workers)
-        problem = domain.check(after, devices, mdev_classes, carried, known,
-                               roots, others)
+        problem = domain.can_never_serve(
+            rr.request_from_flavor(dict(flavor, extra_specs=after)),
+            trees, carried, known)
         if problem:
             raise exceptions.CommandError(
-                'No device in the cloud can serve this flavor: %s; use '
+                'No host in the cloud can serve this flavor: %s; use '
                 '--no-validate to configure it anyway.' % problem)
-    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
     if pci is not None:
-        after = domain.resulting(current, {**to_set, **pci_set},
-                                 to_delete + pci_delete)
         note = check_pci(placement, pci, aliases, pci_in_placement,
                          after.get(domain.GROUP_POLICY), validate)
         pci_changes = [dataclasses.replace(c, note=note)
@@ -346,22 +313,39 @@ def _reason(exc, doing):
 
 
 def show(compute, placement, reference):
-    """The flavor's mdev request and where it fits now."""
-    flavor = find_flavor(compute, reference)
-    devices = _all_devices(placement)
+    """The flavor's device request as Nova builds it, and where and how
+    many servers of it fit now (the capacity engine, as ``openstack mdev
+    capacity --flavor`` counts them).
+    """
+    flavor, trees = _read(compute, placement, reference)
     specs = flavor.get('extra_specs') or {}
-    mdev_classes = {names.VGPU} | {d.resource_class for d in devices}
-    request = domain.parse(specs, mdev_classes)
+    request = rr.request_from_flavor(flavor)
     named = _trait_names(specs)
     carried, known = pool.call_all(
         [lambda: placement.traits_among(named, associated=True),
          lambda: placement.traits_among(named)], placement.max_workers)
-    managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(devices))
+    mdev_classes = _mdev_classes(trees)
+    managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(trees))
     managed |= set(domain.stale_keys(specs, carried, known))
     managed |= {domain.ALIAS_KEY} & set(specs)
     shown = {k: v for k, v in sorted(specs.items()) if k in managed}
-    if request is None:
-        return FlavorView(flavor, None, shown, None, None)
-    result = domain.fit(request, devices)
-    return FlavorView(flavor, request, shown, result,
-                      domain.servers_that_fit(request, result.devices))
+    problems = [domain.refused(specs)]
+    if not request.describe_devices():
+        return FlavorView(flavor, request, shown, [], None,
+                          '; '.join(p for p in problems if p))
+    problems.append(domain.can_never_serve(request, trees, carried, known))
+    devices, fits = [], 0
+    if not problems[-1]:
+        prefiltered = rr.with_prefilters(
+            request, owner_nova=capacity_logic.owner_nova_in_effect(trees))
+        by_name = {h.name: h for h in trees}
+        classes = request.mdev_classes()
+        for counted in capacity_logic.capacity(prefiltered, trees):
+            fits += counted.fits
+            host = by_name[counted.host]
+            for device in host.devices:
+                if device.device in counted.devices:
+                    devices.append((host.name, device.device, sum(
+                        device.free(rc) for rc in classes)))
+    return FlavorView(flavor, request, shown, devices, fits,
+                      '; '.join(p for p in problems if p))

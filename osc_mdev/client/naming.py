@@ -29,3 +29,19 @@ def one_named(matches, reference, noun, not_found):
             % (len(matches), noun, reference,
                ', '.join(sorted(m['id'] for m in matches))))
     return matches[0]
+
+
+def find_flavor(compute, reference):
+    if not reference.strip():
+        raise exceptions.CommandError(
+            "No flavor named or with ID '%s'; see 'openstack flavor list "
+            "--all'." % reference)
+    flavor = compute.get_flavor(reference)
+    if flavor is not None:
+        return flavor
+    match = one_named(
+        compute.flavors_named(reference), reference, 'flavor',
+        "No flavor named or with ID '%s'; see 'openstack flavor list "
+        "--all'." % reference)
+    # Flavor listings carry extra_specs too (the same microversion).
+    return match

@@ -113,7 +113,13 @@ class PlacementClient:
         url = '/resource_providers?' + urllib.parse.urlencode(
             {'resources': ','.join('%s:%d' % rc for rc in sorted(
                 resources.items()))})
-        return self._request('GET', url, PROVIDER_TREE)['resource_providers']
+        try:
+            return self._request('GET', url, PROVIDER_TREE,
+                                 conflicts=(400,))['resource_providers']
+        except http.Conflict as exc:
+            if 'No such resource class' in str(exc):
+                return []   # a class Placement does not have: nobody can
+            raise
 
     def get_provider(self, uuid):
         """One provider (generation, parent and root UUIDs); NotFound."""

@@ -23,6 +23,7 @@ import re
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import names
+from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 
 ORPHANED_ALLOCATION = 'orphaned-allocation'
@@ -231,51 +232,25 @@ def orphaned_allocations(allocations, servers, facts):
 
 # -- missing-allocation / node-mismatch ----------------------------------
 
-_RESOURCE_KEY = re.compile(r'^resources(\d*):([A-Z0-9_]+)$')
-
-
-def mdev_amounts(extra_specs, mdev_classes):
-    """``{class: amount}`` of the mdev classes flavor extra specs ask for,
-    summed over every request group (``resources:`` and ``resourcesN:``).
+def server_request(server, aliases=None):
+    """The request of the server's embedded flavor (the copy Nova keeps
+    with the server, ``flavor`` from microversion 2.47), as Nova builds
+    it (``resource_request.request_from_flavor``); its PCI alias devices
+    only with ``aliases`` (the controller's ``[pci] alias``). None when
+    Nova would refuse the flavor's ``pci_passthrough:alias``.
     """
-    amounts = {}
-    for key, value in (extra_specs or {}).items():
-        match = _RESOURCE_KEY.match(key)
-        if match and match.group(2) in mdev_classes:
-            try:
-                amount = int(value)
-            except (TypeError, ValueError):
-                continue
-            if amount > 0:
-                rc = match.group(2)
-                amounts[rc] = amounts.get(rc, 0) + amount
-    return amounts
+    flavor = server.get('flavor') or {}
+    pci = aliases is not None and has_pci_alias(flavor.get('extra_specs'))
+    try:
+        return rr.request_from_flavor(flavor,
+                                      aliases=aliases if pci else None)
+    except rr.RequestError:
+        return None
 
 
 def has_pci_alias(extra_specs):
     """Whether flavor extra specs ask for PCI devices by alias."""
-    return capacity.PCI_ALIAS_KEY in (extra_specs or {})
-
-
-def pci_amounts(extra_specs, aliases):
-    """``{class: devices}`` the ``pci_passthrough:alias`` of flavor extra
-    specs asks for, with the controller's ``aliases`` (``{name:
-    novaconf.Alias}``): each alias' resource class as Nova asks Placement
-    for it (``capacity.pci_groups``). ``{}`` without the key; None when it
-    cannot be known (a value Nova refuses, an alias not defined).
-    """
-    if not has_pci_alias(extra_specs):
-        return {}
-    try:
-        groups = capacity.pci_groups(capacity.flavor_aliases(
-            {'extra_specs': extra_specs}), aliases)
-    except capacity.RequestError:
-        return None
-    amounts = {}
-    for group in groups:
-        for rc, n in group.resources:
-            amounts[rc] = amounts.get(rc, 0) + n
-    return amounts
+    return rr.PCI_ALIAS_KEY in (extra_specs or {})
 
 
 def node_of(server):
@@ -318,14 +293,10 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
     for server in servers:
         if not settled(server):
             continue
-        specs = (server.get('flavor') or {}).get('extra_specs') or {}
-        wanted = mdev_amounts(specs, classes)
-        if aliases is not None:
-            devices = pci_amounts(specs, aliases)
-            if devices is None:
-                continue
-            for rc, n in devices.items():
-                wanted[rc] = wanted.get(rc, 0) + n
+        request = server_request(server, aliases)
+        if request is None:
+            continue
+        wanted = request.device_amounts(classes)
         has = held.get(server['id'], {})
         if wanted == has:
             continue
@@ -537,7 +508,7 @@ def _sibling_findings(group):
 
 def flavor_requests(flavor_list, classes, aliases=None,
                     pci_in_placement=True):
-    """``{flavor id: capacity.Request}`` of the enabled flavors the
+    """``{flavor id: resource_request.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
     mdev class in ``classes`` (VGPU and the classes the devices have). A
@@ -557,10 +528,10 @@ def flavor_requests(flavor_list, classes, aliases=None,
         if pci and aliases is None:
             continue
         try:
-            request = capacity.request_from_flavor(
+            request = rr.request_from_flavor(
                 flavor, aliases=aliases if pci else None,
                 pci_in_placement=pci_in_placement)
-        except capacity.RequestError:
+        except rr.RequestError:
             continue
         if set(request.mdev_classes()) & set(classes) or any(
                 g.is_pci for g in request.groups):
@@ -568,45 +539,8 @@ def flavor_requests(flavor_list, classes, aliases=None,
     return found
 
 
-def _empty(trees):
-    """The same trees with nothing used: what the cloud could serve at all.
-    """
-    return [dataclasses.replace(
-        h, root=dataclasses.replace(h.root, usages={}),
-        children=tuple(dataclasses.replace(c, usages={})
-                       for c in h.children)) for h in trees]
-
-
 def _plural(n, word):
     return '%d %s%s' % (n, word, '' if n == 1 else 's')
-
-
-def explain_unschedulable(request, trees):
-    """Why no server of ``request`` can be placed on ``trees`` even when
-    nothing is used, in the capacity explainer's words, or None when one
-    could be (a cloud that is only full is no finding).
-
-    ``request`` is the flavor's, ``trees`` the compute node trees of
-    ``client.capacity.read_hosts``. The reason is what ``openstack mdev
-    capacity --flavor F --explain`` shows on the cloud as it is now: the
-    constraint that rules out the last host, with the devices and hosts
-    it rules out, and the smallest change that lets one server fit.
-    """
-    try:
-        capacity.check_request(request)
-    except capacity.RequestError as exc:
-        return str(exc)
-    request = capacity.with_prefilters(
-        request, owner_nova=capacity.owner_nova_in_effect(trees))
-    steps, _ = capacity.explain(request, _empty(trees))
-    if not steps or steps[-1].hosts_left:
-        return None
-    steps, fix = capacity.explain(request, trees)
-    last = next((s for s in steps if not s.hosts_left), steps[-1])
-    return '%s rules out %s and %s, leaving none; smallest change: %s' % (
-        last.constraint, _plural(last.devices_out, 'device'),
-        _plural(last.hosts_out, 'host'),
-        fix or 'none found on the devices')
 
 
 def unschedulable_flavors(flavor_list, trees, missing_classes=(),
@@ -632,9 +566,9 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
             continue
         specs = flavor.get('extra_specs') or {}
         label = '%s (%s)' % (flavor['name'], flavor['id'])
-        gone = sorted({m.group(2) for k in specs
-                       for m in [_RESOURCE_KEY.match(k)]
-                       if m and m.group(2) in missing_classes})
+        gone = sorted({k.name for k in map(rr.spec_key, specs)
+                       if k and k.is_resource
+                       and k.name in missing_classes})
         if gone:
             found.append(Finding(
                 WARNING, UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
@@ -647,8 +581,8 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
         if request is None and aliases is not None and pci_in_placement \
                 and has_pci_alias(specs):
             try:
-                capacity.request_from_flavor(flavor, aliases=aliases)
-            except capacity.RequestError as exc:
+                rr.request_from_flavor(flavor, aliases=aliases)
+            except rr.RequestError as exc:
                 found.append(Finding(
                     WARNING, UNSCHEDULABLE_FLAVOR,
                     message='Flavor %s cannot be booted: %s; see it with: '
@@ -657,7 +591,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
             continue
         if request is None:
             continue
-        reason = explain_unschedulable(request, trees)
+        reason = capacity.unschedulable_reason(request, trees)
         if reason:
             found.append(Finding(
                 WARNING, UNSCHEDULABLE_FLAVOR,
@@ -670,11 +604,10 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
 
 def unknown_classes(flavor_list, known):
     """``CUSTOM_`` classes the flavors ask for that are not in ``known``."""
-    return sorted({m.group(2) for f in flavor_list
-                   for k in (f.get('extra_specs') or {})
-                   for m in [_RESOURCE_KEY.match(k)]
-                   if m and m.group(2).startswith('CUSTOM_')
-                   and m.group(2) not in known})
+    return sorted({k.name for f in flavor_list
+                   for k in map(rr.spec_key, f.get('extra_specs') or {})
+                   if k and k.is_resource and k.name.startswith('CUSTOM_')
+                   and k.name not in known})
 
 
 # -- repairs --------------------------------------------------------------
@@ -747,5 +680,5 @@ def pci_alias_unchecked(servers, flavor_list):
                 '--controller-conf <file> to check them.' % (
                     ' and '.join(what), 's' if len(what) == 1 and (
                         n_servers or n_flavors) == 1 else '',
-                    capacity.PCI_ALIAS_KEY, MISSING_ALLOCATION,
+                    rr.PCI_ALIAS_KEY, MISSING_ALLOCATION,
                     UNSCHEDULABLE_FLAVOR))

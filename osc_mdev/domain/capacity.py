@@ -12,8 +12,9 @@
 
 """How many more servers of a request fit, where, and why not.
 
-Pure logic over Placement's data (no network). The request is built from
-a flavor the way Nova builds its allocation candidate query; each compute
+Pure logic over Placement's data (no network). The request is the one
+model of ``resource_request``, built from a flavor the way Nova builds its
+allocation candidate query; each compute
 node tree (root provider plus its children) is then checked the way
 Placement checks it, one server at a time, to count the servers that
 still fit.
@@ -24,379 +25,16 @@ decide afterwards (NUMA, PCI, affinity, image properties) is not.
 
 import collections
 import dataclasses
-import re
-import urllib.parse
 
 from osc_mdev.domain import names
-from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
+from osc_mdev.domain import resource_request as rr
 
-VCPU = 'VCPU'
-PCPU = 'PCPU'
-MEMORY_MB = 'MEMORY_MB'
-DISK_GB = 'DISK_GB'
-ROOT_CLASSES = (VCPU, PCPU, MEMORY_MB, DISK_GB)
-OWNER_NOVA = 'OWNER_NOVA'
-COMPUTE_STATUS_DISABLED = 'COMPUTE_STATUS_DISABLED'
-HW_CPU_HYPERTHREADING = 'HW_CPU_HYPERTHREADING'
-ISOLATE = 'isolate'
-NONE = 'none'
-# Nova's [scheduler] max_placement_results default: the ``limit`` of the
-# allocation candidate query.
-MAX_PLACEMENT_RESULTS = 1000
 # A safety stop for the per-host count (no host holds this many servers).
 MAX_FITS = 100000
-PCI_ALIAS_KEY = 'pci_passthrough:alias'
-
-# ResourceRequest.XS_KEYPAT in nova/scheduler/utils.py (nova 34).
-_XS_KEYPAT = re.compile(r'^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$')
-_STANDARD_CLASS = re.compile(r'^[A-Z][A-Z0-9_]*$')
-
-
-class RequestError(ValueError):
-    """A request that cannot be asked of Placement as given."""
-
-
-# -- the request ------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class Group:
-    """One request group: ``suffix`` '' is Nova's unnumbered group."""
-
-    suffix: str
-    resources: tuple = ()          # ((resource class, amount), ...)
-    required: frozenset = frozenset()
-    forbidden: frozenset = frozenset()
-    alias: str = ''        # the [pci] alias of a PCI device's group
-
-    @property
-    def amounts(self):
-        return dict(self.resources)
-
-    @property
-    def numbered(self):
-        return bool(self.suffix)
-
-    def label(self):
-        return 'resources%s' % self.suffix if self.suffix else 'resources'
-
-    @property
-    def is_pci(self):
-        return bool(self.alias)
-
-
-@dataclasses.dataclass(frozen=True)
-class Request:
-    """What one server asks of Placement."""
-
-    groups: tuple
-    group_policy: str | None = None
-    root_required: frozenset = frozenset()
-    root_forbidden: frozenset = frozenset()
-
-    @property
-    def numbered_groups(self):
-        return [g for g in self.groups if g.numbered]
-
-    def mdev_classes(self):
-        return sorted({rc for g in self.groups for rc, _ in g.resources
-                       if names.is_mdev_resource_class(rc)})
-
-    def root_amounts(self):
-        """Root classes (VCPU, MEMORY_MB, DISK_GB) of the unnumbered group.
-        """
-        unnumbered = self.group('')
-        return {rc: n for rc, n in (unnumbered.resources if unnumbered
-                                    else ()) if rc in ROOT_CLASSES}
-
-    def group(self, suffix):
-        for group in self.groups:
-            if group.suffix == suffix:
-                return group
-        return None
-
-    def describe(self):
-        parts = []
-        for group in self.groups:
-            text = '%s=%s' % (group.label(), ','.join(
-                '%s:%d' % rc for rc in group.resources))
-            traits = sorted(group.required) + [
-                '!' + t for t in sorted(group.forbidden)]
-            if traits:
-                text += ' required%s=%s' % (group.suffix, ','.join(traits))
-            parts.append(text)
-        if self.group_policy:
-            parts.append('group_policy=%s' % self.group_policy)
-        roots = sorted(self.root_required) + [
-            '!' + t for t in sorted(self.root_forbidden)]
-        if roots:
-            parts.append('root_required=%s' % ','.join(roots))
-        return ' '.join(parts)
-
-
-def _valid_class(rclass):
-    return rclass.startswith('CUSTOM_') or bool(_STANDARD_CLASS.match(rclass))
-
-
-def request_from_flavor(flavor, is_bfv=False, aliases=None,
-                        pci_in_placement=True):
-    """The groups Nova asks Placement for, for one server of ``flavor``.
-
-    Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
-    with ``_process_extra_specs``, ``RequestGroup.add_resource`` /
-    ``add_trait`` (nova/objects/request_spec.py), the flavor part of
-    ``_translate_pinning_policies`` and ``strip_zeros``:
-
-    * ``resources[S]:RC=N`` and ``trait[S]:T=required|forbidden`` keys form
-      group ``S`` ('' is the unnumbered group); an invalid class, a
-      negative or non-integer amount and any other trait value are ignored
-      (Nova logs a warning); the last key wins;
-    * ``group_policy`` is kept when it is ``none`` or ``isolate``;
-    * ``hw:cpu_policy=dedicated`` asks PCPU (plus one for
-      ``hw:emulator_threads_policy=isolate``) instead of VCPU;
-      ``hw:cpu_thread_policy`` isolate/require forbids/requires
-      HW_CPU_HYPERTHREADING;
-    * the flavor's vcpus, ram and disk (root + ephemeral + swap in GiB,
-      rounded up; no root disk when booted from volume) go to the
-      unnumbered group **only for classes no group of the extra specs
-      names** (``resources:VCPU=0`` therefore asks no VCPU at all);
-    * zero amounts are dropped, and groups left empty with them;
-    * with ``aliases`` (``{name: novaconf.Alias}``, the controller's
-      ``[pci] alias``) and ``pci_in_placement``, the flavor's
-      ``pci_passthrough:alias`` adds one numbered group per device
-      (``pci_groups``); then, as ``resources_from_request_spec`` does,
-      a request with two or more numbered groups and no ``group_policy``
-      gets ``group_policy=none`` when the flavor itself has at most one
-      numbered group (else it stays unset and Placement refuses it).
-      ``aliases`` None leaves the PCI devices out.
-
-    Image properties and ports are not part of a flavor and are left out.
-    Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
-    """
-    specs = flavor.get('extra_specs') or {}
-    groups = collections.OrderedDict()
-
-    def group(suffix):
-        return groups.setdefault(suffix or '', {
-            'resources': {}, 'required': set(), 'forbidden': set()})
-
-    policy = None
-    for key, value in specs.items():
-        if key == 'group_policy':
-            if value in (NONE, ISOLATE):
-                policy = value
-            continue
-        match = _XS_KEYPAT.match(key)
-        if not match:
-            continue
-        prefix, suffix, name = match.groups()
-        if prefix == 'resources':
-            if not _valid_class(name):
-                continue
-            try:
-                amount = int(value)
-            except (TypeError, ValueError):
-                continue
-            if amount < 0:
-                continue
-            group(suffix)['resources'][name] = amount
-        elif value == 'required':
-            group(suffix)['required'].add(name)
-        elif value == 'forbidden':
-            group(suffix)['forbidden'].add(name)
-
-    cpu_policy = specs.get('hw:cpu_policy')
-    if cpu_policy == 'dedicated':
-        pcpus = int(flavor.get('vcpus') or 0)
-        if specs.get('hw:emulator_threads_policy') == 'isolate':
-            pcpus += 1
-        group('')['resources'][PCPU] = pcpus
-    thread = {'isolate': 'forbidden', 'require': 'required'}.get(
-        specs.get('hw:cpu_thread_policy'))
-    if thread and cpu_policy == 'dedicated':
-        group('')[thread].add(HW_CPU_HYPERTHREADING)
-
-    # ResourceRequest.suffixed_groups_from_flavor: every suffix of a key
-    # of the form, whatever its value.
-    from_flavor = {m.group(2) for m in map(_XS_KEYPAT.match, specs)
-                   if m and m.group(2)}
-    pci = []
-    if aliases is not None and pci_in_placement:
-        pci = pci_groups(flavor_aliases(flavor), aliases,
-                         taken=set(groups) | from_flavor)
-
-    merged = {rc for g in groups.values() for rc in g['resources']} | {
-        rc for g in pci for rc, _ in g.resources}
-    if VCPU not in merged and PCPU not in merged:
-        group('')['resources'][VCPU] = int(flavor.get('vcpus') or 0)
-    if MEMORY_MB not in merged:
-        group('')['resources'][MEMORY_MB] = int(flavor.get('ram') or 0)
-    if DISK_GB not in merged:
-        disk = int(flavor.get('OS-FLV-EXT-DATA:ephemeral')
-                   or flavor.get('ephemeral') or 0)
-        # swap is in MiB ('' when none); Nova rounds it up to GiB.
-        disk += -(-int(flavor.get('swap') or 0) // 1024)
-        if not is_bfv:
-            disk += int(flavor.get('disk') or 0)
-        if disk:
-            group('')['resources'][DISK_GB] = disk
-
-    result = []
-    for suffix, g in groups.items():
-        resources = tuple(sorted((rc, n) for rc, n in g['resources'].items()
-                                 if n))
-        if resources or g['required'] or g['forbidden']:
-            result.append(Group(suffix, resources, frozenset(g['required']),
-                                frozenset(g['forbidden'])))
-    result.sort(key=lambda g: (g.suffix != '', g.suffix))
-    result.extend(pci)
-    numbered = sum(1 for g in result if g.numbered)
-    if numbered >= 2 and policy is None and len(from_flavor) <= 1:
-        policy = NONE
-    return Request(tuple(result), policy)
-
-
-def flavor_aliases(flavor):
-    """``[(alias name, count)]`` of the flavor's
-    ``pci_passthrough:alias`` (``[]`` without one). RequestError for a
-    value Nova's API refuses.
-    """
-    text = (flavor.get('extra_specs') or {}).get(PCI_ALIAS_KEY)
-    if text is None:
-        return []
-    try:
-        return novaconf.parse_alias_request(text)
-    except ValueError as exc:
-        raise RequestError('the flavor\'s %s is not valid: %s' % (
-            PCI_ALIAS_KEY, exc)) from exc
-
-
-def pci_groups(requested, aliases, taken=()):
-    """The request groups Nova makes of ``requested`` (``[(alias name,
-    count)]``) with the controller's ``aliases``: as
-    ``get_pci_requests_from_flavor`` (nova/pci/request.py) and
-    ``RequestSpec.generate_request_groups_from_pci_requests``
-    (nova/objects/request_spec.py), one numbered group per device asking
-    ``{class: 1}`` with the alias' traits (``novaconf.alias_request_groups``).
-
-    Nova names each group after a fresh request UUID; here they are
-    ``_pci<N>_<I>`` (alias N of the extra spec, device I), never one of
-    ``taken``. RequestError for an alias the controller does not define
-    (Nova's API refuses the boot: PciRequestAliasNotDefined).
-    """
-    unknown = [name for name, _ in requested if name not in aliases]
-    if unknown:
-        raise RequestError(
-            'PCI alias %s of the flavor is not defined in [pci] alias '
-            '(defined: %s), so Nova refuses to boot it' % (
-                ', '.join(dict.fromkeys(unknown)),
-                ', '.join(sorted(aliases)) or 'none'))
-    result = []
-    for n, (name, count) in enumerate(requested, 1):
-        try:
-            made = novaconf.alias_request_groups(aliases[name], count)
-        except ValueError as exc:
-            raise RequestError('PCI alias %s: %s' % (name, exc)) from exc
-        for i, (resources, traits) in enumerate(made):
-            suffix = '_pci%d_%d' % (n, i)
-            while suffix in taken:
-                suffix = '_' + suffix
-            result.append(Group(suffix, tuple(sorted(resources.items())),
-                                frozenset(traits), alias=name))
-    return result
-
-
-def bare_request(resource_class, amount=1, required=(), forbidden=(),
-                 spread=False):
-    """An mdev request with no flavor: ``amount`` of ``resource_class``.
-
-    One unnumbered group (all from one device) or, with ``spread``, one
-    numbered group per mdev with ``group_policy=isolate`` (the extra specs
-    ``mdev flavor configure --spread`` writes). Nothing on the root.
-    """
-    if amount < 1:
-        raise RequestError('--amount must be at least 1, not %d' % amount)
-    if spread and amount > 1:
-        groups = tuple(Group(str(n), ((resource_class, 1),),
-                             frozenset(required), frozenset(forbidden))
-                       for n in range(1, amount + 1))
-        return Request(groups, ISOLATE)
-    return Request((Group('', ((resource_class, amount),),
-                          frozenset(required), frozenset(forbidden)),))
-
-
-def check_request(request):
-    """Refuse what Placement refuses: several numbered groups and no
-    ``group_policy`` (``resources_from_request_spec`` warns; Placement
-    answers 400).
-    """
-    if len(request.numbered_groups) >= 2 and not request.group_policy:
-        raise RequestError(
-            'the flavor has %d numbered request groups but no group_policy '
-            'extra spec, so Placement rejects every request for it; set '
-            'group_policy=isolate or none' % len(request.numbered_groups))
-    if not any(g.resources for g in request.groups):
-        raise RequestError('the request asks for no resources')
-
-
-def with_prefilters(request, owner_nova=True):
-    """Add the root traits Nova's mandatory prefilters add.
-
-    Mirrors ``compute_status_filter`` (root_forbidden
-    COMPUTE_STATUS_DISABLED) and ``owner_nova_filter`` (root_required
-    OWNER_NOVA, only once every nova-compute reports it: ``owner_nova``)
-    of nova/scheduler/request_filter.py. ``owner_nova_filter`` adds
-    OWNER_NOVA to PCI groups (``Group.is_pci``) too, never to mdev
-    groups. The aggregate,
-    availability zone and image prefilters depend on the project, zone and
-    image of a boot and are not applied.
-    """
-    required = set(request.root_required)
-    groups = request.groups
-    if owner_nova:
-        required.add(OWNER_NOVA)
-        groups = tuple(dataclasses.replace(
-            g, required=g.required | {OWNER_NOVA}) if g.is_pci else g
-            for g in groups)
-    return dataclasses.replace(
-        request, groups=groups, root_required=frozenset(required),
-        root_forbidden=request.root_forbidden | {COMPUTE_STATUS_DISABLED})
-
-
-def to_querystring(request, in_tree=None, limit=MAX_PLACEMENT_RESULTS):
-    """``GET /allocation_candidates`` parameters for ``request``.
-
-    As ``ResourceRequest.to_querystring`` (nova/scheduler/utils.py) and
-    ``RequestGroup.to_queryparams`` build them; ``in_tree`` limits the
-    unnumbered group to one tree (as Nova does for a requested host).
-    """
-    params = []
-    if limit is not None:
-        params.append(('limit', str(limit)))
-    if request.group_policy:
-        params.append(('group_policy', request.group_policy))
-    if request.root_required or request.root_forbidden:
-        params.append(('root_required', ','.join(
-            sorted(request.root_required) +
-            ['!' + t for t in sorted(request.root_forbidden)])))
-    groups = list(request.groups)
-    if in_tree and not request.group(''):
-        groups.append(Group(''))
-    for group in groups:
-        s = group.suffix
-        if group.resources:
-            params.append(('resources' + s, ','.join(
-                '%s:%d' % rc for rc in sorted(group.resources))))
-        traits = sorted(group.required) + [
-            '!' + t for t in sorted(group.forbidden)]
-        if traits:
-            params.append(('required' + s, ','.join(traits)))
-        if in_tree and not s:
-            params.append(('in_tree', in_tree))
-    return urllib.parse.urlencode(sorted(params))
-
 
 # -- the cloud --------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Inventory(providers.Inventory):
@@ -460,7 +98,7 @@ class Host:
 
 def _root_ok(request, host):
     traits = host.root.traits
-    if host.disabled and COMPUTE_STATUS_DISABLED in request.root_forbidden:
+    if host.disabled and rr.COMPUTE_STATUS_DISABLED in request.root_forbidden:
         return False
     return (request.root_required <= traits
             and not request.root_forbidden & traits)
@@ -496,7 +134,7 @@ def _tasks(request, host, ignore_root_classes=False):
                 p for p in host.providers if _eligible(group, p)]))
         else:
             for rc, _ in group.resources:
-                if ignore_root_classes and rc in ROOT_CLASSES:
+                if ignore_root_classes and rc in rr.ROOT_CLASSES:
                     continue
                 tasks.append((group, rc, [
                     p for p in host.providers if _eligible(group, p, rc)]))
@@ -522,7 +160,7 @@ def _place(request, host, free, ignore_root_classes=False, tasks=None):
         tasks = _tasks(request, host, ignore_root_classes)
     if any(not candidates for _, _, candidates in tasks):
         return None
-    isolate = request.group_policy == ISOLATE
+    isolate = request.group_policy == rr.ISOLATE
     plan = []
 
     def room(provider, group, rc):
@@ -599,7 +237,7 @@ def host_capacity(request, host):
     # providers that serve each other server independently, so the order
     # does not change the count: a found placement is repeated while it
     # fits. Isolated groups are placed one server at a time.
-    repeat = not (request.group_policy == ISOLATE and
+    repeat = not (request.group_policy == rr.ISOLATE and
                   len(request.numbered_groups) > 1)
     tasks = _tasks(request, host)
     while fits < MAX_FITS:
@@ -640,8 +278,8 @@ def _free_of_class(request, host):
 
 def _limit(request, host, free):
     """Why the next server does not fit on ``host`` (after the others)."""
-    if COMPUTE_STATUS_DISABLED in request.root_forbidden and (
-            host.disabled or COMPUTE_STATUS_DISABLED in host.root.traits):
+    if rr.COMPUTE_STATUS_DISABLED in request.root_forbidden and (
+            host.disabled or rr.COMPUTE_STATUS_DISABLED in host.root.traits):
         return 'compute disabled'
     missing = sorted(request.root_required - host.root.traits)
     if missing:
@@ -862,7 +500,7 @@ def explain(request, hosts):
              lambda h, g, d: all(d.inventories[rc].allows(n)
                                  for rc, n in mdev_amounts(g)))
         numbered = [g for g in groups if g.numbered]
-        if request.group_policy == ISOLATE and len(numbered) > 1:
+        if request.group_policy == rr.ISOLATE and len(numbered) > 1:
             step('%d different devices on one host (group_policy=isolate)'
                  % len(numbered),
                  keep_host=lambda h: _distinct(
@@ -872,12 +510,20 @@ def explain(request, hosts):
             '%s:%d' % rc for rc in sorted(roots.items())),
             keep_host=lambda h: all(h.root.free(rc) >= n
                                     for rc, n in roots.items()))
-    if COMPUTE_STATUS_DISABLED in request.root_forbidden:
+    unnumbered = request.group('')
+    if roots and unnumbered is not None:
+        # The compute node gives the unnumbered group its VCPU, MEMORY_MB
+        # and DISK_GB, so it must not carry the group's forbidden traits.
+        for trait in sorted(unnumbered.forbidden):
+            step('compute node without %s' % trait,
+                 keep_host=lambda h, t=trait: t not in h.root.traits)
+    if rr.COMPUTE_STATUS_DISABLED in request.root_forbidden:
         step('compute service enabled (root without '
              'COMPUTE_STATUS_DISABLED)',
              keep_host=lambda h: not h.disabled and
-             COMPUTE_STATUS_DISABLED not in h.root.traits)
-    for trait in sorted(request.root_forbidden - {COMPUTE_STATUS_DISABLED}):
+             rr.COMPUTE_STATUS_DISABLED not in h.root.traits)
+    for trait in sorted(request.root_forbidden -
+                        {rr.COMPUTE_STATUS_DISABLED}):
         step('root without %s' % trait,
              keep_host=lambda h, t=trait: t not in h.root.traits)
     for trait in sorted(request.root_required):
@@ -935,8 +581,8 @@ def smallest_fix(request, hosts):
         for group in groups:
             options = []
             for device in _group_devices(group, host):
-                if request.group_policy == ISOLATE and group.numbered and \
-                        device.uuid in used:
+                if (request.group_policy == rr.ISOLATE and group.numbered
+                        and device.uuid in used):
                     continue
                 if not all(rc in device.inventories and
                            device.inventories[rc].allows(n) and
@@ -987,8 +633,9 @@ def smallest_fix(request, hosts):
             if short > 0:
                 moves_total += 1
                 changes.append('free %d %s on %s' % (short, rc, host.name))
-        if COMPUTE_STATUS_DISABLED in request.root_forbidden and (
-                host.disabled or COMPUTE_STATUS_DISABLED in host.root.traits):
+        if rr.COMPUTE_STATUS_DISABLED in request.root_forbidden and (
+                host.disabled or
+                rr.COMPUTE_STATUS_DISABLED in host.root.traits):
             changes.append('enable the compute service of %s' % host.name)
         for trait in sorted(request.root_required - host.root.traits):
             changes.append('add %s to the root provider %s' % (
@@ -1013,10 +660,67 @@ def owner_nova_in_effect(hosts):
     so the sign used is the trait itself: every compute node root carries
     it. (When one does not, Nova does not filter on it either.)
     """
-    return all(OWNER_NOVA in h.root.traits for h in hosts)
+    return all(rr.OWNER_NOVA in h.root.traits for h in hosts)
 
 
 def capacity(request, hosts):
     """``[HostCapacity]`` for every host, by name."""
     return [host_capacity(request, h)
             for h in sorted(hosts, key=lambda h: h.name)]
+
+
+def _empty(trees):
+    """The same trees with nothing used: what the cloud could serve at all.
+    """
+    return [dataclasses.replace(
+        h, root=dataclasses.replace(h.root, usages={}),
+        children=tuple(dataclasses.replace(c, usages={})
+                       for c in h.children)) for h in trees]
+
+
+def _plural(n, word):
+    return '%d %s%s' % (n, word, '' if n == 1 else 's')
+
+
+def unschedulable_reason(request, trees):
+    """Why no server of ``request`` can be placed on ``trees`` even when
+    nothing is used, or None when one could be (a cloud that is only full
+    is not unschedulable).
+
+    ``request`` is the flavor's (without prefilters: they are added here,
+    as the scheduler adds them), ``trees`` the compute node trees. The
+    reason is what ``openstack mdev capacity --explain`` shows on the
+    cloud as it is now: the constraint that rules out the last host, with
+    the devices and hosts it rules out, and the smallest change that lets
+    one server fit; or what Placement refuses in the request itself.
+    """
+    try:
+        rr.check_request(request)
+    except rr.RequestError as exc:
+        return str(exc)
+    request = rr.with_prefilters(request,
+                                 owner_nova=owner_nova_in_effect(trees))
+    steps, _ = explain(request, _empty(trees))
+    if not steps or steps[-1].hosts_left:
+        return None
+    empty = next(s for s in steps if not s.hosts_left)
+    steps, fix = explain(request, trees)
+    last = next((s for s in steps if not s.hosts_left), steps[-1])
+    return '%s rules out %s and %s, leaving none%s; smallest change: %s' % (
+        last.constraint, _plural(last.devices_out, 'device'),
+        _plural(last.hosts_out, 'host'), _largest(request, trees)
+        if empty.constraint.startswith('room for') else '',
+        fix or 'none found on the devices')
+
+
+def _largest(request, trees):
+    """`` (the largest VGPU device holds 16)``: why no device has room
+    even when nothing is used.
+    """
+    sizes = []
+    for rc in request.mdev_classes():
+        held = [d.inventories[rc].capacity for h in trees for d in h.devices
+                if rc in d.inventories]
+        if held:
+            sizes.append('the largest %s device holds %d' % (rc, max(held)))
+    return ' (%s)' % ', '.join(sizes) if sizes else ''

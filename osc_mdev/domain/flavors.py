@@ -10,172 +10,90 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Flavor extra specs that ask Placement for mediated devices.
+"""Flavor extra specs that ask Placement for devices: the writes.
 
-Pure logic: turn an mdev request into extra specs, read one back out of a
-flavor's extra specs, plan the change from one to the other, and check it
-against the devices a cloud has.
+Pure logic: turn a device request (``resource_request.Request``) into
+extra specs, find the keys of the request a flavor already has (in any
+group, by the one key parser of ``resource_request``), and plan the
+change from one to the other. Reading a flavor's request and judging
+whether the cloud can serve it is ``resource_request`` and ``capacity``.
 """
 
 import dataclasses
-import re
 
-_RESOURCE_KEY = re.compile(r'^resources(\d*):([A-Z0-9_]+)$')
-TRAIT_KEY = re.compile(r'^trait(\d*):([A-Z0-9_]+)$')
-GROUP_POLICY = 'group_policy'
-REQUIRED = 'required'
-FORBIDDEN = 'forbidden'
+from osc_mdev.domain import capacity
+from osc_mdev.domain import resource_request as rr
+
+GROUP_POLICY = rr.GROUP_POLICY
+REQUIRED = rr.REQUIRED
+FORBIDDEN = rr.FORBIDDEN
 CUSTOM = 'CUSTOM_'
-POLICIES = ('isolate', 'none')
-
-
-@dataclasses.dataclass(frozen=True)
-class MdevRequest:
-    """``amount`` mdevs of ``resource_class`` for one server.
-
-    Without ``spread`` they come from one device (one unnumbered request
-    group: ``resources:VGPU=2``); with ``spread`` each comes from a
-    different device of the host (numbered groups ``resources1:VGPU=1``,
-    ``resources2:VGPU=1``... with ``group_policy=isolate``).
-    """
-
-    resource_class: str
-    amount: int = 1
-    required: tuple = ()
-    forbidden: tuple = ()
-    spread: bool = False
-
-    def describe(self):
-        """The request in plain words."""
-        if self.spread and self.amount > 1:
-            text = ('%d x %s, each from a different device of one host'
-                    % (self.amount, self.resource_class))
-        else:
-            text = '%d x %s from one device' % (self.amount,
-                                                self.resource_class)
-        conditions = []
-        if self.required:
-            conditions.append('with ' + ', '.join(self.required))
-        if self.forbidden:
-            conditions.append('without ' + ', '.join(self.forbidden))
-        return ' '.join([text] + conditions)
-
-    def per_device(self):
-        return 1 if self.spread else self.amount
-
-    def devices_needed(self):
-        return self.amount if self.spread else 1
-
-
-def validate_amount(amount):
-    if amount < 1:
-        raise ValueError('--amount must be at least 1, not %d' % amount)
-    return amount
 
 
 def to_extra_specs(request, used_groups=()):
-    """The extra specs that make Nova ask Placement for ``request``.
+    """The extra specs that make Nova ask Placement for ``request`` (a
+    ``resource_request.Request`` of device groups, as ``bare_request``
+    builds it).
 
-    Numbered groups skip the numbers in ``used_groups`` (groups of other
-    requests already in the flavor).
+    The unnumbered group is written as ``resources:``; numbered groups
+    get the lowest numbers not in ``used_groups`` (groups of other
+    requests already in the flavor), and the request's group policy.
     """
     specs = {}
-    if not request.spread or request.amount == 1:
-        groups = [('', request.amount)]
-    else:
-        numbers, n = [], 1
-        while len(numbers) < request.amount:
-            if str(n) not in used_groups:
-                numbers.append(str(n))
-            n += 1
-        groups = [(number, 1) for number in numbers]
-        specs[GROUP_POLICY] = 'isolate'
-    for suffix, amount in groups:
-        specs['resources%s:%s' % (suffix, request.resource_class)] = str(
-            amount)
-        for trait in request.required:
+    numbers = (str(n) for n in range(1, 1 << 16)
+               if str(n) not in used_groups)
+    for group in request.groups:
+        suffix = next(numbers) if group.numbered else ''
+        for rc, amount in group.resources:
+            specs['resources%s:%s' % (suffix, rc)] = str(amount)
+        for trait in sorted(group.required):
             specs['trait%s:%s' % (suffix, trait)] = REQUIRED
-        for trait in request.forbidden:
+        for trait in sorted(group.forbidden):
             specs['trait%s:%s' % (suffix, trait)] = FORBIDDEN
+    if request.numbered_groups and request.group_policy:
+        specs[GROUP_POLICY] = request.group_policy
     return specs
 
 
-def _groups(specs):
-    """``{suffix: {'resources': {rc: n}, 'traits': {trait: value}}}``."""
+def _keys_by_group(specs):
+    """``{suffix: [SpecKey and key]}`` of the request group keys."""
     groups = {}
-    for key, value in specs.items():
-        match = _RESOURCE_KEY.match(key)
-        if match:
-            group = groups.setdefault(match.group(1),
-                                      {'resources': {}, 'traits': {}})
-            group['resources'][match.group(2)] = value
-            continue
-        match = TRAIT_KEY.match(key)
-        if match:
-            group = groups.setdefault(match.group(1),
-                                      {'resources': {}, 'traits': {}})
-            group['traits'][match.group(2)] = value
+    for key in specs:
+        parsed = rr.spec_key(key)
+        if parsed is not None:
+            groups.setdefault(parsed.suffix, []).append((parsed, key))
     return groups
 
 
 def managed_keys(specs, mdev_classes, device_traits=()):
-    """The keys of ``specs`` that make up its mdev request.
+    """The keys of ``specs`` that make up its mdev request, in whatever
+    group it is written (unnumbered, numbered or named):
 
-    * ``resourcesN:<class>`` for every mdev class;
-    * every ``traitN:`` key of a numbered group that holds mdev resources
-      (such a group is about the device);
+    * ``resources[S]:<class>`` for every mdev class;
+    * every ``trait[S]:`` key of a suffixed group that holds mdev
+      resources (such a group is about the device);
     * unnumbered ``trait:`` keys only for traits found on mdev devices
       (``device_traits``): the unnumbered group is shared with the compute
       node's VCPU/MEMORY_MB, so its other traits are not ours;
-    * ``group_policy`` when the mdev request uses numbered groups.
+    * ``group_policy`` when the mdev request uses suffixed groups.
     """
     keys = set()
-    numbered_mdev = False
-    for suffix, group in _groups(specs).items():
-        mdev = [rc for rc in group['resources'] if rc in mdev_classes]
-        for rc in mdev:
-            keys.add('resources%s:%s' % (suffix, rc))
+    suffixed_mdev = False
+    for suffix, group in _keys_by_group(specs).items():
+        mdev = [key for parsed, key in group
+                if parsed.is_resource and parsed.name in mdev_classes]
+        keys.update(mdev)
         if suffix and mdev:
-            numbered_mdev = True
-            keys.update('trait%s:%s' % (suffix, t) for t in group['traits'])
+            suffixed_mdev = True
+            keys.update(key for parsed, key in group
+                        if not parsed.is_resource)
         elif not suffix:
-            keys.update('trait:%s' % t for t in group['traits']
-                        if t in device_traits)
-    if numbered_mdev and GROUP_POLICY in specs:
+            keys.update(key for parsed, key in group
+                        if not parsed.is_resource
+                        and parsed.name in device_traits)
+    if suffixed_mdev and GROUP_POLICY in specs:
         keys.add(GROUP_POLICY)
     return keys
-
-
-def parse(specs, mdev_classes):
-    """Read the mdev request back out of a flavor's extra specs.
-
-    Returns None when the flavor asks for no mdev class. Unnumbered
-    ``trait:`` keys count as conditions on the device (Placement checks
-    them on the providers that give the group's resources).
-    """
-    groups = _groups(specs)
-    mdev_groups = {s: g for s, g in groups.items()
-                   if any(rc in mdev_classes for rc in g['resources'])}
-    if not mdev_groups:
-        return None
-    suffix, group = sorted(mdev_groups.items())[0]
-    rc = next(rc for rc in sorted(group['resources'])
-              if rc in mdev_classes)
-    required = tuple(sorted(t for t, v in group['traits'].items()
-                            if v == REQUIRED))
-    forbidden = tuple(sorted(t for t, v in group['traits'].items()
-                             if v == FORBIDDEN))
-    amounts = []
-    for g in mdev_groups.values():
-        for name, value in g['resources'].items():
-            if name in mdev_classes:
-                try:
-                    amounts.append(int(value))
-                except ValueError:
-                    amounts.append(0)
-    numbered = [s for s in mdev_groups if s]
-    return MdevRequest(rc, sum(amounts), required, forbidden,
-                       spread=len(numbered) > 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,18 +124,17 @@ def stale_keys(specs, carried, existing=None):
     ``trait:CUSTOM_X=forbidden`` whose trait no longer exists: it guards
     against nothing, and Placement refuses every request naming a trait
     it does not know. Only custom traits count, as only those are set on
-    devices by hand; a standard trait is Nova's or a driver's, and one
-    that no provider has is reported by the check instead (``check``).
-    A forbidden trait that exists but that no provider has is kept: it
+    devices by hand; a standard trait is Nova's or a driver's. A
+    forbidden trait that exists but that no provider has is kept: it
     never stops a server from being scheduled and may guard against a tag
     to come (``trait:CUSTOM_BROKEN=forbidden``).
     """
     stale = {}
     for key, value in specs.items():
-        match = TRAIT_KEY.match(key)
-        if not match or match.group(1):
+        parsed = rr.spec_key(key)
+        if parsed is None or parsed.is_resource or parsed.suffix:
             continue
-        trait = match.group(2)
+        trait = parsed.name
         if not trait.startswith(CUSTOM):
             continue
         if value == REQUIRED and trait not in carried:
@@ -229,23 +146,31 @@ def stale_keys(specs, carried, existing=None):
     return stale
 
 
+def _replaced(current, request, mdev_classes, device_traits, carried,
+              existing):
+    """``(keys of the current mdev request and stale keys, stale)``."""
+    old = managed_keys(current, set(mdev_classes) | set(
+        request.mdev_classes() if request else ()), device_traits)
+    stale = ({} if carried is None
+             else stale_keys(current, carried, existing))
+    return old | set(stale), stale
+
+
 def plan(current, request, mdev_classes, device_traits=(), carried=None,
          existing=None):
     """What to set and delete on a flavor for ``request``.
 
     Returns ``(to_set, to_delete, changes)``: the managed keys of the
-    current request are replaced, stale keys (``stale_keys``, when the
-    ``carried`` traits are known) removed, unrelated extra specs stay.
+    current request are replaced wherever they are written, stale keys
+    (``stale_keys``, when the ``carried`` traits are known) removed,
+    unrelated extra specs stay.
     """
-    old = managed_keys(current, set(mdev_classes) | {request.resource_class},
-                       device_traits)
-    stale = ({} if carried is None
-             else stale_keys(current, carried, existing))
-    old |= set(stale)
+    old, stale = _replaced(current, request, mdev_classes, device_traits,
+                           carried, existing)
     used = other_groups(current, old)
     new = to_extra_specs(request, used_groups=used)
     if GROUP_POLICY not in new and len(used) >= 2:
-        # Other numbered groups still need the policy Nova requires.
+        # Other suffixed groups still need the policy Nova requires.
         old.discard(GROUP_POLICY)
     to_set = {k: v for k, v in new.items() if current.get(k) != v}
     to_delete = sorted(k for k in old if k not in new)
@@ -257,32 +182,33 @@ def plan(current, request, mdev_classes, device_traits=(), carried=None,
 
 
 def other_groups(specs, managed):
-    """Numbers of the numbered request groups that are not ``managed``."""
-    return {m.group(1) for k in specs if k not in managed
-            for m in [_RESOURCE_KEY.match(k) or TRAIT_KEY.match(k)]
-            if m and m.group(1)}
+    """Suffixes of the suffixed request groups that are not ``managed``.
+    """
+    return {parsed.suffix for k in specs if k not in managed
+            for parsed in [rr.spec_key(k)] if parsed and parsed.suffix}
 
 
 def isolate_reaches_others(current, request, mdev_classes,
                            device_traits=(), carried=None, existing=None):
     """The other request groups ``group_policy=isolate`` would bind.
 
-    Nova applies ``group_policy`` to every numbered group of a flavor, so
+    Nova applies ``group_policy`` to every suffixed group of a flavor, so
     spreading an mdev request over numbered groups with ``isolate`` also
-    forces the flavor's other numbered groups onto separate providers.
-    Returns their keys (``resources1:CUSTOM_NIC``...), sorted; empty when
-    the request is not spread or the flavor has no other group.
+    forces the flavor's other suffixed groups onto separate providers.
+    Returns their resource keys (``resources1:CUSTOM_NIC``...), sorted;
+    empty when the request is not spread or the flavor has no other
+    group.
     """
-    if not request.spread or request.amount < 2:
+    if request.group_policy != rr.ISOLATE or len(
+            request.numbered_groups) < 2:
         return []
-    old = managed_keys(current, set(mdev_classes) | {request.resource_class},
-                       device_traits)
-    if carried is not None:
-        old |= set(stale_keys(current, carried, existing))
+    old, _ = _replaced(current, request, mdev_classes, device_traits,
+                       carried, existing)
     used = other_groups(current, old)
     return sorted(k for k in current if k not in old
-                  for m in [_RESOURCE_KEY.match(k)]
-                  if m and m.group(1) in used)
+                  for parsed in [rr.spec_key(k)]
+                  if parsed and parsed.is_resource
+                  and parsed.suffix in used)
 
 
 def resulting(current, to_set, to_delete):
@@ -314,288 +240,42 @@ def write_result(change, attempted, failed, now=None):
     return 'failed' if failed else change.action
 
 
-@dataclasses.dataclass(frozen=True)
-class Fit:
-    """Whether, and where, a cloud's devices can serve a request."""
-
-    devices: tuple           # Device rows that can serve one server now
-    problem: str | None      # why no device can ever serve it, or None
-
-
-def fit(request, devices):
-    """Check ``request`` against the cloud's mdev devices.
-
-    ``devices`` are domain.providers.Device rows with traits read. The
-    problem names the first unmet condition: no such class, no device with
-    a required trait, every device forbidden, or too small a device.
+def can_never_serve(request, trees, carried, known):
+    """Why Placement can never serve ``request`` (a flavor's, as
+    ``resource_request.request_from_flavor`` builds it) on ``trees`` (the
+    compute node trees of ``capacity``), or None: a trait that does not
+    exist in Placement (``known``: it refuses the request), a required
+    trait no provider has (``carried``), or the capacity explainer's
+    reason (``capacity.unschedulable_reason``).
     """
-    of_class = [d for d in devices
-                if d.resource_class == request.resource_class]
-    if not of_class:
-        return Fit((), 'no mdev device offers resource class %s'
-                   % request.resource_class)
-    candidates = of_class
-    for trait in request.required:
-        candidates = [d for d in candidates if trait in (d.traits or ())]
-        if not candidates:
-            return Fit((), 'no %s device has trait %s'
-                       % (request.resource_class, trait))
-    for trait in request.forbidden:
-        candidates = [d for d in candidates
-                      if trait not in (d.traits or ())]
-        if not candidates:
-            return Fit((), 'every %s device that matches has trait %s'
-                       % (request.resource_class, trait))
-    per_device = request.per_device()
-    big_enough = [d for d in candidates if d.inventory.max_unit >= per_device]
-    if not big_enough:
-        largest = max(d.inventory.max_unit for d in candidates)
-        return Fit((), 'the largest matching device offers %d %s per '
-                   'server (max_unit), fewer than the %d asked for'
-                   % (largest, request.resource_class, per_device))
-    needed = request.devices_needed()
-    if needed > 1:
-        per_host = {}
-        for d in big_enough:
-            per_host.setdefault(d.host, []).append(d)
-        if max(len(v) for v in per_host.values()) < needed:
-            return Fit((), 'no host has %d matching devices for a spread '
-                       'request (the most on one host is %d)'
-                       % (needed, max(len(v) for v in per_host.values())))
-        big_enough = [d for ds in per_host.values() if len(ds) >= needed
-                      for d in ds]
-    ready = tuple(d for d in big_enough if d.free >= per_device)
-    return Fit(ready, None)
-
-
-def servers_that_fit(request, devices):
-    """How many more servers of ``request`` the ``devices`` hold now."""
-    per_device = request.per_device()
-    needed = request.devices_needed()
-    if needed == 1:
-        return sum(d.free // per_device for d in devices)
-    per_host = {}
-    for d in devices:
-        per_host.setdefault(d.host, []).append(d.free)
-    total = 0
-    for frees in per_host.values():
-        # Each server takes one from `needed` different devices.
-        frees = sorted(frees, reverse=True)
-        while len([f for f in frees if f > 0]) >= needed:
-            for i in range(needed):
-                frees[i] -= 1
-            frees.sort(reverse=True)
-            total += 1
-    return total
-
-
-@dataclasses.dataclass(frozen=True)
-class Group:
-    """One request group of a flavor, as Nova hands it to Placement."""
-
-    suffix: str
-    resources: dict
-    required: frozenset
-    forbidden: frozenset
-
-    @property
-    def label(self):
-        return ('request group %s' % self.suffix if self.suffix
-                else 'the unnumbered request group')
-
-
-def request_groups(specs):
-    """The flavor's request groups, sorted, unnumbered first.
-
-    Amounts that are not integers count as 0 (Nova refuses such a flavor
-    when a server is created).
-    """
-    groups = []
-    for suffix, group in sorted(_groups(specs).items(),
-                                key=lambda item: (len(item[0]), item[0])):
-        resources = {}
-        for rc, value in group['resources'].items():
-            try:
-                resources[rc] = int(value)
-            except ValueError:
-                resources[rc] = 0
-        traits = group['traits']
-        groups.append(Group(
-            suffix, resources,
-            frozenset(t for t, v in traits.items() if v == REQUIRED),
-            frozenset(t for t, v in traits.items() if v == FORBIDDEN)))
-    return groups
-
-
-def _on_tree(device, trait, root_traits, same_provider):
-    """Whether Placement sees ``trait`` for a group served by ``device``.
-
-    A numbered group's traits must be on the provider that gives its
-    resources; the unnumbered group's on any provider of the tree that
-    gives it resources: the device, or the compute node (which gives
-    VCPU, MEMORY_MB and DISK_GB to that group).
-    """
-    if trait in (device.traits or ()):
-        return True
-    return (not same_provider and trait in root_traits.get(
-        device.candidate.root_uuid, ()))
-
-
-def _group_devices(group, rc, devices, root_traits):
-    """``(devices that can serve ``rc`` of ``group``, problem)``."""
-    amount = group.resources[rc]
-    numbered = bool(group.suffix)
-    where = '' if numbered else ', nor its compute node'
-    candidates = [d for d in devices if d.resource_class == rc]
-    if not candidates:
-        return [], 'no mdev device offers resource class %s' % rc
-    for trait in sorted(group.required):
-        candidates = [d for d in candidates
-                      if _on_tree(d, trait, root_traits, numbered)]
-        if not candidates:
-            return [], 'no %s device has trait %s%s (%s)' % (
-                rc, trait, where, group.label)
-    for trait in sorted(group.forbidden):
-        candidates = [d for d in candidates
-                      if not _on_tree(d, trait, root_traits, numbered)]
-        if not candidates:
-            owner = ('%s device that matches' if numbered else
-                     '%s device that matches, or its compute node,') % rc
-            return [], 'every %s has trait %s (%s)' % (
-                owner, trait, group.label)
-    big_enough = [d for d in candidates if d.inventory.max_unit >= amount]
-    if not big_enough:
-        largest = max(d.inventory.max_unit for d in candidates)
-        return [], ('the largest matching device offers %d %s per server '
-                    '(max_unit), fewer than the %d asked for (%s)'
-                    % (largest, rc, amount, group.label))
-    return big_enough, None
-
-
-def _distinct(options):
-    """Size of the largest choice of one distinct device per option.
-
-    ``options``: per request group the set of device UUIDs that can serve
-    it (a bipartite matching, by augmenting paths; groups are few).
-    """
-    owner = {}
-
-    def assign(index, seen):
-        for uuid in sorted(options[index]):
-            if uuid in seen:
-                continue
-            seen.add(uuid)
-            if uuid not in owner or assign(owner[uuid], seen):
-                owner[uuid] = index
-                return True
-        return False
-
-    return sum(1 for index in range(len(options)) if assign(index, set()))
-
-
-def other_group_queries(specs, mdev_classes):
-    """``{suffix: (resources, required, forbidden)}`` of the numbered
-    request groups without mdev resources (another request's), to ask
-    Placement which providers can serve each.
-    """
-    return {g.suffix: ({rc: n for rc, n in g.resources.items() if n > 0},
-                       sorted(g.required), sorted(g.forbidden))
-            for g in request_groups(specs)
-            if g.suffix and any(g.resources.values())
-            and not any(rc in mdev_classes for rc in g.resources)}
-
-
-def check(specs, devices, mdev_classes, carried, existing,
-          root_traits=None, other_roots=None):
-    """Whether Placement can ever serve a flavor with extra specs ``specs``.
-
-    The whole flavor is checked, as Nova asks Placement for it: every
-    request group's resources, required and forbidden traits, and
-    ``group_policy``. Answers the first problem, or None.
-
-    ``devices``: the cloud's mdev devices (traits read); ``mdev_classes``:
-    classes that are mdev classes; ``carried``: the traits at least one
-    resource provider has and ``existing`` those that exist in Placement
-    (of those named in ``specs``); ``root_traits``:
-    ``{compute node provider UUID: traits}`` for the unnumbered group's
-    traits; ``other_roots``: ``{suffix: compute node UUIDs}`` of the trees
-    where Placement has a provider for each group of
-    ``other_group_queries`` (with its traits and room for it now), None
-    when not read. The unnumbered group's other resources (the flavor's
-    VCPU, MEMORY_MB, DISK_GB) are not checked.
-    """
-    root_traits = root_traits or {}
-    other_roots = other_roots or {}
-    groups = request_groups(specs)
-    numbered = [g for g in groups if g.suffix]
-    policy = specs.get(GROUP_POLICY)
-    if len(numbered) > 1 and policy not in POLICIES:
-        return ('the flavor has %d numbered request groups and no '
-                'group_policy (isolate or none), which Nova requires'
-                % len(numbered))
-    for group in groups:
-        if group.suffix and not any(group.resources.values()):
-            return ('%s has traits but no resources, which Placement '
-                    'refuses' % group.label)
-        unknown = sorted(t for t in group.required | group.forbidden
-                         if t not in existing)
-        if unknown:
-            return ('%s names trait %s, which does not exist in Placement '
-                    '(Placement refuses such a request)'
-                    % (group.label, ', '.join(unknown)))
+    named = {t for g in request.groups for t in g.required | g.forbidden}
+    unknown = sorted(named - set(known))
+    if unknown:
+        return ('it names trait %s, which does not exist in Placement, '
+                'so Placement refuses every request for it'
+                % ', '.join(unknown))
+    for group in request.groups:
         missing = sorted(t for t in group.required if t not in carried)
         if missing:
             return '%s requires trait %s, which no resource provider has' % (
-                group.label, ', '.join(missing))
-    for suffix, roots in sorted(other_roots.items()):
-        if not roots:
-            group = next(g for g in groups if g.suffix == suffix)
-            return ('no resource provider has %s with the traits of %s '
-                    'and room for it now'
-                    % (', '.join('%s:%d' % rc for rc in sorted(
-                        group.resources.items())), group.label))
-    wanted = []      # (group, {device uuid: device}) per mdev request
-    for group in groups:
-        for rc in sorted(group.resources):
-            if rc not in mdev_classes or group.resources[rc] < 1:
-                continue
-            found, problem = _group_devices(group, rc, devices, root_traits)
-            if problem:
-                return problem
-            wanted.append((group, {d.uuid: d for d in found}))
-    if not wanted:
+                group.label(), ', '.join(missing))
+    return capacity.unschedulable_reason(request, trees)
+
+
+def refused(specs):
+    """The first request extra spec of ``specs`` Nova's API refuses, as
+    one sentence, or None (``resource_request.nova_refuses``).
+    """
+    found = rr.nova_refuses(specs)
+    if not found:
         return None
-    hosts = sorted({d.host for _, found in wanted for d in found.values()})
-    isolate = policy == 'isolate'
-    spread = [found for group, found in wanted if group.suffix and isolate]
-    best = 0
-    for host in hosts:
-        on_host = [{u for u, d in found.items() if d.host == host}
-                   for _, found in wanted]
-        if not all(on_host):
-            continue
-        root = next(d.candidate.root_uuid for _, found in wanted
-                    for d in found.values() if d.host == host)
-        if not all(root in roots for roots in other_roots.values()):
-            continue
-        if not spread:
-            return None
-        options = [{u for u, d in found.items() if d.host == host}
-                   for found in spread]
-        got = _distinct(options)
-        if got == len(spread):
-            return None
-        best = max(best, got)
-    if spread:
-        return ('no host has %d matching devices for a spread request '
-                '(the most on one host is %d)' % (len(spread), best))
-    return ('no host has devices for every mdev request group of the '
-            'flavor and providers for its other request groups')
+    key, reason = found[0]
+    return "Nova refuses extra spec '%s': %s" % (key, reason)
 
 
 # -- PCI devices: pci_passthrough:alias ------------------------------------
 
-ALIAS_KEY = 'pci_passthrough:alias'
+ALIAS_KEY = rr.PCI_ALIAS_KEY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -684,10 +364,8 @@ def plan_without_mdev(current, mdev_classes, device_traits=(), carried=None,
     managed keys and stale keys), for a flavor that asks for PCI devices
     only now.
     """
-    old = managed_keys(current, mdev_classes, device_traits)
-    stale = ({} if carried is None
-             else stale_keys(current, carried, existing))
-    old |= set(stale)
+    old, stale = _replaced(current, None, mdev_classes, device_traits,
+                           carried, existing)
     if GROUP_POLICY in old and len(other_groups(current, old)) >= 2:
         old.discard(GROUP_POLICY)
     to_delete = sorted(old)

@@ -703,7 +703,7 @@ ALIAS_KEYS = ('name', 'capability_type', 'product_id', 'vendor_id',
               'live_migratable')
 _PCI_ID_RE = re.compile(r'^[\da-fA-F]{4}$')
 # nova/api/validation/extra_specs/pci_passthrough.py
-_ALIAS_SPEC_RE = re.compile(r'[^:]+:\d+(?:\s*,\s*[^:]+:\d+)*')
+ALIAS_SPEC_RE = re.compile(r'[^:]+:\d+(?:\s*,\s*[^:]+:\d+)*')
 _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 _FALSE = ('0', 'f', 'false', 'off', 'n', 'no')
 ALIAS_KEY = 'pci_passthrough:alias'
@@ -1272,7 +1272,7 @@ def parse_alias_request(text):
     the API's check of ``pci_passthrough:alias``: ``name:count[,...]``):
     ``[(name, count)]``. Raises ValueError for a value the API refuses.
     """
-    if not isinstance(text, str) or not _ALIAS_SPEC_RE.fullmatch(text):
+    if not isinstance(text, str) or not ALIAS_SPEC_RE.fullmatch(text):
         raise ValueError(
             "'%s' is not of the form NAME:COUNT[,NAME:COUNT...]" % text)
     requests = []

@@ -20,6 +20,7 @@ from osc_lib import exceptions
 
 from osc_mdev.client import capacity as reads
 from osc_mdev.domain import capacity as domain
+from osc_mdev.domain import resource_request as rr
 from osc_mdev.v1 import common
 
 COLUMNS = ('Host', 'Fits', 'Devices', 'Free')
@@ -163,7 +164,7 @@ class Capacity(command.Lister):
                     'Trait %s cannot be both required and forbidden.'
                     % ', '.join(sorted(both)))
             request = common.check(
-                domain.bare_request,
+                rr.bare_request,
                 common.resource_class(parsed_args.resource_class),
                 parsed_args.amount, required, forbidden, parsed_args.spread)
             return [(None, request)]
@@ -197,7 +198,7 @@ class Capacity(command.Lister):
         trees = reads.read_hosts(mdev.placement, request, listing,
                                  services, hosts, need_roots=not bare,
                                  early=early)
-        request = domain.with_prefilters(
+        request = rr.with_prefilters(
             request, owner_nova=domain.owner_nova_in_effect(trees))
         per_host = domain.capacity(request, trees)
         total = sum(h.fits for h in per_host)
@@ -252,14 +253,14 @@ class Capacity(command.Lister):
         """
         name = flavor.get('name') or flavor.get('id')
         try:
-            wanted = domain.flavor_aliases(flavor)
+            wanted = rr.flavor_aliases(flavor)
             if wanted and self._aliases is None:
                 raise exceptions.CommandError(
                     'Flavor %s asks for PCI devices (%s=%s), whose aliases '
                     'are defined in the controller\'s [pci] alias: pass its '
                     'nova.conf with --nova-conf <file>.' % (
-                        name, domain.PCI_ALIAS_KEY,
-                        flavor['extra_specs'][domain.PCI_ALIAS_KEY]))
+                        name, rr.PCI_ALIAS_KEY,
+                        flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
             aliases, in_placement = self._aliases or (None, True)
             if wanted and not in_placement:
                 sys.stderr.write(
@@ -267,10 +268,10 @@ class Capacity(command.Lister):
                     '--nova-conf: Nova asks Placement nothing for the PCI '
                     'alias of flavor %s (its PCI filter picks the devices), '
                     'so they are not counted.\n' % name)
-            return domain.request_from_flavor(
+            return rr.request_from_flavor(
                 flavor, aliases=aliases if wanted else None,
                 pci_in_placement=in_placement)
-        except domain.RequestError as exc:
+        except rr.RequestError as exc:
             raise exceptions.CommandError('Flavor %s: %s.' % (
                 name, exc)) from exc
 

@@ -18,6 +18,7 @@ from osc_lib import exceptions
 
 from osc_mdev.client import flavors
 from osc_mdev.domain import flavors as flavor_logic
+from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
 
@@ -28,12 +29,14 @@ class ConfigureFlavor(command.Lister):
     """Make a flavor ask for mediated devices (vGPUs) or PCI devices.
 
     Sets resources:<CLASS>=N and trait:<TRAIT>=required|forbidden extra
-    specs. Keys of an earlier mdev request on the flavor are replaced, not
-    added to, and unnumbered trait:CUSTOM_<X>=required keys whose trait no
-    resource provider has any more (stale type tags) are removed; other
-    extra specs are left alone. Before writing, checks that the class and
-    traits exist and that the flavor's resulting extra specs, every
-    request group as Placement will be asked, can be served by some host.
+    specs. Keys of an earlier mdev request on the flavor are replaced
+    wherever they are written (unnumbered, numbered or named group such as
+    resources_GPU), not added to, and unnumbered trait:CUSTOM_<X>=required
+    keys whose trait no resource provider has any more (stale type tags)
+    are removed; other extra specs are left alone. Before writing, checks
+    that the class and traits exist, that no resulting extra spec is one
+    Nova's API refuses, and that the flavor's resulting request, read as
+    Nova reads it, can be served by some host ('mdev capacity' judges it).
     Each key's result is listed (added, changed, removed, unchanged,
     failed, not written); if a write fails the command exits 1 and running
     it again finishes the job.
@@ -161,19 +164,17 @@ class ConfigureFlavor(command.Lister):
                 dry_run=parsed_args.dry_run, pci=pci, aliases=aliases,
                 pci_in_placement=pci_in_placement)
             return CONFIGURE_COLUMNS, self._rows(parsed_args)
-        request = flavor_logic.MdevRequest(
-            resource_class=common.resource_class(parsed_args.resource_class),
-            amount=common.check(flavor_logic.validate_amount,
-                                parsed_args.amount),
-            required=_required_traits(parsed_args),
-            forbidden=tuple(sorted(set(
-                common.trait_names(parsed_args.forbid_trait)))),
-            spread=parsed_args.spread)
-        both = set(request.required) & set(request.forbidden)
+        required = _required_traits(parsed_args)
+        forbidden = sorted(set(common.trait_names(parsed_args.forbid_trait)))
+        both = set(required) & set(forbidden)
         if both:
             raise exceptions.CommandError(
                 'Trait %s cannot be both required and forbidden.'
                 % ', '.join(sorted(both)))
+        request = common.check(
+            rr.bare_request,
+            common.resource_class(parsed_args.resource_class),
+            parsed_args.amount, required, forbidden, parsed_args.spread)
 
         if parsed_args.force and not parsed_args.spread:
             raise exceptions.CommandError(
@@ -214,7 +215,13 @@ class ConfigureFlavor(command.Lister):
 
 
 class ShowFlavor(command.ShowOne):
-    """Show a flavor's mdev request and the devices that can serve it now.
+    """Show a flavor's device request as Nova reads it, and where it fits.
+
+    Request names each group as the flavor writes it (resources,
+    resources1, resources_GPU). Devices and Servers That Fit are counted
+    as 'mdev capacity --flavor' counts them (the flavor's VCPU, MEMORY_MB
+    and DISK_GB included); Problem says why no server of the flavor can
+    ever be placed, or which extra spec Nova's API refuses.
     """
 
     def get_parser(self, prog_name):
@@ -226,20 +233,17 @@ class ShowFlavor(command.ShowOne):
     def take_action(self, parsed_args):
         mdev = self.app.client_manager.mdev
         view = flavors.show(mdev.compute, mdev.placement, parsed_args.flavor)
-        devices = ['%s:%s (%s free)' % (d.host, d.device, d.free)
-                   for d in view.fit.devices] if view.fit else []
         fields = ('Flavor', 'ID', 'Request', 'PCI Request', 'Extra Specs',
                   'Devices', 'Servers That Fit', 'Problem')
         alias = view.extra_specs.get(flavor_logic.ALIAS_KEY)
         return fields, (
             view.flavor['name'], view.flavor['id'],
-            view.request.describe() if view.request
-            else 'no mdev resources',
+            view.request.describe_devices() or 'no mdev resources',
             flavor_logic.describe_pci(alias) if alias else 'no PCI devices',
             format_columns.DictColumn(view.extra_specs),
-            format_columns.ListColumn(devices),
-            view.servers_that_fit,
-            (view.fit.problem if view.fit else None) or '')
+            format_columns.ListColumn(
+                ['%s:%s (%d free)' % d for d in view.devices]),
+            view.servers_that_fit, view.problem)
 
 
 def _required_traits(parsed_args):

@@ -603,7 +603,7 @@ def test_trait_required_lands_only_on_tagged_gpu(cloud):
     assert 'CUSTOM_E2E_ONLY_HERE' in row['Traits']
     assert 'OWNER_NOVA' in row['Traits']
     shown = mdev_json('flavor', 'show', 'e2e-only-here')
-    assert shown['Request'] == '1 x VGPU from one device with ' \
+    assert shown['Request'] == 'resources: 1 x VGPU with ' \
         'CUSTOM_E2E_ONLY_HERE'
     assert shown['Devices'] == ['%s (%d free)' % (device, row['Free'])]
     assert shown['Servers That Fit'] == row['Free']
@@ -675,12 +675,14 @@ def test_flavor_spread_and_dry_run(cloud, type_traits):
     (['--resource-class', 'VGPU', '--trait', 'CUSTOM_NEVER_MADE'],
      'Trait CUSTOM_NEVER_MADE does not exist in Placement'),
     (['--resource-class', 'VGPU', '--trait', 'CUSTOM_ON_NO_DEVICE'],
-     'no VGPU device has trait CUSTOM_ON_NO_DEVICE'),
+     'resources requires trait CUSTOM_ON_NO_DEVICE, which no resource '
+     'provider has'),
     (['--resource-class', 'VGPU', '--amount', '17'],
-     'the largest matching device offers 16 VGPU per server'),
+     'room for 17 VGPU rules out 7 devices and 4 hosts, leaving none (the '
+     'largest VGPU device holds 16)'),
     (['--resource-class', 'VGPU', '--amount', '3', '--spread',
       '--mdev-type', 'nvidia-12'],
-     'no host has 3 matching devices'),
+     '3 different devices on one host (group_policy=isolate) rules out'),
     (['--resource-class', 'vgpu'], 'not an mdev resource class'),
     (['--resource-class', 'VGPU', '--amount', '0'], 'at least 1'),
     (['--resource-class', 'VGPU', '--trait', 'CUSTOM_A',

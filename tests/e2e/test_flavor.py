@@ -110,7 +110,8 @@ def test_retag_then_reconfigure_leaves_a_bootable_flavor(cloud):
     shown = mdev_json('flavor', 'show', flavor)
     assert shown['Extra Specs'] == {'resources:VGPU': '1',
                                     'trait:CUSTOM_OLD': 'required'}
-    assert 'no VGPU device has trait CUSTOM_OLD' in shown['Problem']
+    assert 'resources requires trait CUSTOM_OLD, which no resource ' \
+        'provider has' in shown['Problem']
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
                      'VGPU', '--trait', 'CUSTOM_NEW')
     assert results(rows) == {'resources:VGPU': 'unchanged',

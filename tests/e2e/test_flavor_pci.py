@@ -201,7 +201,7 @@ def test_mdev_and_pci_in_one_flavor(cloud, controller):
     assert results(rows) == {ALIAS: 'added', 'resources:VGPU': 'added'}
     assert specs_of(cloud, flavor) == {ALIAS: 'a40:1', 'resources:VGPU': '1'}
     shown = mdev_json('flavor', 'show', flavor)
-    assert shown['Request'] == '1 x VGPU from one device'
+    assert shown['Request'] == 'resources: 1 x VGPU'
     assert shown['PCI Request'] == '1 device of PCI alias a40'
     # The mdev request alone again: the alias key goes.
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',

@@ -33,6 +33,7 @@ from osc_mdev.client import http
 from osc_mdev.client import placement as placement_client
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import resource_request as rr
 from tests.fixtures.placement_data import Gpu
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
@@ -119,25 +120,25 @@ def aliases(tmp_path_factory):
 
 def counted(client, request):
     trees = reads.read_hosts(client, request, client.list_providers())
-    request = domain.with_prefilters(
+    request = rr.with_prefilters(
         request, owner_nova=domain.owner_nova_in_effect(trees))
     return request, {h.host: h for h in domain.capacity(request, trees)}
 
 
 @pytest.mark.parametrize('name', sorted(SPECS))
 def test_fits_agree_with_allocation_candidates(cloud, client, aliases, name):
-    request, per_host = counted(client, domain.request_from_flavor(
+    request, per_host = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS[name]), aliases=aliases))
     assert any(g.is_pci for g in request.groups)
     assert set(per_host) == set(cloud.roots)
     for host, root in cloud.roots.items():
-        query = urllib.parse.parse_qsl(domain.to_querystring(request, None))
+        query = urllib.parse.parse_qsl(rr.to_querystring(request, None))
         assert cloud.placement.claim_until_full(query, root) == \
             per_host[host].fits, (host, per_host[host])
 
 
 def test_pci_rows(cloud, client, aliases):
-    _, per_host = counted(client, domain.request_from_flavor(
+    _, per_host = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS['two l40s vfs']), aliases=aliases))
     assert {h: (c.fits, c.devices, c.free, c.limit)
             for h, c in per_host.items()} == {
@@ -150,7 +151,7 @@ def test_pci_rows(cloud, client, aliases):
 
 
 def test_explain_names_the_pci_constraint(cloud, client, aliases):
-    request, _ = counted(client, domain.request_from_flavor(
+    request, _ = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS['three l40s vfs']), aliases=aliases))
     trees = reads.read_hosts(client, request, client.list_providers())
     steps, fix = domain.explain(request, trees)
@@ -163,7 +164,7 @@ def test_explain_names_the_pci_constraint(cloud, client, aliases):
     assert steps[-1].constraint == 'all groups at once'
     assert (steps[-1].hosts_out, steps[-1].hosts_left) == (1, 2)
     # h100-vf requires the alias' trait on the PF's provider.
-    request, per_host = counted(client, domain.request_from_flavor(
+    request, per_host = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS['h100 vf with its trait']),
         aliases=aliases))
     trees = reads.read_hosts(client, request, client.list_providers())

@@ -19,6 +19,7 @@ from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
+from osc_mdev.domain import resource_request as rr
 
 
 def _rp(uuid, name, root=None):
@@ -151,12 +152,28 @@ def test_missing_allocations(srv, held, expected):
         assert 'openstack server migrate --wait s' in finding.message
 
 
-def test_mdev_amounts_sums_groups():
-    assert audit.mdev_amounts({
+def test_device_amounts_sum_every_group_named_or_numbered():
+    srv = server('s', specs={
         'resources:VGPU': '1', 'resources1:VGPU': '2',
         'resources2:CUSTOM_MLX5': '1', 'resources:VCPU': '4',
-        'resources3:VGPU': 'x'}, {'VGPU', 'CUSTOM_MLX5'}) == {
-            'VGPU': 3, 'CUSTOM_MLX5': 1}
+        'resources_GPU:VGPU': '3', 'resources3:VGPU': 'x'})
+    assert audit.server_request(srv).device_amounts(
+        {'VGPU', 'CUSTOM_MLX5'}) == {'VGPU': 6, 'CUSTOM_MLX5': 1}
+
+
+@pytest.mark.parametrize('held,expected', [
+    # A healthy server of a named-group flavor is no finding...
+    ([alloc('s', 'g1')], None),
+    # ...and one whose VGPU allocation went missing is.
+    ([], 'asks for 1 x VGPU but it holds none'),
+])
+def test_missing_allocations_of_named_groups(held, expected):
+    srv = server('s', specs={'resources_GPU:VGPU': '1',
+                             'trait_GPU:CUSTOM_NVIDIA_12': 'required'})
+    found = audit.missing_allocations([srv], held, {'VGPU'})
+    assert [f.message for f in found if expected in f.message] == [
+        f.message for f in found]
+    assert len(found) == (0 if expected is None else 1)
 
 
 def test_node_mismatch_uses_the_node_not_the_service_host():
@@ -309,8 +326,9 @@ CLOUD = [tree('c1', gpu_rp('g1', used=4), gpu_rp('g2')),
     # Too big for any device even when empty: no change of traits or
     # usage helps, as capacity --explain says.
     ({'resources:VGPU': '8'}, (),
-     'room for 8 VGPU rules out 2 devices and 1 host, leaving none; '
-     'smallest change: none found on the devices'),
+     'room for 8 VGPU rules out 2 devices and 1 host, leaving none (the '
+     'largest VGPU device holds 4); smallest change: none found on the '
+     'devices'),
     ({'resources1:VGPU': '1', 'resources2:VGPU': '1',
       'group_policy': 'isolate', 'resources3:VGPU': '1'}, (),
      '3 different devices on one host (group_policy=isolate) rules out 1 '
@@ -351,8 +369,8 @@ def test_unschedulable_flavor_gives_the_explainers_reason():
     those of the capacity explainer on the same trees.
     """
     specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
-    request = capacity.with_prefilters(
-        capacity.request_from_flavor(flavor(specs)))
+    request = rr.with_prefilters(
+        rr.request_from_flavor(flavor(specs)))
     steps, fix = capacity.explain(request, CLOUD)
     last = next(s for s in steps if not s.hosts_left)
     [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)
@@ -499,15 +517,17 @@ ALIASES = novaconf.pci_aliases([
      '"traits": "fast"}', '')], pci_in_placement=True)
 
 
-def test_pci_amounts():
-    assert audit.pci_amounts({}, ALIASES) == {}
-    assert audit.pci_amounts({'pci_passthrough:alias': 'a16:2, l40s:1'},
-                             ALIASES) == {A16: 2, 'CUSTOM_L40S': 1}
+def test_pci_devices_of_the_server_request():
+    def amounts(specs):
+        request = audit.server_request(server('s', specs=specs), ALIASES)
+        return None if request is None else request.device_amounts(())
+
+    assert amounts({}) == {}
+    assert amounts({'pci_passthrough:alias': 'a16:2, l40s:1'}) == {
+        A16: 2, 'CUSTOM_L40S': 1}
     # Not known: an alias the controller does not define, a bad value.
-    assert audit.pci_amounts({'pci_passthrough:alias': 'nope:1'},
-                             ALIASES) is None
-    assert audit.pci_amounts({'pci_passthrough:alias': 'a16'},
-                             ALIASES) is None
+    assert amounts({'pci_passthrough:alias': 'nope:1'}) is None
+    assert amounts({'pci_passthrough:alias': 'a16'}) is None
 
 
 def pci_alloc(consumer, rc=A16, amount=1):

@@ -19,6 +19,7 @@ import json
 import pytest
 
 from osc_mdev.domain import capacity as c
+from osc_mdev.domain import resource_request as rr
 
 I = c.Inventory  # noqa: E741
 
@@ -78,7 +79,7 @@ def nova_groups(flavor, specs):
 def test_request_is_novas(name, swap, ephemeral):
     flavor = dict(FLAVOR, swap=swap, extra_specs=SPECS[name])
     flavor['OS-FLV-EXT-DATA:ephemeral'] = ephemeral
-    ours = c.request_from_flavor(flavor)
+    ours = rr.request_from_flavor(flavor)
     groups, policy = nova_groups(flavor, SPECS[name])
     assert {g.suffix: (g.amounts, set(g.required), set(g.forbidden))
             for g in ours.groups} == groups
@@ -86,12 +87,12 @@ def test_request_is_novas(name, swap, ephemeral):
 
 
 def test_prefilters_add_root_traits_only():
-    request = c.with_prefilters(c.bare_request('VGPU'))
+    request = rr.with_prefilters(rr.bare_request('VGPU'))
     assert request.root_required == {'OWNER_NOVA'}
     assert request.root_forbidden == {'COMPUTE_STATUS_DISABLED'}
     assert request.groups[0].required == frozenset()
-    assert c.with_prefilters(c.bare_request('VGPU'),
-                             owner_nova=False).root_required == frozenset()
+    assert rr.with_prefilters(rr.bare_request('VGPU'),
+                              owner_nova=False).root_required == frozenset()
 
 
 @pytest.mark.nova
@@ -110,7 +111,8 @@ def test_querystring_is_novas():
             root_required={'OWNER_NOVA'},
             root_forbidden={'COMPUTE_STATUS_DISABLED'}))
     nova = utils.ResourceRequest.from_request_spec(spec).to_querystring()
-    ours = c.to_querystring(c.with_prefilters(c.request_from_flavor(flavor)))
+    ours = rr.to_querystring(
+        rr.with_prefilters(rr.request_from_flavor(flavor)))
     assert ours == nova
 
 
@@ -120,14 +122,14 @@ def test_querystring_is_novas():
 ])
 def test_requests_placement_refuses(specs, message):
     flavor = dict(FLAVOR, disk=0, extra_specs=specs)
-    with pytest.raises(c.RequestError, match=message):
-        c.check_request(c.request_from_flavor(flavor))
+    with pytest.raises(rr.RequestError, match=message):
+        rr.check_request(rr.request_from_flavor(flavor))
 
 
 def test_bare_request_amount():
-    with pytest.raises(c.RequestError):
-        c.bare_request('VGPU', 0)
-    spread = c.bare_request('VGPU', 3, spread=True)
+    with pytest.raises(rr.RequestError):
+        rr.bare_request('VGPU', 0)
+    spread = rr.bare_request('VGPU', 3, spread=True)
     assert [g.suffix for g in spread.groups] == ['1', '2', '3']
     assert spread.group_policy == 'isolate'
 
@@ -156,7 +158,7 @@ FLAVOR_1 = dict(FLAVOR, vcpus=4, ram=4096, disk=10)
 
 
 def flavor_request(specs, **flavor):
-    return c.with_prefilters(c.request_from_flavor(
+    return rr.with_prefilters(rr.request_from_flavor(
         dict(FLAVOR_1, extra_specs=specs, **flavor)))
 
 
@@ -231,8 +233,8 @@ def test_host_capacity(name, request_, tree, fits, limit):
 
 
 def test_devices_and_free():
-    request = c.with_prefilters(c.bare_request('VGPU',
-                                               required=('CUSTOM_A',)))
+    request = rr.with_prefilters(rr.bare_request('VGPU',
+                                                 required=('CUSTOM_A',)))
     tree = host(gpu(1, traits=('CUSTOM_A',)),
                 gpu(2, used=4, traits=('CUSTOM_A',)), gpu(3))
     result = c.host_capacity(request, tree)
@@ -367,10 +369,10 @@ def test_multi_create_bounds_over_every_first_candidate():
 
 
 def test_candidate_order_is_fixed_only_without_pci_groups():
-    mdev = c.Request(groups=(c.Group('1', (('VGPU', 1),)),))
-    pci = c.Request(groups=(c.Group('1', (('VGPU', 1),)),
-                            c.Group('_pci0', (('CUSTOM_X', 1),),
-                                    alias='x')))
+    mdev = rr.Request(groups=(rr.Group('1', (('VGPU', 1),)),))
+    pci = rr.Request(groups=(rr.Group('1', (('VGPU', 1),)),
+                             rr.Group('_pci0', (('CUSTOM_X', 1),),
+                                      alias='x')))
     assert c.candidate_order_is_fixed(mdev)
     assert not c.candidate_order_is_fixed(pci)
 
@@ -398,7 +400,7 @@ def test_owner_nova_in_effect():
     (flavor_request({'resources:VGPU': '1', 'trait:HW_X': 'required'}), 0),
     # A bare request allocates nothing on the root: the root's trait does
     # not count.
-    (c.with_prefilters(c.bare_request('VGPU', required=('HW_X',))), 1),
+    (rr.with_prefilters(rr.bare_request('VGPU', required=('HW_X',))), 1),
 ])
 def test_unnumbered_trait_on_the_root(request_, ruled_out):
     hosts = [named('a', gpu(1), traits=('OWNER_NOVA', 'HW_X'))]
@@ -482,7 +484,7 @@ def nova_pci_request(flavor, specs):
 
 
 def specs_suffixes(specs):
-    return {m.group(2) for m in map(c._XS_KEYPAT.match, specs)
+    return {m.group(2) for m in map(rr.XS_KEYPAT.match, specs)
             if m and m.group(2)}
 
 
@@ -491,7 +493,7 @@ def specs_suffixes(specs):
 def test_pci_alias_request_is_novas(name):
     specs = PCI_SPECS[name]
     flavor = dict(FLAVOR, extra_specs=specs)
-    ours = c.request_from_flavor(flavor, aliases=_aliases())
+    ours = rr.request_from_flavor(flavor, aliases=_aliases())
     groups, unnumbered, policy = nova_pci_request(flavor, specs)
     assert sorted(
         (not g.is_pci, sorted(g.resources), sorted(g.required),
@@ -503,7 +505,7 @@ def test_pci_alias_request_is_novas(name):
 
 def test_pci_alias_groups():
     flavor = dict(FLAVOR, extra_specs=PCI_SPECS['two aliases'])
-    request = c.request_from_flavor(flavor, aliases=_aliases())
+    request = rr.request_from_flavor(flavor, aliases=_aliases())
     pci = [g for g in request.groups if g.is_pci]
     assert [(g.alias, g.amounts) for g in pci] == [
         ('l40s-vf', {'CUSTOM_NVIDIA_L40S_VF': 1}),
@@ -513,7 +515,7 @@ def test_pci_alias_groups():
     assert pci[1].required == {'CUSTOM_GPU_H100', 'CUSTOM_FAST'}
     assert request.group_policy == 'none'
     # OWNER_NOVA goes to the PCI groups too, never to mdev groups.
-    prefiltered = c.with_prefilters(c.request_from_flavor(
+    prefiltered = rr.with_prefilters(rr.request_from_flavor(
         dict(FLAVOR, extra_specs=PCI_SPECS['vf and numbered vgpu']),
         aliases=_aliases()))
     assert {g.suffix: 'OWNER_NOVA' in g.required
@@ -521,16 +523,16 @@ def test_pci_alias_groups():
         '1': False, '_pci1_0': True}
     # Without the alias definitions (or pci_in_placement) Placement is
     # asked for no PCI device.
-    assert not any(g.is_pci for g in c.request_from_flavor(flavor).groups)
-    assert not any(g.is_pci for g in c.request_from_flavor(
+    assert not any(g.is_pci for g in rr.request_from_flavor(flavor).groups)
+    assert not any(g.is_pci for g in rr.request_from_flavor(
         flavor, aliases=_aliases(), pci_in_placement=False).groups)
 
 
 def test_pci_alias_suffix_never_taken_by_the_flavor():
     specs = {'pci_passthrough:alias': 'l40s-vf:1',
              'resources_pci1_0:VGPU': '1', 'group_policy': 'none'}
-    request = c.request_from_flavor(dict(FLAVOR, extra_specs=specs),
-                                    aliases=_aliases())
+    request = rr.request_from_flavor(dict(FLAVOR, extra_specs=specs),
+                                     aliases=_aliases())
     assert sorted(g.suffix for g in request.numbered_groups) == [
         '__pci1_0', '_pci1_0']
 
@@ -541,8 +543,8 @@ def test_pci_alias_suffix_never_taken_by_the_flavor():
 ])
 def test_pci_alias_nova_refuses(value, message):
     flavor = dict(FLAVOR, extra_specs={'pci_passthrough:alias': value})
-    with pytest.raises(c.RequestError, match=message):
-        c.request_from_flavor(flavor, aliases=_aliases())
+    with pytest.raises(rr.RequestError, match=message):
+        rr.request_from_flavor(flavor, aliases=_aliases())
 
 
 PF_TRAITS = ('OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE')
@@ -555,7 +557,7 @@ def vf_pf(n, total=4, used=0, traits=PF_TRAITS, rc='CUSTOM_NVIDIA_L40S_VF'):
 
 
 def pci_request(value, **specs):
-    return c.with_prefilters(c.request_from_flavor(
+    return rr.with_prefilters(rr.request_from_flavor(
         dict(FLAVOR_1, extra_specs=dict(
             specs, **{'pci_passthrough:alias': value})), aliases=_aliases()))
 

@@ -12,56 +12,78 @@
 
 import pytest
 
+from osc_mdev.domain import capacity
 from osc_mdev.domain import flavors
-from osc_mdev.domain import providers
+from osc_mdev.domain import resource_request as rr
 
 MDEV = {'VGPU', 'CUSTOM_MLX5'}
 
 
+def req(rc, amount=1, required=(), forbidden=(), spread=False):
+    return rr.bare_request(rc, amount, required, forbidden, spread)
+
+
 def test_single_group():
-    req = flavors.MdevRequest('VGPU', 2, ('CUSTOM_NVIDIA_11',),
-                              ('CUSTOM_BROKEN',))
-    assert flavors.to_extra_specs(req) == {
+    request = req('VGPU', 2, ('CUSTOM_NVIDIA_11',), ('CUSTOM_BROKEN',))
+    assert flavors.to_extra_specs(request) == {
         'resources:VGPU': '2',
         'trait:CUSTOM_NVIDIA_11': 'required',
         'trait:CUSTOM_BROKEN': 'forbidden'}
-    assert req.describe() == (
-        '2 x VGPU from one device with CUSTOM_NVIDIA_11 without '
-        'CUSTOM_BROKEN')
+    assert request.describe_devices() == (
+        'resources: 2 x VGPU with CUSTOM_NVIDIA_11 without CUSTOM_BROKEN')
 
 
 def test_spread_uses_isolated_numbered_groups():
-    req = flavors.MdevRequest('VGPU', 2, ('CUSTOM_T',), spread=True)
-    assert flavors.to_extra_specs(req) == {
+    request = req('VGPU', 2, ('CUSTOM_T',), spread=True)
+    assert flavors.to_extra_specs(request) == {
         'group_policy': 'isolate',
         'resources1:VGPU': '1', 'trait1:CUSTOM_T': 'required',
         'resources2:VGPU': '1', 'trait2:CUSTOM_T': 'required'}
     # Group numbers already used by other requests are skipped.
-    assert set(flavors.to_extra_specs(req, used_groups={'1'})) == {
+    assert set(flavors.to_extra_specs(request, used_groups={'1'})) == {
         'group_policy', 'resources2:VGPU', 'trait2:CUSTOM_T',
         'resources3:VGPU', 'trait3:CUSTOM_T'}
-    assert 'different device' in req.describe()
+    assert request.describe_devices() == (
+        'resources1: 1 x VGPU with CUSTOM_T; resources2: 1 x VGPU with '
+        'CUSTOM_T; group_policy=isolate')
 
 
 def test_spread_of_one_is_a_single_group():
-    req = flavors.MdevRequest('VGPU', 1, spread=True)
-    assert flavors.to_extra_specs(req) == {'resources:VGPU': '1'}
+    assert flavors.to_extra_specs(req('VGPU', 1, spread=True)) == {
+        'resources:VGPU': '1'}
 
 
 @pytest.mark.parametrize('request_', [
-    flavors.MdevRequest('VGPU', 1),
-    flavors.MdevRequest('CUSTOM_MLX5', 3, ('CUSTOM_A', 'CUSTOM_B'),
-                        ('CUSTOM_C',)),
-    flavors.MdevRequest('VGPU', 3, ('CUSTOM_A',), spread=True),
+    req('VGPU', 1),
+    req('CUSTOM_MLX5', 3, ('CUSTOM_A', 'CUSTOM_B'), ('CUSTOM_C',)),
+    req('VGPU', 3, ('CUSTOM_A',), spread=True),
 ])
-def test_parse_round_trip(request_):
+def test_written_specs_read_back_as_nova_reads_them(request_):
     specs = flavors.to_extra_specs(request_)
     specs['hw:cpu_policy'] = 'dedicated'
-    assert flavors.parse(specs, MDEV) == request_
+    read = rr.request_from_flavor({'vcpus': 2, 'extra_specs': specs})
+
+    def devices(request):
+        return sorted((g.numbered, tuple(
+            rc for rc in g.resources if rc[0] in MDEV), g.required,
+            g.forbidden) for g in request.device_groups())
+
+    assert devices(read) == devices(request_)
+    assert read.group_policy == request_.group_policy
 
 
-def test_parse_no_mdev():
-    assert flavors.parse({'resources:VCPU': '0', 'hw:mem': '1'}, MDEV) is None
+@pytest.mark.parametrize('specs,text', [
+    ({'resources_GPU:VGPU': '1', 'trait_GPU:CUSTOM_NVIDIA_12': 'required'},
+     'resources_GPU: 1 x VGPU with CUSTOM_NVIDIA_12'),
+    ({'resources:VCPU': '0', 'hw:mem': '1'}, None),
+    ({'resources1:VGPU': '1', 'resources_B:CUSTOM_MLX5': '2',
+      'trait_B:CUSTOM_X': 'forbidden', 'group_policy': 'none'},
+     'resources1: 1 x VGPU; resources_B: 2 x CUSTOM_MLX5 without CUSTOM_X; '
+     'group_policy=none'),
+])
+def test_describe_devices_names_each_group(specs, text):
+    request = rr.request_from_flavor({'vcpus': 1, 'extra_specs': specs})
+    assert request.describe_devices() == text
 
 
 def test_plan_replaces_stale_keys_and_keeps_unrelated():
@@ -72,8 +94,7 @@ def test_plan_replaces_stale_keys_and_keeps_unrelated():
         'resources1:CUSTOM_PCI_10DE': '1',        # another request group
         'trait1:CUSTOM_PCI_TAG': 'required',
     }
-    new = flavors.MdevRequest('CUSTOM_MLX5', 2, ('CUSTOM_MLX5_CORE',),
-                              spread=True)
+    new = req('CUSTOM_MLX5', 2, ('CUSTOM_MLX5_CORE',), spread=True)
     to_set, to_delete, changes = flavors.plan(
         current, new, MDEV, device_traits={'CUSTOM_NVIDIA_11'})
     assert to_delete == ['resources:VGPU', 'trait:CUSTOM_NVIDIA_11']
@@ -87,86 +108,48 @@ def test_plan_replaces_stale_keys_and_keeps_unrelated():
     assert 'hw:cpu_policy' not in actions
 
 
+@pytest.mark.parametrize('current,to_set,to_delete', [
+    # A named group: replaced where it is written, not added beside.
+    ({'resources_GPU:VGPU': '1', 'trait_GPU:CUSTOM_NVIDIA_12': 'required'},
+     {'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_12': 'required'},
+     ['resources_GPU:VGPU', 'trait_GPU:CUSTOM_NVIDIA_12']),
+    # A numbered one, with a named group of something else kept.
+    ({'resources3:VGPU': '2', 'trait3:CUSTOM_OLD': 'forbidden',
+      'resources_NIC:CUSTOM_NIC': '1', 'trait_NIC:CUSTOM_PORT': 'required',
+      'group_policy': 'none'},
+     {'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_12': 'required'},
+     ['group_policy', 'resources3:VGPU', 'trait3:CUSTOM_OLD']),
+    # Several named groups of one spread request.
+    ({'resources_A:VGPU': '1', 'resources_B:VGPU': '1',
+      'group_policy': 'isolate'},
+     {'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_12': 'required'},
+     ['group_policy', 'resources_A:VGPU', 'resources_B:VGPU']),
+])
+def test_plan_replaces_the_request_in_any_group(current, to_set, to_delete):
+    new = req('VGPU', 1, ('CUSTOM_NVIDIA_12',))
+    got_set, got_delete, _ = flavors.plan(current, new, MDEV)
+    assert (got_set, got_delete) == (to_set, to_delete)
+    after = flavors.resulting(current, got_set, got_delete)
+    read = rr.request_from_flavor({'vcpus': 1, 'extra_specs': after})
+    assert read.device_amounts(MDEV) == {'VGPU': 1}
+
+
 def test_plan_same_request_changes_nothing():
-    req = flavors.MdevRequest('VGPU', 1, ('CUSTOM_A',))
-    current = flavors.to_extra_specs(req)
-    to_set, to_delete, changes = flavors.plan(current, req, MDEV)
+    request = req('VGPU', 1, ('CUSTOM_A',))
+    current = flavors.to_extra_specs(request)
+    to_set, to_delete, changes = flavors.plan(current, request, MDEV)
     assert (to_set, to_delete) == ({}, [])
     assert {c.action for c in changes} == {'unchanged'}
 
 
 def test_plan_from_spread_back_to_single_drops_group_policy():
-    old = flavors.MdevRequest('VGPU', 2, ('CUSTOM_A',), spread=True)
-    current = flavors.to_extra_specs(old)
-    to_set, to_delete, _ = flavors.plan(
-        current, flavors.MdevRequest('VGPU', 1), MDEV)
+    current = flavors.to_extra_specs(req('VGPU', 2, ('CUSTOM_A',),
+                                         spread=True))
+    to_set, to_delete, _ = flavors.plan(current, req('VGPU', 1), MDEV)
     assert to_set == {'resources:VGPU': '1'}
     assert to_delete == sorted([
         'group_policy', 'resources1:VGPU', 'resources2:VGPU',
         'trait1:CUSTOM_A', 'trait2:CUSTOM_A'])
-
-
-def _device(uuid, host, rc='VGPU', total=4, used=0, traits=()):
-    cand = providers.Candidate(uuid, '%s_pci_%s' % (host, uuid), host, 'r',
-                               'pci_' + uuid, '0000:%s:00.0' % uuid[-2:], 1)
-    [dev] = providers.build_devices(
-        cand, {rc: {'total': total, 'max_unit': total}}, 1, {rc: used},
-        ('OWNER_NOVA',) + tuple(traits))
-    return dev
-
-
-DEVICES = [
-    _device('d01', 'h1', traits=('CUSTOM_A',), total=4, used=4),
-    _device('d02', 'h1', traits=('CUSTOM_A',), total=4, used=1),
-    _device('d03', 'h2', traits=('CUSTOM_B',), total=8),
-    _device('d04', 'h2', rc='CUSTOM_MLX5', total=2),
-]
-
-
-@pytest.mark.parametrize('req,problem', [
-    (flavors.MdevRequest('CUSTOM_NONE'),
-     'no mdev device offers resource class CUSTOM_NONE'),
-    (flavors.MdevRequest('VGPU', required=('CUSTOM_C',)),
-     'no VGPU device has trait CUSTOM_C'),
-    (flavors.MdevRequest('VGPU', required=('CUSTOM_A',),
-                         forbidden=('CUSTOM_A',)),
-     'every VGPU device that matches has trait CUSTOM_A'),
-    (flavors.MdevRequest('CUSTOM_MLX5', 3),
-     'the largest matching device offers 2 CUSTOM_MLX5 per server'),
-    (flavors.MdevRequest('VGPU', 3, ('CUSTOM_B',), spread=True),
-     'no host has 3 matching devices'),
-])
-def test_fit_problems(req, problem):
-    result = flavors.fit(req, DEVICES)
-    assert result.devices == ()
-    assert problem in result.problem
-
-
-def test_fit_lists_devices_with_room():
-    result = flavors.fit(flavors.MdevRequest('VGPU', 2, ('CUSTOM_A',)),
-                         DEVICES)
-    assert result.problem is None
-    assert [d.uuid for d in result.devices] == ['d02']
-    spread = flavors.fit(
-        flavors.MdevRequest('VGPU', 2, ('CUSTOM_A',), spread=True), DEVICES)
-    assert spread.problem is None
-    assert [d.uuid for d in spread.devices] == ['d02']
-
-
-def test_servers_that_fit():
-    assert flavors.servers_that_fit(
-        flavors.MdevRequest('VGPU', 2), DEVICES[:3]) == 0 + 1 + 4
-    # Spread over 2 devices of one host: h1 has frees 0 and 3 -> none.
-    assert flavors.servers_that_fit(
-        flavors.MdevRequest('VGPU', 2, spread=True), DEVICES[:3]) == 0
-    two = [_device('x1', 'h', total=3), _device('x2', 'h', total=2)]
-    assert flavors.servers_that_fit(
-        flavors.MdevRequest('VGPU', 2, spread=True), two) == 2
-
-
-def test_amount_validation():
-    with pytest.raises(ValueError, match='at least 1'):
-        flavors.validate_amount(0)
 
 
 # -- stale keys, resulting extra specs, whole-flavor check, write results --
@@ -202,17 +185,17 @@ def test_stale_keys_without_known_existence_keeps_forbidden():
 @pytest.mark.parametrize('current,request_,to_set,to_delete,notes', [
     # Re-tagged devices: the old type trait goes, shown as stale.
     ({'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required'},
-     flavors.MdevRequest('VGPU', 1, ('CUSTOM_NEW',)),
+     req('VGPU', 1, ('CUSTOM_NEW',)),
      {'trait:CUSTOM_NEW': 'required'}, ['trait:CUSTOM_OLD'],
      {'trait:CUSTOM_OLD': 'stale: no resource provider has CUSTOM_OLD '
                           'any more'}),
     # The new request names the stale trait again: it stays, no note.
     ({'resources:VGPU': '1', 'trait:CUSTOM_OLD': 'required'},
-     flavors.MdevRequest('VGPU', 1, ('CUSTOM_OLD',)), {}, [], {}),
+     req('VGPU', 1, ('CUSTOM_OLD',)), {}, [], {}),
     # The compute node's trait and an existing guard are kept.
     ({'trait:HW_CPU_X86_AVX2': 'required',
       'trait:CUSTOM_GUARD': 'forbidden'},
-     flavors.MdevRequest('VGPU', 2),
+     req('VGPU', 2),
      {'resources:VGPU': '2'}, [], {}),
 ])
 def test_plan_with_stale_keys(current, request_, to_set, to_delete, notes):
@@ -227,38 +210,45 @@ def test_plan_with_stale_keys(current, request_, to_set, to_delete, notes):
 
 @pytest.mark.parametrize('current,request_,others', [
     ({'resources1:CUSTOM_NIC': '1'},
-     flavors.MdevRequest('VGPU', 2, spread=True), ['resources1:CUSTOM_NIC']),
+     req('VGPU', 2, spread=True), ['resources1:CUSTOM_NIC']),
     # Not spread: no numbered mdev groups, isolate is not set.
     ({'resources1:CUSTOM_NIC': '1', 'group_policy': 'none'},
-     flavors.MdevRequest('VGPU', 2), []),
+     req('VGPU', 2), []),
     # A spread of one is a single unnumbered group.
     ({'resources1:CUSTOM_NIC': '1'},
-     flavors.MdevRequest('VGPU', 1, spread=True), []),
+     req('VGPU', 1, spread=True), []),
     # The flavor's own earlier spread is replaced, not "other".
-    (flavors.to_extra_specs(flavors.MdevRequest('VGPU', 2, spread=True)),
-     flavors.MdevRequest('VGPU', 3, spread=True), []),
+    (flavors.to_extra_specs(req('VGPU', 2, spread=True)),
+     req('VGPU', 3, spread=True), []),
 ])
 def test_isolate_reaches_others(current, request_, others):
     assert flavors.isolate_reaches_others(current, request_, MDEV) == others
 
 
-def _tree_device(uuid, host, rc='VGPU', max_unit=4, traits=()):
-    cand = providers.Candidate(uuid, '%s_pci_%s' % (host, uuid), host,
-                               'root-' + host, 'pci_' + uuid,
-                               '0000:%s:00.0' % uuid[-2:], 1)
-    [dev] = providers.build_devices(
-        cand, {rc: {'total': max_unit, 'max_unit': max_unit}}, 1, {rc: 0},
-        ('OWNER_NOVA',) + tuple(traits))
-    return dev
+def _gpu(uuid, rc='VGPU', max_unit=4, traits=()):
+    return capacity.Provider(
+        uuid, 'h_pci_' + uuid, {rc: capacity.Inventory(
+            total=max_unit, max_unit=max_unit)}, {},
+        frozenset(('OWNER_NOVA',) + tuple(traits)), '0000:%s:00.0' % uuid)
+
+
+def _host(name, traits, *gpus):
+    root = capacity.Provider('root-' + name, name, {
+        'VCPU': capacity.Inventory(total=64),
+        'MEMORY_MB': capacity.Inventory(total=65536),
+        'DISK_GB': capacity.Inventory(total=1000)}, {},
+        frozenset(('OWNER_NOVA',) + traits))
+    return capacity.Host(name, root, gpus)
 
 
 TREE = [
-    _tree_device('a01', 'h1', traits=('CUSTOM_NEW',)),
-    _tree_device('a02', 'h1', traits=('CUSTOM_NEW', 'CUSTOM_GUARD')),
-    _tree_device('b01', 'h2', traits=('CUSTOM_NEW',), max_unit=1),
-    _tree_device('c01', 'h3', rc='CUSTOM_MLX5', max_unit=2),
+    _host('h1', ('HW_CPU_X86_AVX2',),
+          _gpu('a1', traits=('CUSTOM_NEW',)),
+          _gpu('a2', traits=('CUSTOM_NEW', 'CUSTOM_GUARD'))),
+    _host('h2', ('COMPUTE_NODE',),
+          _gpu('b1', traits=('CUSTOM_NEW',), max_unit=1)),
+    _host('h3', (), _gpu('c1', rc='CUSTOM_MLX5', max_unit=2)),
 ]
-ROOTS = {'root-h1': {'HW_CPU_X86_AVX2'}, 'root-h2': {'COMPUTE_NODE'}}
 
 
 @pytest.mark.parametrize('specs,problem', [
@@ -266,99 +256,78 @@ ROOTS = {'root-h1': {'HW_CPU_X86_AVX2'}, 'root-h2': {'COMPUTE_NODE'}}
     # Both the old and the new type trait: what issue 9 reproduced.
     ({'resources:VGPU': '1', 'trait:CUSTOM_NEW': 'required',
       'trait:CUSTOM_OLD': 'required'},
-     'the unnumbered request group requires trait CUSTOM_OLD, which no '
-     'resource provider has'),
+     'resources requires trait CUSTOM_OLD, which no resource provider has'),
     ({'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'forbidden'},
      'names trait CUSTOM_GONE, which does not exist in Placement'),
     # Unnumbered traits may sit on the compute node...
     ({'resources:VGPU': '1', 'trait:HW_CPU_X86_AVX2': 'required'}, None),
     # ...but on the node of a host with a matching device.
     ({'resources:VGPU': '2', 'trait:COMPUTE_NODE': 'required'},
-     'the largest matching device offers 1 VGPU per server'),
+     'room for 2 VGPU rules out 1 device and 1 host'),
+    # The compute node gives the unnumbered group its VCPU: a forbidden
+    # trait there rules the host out.
     ({'resources:VGPU': '1', 'trait:CUSTOM_NEW': 'required',
       'trait:HW_CPU_X86_AVX2': 'forbidden', 'trait:COMPUTE_NODE':
       'forbidden'},
-     'every VGPU device that matches, or its compute node, has trait '
-     'HW_CPU_X86_AVX2'),
-    # Numbered groups: the trait must be on the device itself.
+     'compute node without HW_CPU_X86_AVX2 rules out 2 devices and 1 host'),
+    # Numbered and named groups: the trait must be on the device itself.
     ({'resources1:VGPU': '1', 'trait1:HW_CPU_X86_AVX2': 'required'},
-     'no VGPU device has trait HW_CPU_X86_AVX2 (request group 1)'),
+     'required trait HW_CPU_X86_AVX2 rules out 3 devices and 2 hosts'),
+    ({'resources_GPU:VGPU': '1', 'trait_GPU:HW_CPU_X86_AVX2': 'required'},
+     'required trait HW_CPU_X86_AVX2 rules out 3 devices and 2 hosts'),
+    ({'resources_GPU:VGPU': '1', 'trait_GPU:CUSTOM_NEW': 'required'}, None),
     ({'resources1:VGPU': '1', 'trait1:CUSTOM_GUARD': 'forbidden'}, None),
-    # Two numbered groups need a group_policy.
-    ({'resources1:VGPU': '1', 'resources2:VGPU': '1'},
-     'no group_policy'),
+    # Two suffixed groups need a group_policy.
+    ({'resources1:VGPU': '1', 'resources_B:VGPU': '1'}, 'no group_policy'),
     # isolate: one device per numbered mdev group, on one host.
     ({'group_policy': 'isolate', 'resources1:VGPU': '1',
       'resources2:VGPU': '1'}, None),
     ({'group_policy': 'isolate', 'resources1:VGPU': '1',
       'resources2:VGPU': '1', 'resources3:VGPU': '1'},
-     'no host has 3 matching devices for a spread request (the most on '
-     'one host is 2)'),
+     '3 different devices on one host (group_policy=isolate) rules out'),
     # none: groups may share a device.
     ({'group_policy': 'none', 'resources1:VGPU': '1',
       'resources2:VGPU': '1', 'resources3:VGPU': '1'}, None),
-    # Other numbered groups do not take a device.
+    # A numbered group of the compute node's VCPU takes no device.
     ({'group_policy': 'isolate', 'resources1:VCPU': '1',
       'resources2:VGPU': '1', 'resources3:VGPU': '1'}, None),
     # Two mdev classes that no one host has together.
-    ({'resources:VGPU': '1', 'resources:CUSTOM_MLX5': '1'},
-     'no host has devices for every mdev request group'),
-    ({'resources:CUSTOM_NONE': '1'}, None),   # not an mdev class here
+    ({'resources1:VGPU': '1', 'resources2:CUSTOM_MLX5': '1',
+      'group_policy': 'none'}, 'offers CUSTOM_MLX5, VGPU rules out'),
+    ({'resources:CUSTOM_NONE': '1'}, 'offers CUSTOM_NONE rules out'),
     ({'resources:VGPU': '0'}, None),          # Nova drops a zero amount
     ({'resources:VGPU': '1', 'trait1:CUSTOM_NEW': 'required'},
-     'request group 1 has traits but no resources'),
+     'resources1 has traits but no resources'),
 ])
-def test_check_resulting_specs(specs, problem):
-    got = flavors.check(specs, TREE, MDEV, CARRIED,
-                        EXISTING | {'COMPUTE_NODE'}, ROOTS)
+def test_can_never_serve(specs, problem):
+    request = rr.request_from_flavor(
+        {'vcpus': 2, 'ram': 2048, 'disk': 20, 'extra_specs': specs})
+    got = flavors.can_never_serve(request, TREE, CARRIED,
+                                  EXISTING | {'COMPUTE_NODE'})
     if problem is None:
         assert got is None
     else:
         assert got is not None and problem in got, got
 
 
-@pytest.mark.parametrize('other_roots,problem', [
-    # Another request's group has a provider on h1's tree: fine.
-    ({'1': {'root-h1'}}, None),
-    # Only on a tree with no VGPU device.
-    ({'1': {'root-h3'}}, 'no host has devices for every mdev request group '
-                         'of the flavor and providers for its other'),
-    ({'1': set()}, 'no resource provider has CUSTOM_NIC:1 with the traits '
-                   'of request group 1 and room for it now'),
+@pytest.mark.parametrize('specs,problem', [
+    ({'resources:VGPU': '1', 'trait:CUSTOM_X': 'required'}, None),
+    ({'resources_GPU:VGPU': 'one'},
+     "Nova refuses extra spec 'resources_GPU:VGPU': 'one' is not a valid "
+     "integer value"),
+    ({'trait_GPU:CUSTOM_X': 'yes'},
+     "Nova refuses extra spec 'trait_GPU:CUSTOM_X': 'yes' is not one of: "
+     "required, forbidden"),
+    ({'resources:vgpu': '1'},
+     "Nova refuses extra spec 'resources:vgpu': does not appear to be a "
+     "valid extra spec"),
+    ({'group_policy': 'spread'},
+     "Nova refuses extra spec 'group_policy': 'spread' is not one of: "
+     "isolate, none"),
+    ({'hw:cpu_policy': 'whatever'}, None),     # not a request key
 ])
-def test_check_other_groups(other_roots, problem):
-    specs = {'resources:VGPU': '1', 'resources1:CUSTOM_NIC': '1',
-             'trait1:CUSTOM_NEW': 'required'}
-    assert flavors.other_group_queries(specs, MDEV) == {
-        '1': ({'CUSTOM_NIC': 1}, ['CUSTOM_NEW'], [])}
-    got = flavors.check(specs, TREE, MDEV, CARRIED, EXISTING, ROOTS,
-                        other_roots)
-    if problem is None:
-        assert got is None
-    else:
-        assert got is not None and problem in got, got
-
-
-@pytest.mark.parametrize('specs,queries', [
-    ({'resources1:VGPU': '1', 'trait1:CUSTOM_A': 'required'}, {}),
-    ({'resources:CUSTOM_NIC': '1'}, {}),            # unnumbered: not asked
-    ({'resources1:CUSTOM_NIC': '0', 'trait1:X': 'required'}, {}),
-    ({'resources2:VCPU': '2', 'trait2:CUSTOM_A': 'forbidden',
-      'trait2:CUSTOM_B': 'required', 'group_policy': 'none'},
-     {'2': ({'VCPU': 2}, ['CUSTOM_B'], ['CUSTOM_A'])}),
-])
-def test_other_group_queries(specs, queries):
-    assert flavors.other_group_queries(specs, MDEV) == queries
-
-
-@pytest.mark.parametrize('options,size', [
-    ([{'a'}, {'a'}], 1),
-    ([{'a', 'b'}, {'a'}], 2),
-    ([{'a', 'b'}, {'a', 'b'}, {'b', 'c'}], 3),
-    ([set(), {'a'}], 1),
-])
-def test_distinct_devices(options, size):
-    assert flavors._distinct(options) == size
+def test_refused(specs, problem):
+    assert flavors.refused(specs) == problem
 
 
 ADD = flavors.SpecChange('trait:CUSTOM_NEW', None, 'required')
