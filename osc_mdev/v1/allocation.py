@@ -12,7 +12,8 @@
 
 """``openstack mdev allocation show`` / ``list``."""
 
-import sys
+
+import logging
 
 from osc_lib.cli import format_columns
 from osc_lib.command import command
@@ -21,6 +22,8 @@ from osc_mdev.client import allocations
 from osc_mdev.domain import allocations as domain
 from osc_mdev.domain import providers
 from osc_mdev.v1 import common
+
+LOG = logging.getLogger(__name__)
 
 SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID', 'Traits')
@@ -83,11 +86,10 @@ def _warn_node_mismatches(found, views):
     Placement.
     """
     for mismatch in domain.node_mismatches(found, views):
-        sys.stderr.write(
+        LOG.warning(
             'Warning: Nova has server %s on compute node %s (host %s), but '
-            'Placement holds its mdev allocation on %s.\n'
-            % (mismatch.consumer, mismatch.nova_node, mismatch.nova_host,
-               mismatch.placement_node))
+            'Placement holds its mdev allocation on %s.', mismatch.consumer,
+            mismatch.nova_node, mismatch.nova_host, mismatch.placement_node)
 
 
 class ShowAllocation(command.Lister):
@@ -125,8 +127,8 @@ class ShowAllocation(command.Lister):
             if result.hidden:
                 hint = (" but it holds %d on PCI-in-Placement devices; see "
                         "them with --kind pci" % result.hidden)
-            sys.stderr.write('Server %s has no %s allocations%s.\n'
-                             % (parsed_args.server, what, hint))
+            LOG.warning('Server %s has no %s allocations%s.',
+                        parsed_args.server, what, hint)
         _warn_node_mismatches(
             result.allocations,
             {a.consumer: result.server for a in result.allocations})

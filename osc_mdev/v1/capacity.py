@@ -12,7 +12,8 @@
 
 """``openstack mdev capacity``."""
 
-import sys
+
+import logging
 
 from osc_lib.cli import format_columns
 from osc_lib.command import command
@@ -22,6 +23,8 @@ from osc_mdev.client import capacity as reads
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.v1 import common
+
+LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Host', 'Fits', 'Devices', 'Free')
 LONG_COLUMNS = COLUMNS + ('Limit',)
@@ -263,11 +266,11 @@ class Capacity(command.Lister):
                         flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
             aliases, in_placement = self._aliases or (None, True)
             if wanted and not in_placement:
-                sys.stderr.write(
+                LOG.warning(
                     'Warning: [filter_scheduler] pci_in_placement is off in '
                     '--nova-conf: Nova asks Placement nothing for the PCI '
                     'alias of flavor %s (its PCI filter picks the devices), '
-                    'so they are not counted.\n' % name)
+                    'so they are not counted.', name)
             return rr.request_from_flavor(
                 flavor, aliases=aliases if wanted else None,
                 pci_in_placement=in_placement)

@@ -16,11 +16,14 @@ Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
-import sys
+
+import logging
 
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
+
+LOG = logging.getLogger(__name__)
 
 
 def check(func, *args):
@@ -73,9 +76,9 @@ def read_nova_conf(path):
     except novaconf.NovaConfError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
     for finding in conf.findings:
-        sys.stderr.write('Warning: %s\n' % finding.message)
+        LOG.warning('Warning: %s', finding.message)
     for note in novaconf.unmatched_notes(conf):
-        sys.stderr.write('Note: %s.\n' % note)
+        LOG.warning('Note: %s.', note)
     return conf
 
 

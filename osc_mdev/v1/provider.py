@@ -12,7 +12,8 @@
 
 """``openstack mdev provider list`` / ``show``."""
 
-import sys
+
+import logging
 
 from cliff import columns
 from osc_lib.cli import format_columns
@@ -21,6 +22,8 @@ from osc_lib.command import command
 from osc_mdev.client import devices
 from osc_mdev.domain import providers as domain
 from osc_mdev.v1 import common
+
+LOG = logging.getLogger(__name__)
 
 COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used',
            'Free', 'Traits')
@@ -158,13 +161,11 @@ class ListProvider(command.Lister):
             read_traits='Traits' in shown,
             read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)))
         if hidden and parsed_args.kind == domain.MDEV:
-            sys.stderr.write(
+            LOG.warning(
                 'Note: no mdev device matches, but %d PCI-in-Placement '
                 "device%s do%s; run 'openstack mdev provider list --kind "
-                "pci' to see %s.\n" % (
-                    hidden, '' if hidden == 1 else 's',
-                    'es' if hidden == 1 else '',
-                    'it' if hidden == 1 else 'them'))
+                "pci' to see %s.", hidden, '' if hidden == 1 else 's',
+                'es' if hidden == 1 else '', 'it' if hidden == 1 else 'them')
         return cols, [row(d, cols) for d in found]
 
 

@@ -12,6 +12,7 @@
 
 """``openstack mdev trait set`` / ``unset``."""
 
+import logging
 import sys
 import threading
 
@@ -23,6 +24,8 @@ from osc_mdev.client import devices
 from osc_mdev.client import traits
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
+
+LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Device', 'Host', 'Traits', 'Result')
 DRY_RUN_COLUMNS = ('Device', 'Host', 'Current Traits', 'Traits', 'Result')
@@ -99,11 +102,11 @@ class _TraitCommand(command.Lister):
         status = super().run(parsed_args)
         stopped = [o for o in self.failed if o.interrupted]
         if stopped:
-            sys.stderr.write(
+            LOG.warning(
                 'Interrupted: %d of %d devices were not changed (Result '
                 '"not changed: interrupted"); every other device is done as '
-                'shown. Run the command again to finish.\n'
-                % (len(stopped), self.total))
+                'shown. Run the command again to finish.',
+                len(stopped), self.total)
             raise KeyboardInterrupt()
         if self.failed:
             raise exceptions.CommandError(
