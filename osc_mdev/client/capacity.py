@@ -33,8 +33,6 @@ How few requests it takes, whatever the number of GPUs:
    inventories, usages and traits per provider, all at once in the pool.
 """
 
-import dataclasses
-
 from osc_lib import exceptions
 
 from osc_mdev.client import devices as device_reads
@@ -48,12 +46,6 @@ from osc_mdev.domain import resource_request as rr
 # candidate, so the answer stays small.
 TREE_ANCHOR = 'resources=VCPU:1'
 ANCHOR = ('anchor',)
-
-
-@dataclasses.dataclass
-class Cloud:
-    hosts: list            # domain.capacity.Host, by name
-    flavor: dict | None
 
 
 def _disabled(services, root_names):

@@ -497,10 +497,6 @@ class MdevConfig:
     def errors(self):
         return [f for f in self.findings if f.severity == ERROR]
 
-    @property
-    def by_address(self):
-        return dict(self.pgpu_type_mapping)
-
     def mdev_type(self, name):
         for mdev_type in self.types:
             if mdev_type.name == name:
