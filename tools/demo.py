@@ -210,8 +210,8 @@ def pci_tour(t, cloud):
           'checked\nagainst the alias definitions and Placement:')
     cloud.control('create_flavor', name='vgpu.l40s-2')
     t.run('mdev', 'flavor', 'configure', 'vgpu.l40s-2', '--pci-alias',
-          'l40s-vf:2', '--nova-conf', str(conf))
-    t.run('mdev', 'capacity', '--flavor', 'vgpu.l40s-2', '--nova-conf',
+          'l40s-vf:2', '--controller-conf', str(conf))
+    t.run('mdev', 'capacity', '--flavor', 'vgpu.l40s-2', '--controller-conf',
           str(conf))
     for server in cloud.control('boot', flavor='vgpu.l40s-2',
                                 name='demo-pci'):

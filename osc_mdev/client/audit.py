@@ -94,7 +94,7 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
          aliases=None, pci_in_placement=True):
     """Everything the checks need, in few requests.
 
-    ``hosts`` (and ``conf_hosts``, the hosts of --nova-conf files) must
+    ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
     be compute nodes in Placement. ``aliases``: the controller's ``[pci]
     alias`` (``{name: novaconf.Alias}``), with which flavors asking for
     PCI devices are judged too; None when not given.

@@ -103,7 +103,7 @@ def _read(compute, placement, reference, requests=()):
 
 
 def configure(compute, placement, reference, request, validate=True,
-              dry_run=False, force=False, pci=None, aliases=None,
+              dry_run=False, isolate_others=False, pci=None, aliases=None,
               pci_in_placement=True):
     """Check the device request against the cloud and write it onto the
     flavor.
@@ -156,11 +156,12 @@ def configure(compute, placement, reference, request, validate=True,
     if request:
         others = domain.isolate_reaches_others(
             current, request, mdev_classes, device_traits, carried, known)
-        if others and not force:
+        if others and not isolate_others:
             raise exceptions.CommandError(
                 'Nova applies group_policy=isolate to every numbered '
                 'request group of a flavor, so --spread would also make %s '
-                'come from a provider of its own; add --force to go on.'
+                'come from a provider of its own; add --isolate-other-groups '
+                'to go on.'
                 % ', '.join(others))
         to_set, to_delete, changes = domain.plan(
             current, request, mdev_classes, device_traits, carried, known)
@@ -214,11 +215,12 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
     """
     if aliases is None:
         return ('alias names not checked: give the controller\'s nova.conf '
-                'with --nova-conf')
+                'with --controller-conf')
     unknown = [n for n, _ in pci.aliases if n not in aliases]
     if unknown:
         raise exceptions.CommandError(
-            'PCI alias %s is not defined in [pci] alias of --nova-conf '
+            'PCI alias %s is not defined in [pci] alias of '
+            '--controller-conf '
             '(defined: %s); Nova would refuse to boot servers of this '
             'flavor.' % (', '.join(unknown),
                          ', '.join(sorted(aliases)) or 'none'))
@@ -226,8 +228,8 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
         return 'not checked against Placement (--no-validate)'
     if not pci_in_placement:
         return ('not checked against Placement: [filter_scheduler] '
-                'pci_in_placement is off in --nova-conf, so the scheduler '
-                'does not ask Placement for PCI devices')
+                'pci_in_placement is off in --controller-conf, so the '
+                'scheduler does not ask Placement for PCI devices')
     wanted = [(name, count, aliases[name]) for name, count in pci.aliases]
     classes = sorted({a.resource_class for _, _, a in wanted})
     rc_answers = placement.map(placement.resource_class_exists, classes)

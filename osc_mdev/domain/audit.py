@@ -497,7 +497,7 @@ def _sibling_findings(group):
                 WARNING, LOST_TRAIT, device, message=(
                     'Device %s has no type trait while its %s siblings on '
                     'host %s carry %s; which one is its type is not known '
-                    'here: give --nova-conf %s=FILE, or add it: %s'
+                    'here: give --compute-conf %s=FILE, or add it: %s'
                     % (_where(device), device.resource_class, device.host,
                        ', '.join(offered), device.host,
                        _set_command('<trait>', device)))))
@@ -654,7 +654,7 @@ def parse_nova_conf_option(value):
     """``HOST=FILE`` -> ``(host, file)``; ValueError otherwise."""
     host, sep, path = value.partition('=')
     if not sep or not host or not path:
-        raise ValueError("--nova-conf takes HOST=FILE, not '%s'" % value)
+        raise ValueError("--compute-conf takes HOST=FILE, not '%s'" % value)
     return host, path
 
 

@@ -22,6 +22,7 @@ from osc_mdev.client import allocations
 from osc_mdev.domain import allocations as domain
 from osc_mdev.domain import providers
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 LOG = logging.getLogger(__name__)
 
@@ -30,12 +31,6 @@ SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
 LIST_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID')
 LONG_EXTRA = ('Server Status', 'Nova Host', 'Nova Node')
-
-KIND_HELP = (
-    'Which allocations: on mdev devices (mdev, the default), on devices '
-    'Nova reports with [pci] report_in_placement = True (pci: whole '
-    'devices, PFs, and the VFs of a PF, whose address the Device column '
-    'shows) or both (all). With pci or all, a Kind column says which.')
 
 
 def _columns(cols, parsed_args):
@@ -46,21 +41,6 @@ def _columns(cols, parsed_args):
         at = cols.index('Device') + 1
         cols = cols[:at] + ('Kind',) + cols[at:]
     return cols + (LONG_EXTRA if parsed_args.long else ())
-
-
-def _add_kind_option(parser):
-    parser.add_argument(
-        '--kind', choices=sorted(providers.KIND_CHOICES),
-        default=providers.MDEV, help=KIND_HELP)
-
-
-LONG_HELP = ("Also show the server's status, its service host in Nova "
-             '(OS-EXT-SRV-ATTR:host) and its compute node '
-             '(OS-EXT-SRV-ATTR:hypervisor_hostname), the name Placement '
-             'gives its root provider (the Host column). When Nova has the '
-             'server on another node than Placement, a warning line on '
-             'stderr says so, with or without --long; a service host that '
-             'differs from the node name is normal.')
 
 
 def _row(allocation, server, cols, traits=None):
@@ -102,6 +82,13 @@ class ShowAllocation(command.Lister):
     to Nova whose allocations are still in Placement is shown, marked as
     orphaned (MIGRATION for a move's source allocation, UNKNOWN when
     Placement, older than microversion 1.38, cannot tell).
+
+    --long adds the server's status, its service host in Nova
+    (OS-EXT-SRV-ATTR:host) and its compute node
+    (OS-EXT-SRV-ATTR:hypervisor_hostname), the name Placement gives its
+    root provider (the Host column). When Nova has the server on another
+    node than Placement, a warning says so, with or without --long; a
+    service host that differs from the node name is normal.
     """
 
     def get_parser(self, prog_name):
@@ -110,8 +97,8 @@ class ShowAllocation(command.Lister):
             'server', metavar='<server>',
             help='Server name or ID (any project). A name that several '
                  'servers share is an error listing their IDs.')
-        parser.add_argument('--long', action='store_true', help=LONG_HELP)
-        _add_kind_option(parser)
+        options.long(parser)
+        options.kind(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -143,27 +130,22 @@ class ListAllocation(command.Lister):
     One row per server and device. Answers "which servers must move before
     this GPU is serviced?" with --device, and "who is on this host's
     GPUs?" with --host. A named PCI-in-Placement device (--device) is
-    listed whatever --kind says.
+    listed whatever --kind says. --long adds each server's status and
+    where Nova has it (service host and compute node).
     """
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help='Only devices of this compute host, named as in '
-                 'Placement (the compute node, hypervisor_hostname). '
-                 'Repeat for several.')
+        options.host(parser)
         parser.add_argument(
             '--device', metavar='<device>', action='append', default=[],
             help='Only this device: HOST:PCI_ADDRESS, provider name or '
                  'UUID (of an mdev or PCI-in-Placement device). Repeat for '
                  'several; with --host, each must be on one of those '
                  'hosts.')
-        parser.add_argument(
-            '--resource-class', metavar='<resource-class>',
-            help='Only allocations of this class (VGPU or CUSTOM_<NAME>).')
-        parser.add_argument('--long', action='store_true', help=LONG_HELP)
-        _add_kind_option(parser)
+        options.resource_class(parser)
+        options.long(parser)
+        options.kind(parser)
         return parser
 
     def take_action(self, parsed_args):

@@ -18,6 +18,7 @@ from osc_lib import exceptions
 from osc_mdev.client import audit
 from osc_mdev.domain import audit as domain
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 COLUMNS = ('Severity', 'Check', 'Host', 'Device', 'Server', 'Message')
 REPAIR_COLUMNS = ('Repair',)
@@ -35,46 +36,27 @@ class Audit(command.Lister):
     hold), node-mismatch (an mdev allocation on another node than the
     server's), over-capacity (usage above capacity, PCI-in-Placement
     devices too), lost-trait and
-    wrong-trait (type traits, by nova.conf with --nova-conf, else by the
-    device's siblings), unschedulable-flavor (flavors no host can serve
-    even with nothing used, with the reason and the smallest change of
-    'mdev capacity --flavor F --explain'; flavors with
-    pci_passthrough:alias only with --controller-conf). One row per
-    finding; the
-    message says the command that fixes it. Exit status 1 when an
-    error-level finding remains or a repair failed.
+    wrong-trait (type traits, by a compute node's nova.conf with
+    --compute-conf, else by the device's siblings), unschedulable-flavor
+    (flavors no host can serve even with nothing used, with the reason
+    and the smallest change of 'mdev capacity --flavor F --explain';
+    flavors with pci_passthrough:alias only with --controller-conf, without
+    which an info finding says they were not judged). One row per finding;
+    the message says the command that fixes it. --host audits only the
+    devices and servers of those compute nodes (unschedulable-flavor looks
+    at the whole cloud, so it is skipped). --long adds each finding's
+    resource class and provider UUID; --dry-run shows what --fix would do.
+    Exit status 1 when an error-level finding remains or a repair failed.
     """
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help='Audit only the devices, and the servers, of this compute '
-                 'node (as in "openstack hypervisor list"). Repeat for '
-                 'several. unschedulable-flavor looks at the whole cloud, '
-                 'so it is skipped with --host.')
-        parser.add_argument(
-            '--nova-conf', metavar='<host>=<file>', action='append',
-            default=[],
-            help='The nova.conf of compute node HOST: its devices are '
-                 'judged by the types it enables ([devices] '
-                 'enabled_mdev_types, [mdev_<type>] device_addresses) '
-                 'instead of by their siblings; type traits are named as '
-                 '"mdev trait set --from-nova-conf" names them. Repeat for '
-                 'several hosts.')
-        parser.add_argument(
-            '--controller-conf', metavar='<file>', action='append',
-            default=[],
-            help='The controller\'s nova.conf (nova-api and '
-                 'nova-scheduler; a directory, or repeat for several files '
-                 'read in order): with its [pci] alias, missing-allocation '
-                 'and unschedulable-flavor also judge the PCI devices '
-                 'flavors ask for with pci_passthrough:alias. Without it '
-                 'they are not judged, and an info finding says so.')
-        parser.add_argument(
-            '--long', action='store_true',
-            help='Also show the resource class and provider UUID of each '
-                 'finding.')
+        options.host(parser)
+        options.compute_conf(parser)
+        options.deprecated(parser, '--nova-conf', '--compute-conf',
+                           'compute_conf')
+        options.controller_conf(parser)
+        options.long(parser)
         parser.add_argument(
             '--fix', metavar='<check>[,<check>]',
             help='Repair the findings of these checks: %s (removes the '
@@ -83,9 +65,7 @@ class Audit(command.Lister):
                  'the type trait back, keeping every other trait). Nothing '
                  'else is changed; each repair is reported in the Repair '
                  'column.' % domain.FIXABLE)
-        parser.add_argument(
-            '--dry-run', action='store_true',
-            help='With --fix, show what it would do and change nothing.')
+        options.dry_run(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -96,11 +76,11 @@ class Audit(command.Lister):
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
         hosts = tuple(dict.fromkeys(parsed_args.host))
-        confs = _read_confs(parsed_args.nova_conf)
+        confs = _read_confs(parsed_args.compute_conf)
         aliases, pci_in_placement = None, True
         if parsed_args.controller_conf:
             aliases, pci_in_placement = common.controller_aliases(
-                parsed_args.controller_conf, '--controller-conf')
+                parsed_args.controller_conf)
         mdev = self.app.client_manager.mdev
         placement = mdev.placement
         flavors = not hosts
@@ -158,13 +138,14 @@ class Audit(command.Lister):
 
 
 def _read_confs(values):
-    """``{host: MdevConfig}`` of the --nova-conf options."""
+    """``{host: MdevConfig}`` of the --compute-conf options."""
     confs = {}
     for value in values:
         host, path = common.check(domain.parse_nova_conf_option, value)
         if host in confs:
             raise exceptions.CommandError(
-                '--nova-conf names host %s twice; give one file per host.'
+                '--compute-conf names host %s twice; give one file per '
+                'host.'
                 % host)
         confs[host] = common.read_nova_conf(path)
     return confs

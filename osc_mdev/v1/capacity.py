@@ -23,6 +23,7 @@ from osc_mdev.client import capacity as reads
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 LOG = logging.getLogger(__name__)
 
@@ -44,19 +45,23 @@ class Capacity(command.Lister):
     with the root traits of Nova's mandatory prefilters (OWNER_NOVA once
     every compute node reports it, not COMPUTE_STATUS_DISABLED, and no
     disabled nova-compute service); or a bare mdev request given with
-    --resource-class. Aggregates, availability zones, image properties
-    and the scheduler's host filters are not considered.
+    --resource-class (with --amount, --spread, --trait and
+    --forbid-trait; it asks nothing of the compute node: no VCPU, RAM or
+    disk). Aggregates, availability zones, image properties and the
+    scheduler's host filters are not considered.
 
     A flavor with pci_passthrough:alias (PCI-in-Placement devices, such
-    as SR-IOV vGPUs) needs --nova-conf, the controller's nova.conf: with
-    [filter_scheduler] pci_in_placement Nova asks one numbered group per
+    as SR-IOV vGPUs) needs --controller-conf, the controller's nova.conf:
+    with [filter_scheduler] pci_in_placement Nova asks one numbered group per
     device of the alias' resource class and traits (and OWNER_NOVA), next
     to the flavor's own groups, with group_policy=none unless the flavor
     sets one.
 
     One row per host (Fits: more servers that fit now; Devices: the
     devices they would use; Free: free mdevs of the request's class on
-    the devices that match it) and a Total row.
+    the devices that match it) and a Total row; --long adds Limit, what
+    stops one more server on each host (the mdev class, VCPU, MEMORY_MB
+    or DISK_GB of the compute node, or a constraint).
 
     --explain (automatic when nothing fits, for one flavor) lists
     instead, per constraint in Placement's order, how many devices and
@@ -78,48 +83,15 @@ class Capacity(command.Lister):
             help='Flavor name or ID whose servers to count. Repeat for '
                  'several flavors: their rows follow one another, with a '
                  'Flavor column (and no automatic --explain).')
-        parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append', default=[],
-            help='The controller\'s nova.conf (nova-api and '
-                 'nova-scheduler), needed for a flavor with '
-                 'pci_passthrough:alias: its [pci] alias defines the '
-                 'devices and [filter_scheduler] pci_in_placement whether '
-                 'Placement is asked for them. A directory, or repeat for '
-                 'several files read in order (the later wins), as '
-                 '\'mdev config check\' reads them.')
-        parser.add_argument(
-            '--resource-class', metavar='<resource-class>',
-            help='Count a bare mdev request instead of a flavor: VGPU or '
-                 'a CUSTOM_<NAME> class. Asks nothing of the compute '
-                 'node (no VCPU, RAM or disk). PCI-in-Placement devices '
-                 'count too, for their class (CUSTOM_PCI_<VENDOR>_<PRODUCT> '
-                 'or the class of [pci] device_spec).')
-        parser.add_argument(
-            '--amount', metavar='<count>', type=int, default=1,
-            help='Mdevs per server of the bare request (default 1).')
-        parser.add_argument(
-            '--spread', action='store_true',
-            help='Each of --amount mdevs from a different device of the '
-                 'host (numbered groups, group_policy=isolate), as '
-                 "'mdev flavor configure --spread' writes it.")
-        parser.add_argument(
-            '--trait', metavar='<trait>', action='append', default=[],
-            help='Trait the device must have (bare request). Repeat for '
-                 'several.')
-        parser.add_argument(
-            '--forbid-trait', metavar='<trait>', action='append',
-            default=[],
-            help='Trait the device must not have (bare request). Repeat '
-                 'for several.')
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help='Only this compute host (root provider name, the '
-                 'hypervisor hostname). Repeat for several.')
-        parser.add_argument(
-            '--long', action='store_true',
-            help='Also show what stops one more server on each host (the '
-                 'mdev class, or VCPU, MEMORY_MB or DISK_GB of the '
-                 'compute node, or a constraint).')
+        options.controller_conf(parser)
+        options.deprecated(parser, '--nova-conf', '--controller-conf',
+                           'controller_conf')
+        options.resource_class(parser)
+        options.amount_and_spread(parser)
+        options.trait(parser)
+        options.forbid_trait(parser)
+        options.host(parser)
+        options.long(parser)
         parser.add_argument(
             '--count', metavar='<count>', type=int,
             help='Say whether one request for this many servers (server '
@@ -151,13 +123,15 @@ class Capacity(command.Lister):
         if parsed_args.count is not None and parsed_args.count < 1:
             raise exceptions.CommandError(
                 '--count must be at least 1, not %d.' % parsed_args.count)
-        if bare and parsed_args.nova_conf:
+        if bare and parsed_args.controller_conf:
             raise exceptions.CommandError(
-                '--nova-conf gives the PCI aliases of a flavor; use it with '
+                '--controller-conf gives the PCI aliases of a flavor; use it '
+                'with '
                 '--flavor, not --resource-class.')
         self._aliases = None
-        if parsed_args.nova_conf:
-            self._aliases = common.controller_aliases(parsed_args.nova_conf)
+        if parsed_args.controller_conf:
+            self._aliases = common.controller_aliases(
+                parsed_args.controller_conf)
         if bare:
             required = common.trait_names(parsed_args.trait)
             forbidden = common.trait_names(parsed_args.forbid_trait)
@@ -261,16 +235,16 @@ class Capacity(command.Lister):
                 raise exceptions.CommandError(
                     'Flavor %s asks for PCI devices (%s=%s), whose aliases '
                     'are defined in the controller\'s [pci] alias: pass its '
-                    'nova.conf with --nova-conf <file>.' % (
+                    'nova.conf with --controller-conf <file>.' % (
                         name, rr.PCI_ALIAS_KEY,
                         flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
             aliases, in_placement = self._aliases or (None, True)
             if wanted and not in_placement:
                 LOG.warning(
                     'Warning: [filter_scheduler] pci_in_placement is off in '
-                    '--nova-conf: Nova asks Placement nothing for the PCI '
-                    'alias of flavor %s (its PCI filter picks the devices), '
-                    'so they are not counted.', name)
+                    '--controller-conf: Nova asks Placement nothing for the '
+                    'PCI alias of flavor %s (its PCI filter picks the '
+                    'devices), so they are not counted.', name)
             return rr.request_from_flavor(
                 flavor, aliases=aliases if wanted else None,
                 pci_in_placement=in_placement)

@@ -82,7 +82,7 @@ def read_nova_conf(path):
     return conf
 
 
-def controller_aliases(paths, option='--nova-conf'):
+def controller_aliases(paths, option='--controller-conf'):
     """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
     (files or directories, read in order as oslo.config reads them); a
     CommandError (one line) for files that cannot be read or aliases Nova

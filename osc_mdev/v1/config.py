@@ -22,6 +22,7 @@ from osc_mdev.domain import configcheck
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 COLUMNS = ('Severity', 'Where', 'Message')
 DEVICE_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Why')
@@ -46,7 +47,16 @@ class CheckConfig(command.Lister):
     --sysfs virtual functions of one physical function that Nova refuses.
     With --sysfs, the file is compared with the node's devices; with
     --host, with what Placement has for the node (what changes when
-    nova-compute restarts). Exit status 1 on any error.
+    nova-compute restarts): devices the file assigns but Placement lacks,
+    resource class changes, devices the file no longer covers (with the
+    servers on them) and type traits (named as --trait-prefix says) that
+    will be wrong after a restart; for PCI devices in Placement, turning
+    report_in_placement off (fatal) and, with --sysfs, providers that
+    change class, lose hand-set traits or go. --long adds the effective
+    result: each device with the type and resource class Nova will give
+    it, and each PCI device spec, PCI provider (with --sysfs) and alias
+    request (always part of -f json and -f yaml). Exit status 1 on any
+    error.
     """
 
     # Only --host talks to the cloud: a compute node can check its files
@@ -60,16 +70,7 @@ class CheckConfig(command.Lister):
             help='nova.conf file, or a directory whose .conf files are read '
                  'in sorted order like --config-dir. Give them in the order '
                  'nova-compute gets them: later values win.')
-        parser.add_argument(
-            '--host', metavar='<host>',
-            help='Compare with what Placement has for this compute node '
-                 '(root provider name, as in "openstack hypervisor list"): '
-                 'devices the file assigns but Placement lacks, resource '
-                 'class changes, devices the file no longer covers (with '
-                 'the servers on them) and type traits that will be wrong '
-                 'after a restart; for PCI devices in Placement, turning '
-                 'report_in_placement off (fatal) and, with --sysfs, '
-                 'providers that change class, lose hand-set traits or go.')
+        options.host(parser, several=False)
         parser.add_argument(
             '--sysfs', metavar='<root>',
             help='Root of the node\'s sysfs (/sys on the compute node): '
@@ -77,20 +78,8 @@ class CheckConfig(command.Lister):
                  'type, max_instances against available_instances, SR-IOV '
                  'virtual functions, and virtual parents such as '
                  'mtty_mtty.')
-        parser.add_argument(
-            '--trait-prefix', metavar='<prefix>',
-            default=trait_logic.DEFAULT_TRAIT_PREFIX,
-            help='With --host, the prefix of type traits, as in "mdev trait '
-                 'set --from-nova-conf": by default nvidia-12 means '
-                 'CUSTOM_NVIDIA_12.')
-        parser.add_argument(
-            '--long', action='store_true',
-            help='Also show the effective result: each device with the '
-                 'type and resource class Nova will give it, and each PCI '
-                 'device spec (class, traits), PCI provider (with --sysfs) '
-                 'and alias request (always part of -f json and -f yaml, '
-                 'under "Devices", "PCI Device Specs", "PCI Providers", '
-                 '"PCI Aliases").')
+        options.trait_prefix(parser)
+        options.long(parser)
         return parser
 
     def take_action(self, parsed_args):

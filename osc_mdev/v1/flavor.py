@@ -21,6 +21,7 @@ from osc_mdev.domain import flavors as flavor_logic
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
 
@@ -53,7 +54,7 @@ class ConfigureFlavor(command.Lister):
 
     PCI devices (vGPUs as SR-IOV virtual functions, whole GPUs): --pci-alias
     NAME[:COUNT] writes pci_passthrough:alias, checked against the
-    controller's [pci] alias (--nova-conf) and, with [filter_scheduler]
+    controller's [pci] alias (--controller-conf) and, with [filter_scheduler]
     pci_in_placement, against Placement: some host has COUNT free devices
     of the alias' resource class and traits now. The options give the
     flavor's whole device request: mdev options, --pci-alias, or both (a
@@ -65,68 +66,40 @@ class ConfigureFlavor(command.Lister):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
-        parser.add_argument(
-            '--resource-class', metavar='<resource-class>',
-            help='VGPU, or the CUSTOM_<NAME> class of a generic mdev type '
-                 '([mdev_<type>] mdev_class in nova.conf). Needed for an '
-                 'mdev request; leave it out with --pci-alias alone.')
+        options.resource_class(parser)
         parser.add_argument(
             '--pci-alias', metavar='<name>[:<count>]', action='append',
             default=[],
             help='PCI devices of a [pci] alias per server (count 1 by '
                  'default); repeat or give a comma list (a16:1,nic:2) as in '
                  'Nova\'s pci_passthrough:alias.')
+        options.controller_conf(parser)
+        options.deprecated(parser, '--nova-conf', '--controller-conf',
+                           'controller_conf')
+        options.amount_and_spread(parser)
         parser.add_argument(
-            '--nova-conf', metavar='<file>', action='append', default=[],
-            help='With --pci-alias, the nova.conf of nova-api (or a '
-                 'directory, or several files read in order): the alias '
-                 'names must be in its [pci] alias, and with '
-                 '[filter_scheduler] pci_in_placement the alias\' resource '
-                 'class and traits are checked against Placement. Without '
-                 'it only the syntax of the names is checked.')
-        parser.add_argument(
-            '--amount', metavar='<count>', type=int, default=1,
-            help='Mdevs per server (default 1).')
-        parser.add_argument(
-            '--spread', action='store_true',
-            help='Take each of the --amount mdevs from a different device '
-                 'of the host (numbered request groups with '
-                 'group_policy=isolate) instead of all from one device. '
-                 'Several vGPUs per server need Nova 33.0.0 (2026.1) or '
-                 'later computes.')
-        parser.add_argument(
-            '--force', action='store_true',
+            '--isolate-other-groups', action='store_true',
             help='With --spread, go on when the flavor has numbered '
                  'request groups of other requests: Nova applies '
                  'group_policy=isolate to them too, so each must then '
                  'come from a provider of its own.')
-        parser.add_argument(
-            '--trait', metavar='<trait>', action='append', default=[],
-            help='Trait the device must have, e.g. CUSTOM_NVIDIA_11. '
-                 'Repeat for several.')
-        parser.add_argument(
-            '--forbid-trait', metavar='<trait>', action='append', default=[],
-            help='Trait the device must not have. Repeat for several.')
+        options.deprecated(parser, '--force', '--isolate-other-groups',
+                           'isolate_other_groups', flag=True)
+        options.trait(parser)
+        options.forbid_trait(parser)
         parser.add_argument(
             '--mdev-type', metavar='<type>', action='append', default=[],
             help='Shortcut for --trait with the trait "mdev trait set '
                  '--from-nova-conf" gives this type: nvidia-35 means '
-                 'CUSTOM_NVIDIA_35.')
-        parser.add_argument(
-            '--trait-prefix', metavar='<prefix>',
-            default=trait_logic.DEFAULT_TRAIT_PREFIX,
-            help='Prefix of --mdev-type traits: by default nvidia-12 '
-                 'means CUSTOM_NVIDIA_12.')
+                 'CUSTOM_NVIDIA_35 (see --trait-prefix).')
+        options.trait_prefix(parser)
         parser.add_argument(
             '--no-validate', action='store_true',
             help='Skip the checks against the cloud (class, traits and '
                  'devices exist, and some host can serve the resulting '
                  'flavor); names are still checked, and Placement is still '
                  'read to find stale keys.')
-        parser.add_argument(
-            '--dry-run', action='store_true',
-            help='Show the extra specs that would be set and removed, and '
-                 'change nothing.')
+        options.dry_run(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -135,19 +108,20 @@ class ConfigureFlavor(command.Lister):
         if parsed_args.pci_alias:
             pci = common.check(flavor_logic.parse_pci_aliases,
                                parsed_args.pci_alias)
-            if parsed_args.nova_conf:
+            if parsed_args.controller_conf:
                 aliases, pci_in_placement = common.controller_aliases(
-                    parsed_args.nova_conf)
-        elif parsed_args.nova_conf:
+                    parsed_args.controller_conf)
+        elif parsed_args.controller_conf:
             raise exceptions.CommandError(
-                '--nova-conf is only read with --pci-alias.')
+                '--controller-conf is only read with --pci-alias.')
         mdev_only = [o for o, v in (
             ('--amount', parsed_args.amount != 1),
             ('--spread', parsed_args.spread),
             ('--trait', parsed_args.trait),
             ('--forbid-trait', parsed_args.forbid_trait),
             ('--mdev-type', parsed_args.mdev_type),
-            ('--force', parsed_args.force)) if v]
+            ('--isolate-other-groups', parsed_args.isolate_other_groups))
+            if v]
         if parsed_args.resource_class is None:
             if not pci:
                 raise exceptions.CommandError(
@@ -176,15 +150,16 @@ class ConfigureFlavor(command.Lister):
             common.resource_class(parsed_args.resource_class),
             parsed_args.amount, required, forbidden, parsed_args.spread)
 
-        if parsed_args.force and not parsed_args.spread:
+        if parsed_args.isolate_other_groups and not parsed_args.spread:
             raise exceptions.CommandError(
-                '--force only has a meaning with --spread.')
+                '--isolate-other-groups only has a meaning with --spread.')
 
         mdev = self.app.client_manager.mdev
         self.outcome = flavors.configure(
             mdev.compute, mdev.placement, parsed_args.flavor, request,
             validate=not parsed_args.no_validate,
-            dry_run=parsed_args.dry_run, force=parsed_args.force, pci=pci,
+            dry_run=parsed_args.dry_run,
+            isolate_others=parsed_args.isolate_other_groups, pci=pci,
             aliases=aliases, pci_in_placement=pci_in_placement)
         return CONFIGURE_COLUMNS, self._rows(parsed_args)
 

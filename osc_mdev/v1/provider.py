@@ -22,6 +22,7 @@ from osc_lib.command import command
 from osc_mdev.client import devices
 from osc_mdev.domain import providers as domain
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 LOG = logging.getLogger(__name__)
 
@@ -38,21 +39,6 @@ LONG_PCI_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Vendor ID',
                     'Product ID', 'VFs of PF', 'Resource Class', 'Total',
                     'Reserved', 'Used', 'Free', 'Max Unit',
                     'Allocation Ratio', 'Generation', 'Traits')
-
-KIND_HELP = (
-    'Which devices: mdev (default: mdev parent devices), pci (devices Nova '
-    'reports with [pci] report_in_placement = True: whole devices, PFs, '
-    'and one provider per PF for its VFs) or all. With pci or all, the '
-    'Kind, Vendor ID, Product ID (from a CUSTOM_PCI_<VENDOR>_<PRODUCT> '
-    'class, empty for a class set in [pci] device_spec) and VFs of PF '
-    '(the PF address when the provider holds more than one VF) columns '
-    'are shown; --long always shows Kind.')
-
-
-def add_kind_option(parser):
-    parser.add_argument(
-        '--kind', choices=sorted(domain.KIND_CHOICES), default=domain.MDEV,
-        help=KIND_HELP)
 
 
 def kinds(parsed_args):
@@ -106,27 +92,18 @@ class ListProvider(command.Lister):
     One row per mdev parent device Nova reports to Placement, across the
     whole cloud, with its resource class, capacity and traits. With
     --kind pci or all, also the GPUs Nova reports through PCI in
-    Placement (whole devices, PFs, and the VFs of each PF as one device).
+    Placement (whole devices, PFs, and the VFs of each PF as one device),
+    with their Kind, Vendor ID and Product ID (from a
+    CUSTOM_PCI_<VENDOR>_<PRODUCT> class) and VFs of PF. --long adds the
+    provider name, kind, reserved, max unit, allocation ratio and
+    generation. --trait keeps devices that have every trait given.
     """
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help='Only devices of this compute host (the root resource '
-                 'provider name, usually the hypervisor hostname). '
-                 'Repeat for several hosts.')
-        parser.add_argument(
-            '--resource-class', metavar='<resource-class>',
-            help='Only devices with an inventory of this class: VGPU or '
-                 'a CUSTOM_<NAME> class set by [mdev_<type>] mdev_class '
-                 '(for PCI devices: CUSTOM_PCI_<VENDOR>_<PRODUCT> or the '
-                 'class of [pci] device_spec).')
-        parser.add_argument(
-            '--trait', metavar='<trait>', action='append', default=[],
-            help='Only devices that have this trait (for example '
-                 'CUSTOM_NVIDIA_11). Repeat to require several; a device '
-                 'must have all of them. Filtered by Placement.')
+        options.host(parser)
+        options.resource_class(parser)
+        options.trait(parser)
         usage = parser.add_mutually_exclusive_group()
         usage.add_argument(
             '--free', action='store_true',
@@ -134,11 +111,8 @@ class ListProvider(command.Lister):
         usage.add_argument(
             '--full', action='store_true',
             help='Only devices with no room left.')
-        parser.add_argument(
-            '--long', action='store_true',
-            help='Also show provider name, kind, reserved, max unit, '
-                 'allocation ratio and generation.')
-        add_kind_option(parser)
+        options.long(parser)
+        options.kind(parser)
         return parser
 
     def take_action(self, parsed_args):

@@ -24,6 +24,7 @@ from osc_mdev.client import devices
 from osc_mdev.client import traits
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.v1 import common
+from osc_mdev.v1 import options
 
 LOG = logging.getLogger(__name__)
 
@@ -44,24 +45,15 @@ class _TraitCommand(command.Lister):
                  'several. A PCI-in-Placement device is refused: Nova '
                  "replaces its traits with its [pci] device_spec's when "
                  'nova-compute restarts or refreshes its provider cache.')
-        parser.add_argument(
-            '--host', metavar='<host>', action='append', default=[],
-            help='Every mdev device of this compute host (not its '
-                 'PCI-in-Placement devices). Repeat for several hosts.')
-        parser.add_argument(
-            '--resource-class', metavar='<resource-class>',
-            help='Every mdev device with this resource class (VGPU or '
-                 'CUSTOM_<NAME>); with --host, only on those hosts.')
+        options.host(parser)
+        options.resource_class(parser)
         parser.add_argument(
             '--all', action='store_true', dest='all_devices',
             help='Every mdev device in the cloud; stands alone (with '
                  'names, --host or --resource-class it is an error). '
                  'Repeated options widen the selection, different options '
                  'narrow it, and named devices must match the options.')
-        parser.add_argument(
-            '--dry-run', action='store_true',
-            help='Show each device\'s traits before and after and change '
-                 'nothing (custom traits are not created either).')
+        options.dry_run(parser)
         return parser
 
     def _selected(self, placement, parsed_args, resource_class):
@@ -121,21 +113,20 @@ class SetTrait(_TraitCommand):
     Custom traits that do not exist yet are created. A provider changed by
     another writer meanwhile (nova-compute, another operator) is re-read
     and the change applied again, so no one's traits are lost.
+    --dry-run shows each device's traits before and after (custom traits
+    are not created either). Devices are chosen by name, --host (its mdev
+    devices, not its PCI-in-Placement devices), --resource-class or --all.
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--trait', metavar='<trait>', action='append', default=[],
-            help='Trait to add, e.g. CUSTOM_NVIDIA_11. Repeat for several.')
+        options.trait(parser)
         parser.add_argument(
             '--replace', action='store_true',
             help='Make the named traits the only ones, as "openstack '
                  'resource provider trait set" does, but keep OWNER_* '
                  'traits (such as Nova\'s OWNER_NOVA) unless --force.')
-        parser.add_argument(
-            '--force', action='store_true',
-            help='With --replace, drop OWNER_* traits as well.')
+        options.force(parser)
         parser.add_argument(
             '--from-nova-conf', metavar='<file>',
             help='Tag each device of --host with the trait of the mdev type '
@@ -149,12 +140,7 @@ class SetTrait(_TraitCommand):
                  '(a note on stderr names addresses that match nothing). '
                  'Traits of the file\'s other types are removed from each '
                  'device.')
-        parser.add_argument(
-            '--trait-prefix', metavar='<prefix>',
-            default=trait_logic.DEFAULT_TRAIT_PREFIX,
-            help='Prefix of the traits --from-nova-conf names: type '
-                 'nvidia-35 becomes <prefix>NVIDIA_35, by default '
-                 'CUSTOM_NVIDIA_35.')
+        options.trait_prefix(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -197,22 +183,16 @@ class SetTrait(_TraitCommand):
 
 
 class UnsetTrait(_TraitCommand):
-    """Remove traits from mdev devices, keeping every other trait."""
+    """Remove traits from mdev devices, keeping every other trait.
+
+    OWNER_* traits (Nova's OWNER_NOVA marks its own providers) are
+    removed only with --force.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument(
-            '--trait', metavar='<trait>', action='append', default=[],
-            required=True,
-            help='Trait to remove. Repeat for several.')
-        parser.add_argument(
-            '--force', action='store_true',
-            help='Allow removing OWNER_* traits such as OWNER_NOVA. Nova '
-                 'marks its own providers with OWNER_NOVA and adds it back '
-                 'when nova-compute restarts or refreshes its provider '
-                 'cache; meanwhile the device looks '
-                 'like another service\'s (Cyborg\'s) to Nova\'s scheduler '
-                 'prefilter and to other tools.')
+        options.trait(parser, required=True)
+        options.force(parser)
         return parser
 
     def take_action(self, parsed_args):

@@ -273,7 +273,7 @@ def test_02_host_filter_and_nova_conf(cloud, broken, tmp_path):
                     '[mdev_mlx5_core]\ndevice_addresses = 0000:3b:00.0\n'
                     'mdev_class = CUSTOM_MLX5\n'
                     '[mdev_nvidia-12]\ndevice_addresses = 0000:3b:01.0\n')
-    rows = rows_of(audit('--host', 'gpu_node.rack3', '--nova-conf',
+    rows = rows_of(audit('--host', 'gpu_node.rack3', '--compute-conf',
                          'gpu_node.rack3=%s' % conf))
     traits = sorted((r['Check'], r['Device'], r['Message'].split(';')[0])
                     for r in rows if r['Check'].endswith('-trait'))
@@ -293,8 +293,8 @@ def test_03_bad_options_write_nothing(cloud, broken):
             (['--dry-run'], 'give --fix too'),
             (['--host', 'nowhere', '--fix', 'lost-trait'],
              "No compute host named 'nowhere'"),
-            (['--nova-conf', 'compute1'], 'takes HOST=FILE'),
-            (['--nova-conf', 'compute1=/no/such/file', '--fix',
+            (['--compute-conf', 'compute1'], 'takes HOST=FILE'),
+            (['--compute-conf', 'compute1=/no/such/file', '--fix',
               'lost-trait'], 'Cannot read /no/such/file')):
         cli.assert_one_line_error(
             cli.openstack('mdev', 'audit', *args), fragment)

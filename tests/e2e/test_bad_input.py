@@ -252,9 +252,9 @@ CASES = [
      '--flavor'),
     # -- audit -------------------------------------------------------------
     (['audit', '--fix', 'no-such-check'], 'no-such-check'),
-    (['audit', '--nova-conf', 'compute1'], 'HOST=FILE'),
-    (['audit', '--nova-conf', 'compute1={missing}'], 'no-such-file'),
-    (['audit', '--nova-conf', 'compute1={short-address}'], '81:00.0'),
+    (['audit', '--compute-conf', 'compute1'], 'HOST=FILE'),
+    (['audit', '--compute-conf', 'compute1={missing}'], 'no-such-file'),
+    (['audit', '--compute-conf', 'compute1={short-address}'], '81:00.0'),
     (['audit', '--host', 'nohost'], 'nohost'),
     (['audit', '--dry-run'], '--fix'),
     # -- allocation show / list ------------------------------------------

@@ -37,7 +37,7 @@ def flavor(cloud):
 
 def fits(flavor, controller):
     rows = mdev_json('capacity', '--flavor', flavor,
-                     '--nova-conf', controller, '--host', 'sriov1')
+                     '--controller-conf', controller, '--host', 'sriov1')
     if 'Host' not in rows[0]:
         assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
         return 0
@@ -48,7 +48,7 @@ def test_01_alias_flavor_needs_the_controller_conf(cloud, flavor):
     cli.assert_one_line_error(
         mdev('capacity', '--flavor', flavor),
         'asks for PCI devices (pci_passthrough:alias=l40s-vf:2)',
-        "controller's [pci] alias", '--nova-conf')
+        "controller's [pci] alias", '--controller-conf')
 
 
 def test_02_capacity_of_the_empty_host(cloud, flavor, controller,
@@ -61,7 +61,7 @@ def test_02_capacity_of_the_empty_host(cloud, flavor, controller,
         return real(self, method, url, *args, **kwargs)
 
     monkeypatch.setattr(http.Service, 'request', counting)
-    rows = mdev_json('capacity', '--flavor', flavor, '--nova-conf',
+    rows = mdev_json('capacity', '--flavor', flavor, '--controller-conf',
                      controller, '--long')
     monkeypatch.undo()
     by_host = {r['Host']: r for r in rows}
@@ -108,7 +108,7 @@ def test_03_boot_until_no_valid_host(cloud, flavor, controller):
         used = [d for d in cloud.control('pci_truth')
                 if d['server'] in {s['id'] for s in servers}]
         assert len(used) == 2 * left
-        rows = mdev_json('capacity', '--flavor', flavor, '--nova-conf',
+        rows = mdev_json('capacity', '--flavor', flavor, '--controller-conf',
                          controller, '--host', 'sriov1')
         steps = {r['Constraint']: r for r in rows}
         assert steps['room for 1 %s' % L40S]['Devices Ruled Out'] == 2
@@ -129,7 +129,7 @@ def test_04_count_matches_a_multi_create(cloud, flavor, controller):
     is one of its ends.
     """
     assert fits(flavor, controller) == 4
-    rows = mdev_json('capacity', '--flavor', flavor, '--nova-conf',
+    rows = mdev_json('capacity', '--flavor', flavor, '--controller-conf',
                      controller, '--count', '4', '--host', 'sriov1')
     verdict = rows[-1]['Verdict']
     print('capacity --count 4 on sriov1: %s' % verdict)

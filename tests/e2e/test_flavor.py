@@ -295,7 +295,8 @@ def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
                                        'trait:CUSTOM_NEW': 'required'}
 
 
-def test_spread_over_other_numbered_groups_needs_force(cloud):
+def test_spread_over_other_numbered_groups_needs_isolate_other_groups(
+        cloud):
     tag('CUSTOM_SPREAD', GPU0, GPU1)
     # Another request's numbered group: one more VCPU from the node.
     flavor = cloud.control('create_flavor', name='ff-spread', extra_specs={
@@ -303,13 +304,14 @@ def test_spread_over_other_numbered_groups_needs_force(cloud):
     args = ['flavor', 'configure', flavor, '--resource-class', 'VGPU',
             '--amount', '2', '--spread', '--trait', 'CUSTOM_SPREAD']
     line = cli.assert_one_line_error(mdev(*args), 'group_policy=isolate',
-                                     'resources1', '--force')
+                                     'resources1', '--isolate-other-groups')
     assert 'also' in line
     assert specs_of(cloud, flavor) == {'resources1:VCPU': '1'}
 
-    line = cli.assert_one_line_error(mdev(*args[:-5], '--force'),
-                                     '--force', '--spread')
-    rows = mdev_json(*args, '--force')
+    line = cli.assert_one_line_error(
+        mdev(*args[:-5], '--isolate-other-groups'),
+        '--isolate-other-groups', '--spread')
+    rows = mdev_json(*args, '--isolate-other-groups')
     assert results(rows) == {
         'group_policy': 'added',
         'resources2:VGPU': 'added', 'trait2:CUSTOM_SPREAD': 'added',
@@ -372,7 +374,7 @@ AGREE = itertools.count()
      {'resources:VGPU': '1', 'trait:CUSTOM_XB': 'required',
       'trait:CUSTOM_XGUARD': 'forbidden'}),
     ({'resources1:VCPU': '1', 'trait1:NODE_1': 'required'},
-     ['--amount', '2', '--spread', '--force'],
+     ['--amount', '2', '--spread', '--isolate-other-groups'],
      {'resources1:VCPU': '1', 'trait1:NODE_1': 'required',
       'group_policy': 'isolate', 'resources2:VGPU': '1',
       'resources3:VGPU': '1'}),

@@ -105,7 +105,7 @@ def test_pci_alias_replaces_the_mdev_request(cloud, controller):
     flavor = cloud.control('create_flavor', name='pf-switch', extra_specs={
         'resources:VGPU': '1', 'hw:cpu_policy': 'shared'})['id']
     args = ['flavor', 'configure', flavor, '--pci-alias', 'a16:2',
-            '--nova-conf', controller]
+            '--controller-conf', controller]
     rows = mdev_json(*args, '--dry-run')
     assert results(rows) == {ALIAS: 'would be added',
                              'resources:VGPU': 'would be removed'}
@@ -125,7 +125,7 @@ def test_pci_alias_replaces_the_mdev_request(cloud, controller):
 
 def test_pci_alias_checked_against_placement(cloud, controller):
     flavor = cloud.control('create_flavor', name='pf-check')['id']
-    base = ['flavor', 'configure', flavor, '--nova-conf', controller]
+    base = ['flavor', 'configure', flavor, '--controller-conf', controller]
     # Two VFs fit on the PF's provider; three fit nowhere.
     cli.assert_one_line_error(
         mdev(*base, '--pci-alias', 'a16:3'),
@@ -159,10 +159,10 @@ def test_pci_alias_room_follows_allocations(cloud, controller):
         'consumer_generation': None, 'consumer_type': 'INSTANCE'})
     try:
         cli.assert_one_line_error(
-            mdev('flavor', 'configure', flavor, '--nova-conf', controller,
-                 '--pci-alias', 'a16:2'),
+            mdev('flavor', 'configure', flavor, '--controller-conf',
+                 controller, '--pci-alias', 'a16:2'),
             'No host has 2 free %s devices' % A16)
-        rows = mdev_json('flavor', 'configure', flavor, '--nova-conf',
+        rows = mdev_json('flavor', 'configure', flavor, '--controller-conf',
                          controller, '--pci-alias', 'a16:1')
         assert results(rows) == {ALIAS: 'added'}
     finally:
@@ -180,15 +180,16 @@ def test_pci_alias_without_nova_conf_or_placement(cloud, tmp_path):
     # and no vendor_id and product_id: nova-api would not start.
     cli.assert_one_line_error(
         mdev('flavor', 'configure', flavor, '--pci-alias', 'a16:5',
-             '--nova-conf', str(path)),
-        '--nova-conf', 'alias a40,a40red has no vendor_id and product_id')
+             '--controller-conf', str(path)),
+        '--controller-conf',
+        'alias a40,a40red has no vendor_id and product_id')
     path.write_text(CONTROLLER.replace('"traits": "blue"}', '"traits": '
                                        '"blue", "vendor_id": "10de", '
                                        '"product_id": "2235"}').replace(
         '"traits": "red"}', '"traits": "red", "vendor_id": "10de", '
         '"product_id": "2235"}') % 'False')
     [row] = mdev_json('flavor', 'configure', flavor, '--pci-alias', 'a16:5',
-                      '--nova-conf', str(path))
+                      '--controller-conf', str(path))
     assert row['Result'] == 'changed'
     assert 'pci_in_placement is off' in row['Note']
     assert specs_of(cloud, flavor) == {ALIAS: 'a16:5'}
@@ -197,7 +198,8 @@ def test_pci_alias_without_nova_conf_or_placement(cloud, tmp_path):
 def test_mdev_and_pci_in_one_flavor(cloud, controller):
     flavor = cloud.control('create_flavor', name='pf-mixed')['id']
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--pci-alias', 'a40', '--nova-conf', controller)
+                     'VGPU', '--pci-alias', 'a40', '--controller-conf',
+                     controller)
     assert results(rows) == {ALIAS: 'added', 'resources:VGPU': 'added'}
     assert specs_of(cloud, flavor) == {ALIAS: 'a40:1', 'resources:VGPU': '1'}
     shown = mdev_json('flavor', 'show', flavor)
@@ -219,11 +221,12 @@ def test_pci_option_mistakes_write_nothing(cloud, controller):
              '--trait', 'CUSTOM_X'), '--trait', 'need --resource-class')
     cli.assert_one_line_error(
         mdev('flavor', 'configure', flavor, '--resource-class', 'VGPU',
-             '--nova-conf', controller), '--nova-conf', '--pci-alias')
+             '--controller-conf', controller),
+        '--controller-conf', '--pci-alias')
     bad = controller + '.bad'
     with open(bad, 'w') as conf:
         conf.write('[pci]\nalias = {"name": "a16",}\n')
     cli.assert_one_line_error(
         mdev('flavor', 'configure', flavor, '--pci-alias', 'a16',
-             '--nova-conf', bad), '--nova-conf', 'not valid JSON')
+             '--controller-conf', bad), '--controller-conf', 'not valid JSON')
     assert specs_of(cloud, flavor) == {}

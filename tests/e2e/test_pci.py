@@ -402,7 +402,7 @@ def test_flavor_configure_pci_alias_boots_on_two_vfs(
         cloud, plan, boot, controller):
     flavor = cloud.control('create_flavor', name='e2e-pci-configured')['id']
     args = ('flavor', 'configure', flavor, '--pci-alias', 'l40s-vf:2',
-            '--nova-conf', controller)
+            '--controller-conf', controller)
     [row] = mdev_json(*args)
     assert (row['Property'], row['After'], row['Result']) == (
         ALIAS, 'l40s-vf:2', 'added')

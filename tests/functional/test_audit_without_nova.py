@@ -127,7 +127,7 @@ def test_nova_conf_judges_by_type(cloud, placement, host, tmp_path):
     conf = tmp_path / 'nova.conf'
     conf.write_text('[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
                     '[mdev_nvidia-12]\ndevice_addresses = 0000:86:00.0\n')
-    rows = json.loads(audit('--host', name, '--nova-conf', '%s=%s' % (
+    rows = json.loads(audit('--host', name, '--compute-conf', '%s=%s' % (
         name, conf)).stdout)
     traits = sorted((r['Check'], r['Device'], r['Severity']) for r in rows
                     if r['Check'].endswith('-trait'))
@@ -141,7 +141,7 @@ def test_nova_conf_judges_by_type(cloud, placement, host, tmp_path):
     (['--fix', 'missing-allocation'], 'has no automatic fix'),
     (['--dry-run'], 'give --fix too'),
     (['--host', 'no-such-host'], "No compute host named 'no-such-host'"),
-    (['--nova-conf', 'x'], 'takes HOST=FILE'),
+    (['--compute-conf', 'x'], 'takes HOST=FILE'),
     (['--controller-conf', '/nonexistent/nova.conf'],
      '--controller-conf: '),
     (['--fix', 'orphaned-allocation', '--controller-conf',

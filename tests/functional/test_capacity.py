@@ -225,9 +225,9 @@ def test_count_with_a_bare_request(cloud, auth):
       '--forbid-trait', 'CUSTOM_A'], 'both required and forbidden'),
     (['--resource-class', 'VGPU', '--count', '0'], 'at least 1'),
     (['--resource-class', 'VGPU', '--host', 'nosuch'], 'nosuch'),
-    (['--resource-class', 'VGPU', '--nova-conf', 'nova.conf'],
-     '--nova-conf gives the PCI aliases of a flavor'),
-    (['--flavor', 'f', '--nova-conf', '/nonexistent/nova.conf'],
+    (['--resource-class', 'VGPU', '--controller-conf', 'nova.conf'],
+     '--controller-conf gives the PCI aliases of a flavor'),
+    (['--flavor', 'f', '--controller-conf', '/nonexistent/nova.conf'],
      '/nonexistent/nova.conf'),
 ])
 def test_bad_input_is_one_line(cloud, auth, args, message):

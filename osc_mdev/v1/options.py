@@ -1,0 +1,171 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The options several commands share, each defined once.
+
+An option name means one thing in every command and is described in the
+same words (tests/unit/test_options.py holds every command to it). What
+a command does with it is in the command's own description. Renamed
+options keep their old spelling for one release as a hidden alias that
+logs a deprecation warning.
+"""
+
+import argparse
+import logging
+
+from osc_mdev.domain import providers
+from osc_mdev.domain import traits as trait_logic
+
+LOG = logging.getLogger(__name__)
+
+HOST = ("A compute node, named as in 'openstack hypervisor list' (its "
+        "hypervisor hostname, the name of its root resource provider), "
+        "not the service host. Repeat for several where the command "
+        "takes several.")
+RESOURCE_CLASS = (
+    'Resource class of the devices: VGPU, the CUSTOM_<NAME> class of an '
+    'mdev type ([mdev_<type>] mdev_class), or the class of '
+    'PCI-in-Placement devices (CUSTOM_PCI_<VENDOR>_<PRODUCT> or the class '
+    'of [pci] device_spec).')
+TRAIT = ('A trait such as CUSTOM_NVIDIA_12: the one to add or remove in '
+         "'trait set' and 'trait unset', one the device must have "
+         'elsewhere. Repeat for several.')
+FORBID_TRAIT = 'A trait the device must not have. Repeat for several.'
+TRAIT_PREFIX = ('Prefix of the traits named after mdev types, as '
+                "'mdev trait set --from-nova-conf' names them: by default "
+                'type nvidia-12 is trait CUSTOM_NVIDIA_12.')
+AMOUNT = 'Mdevs per server (default 1).'
+SPREAD = ('Take each of the --amount mdevs from a different device of the '
+          'host (numbered request groups, group_policy=isolate) instead '
+          'of all from one device. Several vGPUs per server need Nova '
+          '33.0.0 (2026.1) or later on the computes.')
+DRY_RUN = 'Show what would change, and change nothing.'
+LONG = 'List additional fields in output.'
+CONTROLLER_CONF = (
+    "The controller's nova.conf (of nova-api and nova-scheduler), or a "
+    'directory of .conf files; repeat for several, read in order (the '
+    "later wins). Its [pci] alias defines the PCI devices flavors ask for "
+    'with pci_passthrough:alias, and [filter_scheduler] pci_in_placement '
+    'says whether Placement is asked for them.')
+COMPUTE_CONF = (
+    'The nova.conf of a compute node, as HOST=FILE (HOST as --host names '
+    'it): its [devices] and [mdev_<type>] sections say which type each '
+    'device has. Repeat for several hosts.')
+FORCE = ('Also change OWNER_* traits such as Nova\'s OWNER_NOVA, which '
+         'are kept otherwise. Nova puts OWNER_NOVA back when nova-compute '
+         'restarts or refreshes its provider cache; meanwhile the device '
+         'looks like another service\'s (Cyborg\'s) to Nova\'s scheduler '
+         'and to other tools.')
+
+KIND = ('Which devices: mdev (the default: mdev parent devices), pci '
+        '(devices Nova reports with [pci] report_in_placement: whole '
+        'devices, PFs, and the VFs of each PF as one device) or all; with '
+        'pci or all, a Kind column says which each row is.')
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: does what the new one does, and
+    says so once in a warning.
+    """
+
+    def __init__(self, option_strings, dest, new=None, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        LOG.warning('%s is deprecated and will be removed in the next '
+                    'release; use %s.', option_string, self.new)
+        if self.nargs == 0:
+            setattr(namespace, self.dest, self.const)
+            return
+        items = list(getattr(namespace, self.dest, None) or [])
+        items.append(values)
+        setattr(namespace, self.dest, items)
+
+
+def deprecated(parser, old, new, dest, flag=False):
+    """``old`` as a hidden alias of option ``new`` (stored in ``dest``).
+    """
+    if flag:
+        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
+                            nargs=0, const=True, help=argparse.SUPPRESS)
+    else:
+        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
+                            help=argparse.SUPPRESS)
+
+
+def host(parser, several=True):
+    if several:
+        parser.add_argument('--host', metavar='<host>', action='append',
+                            default=[], help=HOST)
+    else:
+        parser.add_argument('--host', metavar='<host>', help=HOST)
+
+
+def resource_class(parser, several=False):
+    if several:
+        parser.add_argument('--resource-class', metavar='<resource-class>',
+                            action='append', default=[],
+                            help=RESOURCE_CLASS)
+    else:
+        parser.add_argument('--resource-class', metavar='<resource-class>',
+                            help=RESOURCE_CLASS)
+
+
+def trait(parser, required=False):
+    parser.add_argument('--trait', metavar='<trait>', action='append',
+                        default=[], required=required, help=TRAIT)
+
+
+def forbid_trait(parser):
+    parser.add_argument('--forbid-trait', metavar='<trait>',
+                        action='append', default=[], help=FORBID_TRAIT)
+
+
+def trait_prefix(parser):
+    parser.add_argument('--trait-prefix', metavar='<prefix>',
+                        default=trait_logic.DEFAULT_TRAIT_PREFIX,
+                        help=TRAIT_PREFIX)
+
+
+def amount_and_spread(parser):
+    parser.add_argument('--amount', metavar='<count>', type=int, default=1,
+                        help=AMOUNT)
+    parser.add_argument('--spread', action='store_true', help=SPREAD)
+
+
+def dry_run(parser):
+    parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
+
+
+def long(parser):
+    parser.add_argument('--long', action='store_true', help=LONG)
+
+
+def controller_conf(parser):
+    parser.add_argument('--controller-conf', metavar='<file>',
+                        action='append', default=[], help=CONTROLLER_CONF)
+
+
+def compute_conf(parser):
+    parser.add_argument('--compute-conf', metavar='<host>=<file>',
+                        action='append', default=[], help=COMPUTE_CONF)
+
+
+def force(parser):
+    parser.add_argument('--force', action='store_true', help=FORCE)
+
+
+def kind(parser):
+    parser.add_argument(
+        '--kind', choices=sorted(providers.KIND_CHOICES),
+        default=providers.MDEV, help=KIND)

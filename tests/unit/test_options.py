@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One word per meaning: every option name of every command has one help
+text and one metavar, and the options page of the docs lists them all.
+"""
+
+import argparse
+import collections
+import configparser
+import importlib
+import pathlib
+import re
+
+import pytest
+
+from osc_mdev.v1 import options
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def commands():
+    """``{'mdev provider list': Command class}`` from setup.cfg."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / 'setup.cfg')
+    found = {}
+    for line in config['options.entry_points']['openstack.mdev.v1'].split(
+            '\n'):
+        if not line.strip():
+            continue
+        name, target = (part.strip() for part in line.split('='))
+        module, klass = target.split(':')
+        found[name.replace('_', ' ')] = getattr(
+            importlib.import_module(module), klass)
+    return found
+
+
+def visible_options(command_class, name):
+    parser = command_class(None, None).get_parser('openstack ' + name)
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS:
+            continue
+        for option in action.option_strings:
+            if option.startswith('--'):
+                yield option, action.help, action.metavar
+
+
+def test_every_option_name_has_one_help_and_one_metavar():
+    helps = collections.defaultdict(set)
+    metavars = collections.defaultdict(set)
+    where = collections.defaultdict(list)
+    for name, klass in sorted(commands().items()):
+        for option, text, metavar in visible_options(klass, name):
+            helps[option].add(text)
+            metavars[option].add(metavar)
+            where[option].append(name)
+    twice = {o: sorted(where[o]) for o in helps
+             if len(helps[o]) > 1 or len(metavars[o]) > 1}
+    assert twice == {}
+
+
+@pytest.mark.parametrize('old, new', [
+    (['--nova-conf', 'a.conf', '--nova-conf', 'b.conf'],
+     ('controller_conf', ['a.conf', 'b.conf'])),
+    (['--controller-conf', 'a.conf'], ('controller_conf', ['a.conf'])),
+])
+def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
+    parser = argparse.ArgumentParser()
+    options.controller_conf(parser)
+    options.deprecated(parser, '--nova-conf', '--controller-conf',
+                       'controller_conf')
+    parsed = parser.parse_args(old)
+    assert getattr(parsed, new[0]) == new[1]
+    deprecations = [r for r in caplog.records if 'deprecated' in r.message]
+    assert len(deprecations) == (2 if old[0] == '--nova-conf' else 0)
+
+
+def test_deprecated_flag():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--isolate-other-groups', action='store_true')
+    options.deprecated(parser, '--force', '--isolate-other-groups',
+                       'isolate_other_groups', flag=True)
+    assert parser.parse_args(['--force']).isolate_other_groups is True
+    assert parser.parse_args([]).isolate_other_groups is False
+
+
+def test_the_options_page_lists_every_option():
+    page = (ROOT / 'doc' / 'source' / 'cli' / 'options.rst').read_text()
+    listed = set(re.findall(r'``(--[a-z-]+)', page))
+    names = {option for name, klass in commands().items()
+             for option, _, _ in visible_options(klass, name)}
+    ours = {o for o in names if o not in ('--help', '--fit-width',
+                                          '--print-empty', '--noindent',
+                                          '--max-width', '--sort-column',
+                                          '--sort-ascending',
+                                          '--sort-descending',
+                                          '--quote', '--prefix',
+                                          '--column', '--format')}
+    assert sorted(ours - listed) == []
