@@ -10,4 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""osc-mdev: OpenStackClient commands for mediated devices (vGPUs)."""
+"""osc-mdev: OpenStackClient commands for mediated devices (vGPUs).
+
+The layers, each importing only those below it:
+
+* ``v1``: the commands. Arguments in, one use-case call, rows out.
+* ``usecases``: one module per command group; reads through ``api`` (and
+  files through ``local``), hands the data to ``domain``.
+* ``api``: HTTP to Placement and Nova (keystoneauth's Adapter).
+* ``local``: nova.conf files and sysfs trees on the machine.
+* ``domain``: pure logic and data classes: Nova's and Placement's rules.
+
+``plugin`` is OpenStackClient's entry point.
+"""

@@ -13,7 +13,7 @@
 """OpenStackClient plugin entry point for osc-mdev.
 
 ``openstack`` imports every plugin's entry point module on every run, so
-this module imports only the standard library; the client layer is loaded
+this module imports only the standard library; the API layer is loaded
 when a command first asks for ``client_manager.mdev``.
 """
 
@@ -29,12 +29,12 @@ DEFAULT_TIMEOUT = 60
 
 
 def make_client(instance):
-    from osc_mdev import client
+    from osc_mdev import api
 
     config = instance.get_configuration()
     workers = config.get('mdev_max_workers') or DEFAULT_MAX_WORKERS
     timeout = config.get('mdev_timeout')
-    return client.MdevClient(
+    return api.MdevClient(
         instance, max_workers=int(workers),
         timeout=float(timeout) if timeout else None)
 

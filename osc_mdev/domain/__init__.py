@@ -10,4 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Pure domain logic: no network, no client objects."""
+"""Domain: pure logic and data classes, split by concept.
+
+Nova's rules mirrored one function each (naming the Nova function),
+Placement's provider and request models, capacity arithmetic and its
+explainer, and the findings of ``config check`` and ``audit``. No
+network, no files, no sysfs: everything is handed in as data. Imports
+only the standard library, oslo.config's parser, os-traits,
+os-resource-classes and itself.
+"""

@@ -12,7 +12,7 @@
 
 """What Nova, Placement and the flavors disagree on, for mdev devices.
 
-Pure checks over data already read (``client.audit`` reads it): each
+Pure checks over data already read (``usecases.audit`` reads it): each
 check function takes that data and answers a list of ``Finding``; a
 finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
 or ``AddTrait``). Nothing here touches the network.
@@ -547,7 +547,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                           aliases=None, pci_in_placement=True):
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
-    on ``trees``, the compute node trees of ``client.capacity``: no device
+    on ``trees``, the compute node trees of ``usecases.capacity``: no device
     of the class, none with a required trait, all with a forbidden one,
     too small, disabled compute services), or that ask for a resource
     class Placement does not have (``missing_classes``). The message

@@ -15,8 +15,8 @@
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.client import audit
 from osc_mdev.domain import audit as domain
+from osc_mdev.usecases import audit
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

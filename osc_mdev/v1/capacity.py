@@ -19,9 +19,9 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.client import capacity as reads
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import capacity as reads
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

@@ -134,7 +134,7 @@ class CheckConfig(command.Lister):
         return COLUMNS, rows
 
     def _pci_placement(self, pci, devices, host):
-        from osc_mdev.client import config as config_client
+        from osc_mdev.usecases import config as config_client
         placement = self._authenticated_client_manager().mdev.placement
         placed = config_client.node_pci_providers(placement, host)
         predicted = None
@@ -147,7 +147,7 @@ class CheckConfig(command.Lister):
                                                   predicted)
 
     def _placement_devices(self, host):
-        from osc_mdev.client import allocations
+        from osc_mdev.usecases import allocation as allocations
         manager = self._authenticated_client_manager()
         mdev = manager.mdev
         found = allocations.node_devices_with_servers(

@@ -16,10 +16,10 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.client import flavors
 from osc_mdev.domain import flavors as flavor_logic
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import flavor as flavors
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

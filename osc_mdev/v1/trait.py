@@ -20,9 +20,9 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.client import devices
-from osc_mdev.client import traits
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import provider as devices
+from osc_mdev.usecases import trait as traits
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

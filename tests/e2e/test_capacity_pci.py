@@ -19,7 +19,7 @@ exactly while the command says one more fits.
 
 import pytest
 
-from osc_mdev.client import http
+from osc_mdev.api import http
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.fixtures import cli

@@ -162,10 +162,10 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
     from keystoneauth1 import session as ks_session
     from keystoneauth1 import token_endpoint
 
-    from osc_mdev.client import audit as client_audit
-    from osc_mdev.client import http
-    from osc_mdev.client import placement as placement_client
+    from osc_mdev.api import http
+    from osc_mdev.api import placement as placement_client
     from osc_mdev.domain import audit as domain
+    from osc_mdev.usecases import audit as client_audit
 
     name = 'guard-%s' % uuid.uuid4().hex[:8]
     gpu = Gpu('pci_0000_84_00_0', 'VGPU', 4)
@@ -216,10 +216,10 @@ def test_orphan_removal_whose_answer_is_lost_is_verified(
     from keystoneauth1 import session as ks_session
     from keystoneauth1 import token_endpoint
 
-    from osc_mdev.client import audit as client_audit
-    from osc_mdev.client import http
-    from osc_mdev.client import placement as placement_client
+    from osc_mdev.api import http
+    from osc_mdev.api import placement as placement_client
     from osc_mdev.domain import audit as domain
+    from osc_mdev.usecases import audit as client_audit
     from tests.fixtures import faults
 
     name = 'lost-%s' % uuid.uuid4().hex[:8]

@@ -29,7 +29,7 @@ import uuid
 import pytest
 import requests
 
-from osc_mdev.client import placement as placement_client
+from osc_mdev.api import placement as placement_client
 from tests.fixtures import cli
 from tests.fixtures import pg_placement as pg
 from tests.fixtures import placement_data

@@ -15,7 +15,7 @@ Placement with PCI-in-Placement providers (one per PF, holding its VFs).
 
 There is no Nova in this tier, so the flavor is given as Nova returns it
 and the controller's aliases are read from a nova.conf file; the reads
-are the command's own (osc_mdev.client.capacity against Placement's
+are the command's own (osc_mdev.usecases.capacity against Placement's
 API). For every host said to fit N servers, ``GET /allocation_candidates``
 of the same request limited to that tree gives a candidate, and claiming
 its first candidate N times succeeds while the N+1th finds none; full
@@ -28,12 +28,12 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 import pytest
 
-from osc_mdev.client import capacity as reads
-from osc_mdev.client import http
-from osc_mdev.client import placement as placement_client
+from osc_mdev.api import http
+from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import capacity as reads
 from tests.fixtures.placement_data import Gpu
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'

@@ -379,8 +379,8 @@ def test_too_old_placement_names_both_versions(placement_url):
     from keystoneauth1 import token_endpoint
     from osc_lib import exceptions
 
-    from osc_mdev.client import http
-    from osc_mdev.client import placement as placement_client
+    from osc_mdev.api import http
+    from osc_mdev.api import placement as placement_client
 
     newest = placement_max_version(placement_url)
     major, minor = newest.split('.')

@@ -470,7 +470,7 @@ def test_parse_nova_conf_option(value, result):
     ([], True, 'unschedulable-flavor was not checked'),
 ])
 def test_nova_unreachable_names_what_was_skipped(servers, flavors, skipped):
-    from osc_mdev.client import audit as client_audit
+    from osc_mdev.usecases import audit as client_audit
     snapshot = client_audit.Snapshot(
         [], [alloc('x', 'g1')], servers, 'Cannot reach the Compute API.',
         {}, None, (), frozenset({'c1'}))
@@ -487,7 +487,7 @@ PCI_TRAITS = ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA')
 
 
 def test_pci_devices_in_orphan_and_capacity_checks_only():
-    from osc_mdev.client import audit as client_audit
+    from osc_mdev.usecases import audit as client_audit
     rc = 'CUSTOM_PCI_10DE_25B6'
     full = providers.Device(PCI['p1'], rc, providers.Inventory(2, 1, 1, 2),
                             2, 1, PCI_TRAITS)
@@ -562,7 +562,7 @@ def test_missing_pci_allocations(specs, held, expected):
 
 
 def test_missing_allocation_through_the_client_with_aliases():
-    from osc_mdev.client import audit as client_audit
+    from osc_mdev.usecases import audit as client_audit
     rp = providers.Device(PCI['p1'], A16, providers.Inventory(4, 0, 1, 4),
                           1, 1, PCI_TRAITS)
     servers = [server('s1', node='gpu5',

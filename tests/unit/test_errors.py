@@ -12,7 +12,7 @@
 
 from keystoneauth1 import exceptions as ks_exc
 
-from osc_mdev.client import errors
+from osc_mdev.api import errors
 
 
 def test_connection_refused_is_short():

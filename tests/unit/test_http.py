@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The one error mapper of osc-mdev's HTTP path (client.http)."""
+"""The one error mapper of osc-mdev's HTTP path (api.http)."""
 
 import json
 
@@ -18,7 +18,7 @@ from osc_lib import exceptions
 import pytest
 import requests
 
-from osc_mdev.client import http
+from osc_mdev.api import http
 
 
 def answer(status, body, url='http://placement.example:8778/x'):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from osc_mdev.client import pool
+from osc_mdev.api import pool
 
 
 def test_results_keep_order_and_at_most_n_run_at_once():

@@ -39,7 +39,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions as osc_exc
 
-from osc_mdev.client import errors
+from osc_mdev.api import errors
 
 DEFAULT_RETRIES = 3
 DEFAULT_TIMEOUT = 60.0

@@ -21,13 +21,13 @@ import dataclasses
 
 from osc_lib import exceptions
 
-from osc_mdev.client import devices
-from osc_mdev.client import naming
-from osc_mdev.client import placement as placement_client
-from osc_mdev.client import pool
+from osc_mdev.api import placement as placement_client
+from osc_mdev.api import pool
 from osc_mdev.domain import allocations as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.usecases import naming
+from osc_mdev.usecases import provider as devices
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@
 
 """Every Compute API call osc-mdev makes, each with an explicit microversion.
 
-Requests go through ``client.http.Service`` (keystoneauth's Adapter, the
+Requests go through ``api.http.Service`` (keystoneauth's Adapter, the
 shared retry policy and error mapper).
 """
 
@@ -21,8 +21,8 @@ import urllib.parse
 
 from osc_lib import exceptions as osc_exc
 
-from osc_mdev.client import http
-from osc_mdev.client import pool
+from osc_mdev.api import http
+from osc_mdev.api import pool
 
 # OS-EXT-SRV-ATTR:host and :hypervisor_hostname for admins; the admin
 # filters node= and all_tenants=.

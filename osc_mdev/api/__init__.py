@@ -10,7 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Client layer: every HTTP call osc-mdev makes lives below this package."""
+"""API layer: every HTTP request osc-mdev sends.
+
+One keystoneauth Adapter path (``http.Service``: microversions, retries,
+the one error mapper), one module per service (``placement``,
+``compute``) with explicit microversions, and the bounded pool that runs
+requests at once (``pool``). No use-case logic lives here; it imports
+only the standard library, keystoneauth, osc-lib and itself.
+"""
 
 import threading
 import uuid
@@ -36,7 +43,7 @@ class MdevClient:
         self._compute = None
 
     def _service(self, service_type, label):
-        from osc_mdev.client import http
+        from osc_mdev.api import http
 
         config = self._instance.get_configuration()
 
@@ -66,7 +73,7 @@ class MdevClient:
     @property
     def placement(self):
         if self._placement is None:
-            from osc_mdev.client import placement
+            from osc_mdev.api import placement
             self._placement = placement.PlacementClient(
                 self._service('placement', 'Placement'),
                 max_workers=self.max_workers)
@@ -75,7 +82,7 @@ class MdevClient:
     @property
     def compute(self):
         if self._compute is None:
-            from osc_mdev.client import compute
+            from osc_mdev.api import compute
             self._compute = compute.ComputeClient(
                 self._service('compute', 'Compute'),
                 max_workers=self.max_workers)

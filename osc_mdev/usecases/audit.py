@@ -28,17 +28,17 @@ import dataclasses
 
 from osc_lib import exceptions
 
-from osc_mdev.client import capacity as capacity_reads
-from osc_mdev.client import compute as compute_client
-from osc_mdev.client import devices as device_reads
-from osc_mdev.client import placement as placement_client
-from osc_mdev.client import pool
-from osc_mdev.client import traits as trait_writes
+from osc_mdev.api import compute as compute_client
+from osc_mdev.api import placement as placement_client
+from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import audit as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import capacity as capacity_reads
+from osc_mdev.usecases import provider as device_reads
+from osc_mdev.usecases import trait as trait_writes
 
 
 @dataclasses.dataclass

@@ -13,7 +13,7 @@
 """Flavors and the devices that can serve them: Nova and Placement.
 
 The flavor (Nova) and the compute node trees (Placement, with the bulk
-reads of ``client.capacity``) are read at once in the bounded pool; the
+reads of ``usecases.capacity``) are read at once in the bounded pool; the
 flavor's request is Nova's (``domain.resource_request``), judged by the
 capacity engine (``domain.capacity``), then written.
 """
@@ -23,15 +23,15 @@ import dataclasses
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
 
-from osc_mdev.client import capacity as capacity_reads
-from osc_mdev.client import compute as compute_client
-from osc_mdev.client import pool
+from osc_mdev.api import compute as compute_client
+from osc_mdev.api import pool
 from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import flavors as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import capacity as capacity_reads
 
 
 @dataclasses.dataclass
@@ -91,7 +91,7 @@ def _trait_names(specs):
 
 def _read(compute, placement, reference, requests=()):
     """``(flavor, trees)``: the flavor and the compute node trees its
-    request and ``requests`` are judged on (``client.capacity``: a few
+    request and ``requests`` are judged on (``usecases.capacity``: a few
     bulk reads whatever the number of devices).
     """
     flavor, listing, services, early = capacity_reads.read_flavor(

@@ -12,7 +12,7 @@
 
 """Every Placement call osc-mdev makes, each with an explicit microversion.
 
-Requests go through ``client.http.Service`` (keystoneauth's Adapter, the
+Requests go through ``api.http.Service`` (keystoneauth's Adapter, the
 shared retry policy and error mapper).
 """
 
@@ -22,8 +22,8 @@ import urllib.parse
 
 from osc_lib import exceptions as osc_exc
 
-from osc_mdev.client import http
-from osc_mdev.client import pool
+from osc_mdev.api import http
+from osc_mdev.api import pool
 
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings

@@ -42,7 +42,7 @@ command.
 
 from osc_lib import exceptions
 
-from osc_mdev.client import pool
+from osc_mdev.api import pool
 from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
 
@@ -86,7 +86,7 @@ def check_hosts(providers, hosts):
 def _errors():
     # Imported on use: ``--help`` of the commands does not load the HTTP
     # client.
-    from osc_mdev.client import placement as placement_client
+    from osc_mdev.api import placement as placement_client
     return placement_client
 
 

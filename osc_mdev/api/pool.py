@@ -45,7 +45,7 @@ def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
 
     ``max_workers`` bounds the threads of this pool; the requests in
     flight for the whole command are bounded by the one semaphore every
-    request takes (``client.http.Service``), however pools are combined.
+    request takes (``api.http.Service``), however pools are combined.
     """
     items = list(items)
     workers = max(1, min(max_workers, len(items)))

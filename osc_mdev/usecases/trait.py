@@ -20,8 +20,8 @@ import dataclasses
 
 from osc_lib import exceptions
 
-from osc_mdev.client import placement as placement_client
-from osc_mdev.client import pool
+from osc_mdev.api import placement as placement_client
+from osc_mdev.api import pool
 from osc_mdev.domain import traits as domain
 
 

@@ -35,12 +35,12 @@ How few requests it takes, whatever the number of GPUs:
 
 from osc_lib import exceptions
 
-from osc_mdev.client import devices as device_reads
-from osc_mdev.client import naming
-from osc_mdev.client import pool
+from osc_mdev.api import pool
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import naming
+from osc_mdev.usecases import provider as device_reads
 
 # Every Nova compute node offers VCPU: each tree with a free one is one
 # candidate, so the answer stays small.
