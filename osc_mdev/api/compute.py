@@ -41,20 +41,8 @@ PAGE_SIZE = 1000
 NotFound = http.NotFound
 
 
-class ComputeClient:
+class ComputeClient(pool.ServiceClient):
     """Compute requests used by the mdev commands."""
-
-    def __init__(self, service, max_workers=pool.DEFAULT_MAX_WORKERS):
-        self._http = service
-        self.max_workers = max_workers
-
-    def _request(self, method, url, version, **kwargs):
-        return self._http.request(method, url, version,
-                                  json_body=kwargs.pop('json', None),
-                                  **kwargs)
-
-    def map(self, func, items):
-        return pool.bounded_map(func, items, self.max_workers)
 
     # -- servers ----------------------------------------------------------
 

@@ -59,23 +59,8 @@ MicroversionUnsupported = http.MicroversionUnsupported
 _CONCURRENT_UPDATE = 'concurrently updated'
 
 
-class PlacementClient:
+class PlacementClient(pool.ServiceClient):
     """Placement requests used by the mdev commands."""
-
-    def __init__(self, service, max_workers=pool.DEFAULT_MAX_WORKERS):
-        self._http = service
-        self.max_workers = max_workers
-
-    # -- plumbing ---------------------------------------------------------
-
-    def _request(self, method, url, version, **kwargs):
-        return self._http.request(method, url, version,
-                                  json_body=kwargs.pop('json', None),
-                                  **kwargs)
-
-    def map(self, func, items):
-        """Run ``func`` over ``items`` with this client's bounded pool."""
-        return pool.bounded_map(func, items, self.max_workers)
 
     # -- reads ------------------------------------------------------------
 

@@ -74,3 +74,22 @@ def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
             for future in pending:
                 future.cancel()
             raise
+
+
+class ServiceClient:
+    """What every service client shares: its ``http.Service`` (the one
+    keystoneauth Adapter path) and the bounded pool of the command.
+    """
+
+    def __init__(self, service, max_workers=DEFAULT_MAX_WORKERS):
+        self._http = service
+        self.max_workers = max_workers
+
+    def _request(self, method, url, version, **kwargs):
+        return self._http.request(method, url, version,
+                                  json_body=kwargs.pop('json', None),
+                                  **kwargs)
+
+    def map(self, func, items):
+        """Run ``func`` over ``items`` with this client's bounded pool."""
+        return bounded_map(func, items, self.max_workers)

@@ -410,6 +410,33 @@ def batches(count, per_host, fits):
     return plan
 
 
+def multi_create_verdict(count, placed, one, per_host, most):
+    """The verdict on one ``server create --min N --max N`` of ``count``
+    servers, in words: ``placed`` and ``most`` servers one request places
+    at least and at most (``multi_create``, ``multi_create_bounds``),
+    ``one`` what each host takes in it, ``per_host`` the HostCapacity
+    rows; when it is not sure to be placed, the request sizes that are
+    (``batches``).
+    """
+    if placed >= count:
+        return 'one request of %d servers is placed' % count
+    total = sum(h.fits for h in per_host)
+    if total < count:
+        return ('NoValidHost: only %d servers fit, and one request places '
+                'at most %d' % (total, most))
+    plan = batches(count, one, {h.host: h.fits for h in per_host})
+    if most >= count:
+        return ('one request of %d servers may be placed: it places %d to '
+                '%d, as Nova names the PCI groups anew for each request and '
+                "Placement's first candidate of a host changes with the "
+                'names; requests of %s one after the other are placed' % (
+                    count, placed, most, ', '.join(str(n) for n in plan)))
+    return ('NoValidHost: one request places at most %d (the scheduler '
+            'claims only the first candidate of each host); requests of '
+            '%s one after the other are placed' % (
+                most, ', '.join(str(n) for n in plan)))
+
+
 # -- the explainer ----------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)

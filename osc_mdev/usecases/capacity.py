@@ -33,6 +33,9 @@ How few requests it takes, whatever the number of GPUs:
    inventories, usages and traits per provider, all at once in the pool.
 """
 
+import dataclasses
+import logging
+
 from osc_lib import exceptions
 
 from osc_mdev.api import pool
@@ -41,6 +44,8 @@ from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as device_reads
+
+LOG = logging.getLogger(__name__)
 
 # Every Nova compute node offers VCPU: each tree with a free one is one
 # candidate, so the answer stays small.
@@ -248,3 +253,97 @@ def check_flavor_request(request):
         text = str(exc)
         raise exceptions.CommandError(
             '%s%s.' % (text[0].upper(), text[1:])) from exc
+
+
+@dataclasses.dataclass
+class OneRequest:
+    """What one ``server create --min N --max N`` would place."""
+
+    placed: int             # at least
+    per_host: dict          # {host: servers one request takes there}
+    verdict: str
+
+
+@dataclasses.dataclass
+class Counted:
+    """The servers of a request that fit, per host, and why not."""
+
+    request: object         # resource_request.Request, prefilters added
+    per_host: list          # domain.capacity.HostCapacity, by host
+    steps: list | None = None   # the explainer's steps, when explained
+    fix: str | None = None      # its smallest change
+    one_request: OneRequest | None = None
+
+    @property
+    def total(self):
+        return sum(h.fits for h in self.per_host)
+
+
+def flavor_request(flavor, aliases=None):
+    """The request Nova builds for a server of ``flavor``, its PCI alias
+    devices included as Nova asks for them; ``aliases`` is ``({name:
+    Alias}, pci_in_placement)`` of the controller's nova.conf, or None.
+    CommandError when the devices cannot be known.
+    """
+    name = flavor.get('name') or flavor.get('id')
+    try:
+        wanted = rr.flavor_aliases(flavor)
+        if wanted and aliases is None:
+            raise exceptions.CommandError(
+                'Flavor %s asks for PCI devices (%s=%s), whose aliases '
+                'are defined in the controller\'s [pci] alias: pass its '
+                'nova.conf with --controller-conf <file>.' % (
+                    name, rr.PCI_ALIAS_KEY,
+                    flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
+        defined, in_placement = aliases or (None, True)
+        if wanted and not in_placement:
+            LOG.warning(
+                'Warning: [filter_scheduler] pci_in_placement is off in '
+                '--controller-conf: Nova asks Placement nothing for the '
+                'PCI alias of flavor %s (its PCI filter picks the '
+                'devices), so they are not counted.', name)
+        return rr.request_from_flavor(
+            flavor, aliases=defined if wanted else None,
+            pci_in_placement=in_placement)
+    except rr.RequestError as exc:
+        raise exceptions.CommandError('Flavor %s: %s.' % (
+            name, exc)) from exc
+
+
+def count(placement, compute, flavor=None, request=None, hosts=(),
+          aliases=None, explain=False, auto_explain=True, count=None):
+    """How many more servers of ``flavor`` (a name or ID) or of the bare
+    ``request`` fit on the compute nodes (``hosts``: only these), with
+    Nova's prefilters; the explainer's steps with ``explain`` (or with
+    ``auto_explain`` when none fits); with ``count``, whether one
+    multi-create of that many servers is placed.
+    """
+    found, listing, services, early = read_flavor(
+        placement, compute, flavor, hosts, request)
+    bare = request is not None
+    if not bare:
+        request = flavor_request(found, aliases)
+        check_flavor_request(request)
+    trees = read_hosts(placement, request, listing, services, hosts,
+                       need_roots=not bare, early=early)
+    request = rr.with_prefilters(
+        request, owner_nova=domain.owner_nova_in_effect(trees))
+    counted = Counted(request, domain.capacity(request, trees))
+    if explain or (auto_explain and not counted.total):
+        counted.steps, counted.fix = domain.explain(request, trees)
+        return counted
+    if count is not None:
+        first, summaries = candidates_by_root(placement, request)
+        by_root = {h.root.uuid: h.name for h in trees}
+        first = {by_root[k]: v for k, v in first.items() if k in by_root}
+        if domain.candidate_order_is_fixed(request):
+            placed, one = domain.multi_create(
+                count, {h: v[0] for h, v in first.items()}, summaries)
+            most = placed
+        else:
+            placed, most, one = domain.multi_create_bounds(
+                count, first, summaries)
+        counted.one_request = OneRequest(
+            placed, one, domain.multi_create_verdict(
+                count, placed, one, counted.per_host, most))
+    return counted

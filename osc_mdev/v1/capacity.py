@@ -13,19 +13,14 @@
 """``openstack mdev capacity``."""
 
 
-import logging
-
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import capacity as reads
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
-
-LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Host', 'Fits', 'Devices', 'Free')
 LONG_COLUMNS = COLUMNS + ('Limit',)
@@ -165,113 +160,43 @@ class Capacity(command.Lister):
         return columns, rows
 
     def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
-        hosts = tuple(parsed_args.host)
-        found, listing, services, early = reads.read_flavor(
-            mdev.placement, mdev.compute, flavor, hosts, request)
-        bare = request is not None
-        if not bare:
-            request = self._flavor_request(found)
-            reads.check_flavor_request(request)
-        trees = reads.read_hosts(mdev.placement, request, listing,
-                                 services, hosts, need_roots=not bare,
-                                 early=early)
-        request = rr.with_prefilters(
-            request, owner_nova=domain.owner_nova_in_effect(trees))
-        per_host = domain.capacity(request, trees)
-        total = sum(h.fits for h in per_host)
-        if parsed_args.explain or (auto_explain and not total):
-            steps, fix = domain.explain(request, trees)
+        answer = reads.count(
+            mdev.placement, mdev.compute, flavor=flavor, request=request,
+            hosts=tuple(parsed_args.host), aliases=self._aliases,
+            explain=parsed_args.explain, auto_explain=auto_explain,
+            count=parsed_args.count)
+        if answer.steps is not None:
             rows = [(s.constraint, s.devices_out, s.hosts_out,
-                     s.devices_left, s.hosts_left) for s in steps]
-            rows.append(('Servers that fit: %d' % total, '', '', '', ''))
-            rows.append(('Smallest change: %s' % (
-                fix or ('none needed' if total else
-                        'none found on the devices')), '', '', '', ''))
+                     s.devices_left, s.hosts_left) for s in answer.steps]
+            rows.append(('Servers that fit: %d' % answer.total,
+                         '', '', '', ''))
+            fix = answer.fix or ('none needed' if answer.total else
+                                 'none found on the devices')
+            rows.append(('Smallest change: %s' % fix, '', '', '', ''))
             return EXPLAIN_COLUMNS, rows
 
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
         rows = []
-        for h in per_host:
+        for h in answer.per_host:
             values = {'Host': h.host, 'Fits': h.fits,
                       'Devices': format_columns.ListColumn(
                           ['%s:%s' % (h.host, d) for d in h.devices]),
                       'Free': h.free, 'Limit': h.limit}
             rows.append([values[c] for c in cols])
-        totals = {'Host': TOTAL, 'Fits': total,
+        totals = {'Host': TOTAL, 'Fits': answer.total,
                   'Devices': format_columns.ListColumn(
                       [_devices_text(sum(len(h.devices)
-                                         for h in per_host))]),
-                  'Free': sum(h.free for h in per_host), 'Limit': ''}
+                                         for h in answer.per_host))]),
+                  'Free': sum(h.free for h in answer.per_host), 'Limit': ''}
         rows.append([totals[c] for c in cols])
-        if parsed_args.count is not None:
+        if answer.one_request is not None:
+            one = answer.one_request
             cols = cols + COUNT_COLUMNS
-            found, summaries = reads.candidates_by_root(mdev.placement,
-                                                        request)
-            by_root = {h.root.uuid: h.name for h in trees}
-            found = {by_root[k]: v for k, v in found.items()
-                     if k in by_root}
-            if domain.candidate_order_is_fixed(request):
-                placed, one = domain.multi_create(
-                    parsed_args.count,
-                    {h: v[0] for h, v in found.items()}, summaries)
-                most = placed
-            else:
-                placed, most, one = domain.multi_create_bounds(
-                    parsed_args.count, found, summaries)
             for row in rows[:-1]:
-                row.extend([one.get(row[0], 0), ''])
-            rows[-1].extend([placed, _verdict(parsed_args.count, placed,
-                                              one, per_host, most)])
+                row.extend([one.per_host.get(row[0], 0), ''])
+            rows[-1].extend([one.placed, one.verdict])
         return cols, [tuple(r) for r in rows]
-
-    def _flavor_request(self, flavor):
-        """The flavor's request, its PCI alias devices included as Nova
-        asks for them; a CommandError when they cannot be known.
-        """
-        name = flavor.get('name') or flavor.get('id')
-        try:
-            wanted = rr.flavor_aliases(flavor)
-            if wanted and self._aliases is None:
-                raise exceptions.CommandError(
-                    'Flavor %s asks for PCI devices (%s=%s), whose aliases '
-                    'are defined in the controller\'s [pci] alias: pass its '
-                    'nova.conf with --controller-conf <file>.' % (
-                        name, rr.PCI_ALIAS_KEY,
-                        flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
-            aliases, in_placement = self._aliases or (None, True)
-            if wanted and not in_placement:
-                LOG.warning(
-                    'Warning: [filter_scheduler] pci_in_placement is off in '
-                    '--controller-conf: Nova asks Placement nothing for the '
-                    'PCI alias of flavor %s (its PCI filter picks the '
-                    'devices), so they are not counted.', name)
-            return rr.request_from_flavor(
-                flavor, aliases=aliases if wanted else None,
-                pci_in_placement=in_placement)
-        except rr.RequestError as exc:
-            raise exceptions.CommandError('Flavor %s: %s.' % (
-                name, exc)) from exc
 
 
 def _devices_text(n):
     return '%d device%s' % (n, '' if n == 1 else 's')
-
-
-def _verdict(count, placed, one, per_host, most):
-    if placed >= count:
-        return 'one request of %d servers is placed' % count
-    total = sum(h.fits for h in per_host)
-    if total < count:
-        return ('NoValidHost: only %d servers fit, and one request places '
-                'at most %d' % (total, most))
-    plan = domain.batches(count, one, {h.host: h.fits for h in per_host})
-    if most >= count:
-        return ('one request of %d servers may be placed: it places %d to '
-                '%d, as Nova names the PCI groups anew for each request and '
-                "Placement's first candidate of a host changes with the "
-                'names; requests of %s one after the other are placed' % (
-                    count, placed, most, ', '.join(str(n) for n in plan)))
-    return ('NoValidHost: one request places at most %d (the scheduler '
-            'claims only the first candidate of each host); requests of '
-            '%s one after the other are placed' % (
-                most, ', '.join(str(n) for n in plan)))
