@@ -29,23 +29,11 @@ INSTANCE = 'INSTANCE'
 
 
 @dataclasses.dataclass(frozen=True)
-class MdevAllocation:
+class MdevAllocation(providers.OnCandidate):
     consumer: str
     candidate: object        # providers.Candidate
     resource_class: str
     amount: int
-
-    @property
-    def host(self):
-        return self.candidate.host
-
-    @property
-    def device(self):
-        return self.candidate.device
-
-    @property
-    def kind(self):
-        return self.candidate.kind
 
 
 def _mdev_parts(consumer, candidate, resources):

@@ -90,8 +90,26 @@ class Inventory:
         return int((self.total - self.reserved) * self.allocation_ratio)
 
 
+class OnCandidate:
+    """Where a row about one device provider (``self.candidate``, a
+    Candidate) is: its host, device address and kind.
+    """
+
+    @property
+    def host(self):
+        return self.candidate.host
+
+    @property
+    def device(self):
+        return self.candidate.device
+
+    @property
+    def kind(self):
+        return self.candidate.kind
+
+
 @dataclasses.dataclass(frozen=True)
-class Device:
+class Device(OnCandidate):
     """One mdev inventory (resource class) of one parent device.
 
     ``inventory`` is None when only a provider summary was read (it
@@ -112,14 +130,6 @@ class Device:
         return self.candidate.uuid
 
     @property
-    def host(self):
-        return self.candidate.host
-
-    @property
-    def device(self):
-        return self.candidate.device
-
-    @property
     def capacity(self):
         """What the device can hold: (total - reserved) x ratio."""
         if self.inventory is not None:
@@ -129,10 +139,6 @@ class Device:
     @property
     def free(self):
         return max(self.capacity - self.used, 0)
-
-    @property
-    def kind(self):
-        return self.candidate.kind
 
     @property
     def pci_ids(self):

@@ -17,7 +17,6 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import capacity as reads
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
@@ -128,18 +127,8 @@ class Capacity(command.Lister):
             self._aliases = common.controller_aliases(
                 parsed_args.controller_conf)
         if bare:
-            required = common.trait_names(parsed_args.trait)
-            forbidden = common.trait_names(parsed_args.forbid_trait)
-            both = set(required) & set(forbidden)
-            if both:
-                raise exceptions.CommandError(
-                    'Trait %s cannot be both required and forbidden.'
-                    % ', '.join(sorted(both)))
-            request = common.check(
-                rr.bare_request,
-                common.resource_class(parsed_args.resource_class),
-                parsed_args.amount, required, forbidden, parsed_args.spread)
-            return [(None, request)]
+            return [(None, common.bare_request(
+                parsed_args, common.trait_names(parsed_args.trait)))]
         return [(name, None) for name in parsed_args.flavor]
 
     def take_action(self, parsed_args):

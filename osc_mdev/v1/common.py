@@ -101,3 +101,21 @@ def controller_aliases(paths, option='--controller-conf'):
         raise exceptions.CommandError('%s: %s: %s' % (
             option, errors[0].where, errors[0].message))
     return pci.aliases, pci.pci_in_placement
+
+
+def bare_request(parsed_args, required):
+    """The mdev request of --resource-class, --amount, --spread,
+    ``required`` traits and --forbid-trait; a CommandError for a name,
+    an amount or a pair of traits that cannot be.
+    """
+    from osc_mdev.domain import resource_request
+
+    forbidden = sorted(set(trait_names(parsed_args.forbid_trait)))
+    both = set(required) & set(forbidden)
+    if both:
+        raise exceptions.CommandError(
+            'Trait %s cannot be both required and forbidden.'
+            % ', '.join(sorted(both)))
+    return check(resource_request.bare_request,
+                 resource_class(parsed_args.resource_class),
+                 parsed_args.amount, required, forbidden, parsed_args.spread)

@@ -17,7 +17,6 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import flavors as flavor_logic
-from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import flavor as flavors
 from osc_mdev.v1 import common
@@ -138,17 +137,8 @@ class ConfigureFlavor(command.Lister):
                 dry_run=parsed_args.dry_run, pci=pci, aliases=aliases,
                 pci_in_placement=pci_in_placement)
             return CONFIGURE_COLUMNS, self._rows(parsed_args)
-        required = _required_traits(parsed_args)
-        forbidden = sorted(set(common.trait_names(parsed_args.forbid_trait)))
-        both = set(required) & set(forbidden)
-        if both:
-            raise exceptions.CommandError(
-                'Trait %s cannot be both required and forbidden.'
-                % ', '.join(sorted(both)))
-        request = common.check(
-            rr.bare_request,
-            common.resource_class(parsed_args.resource_class),
-            parsed_args.amount, required, forbidden, parsed_args.spread)
+        request = common.bare_request(parsed_args,
+                                      _required_traits(parsed_args))
 
         if parsed_args.isolate_other_groups and not parsed_args.spread:
             raise exceptions.CommandError(
