@@ -12,6 +12,7 @@
 
 import pytest
 
+from tests.fixtures import cli
 from tests.fixtures import placement_data
 from tests.fixtures import servers
 
@@ -27,6 +28,12 @@ def placement_url(tmp_path_factory):
 @pytest.fixture(scope='module')
 def placement(placement_url):
     return placement_data.Placement(placement_url)
+
+
+@pytest.fixture(scope='module')
+def auth(placement_url):
+    """The openstack CLI's arguments for the module's Placement."""
+    return cli.admin_token_args(placement_url)
 
 
 @pytest.fixture(scope='module')

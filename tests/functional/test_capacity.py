@@ -82,11 +82,6 @@ def cloud(placement):
     return Cloud(placement)
 
 
-@pytest.fixture(scope='module')
-def auth(placement_url):
-    return cli.admin_token_args(placement_url)
-
-
 def capacity(auth, *args):
     return cli.openstack(*auth, 'mdev', 'capacity', *args)
 

@@ -25,11 +25,6 @@ from tests.fixtures import placement_data
 from tests.fixtures.placement_data import Gpu
 
 
-@pytest.fixture(scope='module')
-def auth(placement_url):
-    return cli.admin_token_args(placement_url)
-
-
 @pytest.fixture
 def host(placement, request):
     """A fresh compute host with three GPUs for each test."""

@@ -20,11 +20,10 @@ from osc_mdev.domain import capacity
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from tests.fixtures import placement_data
 
 
-def _rp(uuid, name, root=None):
-    return {'uuid': uuid, 'name': name, 'generation': 1,
-            'root_provider_uuid': root or uuid}
+_rp = placement_data.provider_record
 
 
 CANDIDATES = {c.uuid: c for c in providers.find_candidates([
