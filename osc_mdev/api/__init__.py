@@ -87,3 +87,31 @@ class MdevClient:
                 self._service('compute', 'Compute'),
                 max_workers=self.max_workers)
         return self._compute
+
+
+def authenticated(app):
+    """The client manager of a command that skipped authentication
+    (``auth_required = False``: it needs the cloud for only some of its
+    options): the cloud options loaded with validation, as the shell
+    loads them for other commands. A one-line CommandError when the
+    credentials are missing or incomplete.
+    """
+    from openstackclient.common import clientmanager
+    from osc_lib import exceptions
+
+    manager = getattr(app, '_mdev_authenticated', None)
+    if manager is not None:
+        return manager
+    try:
+        cloud = app.cloud_config.get_one(
+            cloud=app.options.cloud, argparse=app.options, validate=True)
+        manager = clientmanager.ClientManager(
+            cli_options=cloud, api_version=app.api_version)
+        manager.setup_auth()
+    except Exception as exc:
+        raise exceptions.CommandError(
+            '--host needs cloud credentials, which are missing or '
+            'incomplete; give them as for any openstack command, or leave '
+            '--host out to check the files only.') from exc
+    app._mdev_authenticated = manager
+    return manager

@@ -12,7 +12,8 @@
 
 """``mdev config check``: what nova-compute will make of a configuration.
 
-Nova's own rules come from ``novaconf`` (one function per Nova rule);
+Nova's own rules come from ``novaconf`` and ``pci`` (one function per
+Nova rule);
 this module adds what Nova does not say (options it silently ignores,
 addresses that can never match), compares the file with a compute node's
 sysfs tree and with what Placement shows for the node. Pure logic apart
@@ -20,11 +21,11 @@ from reading the sysfs tree.
 """
 
 import dataclasses
-import os
 import re
 
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import traits as trait_logic
 
 ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
@@ -242,77 +243,6 @@ class SysfsDevice:
     virtfns: tuple = ()        # VF addresses for a PF
 
 
-def read_sysfs(root):
-    """``{address: SysfsDevice}`` of ``ROOT/class/mdev_bus`` (the mdev
-    parents) and of the PCI functions they are linked with.
-    """
-    bus = os.path.join(root, 'class', 'mdev_bus')
-    found = {}
-    try:
-        entries = sorted(os.listdir(bus))
-    except OSError:
-        return None
-    for entry in entries:
-        path = os.path.join(bus, entry)
-        address = entry
-        real = os.path.realpath(path)
-        virtual = os.path.join(os.path.realpath(root), 'devices', 'virtual')
-        if not novaconf.matches_libvirt(entry) and real.startswith(
-                virtual + os.sep):
-            # libvirt names a virtual parent after its sysfs path:
-            # devices/virtual/mtty/mtty is mtty_mtty.
-            address = os.path.relpath(real, virtual).replace(os.sep, '_')
-        found[address] = _sysfs_device(address, path)
-    return found
-
-
-def _sysfs_device(address, path):
-    types = {}
-    types_dir = os.path.join(path, 'mdev_supported_types')
-    if os.path.isdir(types_dir):
-        for mdev_type in sorted(os.listdir(types_dir)):
-            types[mdev_type] = _read_int(os.path.join(
-                types_dir, mdev_type, 'available_instances'))
-    physfn = _link_name(os.path.join(path, 'physfn'))
-    virtfns = tuple(sorted(
-        _link_name(os.path.join(path, name)) for name in _listdir(path)
-        if re.match(r'^virtfn\d+$', name)))
-    return SysfsDevice(address, types, physfn, virtfns)
-
-
-def _listdir(path):
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
-
-
-def _read_int(path):
-    try:
-        with open(path) as value:
-            return int(value.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _link_name(path):
-    if not os.path.islink(path) and not os.path.exists(path):
-        return None
-    return os.path.basename(os.path.realpath(path))
-
-
-def pci_functions(root, addresses):
-    """``{address: SysfsDevice}`` for PCI functions under
-    ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents).
-    """
-    found = {}
-    for address in addresses:
-        path = os.path.join(root, 'bus', 'pci', 'devices', address)
-        if os.path.exists(path):
-            found[address] = _sysfs_device(address, path)
-    return found
-
-
 def sysfs_findings(conf, parents, functions=None):
     """Compare the file with the mdev parents sysfs shows.
 
@@ -506,7 +436,7 @@ def _written_traits(text):
 def _name_findings(kind, written, normalized, here, fatal_where):
     """Findings about one class or trait name as Nova normalizes it."""
     found = []
-    problem = novaconf.placement_name_problem(normalized, kind)
+    problem = pci_rules.placement_name_problem(normalized, kind)
     if problem:
         found.append(_f(ERROR, here, '%s from %r: %s; %s.' % (
             normalized, written, problem, fatal_where)))
@@ -518,9 +448,9 @@ def _name_findings(kind, written, normalized, here, fatal_where):
             '%s %r has spaces around it: Nova makes %s of it, not %s; '
             'remove the spaces (write "a,b", not "a, b").') % (
                 kind, written, normalized,
-                novaconf.normalize_traits([written.strip()])[0]
+                pci_rules.normalize_traits([written.strip()])[0]
                 if kind == 'trait' else
-                novaconf.normalize_resource_class(written.strip()))))
+                pci_rules.normalize_resource_class(written.strip()))))
     elif kind == 'trait' and _is_standard_trait(written.upper()):
         found.append(_f(WARNING, here, (
             'trait %r is the standard trait %s in lower case: Nova does not '
@@ -543,11 +473,11 @@ def _spec_name_findings(spec, fatal_where):
     if requested:
         found += _name_findings(
             'resource class', requested,
-            novaconf.normalize_resource_class(requested), spec.where,
+            pci_rules.normalize_resource_class(requested), spec.where,
             fatal_where)
     for written in _written_traits(spec.tags.get('traits', '')):
         found += _name_findings('trait', written,
-                                novaconf.normalize_traits([written])[0],
+                                pci_rules.normalize_traits([written])[0],
                                 spec.where, fatal_where)
     return found
 
@@ -558,19 +488,19 @@ def _alias_name_findings(alias, fatal_where):
     if spec.get('resource_class'):
         found += _name_findings(
             'resource class', spec['resource_class'],
-            novaconf.normalize_resource_class(spec['resource_class']),
+            pci_rules.normalize_resource_class(spec['resource_class']),
             alias.where, fatal_where)
     for written in _written_traits(spec.get('traits', '')):
         found += _name_findings('trait', written,
-                                novaconf.normalize_traits([written])[0],
+                                pci_rules.normalize_traits([written])[0],
                                 alias.where, fatal_where)
     return found
 
 
 def _ids_compatible(spec, vendor, product):
     """Whether a device spec can match devices with these ids."""
-    return (spec.vendor_id in (novaconf.ANY, (vendor or '').lower())
-            and spec.product_id in (novaconf.ANY, (product or '').lower()))
+    return (spec.vendor_id in (pci_rules.ANY, (vendor or '').lower())
+            and spec.product_id in (pci_rules.ANY, (product or '').lower()))
 
 
 def alias_problem(alias, specs, in_placement):
@@ -614,7 +544,7 @@ def alias_problem(alias, specs, in_placement):
 
 def pci_findings(pci, sysfs_devices=None, root_name='<node>'):
     """Findings about ``[pci]`` (and ``[filter_scheduler]
-    pci_in_placement``) beyond the errors ``novaconf.pci_config`` found.
+    pci_in_placement``) beyond the errors ``pci.pci_config`` found.
 
     ``sysfs_devices``: the node's PCI functions (``read_pci_devices``)
     when known.
@@ -707,21 +637,21 @@ def pci_findings(pci, sysfs_devices=None, root_name='<node>'):
 
 
 def _physical_functions(devices):
-    return {d.address for d in devices if d.dev_type == novaconf.TYPE_PF}
+    return {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF}
 
 
 def _pci_sysfs_findings(pci, devices, root_name):
     found = []
     pfs = _physical_functions(devices)
     for spec in pci.specs:
-        if not any(novaconf.spec_matches(spec, d, pfs) for d in devices):
+        if not any(pci_rules.spec_matches(spec, d, pfs) for d in devices):
             found.append(_f(
                 WARNING, spec.where,
                 'Matches no PCI device under --sysfs (%s): Nova offers '
                 'nothing from it.' % spec.describe()))
     if pci.report_in_placement:
-        _, problems = novaconf.pci_providers(root_name, devices, pci.specs,
-                                             pfs)
+        _, problems = pci_rules.pci_providers(root_name, devices,
+                                              pci.specs, pfs)
         for exception, message in problems:
             found.append(_f(
                 ERROR, where('pci', 'device_spec'),
@@ -735,7 +665,7 @@ def pci_providers(pci, devices, root_name='<node>'):
     """The providers Nova will make from the node's PCI functions."""
     if devices is None or not pci.report_in_placement:
         return []
-    providers, _ = novaconf.pci_providers(
+    providers, _ = pci_rules.pci_providers(
         root_name, devices, pci.specs, _physical_functions(devices))
     return [(p.name, ', '.join(d.address for d in p.devices),
              p.resource_class, ', '.join(sorted(p.traits or ())))
@@ -761,7 +691,7 @@ def alias_request(alias, count=1, pci_in_placement=True):
     spec = alias.specs[0]
     kind = spec.get('dev_type') or 'any type'
     if pci_in_placement:
-        groups = novaconf.alias_request_groups(alias, count)
+        groups = pci_rules.alias_request_groups(alias, count)
         [rc] = groups[0][0]
         text = '%d request group%s of %s:1' % (
             count, '' if count == 1 else 's', rc)
@@ -781,39 +711,6 @@ def pci_alias_rows(pci):
              alias.where) for name, alias in sorted(pci.aliases.items())]
 
 
-def read_pci_devices(root):
-    """The PCI functions under ``ROOT/bus/pci/devices`` as libvirt reports
-    them to Nova: ids, and type-VF (``physfn`` link) / type-PF
-    (``virtfn*`` links or ``sriov_totalvfs`` > 0) / type-PCI.
-    """
-    base = os.path.join(root, 'bus', 'pci', 'devices')
-    devices = []
-    for address in sorted(_listdir(base)):
-        path = os.path.join(base, address)
-        vendor = _read_id(os.path.join(path, 'vendor'))
-        product = _read_id(os.path.join(path, 'device'))
-        physfn = _link_name(os.path.join(path, 'physfn'))
-        if physfn:
-            dev_type = novaconf.TYPE_VF
-        elif any(re.match(r'^virtfn\d+$', n) for n in _listdir(path)) or \
-                (_read_int(os.path.join(path, 'sriov_totalvfs')) or 0) > 0:
-            dev_type = novaconf.TYPE_PF
-        else:
-            dev_type = novaconf.TYPE_PCI
-        devices.append(novaconf.PciDevice(address, vendor, product, dev_type,
-                                          physfn))
-    return devices
-
-
-def _read_id(path):
-    try:
-        with open(path) as value:
-            text = value.read().strip().lower()
-    except OSError:
-        return ''
-    return text[2:] if text.startswith('0x') else text
-
-
 @dataclasses.dataclass(frozen=True)
 class PlacementPciProvider:
     """One PCI provider of the node in Placement (one row per class)."""
@@ -830,12 +727,12 @@ def pci_placement_findings(pci, host, placed, predicted=None):
     restarts with the files.
 
     ``placed``: PlacementPciProvider rows; ``predicted``: the providers
-    Nova will make (``novaconf.pci_providers`` of the sysfs devices, by
+    Nova will make (``pci.pci_providers`` of the sysfs devices, by
     name), None when the devices are not known.
     """
     found = []
     where_host = 'Placement, host %s' % host
-    if novaconf.tracking_disabled_after_enabled(
+    if pci_rules.tracking_disabled_after_enabled(
             pci.report_in_placement, [p.traits for p in placed]):
         found.append(_f(
             ERROR, pci.settings.pci['report_in_placement'].where,

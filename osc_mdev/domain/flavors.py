@@ -301,7 +301,7 @@ def parse_pci_aliases(values):
     Raises ValueError for a name Nova's syntax refuses, a count below 1
     or a name given twice.
     """
-    from osc_mdev.domain import novaconf
+    from osc_mdev.domain import pci
 
     aliases = []
     for value in values:
@@ -309,7 +309,7 @@ def parse_pci_aliases(values):
             name, sep, count = part.strip().partition(':')
             text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
             try:
-                [(name, number)] = novaconf.parse_alias_request(text)
+                [(name, number)] = pci.parse_alias_request(text)
             except ValueError:
                 raise ValueError(
                     "--pci-alias '%s' is not NAME or NAME:COUNT (a [pci] "
@@ -330,10 +330,10 @@ def parse_pci_aliases(values):
 
 def describe_pci(value):
     """A ``pci_passthrough:alias`` value in words."""
-    from osc_mdev.domain import novaconf
+    from osc_mdev.domain import pci
 
     try:
-        requests = novaconf.parse_alias_request(value)
+        requests = pci.parse_alias_request(value)
     except ValueError:
         return ('invalid: %r is not NAME:COUNT[,NAME:COUNT]; Nova refuses '
                 'to boot servers with it' % value)
@@ -375,7 +375,7 @@ def plan_without_mdev(current, mdev_classes, device_traits=(), carried=None,
 
 def pci_query(groups, group_policy=None):
     """The allocation candidates query string for PCI request groups
-    (``novaconf.alias_request_groups``), one numbered group per device
+    (``pci.alias_request_groups``), one numbered group per device
     as Nova asks, ``group_policy`` none unless the flavor says isolate.
     """
     import urllib.parse

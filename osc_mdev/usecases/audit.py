@@ -96,7 +96,7 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
 
     ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
     be compute nodes in Placement. ``aliases``: the controller's ``[pci]
-    alias`` (``{name: novaconf.Alias}``), with which flavors asking for
+    alias`` (``{name: pci.Alias}``), with which flavors asking for
     PCI devices are judged too; None when not given.
     """
     provider_list = placement.list_providers()

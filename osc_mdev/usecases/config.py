@@ -10,12 +10,106 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What Placement has for a compute node's PCI devices (``config check
---host``).
+"""``config check``: a compute node's nova.conf files, checked by Nova's
+rules against the node's sysfs and what Placement has for the node.
+
+The files and sysfs are read through ``osc_mdev.local``; Placement and
+Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 """
+
+import dataclasses
 
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
+from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.local import sysfs
+from osc_mdev.usecases import allocation as allocations
+
+
+@dataclasses.dataclass
+class Checked:
+    """The findings of the files, and the effective result."""
+
+    findings: list          # novaconf.Finding, sorted
+    devices: list           # (device, mdev type, resource class, why)
+    pci: dict               # table title: rows, of the [pci] parts
+
+    @property
+    def errors(self):
+        return [f for f in self.findings if f.severity == novaconf.ERROR]
+
+
+def check(files, sysfs_root=None, host=None, trait_prefix=None,
+          clients=None):
+    """Check the nova.conf ``files`` (read in order, as nova-compute
+    reads them), with the node's sysfs under ``sysfs_root`` and, for
+    ``host``, against what Placement has for that compute node;
+    ``clients`` gives ``(placement, compute)`` when they are first
+    needed (the files alone need no credentials). NovaConfError for
+    files nova-compute cannot read.
+    """
+    virtual = (sysfs.sysfs_virtual_parent(sysfs_root)
+               if sysfs_root else None)
+    conf = local_novaconf.parse_files(files, virtual)
+    findings = list(conf.findings)
+    findings += configcheck.file_findings(
+        conf, sysfs_checked=bool(sysfs_root))
+    known = []
+    pci = pci_rules.pci_config(conf.settings)
+    mdev_sysfs = bool(conf.supported_types) or not pci.configured
+    if sysfs_root and mdev_sysfs:
+        parents = sysfs.read_sysfs(sysfs_root)
+        functions = sysfs.pci_functions(sysfs_root,
+                                        list(conf.pgpu_type_mapping))
+        findings += configcheck.sysfs_findings(conf, parents, functions)
+        known += [configcheck.nodedev_of(a) for a in parents or ()]
+    if host:
+        placement, compute = clients()
+        placed = placement_devices(placement, compute, host)
+        findings += configcheck.placement_findings(conf, host, placed,
+                                                   trait_prefix)
+        known += [d.nodedev for d in placed]
+    tables = {}
+    if pci.configured:
+        pci_devices = (sysfs.read_pci_devices(sysfs_root)
+                       if sysfs_root else None)
+        node = host or '<node>'
+        findings += configcheck.pci_findings(pci, pci_devices, node)
+        if host:
+            placement, _ = clients()
+            findings += pci_placement(placement, pci, pci_devices, node)
+        tables = {
+            'PCI Device Specs': configcheck.pci_spec_rows(pci),
+            'PCI Providers': configcheck.pci_providers(
+                pci, pci_devices, node),
+            'PCI Aliases': configcheck.pci_alias_rows(pci)}
+    devices = [
+        (r.device, r.mdev_type, r.resource_class, r.why)
+        for r in configcheck.effective(conf, list(dict.fromkeys(known)))]
+    return Checked(configcheck.sort_findings(findings), devices, tables)
+
+
+def placement_devices(placement, compute, host):
+    """The node's mdev devices in Placement, with the servers on each."""
+    found = allocations.node_devices_with_servers(placement, compute, host)
+    return [configcheck.PlacementDevice(
+        d.candidate.nodedev, d.device, d.resource_class,
+        d.inventory.total, tuple(d.traits or ()), tuple(servers))
+        for d, servers in found]
+
+
+def pci_placement(placement, pci, devices, host):
+    """What happens to the node's PCI providers in Placement when
+    nova-compute restarts with the files.
+    """
+    placed = node_pci_providers(placement, host)
+    predicted = None
+    if devices is not None:
+        predicted, _ = pci_rules.pci_providers(
+            host, devices, pci.specs,
+            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
+    return configcheck.pci_placement_findings(pci, host, placed, predicted)
 
 
 def node_pci_providers(placement, host):
@@ -29,7 +123,7 @@ def node_pci_providers(placement, host):
         return []
     found = placement.find_providers(
         in_tree=root['uuid'],
-        required_traits=[novaconf.COMPUTE_MANAGED_PCI_DEVICE])
+        required_traits=[pci_rules.COMPUTE_MANAGED_PCI_DEVICE])
     details = placement.get_provider_details([p['uuid'] for p in found])
     result = []
     for provider in found:

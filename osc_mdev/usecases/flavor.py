@@ -112,7 +112,7 @@ def configure(compute, placement, reference, request, validate=True,
     ``bare_request``) or None; ``pci``: the PCI request
     (domain.PciRequest) or None; at least one is given, and the keys of
     an earlier request of the other kind are removed unless both are
-    given. ``aliases``: ``{name: novaconf.Alias}`` of the controller's
+    given. ``aliases``: ``{name: pci.Alias}`` of the controller's
     ``[pci] alias`` (None: not known, names are not checked);
     ``pci_in_placement``: whether the scheduler asks Placement for them.
 

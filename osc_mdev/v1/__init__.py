@@ -15,5 +15,6 @@
 Each command turns its arguments into one use-case call
 (``osc_mdev.usecases``) and its result into rows; shared options are
 defined once in ``options``, argument checks in ``common``. Imports
-``usecases``, ``domain`` (names and constants) and itself.
+``usecases``, ``domain`` (names and constants), itself, and ``api`` only
+for the client manager of a command that skips authentication.
 """

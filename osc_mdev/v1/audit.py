@@ -17,6 +17,7 @@ from osc_lib import exceptions
 
 from osc_mdev.domain import audit as domain
 from osc_mdev.usecases import audit
+from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -79,7 +80,7 @@ class Audit(command.Lister):
         confs = _read_confs(parsed_args.compute_conf)
         aliases, pci_in_placement = None, True
         if parsed_args.controller_conf:
-            aliases, pci_in_placement = common.controller_aliases(
+            aliases, pci_in_placement = nova_conf.controller_aliases(
                 parsed_args.controller_conf)
         mdev = self.app.client_manager.mdev
         placement = mdev.placement
@@ -147,5 +148,5 @@ def _read_confs(values):
                 '--compute-conf names host %s twice; give one file per '
                 'host.'
                 % host)
-        confs[host] = common.read_nova_conf(path)
+        confs[host] = nova_conf.read_nova_conf(path)
     return confs

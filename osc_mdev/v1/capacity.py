@@ -18,6 +18,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.usecases import capacity as reads
+from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -124,7 +125,7 @@ class Capacity(command.Lister):
                 '--flavor, not --resource-class.')
         self._aliases = None
         if parsed_args.controller_conf:
-            self._aliases = common.controller_aliases(
+            self._aliases = nova_conf.controller_aliases(
                 parsed_args.controller_conf)
         if bare:
             return [(None, common.bare_request(

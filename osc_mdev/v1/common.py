@@ -17,13 +17,9 @@ Bad names are refused before any request, as one-line CommandErrors
 """
 
 
-import logging
-
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
-
-LOG = logging.getLogger(__name__)
 
 
 def check(func, *args):
@@ -61,46 +57,6 @@ def one_line_errors(parser):
 
     parser.error = error
     return parser
-
-
-def read_nova_conf(path):
-    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
-    file it cannot read or would refuse; notes on stderr for what Nova
-    will silently do otherwise.
-    """
-    from osc_mdev.domain import novaconf
-
-    try:
-        conf = novaconf.parse_files([path], directories=False)
-        novaconf.fatal(conf)
-    except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
-    for finding in conf.findings:
-        LOG.warning('Warning: %s', finding.message)
-    for note in novaconf.unmatched_notes(conf):
-        LOG.warning('Note: %s.', note)
-    return conf
-
-
-def controller_aliases(paths, option='--controller-conf'):
-    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
-    (files or directories, read in order as oslo.config reads them); a
-    CommandError (one line) for files that cannot be read or aliases Nova
-    refuses.
-    """
-    from osc_mdev.domain import novaconf
-
-    try:
-        settings = novaconf.load(paths)
-    except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
-    pci = novaconf.pci_config(settings)
-    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
-              and 'alias' in f.where]
-    if errors:
-        raise exceptions.CommandError('%s: %s: %s' % (
-            option, errors[0].where, errors[0].message))
-    return pci.aliases, pci.pci_in_placement
 
 
 def bare_request(parsed_args, required):

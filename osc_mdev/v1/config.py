@@ -18,9 +18,11 @@ import os
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from osc_mdev import api
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -84,102 +86,25 @@ class CheckConfig(command.Lister):
 
     def take_action(self, parsed_args):
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
-        if parsed_args.sysfs and not os.path.isdir(
-                parsed_args.sysfs):
+        if parsed_args.sysfs and not os.path.isdir(parsed_args.sysfs):
             raise exceptions.CommandError(
                 '--sysfs %s is not a directory; give the root of the '
                 "node's sysfs, /sys on the compute node." % parsed_args.sysfs)
-        virtual = (novaconf.sysfs_virtual_parent(parsed_args.sysfs)
-                   if parsed_args.sysfs else None)
         try:
-            conf = novaconf.parse_files(parsed_args.files, virtual)
+            checked = config.check(
+                parsed_args.files, parsed_args.sysfs, parsed_args.host,
+                parsed_args.trait_prefix, clients=self._clients)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
-        findings = list(conf.findings)
-        findings += configcheck.file_findings(
-            conf, sysfs_checked=bool(parsed_args.sysfs))
-        known = []
-        pci = novaconf.pci_config(conf.settings)
-        mdev_sysfs = bool(conf.supported_types) or not pci.configured
-        if parsed_args.sysfs and mdev_sysfs:
-            parents = configcheck.read_sysfs(parsed_args.sysfs)
-            functions = configcheck.pci_functions(
-                parsed_args.sysfs, list(conf.pgpu_type_mapping))
-            findings += configcheck.sysfs_findings(conf, parents, functions)
-            known += [configcheck.nodedev_of(a) for a in parents or ()]
-        if parsed_args.host:
-            placed = self._placement_devices(parsed_args.host)
-            findings += configcheck.placement_findings(
-                conf, parsed_args.host, placed, parsed_args.trait_prefix)
-            known += [d.nodedev for d in placed]
-        self.pci = {}
-        if pci.configured:
-            pci_devices = (configcheck.read_pci_devices(parsed_args.sysfs)
-                           if parsed_args.sysfs else None)
-            node = parsed_args.host or '<node>'
-            findings += configcheck.pci_findings(pci, pci_devices, node)
-            if parsed_args.host:
-                findings += self._pci_placement(pci, pci_devices, node)
-            self.pci = {
-                'PCI Device Specs': configcheck.pci_spec_rows(pci),
-                'PCI Providers': configcheck.pci_providers(
-                    pci, pci_devices, node),
-                'PCI Aliases': configcheck.pci_alias_rows(pci)}
-        self.errors = [f for f in findings if f.severity == novaconf.ERROR]
-        self.devices = [
-            (r.device, r.mdev_type, r.resource_class, r.why)
-            for r in configcheck.effective(conf, list(dict.fromkeys(known)))]
-        rows = [(f.severity, f.where, f.message)
-                for f in configcheck.sort_findings(findings)]
-        return COLUMNS, rows
+        self.errors = checked.errors
+        self.devices = checked.devices
+        self.pci = checked.pci
+        return COLUMNS, [(f.severity, f.where, f.message)
+                         for f in checked.findings]
 
-    def _pci_placement(self, pci, devices, host):
-        from osc_mdev.usecases import config as config_client
-        placement = self._authenticated_client_manager().mdev.placement
-        placed = config_client.node_pci_providers(placement, host)
-        predicted = None
-        if devices is not None:
-            predicted, _ = novaconf.pci_providers(
-                host, devices, pci.specs,
-                {d.address for d in devices
-                 if d.dev_type == novaconf.TYPE_PF})
-        return configcheck.pci_placement_findings(pci, host, placed,
-                                                  predicted)
-
-    def _placement_devices(self, host):
-        from osc_mdev.usecases import allocation as allocations
-        manager = self._authenticated_client_manager()
-        mdev = manager.mdev
-        found = allocations.node_devices_with_servers(
-            mdev.placement, mdev.compute, host)
-        return [configcheck.PlacementDevice(
-            d.candidate.nodedev, d.device, d.resource_class,
-            d.inventory.total, tuple(d.traits or ()), tuple(servers))
-            for d, servers in found]
-
-    def _authenticated_client_manager(self):
-        """The shell skipped authentication (the files alone need none):
-        load the cloud options with validation, as the shell does for
-        other commands, into a client manager of our own.
-        """
-        if getattr(self, '_manager', None) is not None:
-            return self._manager
-        from openstackclient.common import clientmanager
-        app = self.app
-        try:
-            cloud = app.cloud_config.get_one(
-                cloud=app.options.cloud, argparse=app.options,
-                validate=True)
-            manager = clientmanager.ClientManager(
-                cli_options=cloud, api_version=app.api_version)
-            manager.setup_auth()
-        except Exception as exc:
-            raise exceptions.CommandError(
-                '--host needs cloud credentials, which are missing or '
-                'incomplete; give them as for any openstack command, or '
-                'leave --host out to check the files only.') from exc
-        self._manager = manager
-        return manager
+    def _clients(self):
+        mdev = api.authenticated(self.app).mdev
+        return mdev.placement, mdev.compute
 
     def produce_output(self, parsed_args, column_names, data):
         data = list(data)

@@ -19,6 +19,7 @@ from osc_lib import exceptions
 from osc_mdev.domain import flavors as flavor_logic
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import flavor as flavors
+from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -108,7 +109,7 @@ class ConfigureFlavor(command.Lister):
             pci = common.check(flavor_logic.parse_pci_aliases,
                                parsed_args.pci_alias)
             if parsed_args.controller_conf:
-                aliases, pci_in_placement = common.controller_aliases(
+                aliases, pci_in_placement = nova_conf.controller_aliases(
                     parsed_args.controller_conf)
         elif parsed_args.controller_conf:
             raise exceptions.CommandError(

@@ -21,6 +21,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import nova_conf
 from osc_mdev.usecases import provider as devices
 from osc_mdev.usecases import trait as traits
 from osc_mdev.v1 import common
@@ -156,7 +157,7 @@ class SetTrait(_TraitCommand):
                 raise exceptions.CommandError(
                     '--from-nova-conf describes one compute host: give '
                     'exactly one --host.')
-            conf = common.read_nova_conf(parsed_args.from_nova_conf)
+            conf = nova_conf.read_nova_conf(parsed_args.from_nova_conf)
         elif not add:
             raise exceptions.CommandError(
                 'Give at least one --trait (or --from-nova-conf).')

@@ -31,8 +31,9 @@ import pytest
 from osc_mdev.api import http
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import capacity as domain
-from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.usecases import capacity as reads
 from tests.fixtures.placement_data import Gpu
 
@@ -113,7 +114,7 @@ def client(placement_url):
 def aliases(tmp_path_factory):
     path = tmp_path_factory.mktemp('controller') / 'nova.conf'
     path.write_text(CONTROLLER)
-    pci = novaconf.pci_config(novaconf.load([str(path)]))
+    pci = pci_rules.pci_config(local_novaconf.load([str(path)]))
     assert pci.pci_in_placement and not pci.findings
     return pci.aliases
 

@@ -17,9 +17,10 @@ import pytest
 from osc_mdev.domain import allocations
 from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
-from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.local import novaconf as local_novaconf
 from tests.fixtures import placement_data
 
 
@@ -258,7 +259,7 @@ def CONF(tmp_path_factory):
     path.write_text(
         '[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
         '[mdev_nvidia-12]\ndevice_addresses = 0000:85:00.0\n')
-    return novaconf.parse_files([str(path)])
+    return local_novaconf.parse_files([str(path)])
 
 
 def test_trait_findings_by_nova_conf(CONF):
@@ -510,7 +511,7 @@ def test_pci_devices_in_orphan_and_capacity_checks_only():
 # -- PCI aliases: the controller's [pci] alias -----------------------------
 
 A16 = 'CUSTOM_PCI_10DE_25B6'
-ALIASES = novaconf.pci_aliases([
+ALIASES = pci.pci_aliases([
     ('{"name": "a16", "vendor_id": "10de", "product_id": "25b6"}', ''),
     ('{"name": "l40s", "resource_class": "CUSTOM_L40S", '
      '"traits": "fast"}', '')], pci_in_placement=True)

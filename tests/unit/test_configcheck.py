@@ -17,7 +17,9 @@ that does not, sysfs trees built like a node's /sys, Placement views.
 import pytest
 
 from osc_mdev.domain import configcheck
-from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
+from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.local import sysfs as local_sysfs
 from tests.fixtures import sysfs
 
 D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
@@ -27,7 +29,7 @@ GOOD = D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
 def check(tmp_path, text, virtual=None, sysfs_checked=False):
     path = tmp_path / 'nova.conf'
     path.write_text(text)
-    conf = novaconf.parse_files([str(path)], virtual)
+    conf = local_novaconf.parse_files([str(path)], virtual)
     return conf, list(conf.findings) + configcheck.file_findings(
         conf, sysfs_checked)
 
@@ -171,21 +173,21 @@ def node(tmp_path):
 def sysfs_check(tmp_path, root, text):
     path = tmp_path / 'nova.conf'
     path.write_text(text)
-    conf = novaconf.parse_files([str(path)],
-                                novaconf.sysfs_virtual_parent(root))
-    parents = configcheck.read_sysfs(root)
-    functions = configcheck.pci_functions(root, list(conf.pgpu_type_mapping))
+    conf = local_novaconf.parse_files(
+        [str(path)], local_sysfs.sysfs_virtual_parent(root))
+    parents = local_sysfs.read_sysfs(root)
+    functions = local_sysfs.pci_functions(root, list(conf.pgpu_type_mapping))
     return conf, configcheck.sysfs_findings(conf, parents, functions)
 
 
 def test_read_sysfs(node):
-    parents = configcheck.read_sysfs(node)
+    parents = local_sysfs.read_sysfs(node)
     assert sorted(parents) == ['0000:41:00.4', '0000:41:00.5',
                                '0000:41:00.6', '0000:84:00.0',
                                '0000:85:00.0', 'mtty_mtty']
     assert parents['0000:84:00.0'].types == {'nvidia-35': 4, 'nvidia-36': 2}
     assert parents['0000:41:00.5'].physfn == '0000:41:00.0'
-    pf = configcheck.pci_functions(node, ['0000:41:00.0'])['0000:41:00.0']
+    pf = local_sysfs.pci_functions(node, ['0000:41:00.0'])['0000:41:00.0']
     assert pf.virtfns == ('0000:41:00.4', '0000:41:00.5', '0000:41:00.6')
 
 
@@ -256,7 +258,7 @@ def test_no_mdev_bus(tmp_path):
     (tmp_path / 'empty').mkdir()
     conf, _ = check(tmp_path, GOOD)
     [finding] = configcheck.sysfs_findings(
-        conf, configcheck.read_sysfs(str(tmp_path / 'empty')))
+        conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
     assert finding.severity == 'error'
 
 
@@ -304,7 +306,7 @@ def test_placement_findings(tmp_path):
 def _pci(text, tmp_path):
     path = tmp_path / 'nova.conf'
     path.write_text(text)
-    return novaconf.pci_config(novaconf.load([str(path)]))
+    return pci_rules.pci_config(local_novaconf.load([str(path)]))
 
 
 def test_alias_problem_by_class_traits_and_ids(tmp_path):
@@ -315,7 +317,7 @@ device_spec = {"address": "0000:25:00.4", "resource_class": "A16",
 device_spec = {"vendor_id": "10de", "product_id": "2236"}
 device_spec = {"address": "0000:41:00.0"}
 """, tmp_path)
-    alias = novaconf.Alias
+    alias = pci_rules.Alias
     a16 = alias('a16', 'legacy', ({'resource_class': 'a16'},))
     red = alias('red', 'legacy', ({'resource_class': 'A16',
                                    'traits': 'red'},))

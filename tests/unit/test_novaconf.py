@@ -25,6 +25,8 @@ from oslo_config import cfg
 import pytest
 
 from osc_mdev.domain import novaconf
+from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.local import sysfs as local_sysfs
 
 # Devices every case is asked about (libvirt node device names).
 DEVICES = ('pci_0000_84_00_0', 'pci_0000_85_00_0', 'pci_0000_86_00_0',
@@ -221,8 +223,9 @@ def test_rules_agree_with_nova(name, tmp_path, nova_driver, monkeypatch,
                                sysfs):
     texts, expected, warnings = CASES[name]
     paths = write_files(tmp_path, texts)
-    ours = novaconf.parse_files(
-        paths, virtual_parent_exists=novaconf.sysfs_virtual_parent(sysfs))
+    ours = local_novaconf.parse_files(
+        paths,
+        virtual_parent_exists=local_sysfs.sysfs_virtual_parent(sysfs))
     nova = run_nova(nova_driver, monkeypatch, paths, sysfs)
 
     if isinstance(expected, str):
@@ -243,7 +246,7 @@ def test_rules_agree_with_nova(name, tmp_path, nova_driver, monkeypatch,
 
 
 def test_nova_view_of_types(tmp_path):
-    conf = novaconf.parse_files(write_files(tmp_path, [MULTI]))
+    conf = local_novaconf.parse_files(write_files(tmp_path, [MULTI]))
     assert conf.default_type == 'mlx5_core'
     assert conf.mdev_type('nvidia-36').max_instances == 4
     assert conf.mdev_type('mlx5_core').mdev_class == 'CUSTOM_MLX5'
@@ -256,7 +259,7 @@ def test_where_names_file_and_line(tmp_path):
     paths = write_files(tmp_path, [
         D35 + '[mdev_nvidia-35]\n# GPUs of rack 3\n'
         'device_addresses = 0000:84:00.0,\n   84:00.1\n'])
-    conf = novaconf.parse_files(paths)
+    conf = local_novaconf.parse_files(paths)
     [error] = conf.errors
     assert error.where == '[mdev_nvidia-35] device_addresses, %s:5' % (
         paths[0])
@@ -267,7 +270,7 @@ def test_where_names_file_and_line(tmp_path):
 
 
 def test_unmatched_note(tmp_path):
-    conf = novaconf.parse_files(write_files(tmp_path, [
+    conf = local_novaconf.parse_files(write_files(tmp_path, [
         D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3B:00.4\n']))
     assert novaconf.unmatched_notes(conf) == [
         "0000:3B:00.4 in [mdev_nvidia-35] device_addresses matches no "
@@ -284,7 +287,7 @@ def test_directory_reads_conf_files_sorted(tmp_path):
     (conf_dir / '10-early.conf').write_text(
         D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n')
     (conf_dir / 'README').write_text('not read\n')
-    conf = novaconf.parse_files([str(conf_dir)])
+    conf = local_novaconf.parse_files([str(conf_dir)])
     assert conf.pgpu_type_mapping == {'0000:85:00.0': 'nvidia-35'}
     assert conf.settings.files == (str(conf_dir / '10-early.conf'),
                                    str(conf_dir / '20-late.conf'))
@@ -305,7 +308,7 @@ def test_files_that_are_not_nova_confs(tmp_path, content, problem):
     path = tmp_path / 'nova.conf'
     path.write_bytes(content)
     with pytest.raises(novaconf.NovaConfError) as err:
-        novaconf.parse_files([str(path)])
+        local_novaconf.parse_files([str(path)])
     assert str(path) in str(err.value)
     assert problem in str(err.value)
     assert '\n' not in str(err.value)
@@ -314,15 +317,15 @@ def test_files_that_are_not_nova_confs(tmp_path, content, problem):
 def test_huge_missing_and_directory(tmp_path):
     huge = tmp_path / 'huge.conf'
     with open(huge, 'wb') as out:
-        out.write(b'# x\n' * (novaconf.MAX_FILE_BYTES // 4 + 1))
+        out.write(b'# x\n' * (local_novaconf.MAX_FILE_BYTES // 4 + 1))
     with pytest.raises(novaconf.NovaConfError, match='larger than 10 MB'):
-        novaconf.read_text(str(huge))
+        local_novaconf.read_text(str(huge))
     with pytest.raises(novaconf.NovaConfError, match='Cannot read'):
-        novaconf.read_text(str(tmp_path / 'missing.conf'))
+        local_novaconf.read_text(str(tmp_path / 'missing.conf'))
     with pytest.raises(novaconf.NovaConfError, match='is a directory'):
-        novaconf.read_text(str(tmp_path))
+        local_novaconf.read_text(str(tmp_path))
     empty = tmp_path / 'empty.d'
     empty.mkdir()
     with pytest.raises(novaconf.NovaConfError,
                        match='directory with no .conf file'):
-        novaconf.config_files([str(empty)])
+        local_novaconf.config_files([str(empty)])

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The [pci] rules of novaconf, each cross-checked with nova 34's code.
+"""The [pci] rules of domain.pci, each cross-checked with nova 34's code.
 
 Tests marked ``nova`` hand the same names, device specs, aliases and
 devices to Nova's own functions (pci_placement_translator, devspec,
@@ -22,6 +22,7 @@ import json
 import pytest
 
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci
 
 NAMES = ['CUSTOM_A16_16A', 'a16-16a', 'PGPU', 'pgpu', 'VGPU', 'my gpu',
          'CUSTOM_x', '-', 'x' * 300]
@@ -75,11 +76,11 @@ def nova_conf():
 def test_resource_class_agrees_with_nova(name):
     from nova.compute import pci_placement_translator as nova
 
-    assert novaconf.normalize_resource_class(name) == \
+    assert pci.normalize_resource_class(name) == \
         nova._normalize_resource_class(name)
-    assert novaconf.pci_resource_class(name, '10de', '25b6') == \
+    assert pci.pci_resource_class(name, '10de', '25b6') == \
         nova.get_resource_class(name, '10de', '25b6')
-    assert novaconf.pci_resource_class(None, '10de', '25b6') == \
+    assert pci.pci_resource_class(None, '10de', '25b6') == \
         nova.get_resource_class(None, '10de', '25b6') == \
         'CUSTOM_PCI_10DE_25B6'
 
@@ -89,24 +90,24 @@ def test_resource_class_agrees_with_nova(name):
 def test_traits_agree_with_nova(text):
     from nova.compute import pci_placement_translator as nova
 
-    assert novaconf.pci_traits(text) == nova.get_traits(text)
-    assert sorted(novaconf.normalize_traits(text.split(','))) == \
+    assert pci.pci_traits(text) == nova.get_traits(text)
+    assert sorted(pci.normalize_traits(text.split(','))) == \
         sorted(nova._normalize_traits(text.split(',')))
     for live in ({}, {'live_migratable': 'yes'}, {'live_migratable': 'no'}):
         tags = dict(live, traits=text)
-        assert novaconf.device_traits(tags) == nova._get_traits_for_dev(tags)
+        assert pci.device_traits(tags) == nova._get_traits_for_dev(tags)
 
 
 def test_normalisation_surprises():
     # A space after the comma is part of the name; a lower-case standard
     # trait is not standard any more; an empty name is "CUSTOM_".
-    assert novaconf.pci_traits('blue, big') == {'CUSTOM_BLUE', 'CUSTOM__BIG'}
-    assert novaconf.pci_traits('hw_gpu_api_vulkan') == {
+    assert pci.pci_traits('blue, big') == {'CUSTOM_BLUE', 'CUSTOM__BIG'}
+    assert pci.pci_traits('hw_gpu_api_vulkan') == {
         'CUSTOM_HW_GPU_API_VULKAN'}
-    assert novaconf.pci_traits('a,,b') == {'CUSTOM_A', 'CUSTOM_', 'CUSTOM_B'}
-    assert novaconf.placement_name_problem('CUSTOM_', 'trait')
-    assert novaconf.placement_name_problem('CUSTOM_' + 'X' * 250, 'trait')
-    assert novaconf.placement_name_problem('CUSTOM__BIG', 'trait') is None
+    assert pci.pci_traits('a,,b') == {'CUSTOM_A', 'CUSTOM_', 'CUSTOM_B'}
+    assert pci.placement_name_problem('CUSTOM_', 'trait')
+    assert pci.placement_name_problem('CUSTOM_' + 'X' * 250, 'trait')
+    assert pci.placement_name_problem('CUSTOM__BIG', 'trait') is None
 
 
 def _nova_whitelist(text, report_in_placement, conf):
@@ -126,7 +127,7 @@ def test_device_specs_agree_with_nova(name, report, nova_conf):
     text = TEXTS.get(name) or json.dumps(SPECS[name])
     nova = _nova_whitelist(text, report, nova_conf)
     try:
-        ours = novaconf.device_spec_entries(text, 'here', report)
+        ours = pci.device_spec_entries(text, 'here', report)
     except novaconf.NovaConfError as exc:
         assert isinstance(nova, Exception), (name, exc)
         return
@@ -198,10 +199,10 @@ def _nova_view(specs, conf):
 @pytest.mark.parametrize('name', sorted(VIEWS))
 def test_providers_agree_with_nova(name, nova_conf):
     nova = _nova_view(VIEWS[name], nova_conf)
-    specs = novaconf.device_spec_entries(json.dumps(VIEWS[name]), 'here',
-                                         True)
-    devices = [novaconf.PciDevice(*d) for d in DEVICES]
-    providers, problems = novaconf.pci_providers('node1', devices, specs)
+    specs = pci.device_spec_entries(json.dumps(VIEWS[name]), 'here',
+                                    True)
+    devices = [pci.PciDevice(*d) for d in DEVICES]
+    providers, problems = pci.pci_providers('node1', devices, specs)
     if isinstance(nova, Exception):
         assert problems, name
         assert problems[0][0] == type(nova).__name__
@@ -213,9 +214,9 @@ def test_providers_agree_with_nova(name, nova_conf):
 
 
 def test_provider_names_follow_nova():
-    specs = novaconf.device_spec_entries(json.dumps(VIEWS['vfs one class']))
-    devices = [novaconf.PciDevice(*d) for d in DEVICES]
-    providers, _ = novaconf.pci_providers('gpu1.example.net', devices, specs)
+    specs = pci.device_spec_entries(json.dumps(VIEWS['vfs one class']))
+    devices = [pci.PciDevice(*d) for d in DEVICES]
+    providers, _ = pci.pci_providers('gpu1.example.net', devices, specs)
     assert list(providers) == ['gpu1.example.net_0000:25:00.0']
     assert providers['gpu1.example.net_0000:25:00.0'].resource_class == \
         'CUSTOM_A16'
@@ -273,8 +274,8 @@ def test_aliases_agree_with_nova(name, in_placement, nova_conf):
     texts = ALIASES[name]
     nova = _nova_aliases(texts, in_placement, nova_conf)
     try:
-        ours = novaconf.pci_aliases([(t, 'here') for t in texts],
-                                    in_placement)
+        ours = pci.pci_aliases([(t, 'here') for t in texts],
+                               in_placement)
     except novaconf.NovaConfError as exc:
         assert isinstance(nova, Exception), (name, exc)
         assert type(nova).__name__ == 'PciInvalidAlias'
@@ -305,11 +306,11 @@ def test_request_groups_agree_with_nova(name, count, nova_conf):
     nova = [(g.resources, g.required_traits)
             for g in spec.requested_resources]
 
-    [alias] = novaconf.pci_aliases([(t, 'here') for t in texts],
-                                   True).values()
-    ours = novaconf.alias_request_groups(alias, count)
+    [alias] = pci.pci_aliases([(t, 'here') for t in texts],
+                              True).values()
+    ours = pci.alias_request_groups(alias, count)
     assert [(dict(r), set(t)) for r, t in ours] == nova
-    assert novaconf.alias_request_groups(alias, count, False) == []
+    assert pci.alias_request_groups(alias, count, False) == []
 
 
 @pytest.mark.nova
@@ -326,7 +327,7 @@ def test_alias_request_syntax_agrees_with_nova(text):
     except Exception:
         nova_ok = False
     try:
-        ours = novaconf.parse_alias_request(text)
+        ours = pci.parse_alias_request(text)
     except ValueError:
         assert not nova_ok, text
         return
@@ -358,5 +359,5 @@ def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
     except Exception:
         nova_refuses = True
     # Nova checks this only while report_in_placement is off.
-    assert novaconf.tracking_disabled_after_enabled(report, traits) == (
+    assert pci.tracking_disabled_after_enabled(report, traits) == (
         nova_refuses and not report)

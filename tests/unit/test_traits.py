@@ -13,6 +13,7 @@
 import pytest
 
 from osc_mdev.domain import traits
+from osc_mdev.local import novaconf as local_novaconf
 
 
 def test_plan_adds_and_keeps_others():
@@ -76,7 +77,6 @@ def test_describe_change():
 
 
 def test_plans_from_nova_conf(tmp_path):
-    from osc_mdev.domain import novaconf
     from osc_mdev.domain import providers
 
     path = tmp_path / 'nova.conf'
@@ -84,7 +84,7 @@ def test_plans_from_nova_conf(tmp_path):
                     'nvidia-36\n[mdev_nvidia-35]\ndevice_addresses = '
                     '0000:84:00.0\n[mdev_nvidia-36]\ndevice_addresses '
                     '= 0000:85:00.0\n')
-    conf = novaconf.parse_files([str(path)])
+    conf = local_novaconf.parse_files([str(path)])
 
     def device(address):
         nodedev = 'pci_' + address.replace(':', '_').replace('.', '_')

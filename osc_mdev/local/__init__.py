@@ -1,0 +1,22 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Local layer: what osc-mdev reads from the machine it runs on: nova.conf
+files (read as oslo.config reads them) and sysfs trees.
+
+``novaconf`` finds the files a list of paths stands for (``--config-dir``
+directories included) and reads their text; ``sysfs`` reads a compute
+node's sysfs (``/sys`` or a copy of it). What is read is handed to
+``osc_mdev.domain`` as data (texts, device records), which parses and
+judges it: nothing here knows Nova's rules. May import only the standard
+library and ``osc_mdev.domain``.
+"""

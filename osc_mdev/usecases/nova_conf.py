@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The nova.conf files a command is given: a compute node's (its mdev
+types) and the controller's (its PCI aliases), read through
+``osc_mdev.local`` and judged by Nova's rules; what Nova refuses is a
+one-line CommandError, what it silently does otherwise a warning.
+"""
+
+import logging
+
+from osc_lib import exceptions
+
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
+from osc_mdev.local import novaconf as local_novaconf
+
+LOG = logging.getLogger(__name__)
+
+
+def read_nova_conf(path):
+    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
+    file it cannot read or would refuse; notes on stderr for what Nova
+    will silently do otherwise.
+    """
+    try:
+        conf = local_novaconf.parse_files([path], directories=False)
+        novaconf.fatal(conf)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('%s.' % exc) from exc
+    for finding in conf.findings:
+        LOG.warning('Warning: %s', finding.message)
+    for note in novaconf.unmatched_notes(conf):
+        LOG.warning('Note: %s.', note)
+    return conf
+
+
+def controller_aliases(paths, option='--controller-conf'):
+    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
+    (files or directories, read in order as oslo.config reads them); a
+    CommandError (one line) for files that cannot be read or aliases Nova
+    refuses.
+    """
+    try:
+        settings = local_novaconf.load(paths)
+    except novaconf.NovaConfError as exc:
+        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+    pci = pci_rules.pci_config(settings)
+    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
+              and 'alias' in f.where]
+    if errors:
+        raise exceptions.CommandError('%s: %s: %s' % (
+            option, errors[0].where, errors[0].message))
+    return pci.aliases, pci.pci_in_placement

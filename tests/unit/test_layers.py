@@ -1,0 +1,170 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The layers of osc_mdev import only what their docstrings allow, and the
+domain touches no file, socket or process.
+
+Each module is parsed with ``ast``; every ``import`` and ``from ...
+import`` counts, those inside functions included.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / 'osc_mdev'
+
+# Which osc_mdev packages each layer may import (besides itself).
+ALLOWED = {
+    'domain': {'domain'},
+    'local': {'domain', 'local'},
+    'api': {'api'},
+    'usecases': {'api', 'domain', 'local', 'usecases'},
+    'v1': {'api', 'domain', 'usecases', 'v1'},
+}
+# What reaches files, sockets or processes: never in the domain.
+NOT_IN_DOMAIN = ('os', 'glob', 'pathlib', 'shutil', 'socket', 'subprocess',
+                 'urllib', 'requests', 'keystoneauth1', 'io', 'tempfile',
+                 'http', 'importlib', 'builtins')
+# Pure parts of the modules above.
+PURE = ('urllib.parse',)
+
+
+def _resolve(module, node):
+    """The absolute name ``from ... import`` at ``node`` names."""
+    if not node.level:
+        return node.module or ''
+    package = module.split('.')[:-node.level]
+    return '.'.join(package + ([node.module] if node.module else []))
+
+
+def imports(path, package=PACKAGE):
+    """Every module name the file at ``path`` (in ``package``) imports, at
+    any depth (``from a import b`` gives ``a.b``).
+    """
+    module = '.'.join(
+        path.relative_to(package.parent).with_suffix('').parts)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node)
+            for alias in node.names:
+                yield '%s.%s' % (base, alias.name) if base else alias.name
+
+
+def opens(path):
+    """The lines of ``path`` that call ``open`` (or ``builtins.open``,
+    ``io.open``, ``os.open``...).
+    """
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == 'open' or \
+                isinstance(func, ast.Attribute) and func.attr == 'open':
+            yield node.lineno
+
+
+def modules(layer):
+    return sorted((PACKAGE / layer).glob('*.py'))
+
+
+def banned(name):
+    if any(name == pure or name.startswith(pure + '.') for pure in PURE):
+        return False
+    return any(name == top or name.startswith(top + '.')
+               for top in NOT_IN_DOMAIN)
+
+
+@pytest.mark.parametrize('layer', sorted(ALLOWED))
+def test_layer_imports_only_what_it_may(layer):
+    assert modules(layer)
+    wrong = []
+    for path in modules(layer):
+        for name in imports(path):
+            parts = name.split('.')
+            if parts[0] == 'osc_mdev' and len(parts) > 1 and \
+                    parts[1] not in ALLOWED[layer]:
+                wrong.append('%s imports %s' % (path.name, name))
+    assert wrong == []
+
+
+def test_the_domain_imports_nothing_that_touches_files():
+    wrong = ['%s imports %s' % (path.name, name)
+             for path in modules('domain') for name in imports(path)
+             if banned(name)]
+    assert wrong == []
+
+
+def test_the_domain_opens_no_file():
+    wrong = ['%s:%d calls open()' % (path.name, line)
+             for path in modules('domain') for line in opens(path)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize('source, found', [
+    ('import os\n', ['os']),
+    ('import os.path as p\n', ['os.path']),
+    ('from os import path\n', ['os.path']),
+    ('def f():\n    import glob\n', ['glob']),
+    ('class A:\n    def f(self):\n        from pathlib import Path\n',
+     ['pathlib.Path']),
+    ('import urllib.request\n', ['urllib.request']),
+    ('from urllib import request\n', ['urllib.request']),
+    ('from keystoneauth1 import session\n', ['keystoneauth1.session']),
+    ('import subprocess, socket\n', ['subprocess', 'socket']),
+    ('import urllib.parse\nimport re\nfrom osc_mdev.domain import names\n',
+     []),
+])
+def test_banned_imports_are_seen(tmp_path, source, found):
+    path = tmp_path / 'osc_mdev' / 'domain' / 'example.py'
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert [n for n in imports(path, tmp_path / 'osc_mdev')
+            if banned(n)] == found
+
+
+@pytest.mark.parametrize('source, layer, found', [
+    ('from osc_mdev.api import http\n', 'domain', ['osc_mdev.api.http']),
+    ('from osc_mdev import local\n', 'domain', ['osc_mdev.local']),
+    ('from .. import usecases\n', 'domain', ['osc_mdev.usecases']),
+    ('from . import names\n', 'domain', []),
+    ('from osc_mdev.domain import novaconf\n', 'local', []),
+])
+def test_other_layers_are_seen(tmp_path, source, layer, found):
+    path = tmp_path / 'osc_mdev' / layer / 'example.py'
+    path.parent.mkdir(parents=True)
+    path.write_text(source)
+    assert [n for n in imports(path, tmp_path / 'osc_mdev')
+            if n.split('.')[0] == 'osc_mdev'
+            and n.split('.')[1] not in ALLOWED[layer]] == found
+
+
+@pytest.mark.parametrize('source, lines', [
+    ('def f(p):\n    with open(p) as f:\n        return f.read()\n', [2]),
+    ('import io\nio.open("x")\n', [2]),
+    ('x = "open(" \n', []),
+])
+def test_open_calls_are_seen(tmp_path, source, lines):
+    path = tmp_path / 'example.py'
+    path.write_text(source)
+    assert list(opens(path)) == lines
+
+
+def test_every_package_says_what_lives_there():
+    for init in sorted(PACKAGE.glob('*/__init__.py')) + [
+            PACKAGE / '__init__.py']:
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and len(doc.split()) > 20, init
