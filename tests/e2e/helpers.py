@@ -62,3 +62,15 @@ def flavor_specs(cloud, flavor_id):
         headers={'X-Auth-Token': 'admin'}, timeout=30)
     rsp.raise_for_status()
     return rsp.json()['extra_specs']
+
+
+def fits(flavor, *args):
+    """How many more servers of ``flavor`` fit, from ``openstack mdev
+    capacity --flavor`` (``args``: more options of the command).
+    """
+    rows = mdev_json('capacity', '--flavor', flavor, *args)
+    if 'Host' not in rows[0]:
+        assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
+        return 0
+    assert rows[-1]['Host'] == 'Total', rows
+    return rows[-1]['Fits']

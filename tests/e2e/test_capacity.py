@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import fits
 from tests.fixtures import cli
 
 TOPOLOGY = {'hosts': [
@@ -50,15 +51,6 @@ def flavor(cloud):
 
 def capacity(*args):
     return cli.openstack('mdev', 'capacity', *args, '-f', 'json').json()
-
-
-def fits(flavor):
-    rows = capacity('--flavor', flavor)
-    if 'Host' not in rows[0]:
-        assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
-        return 0
-    assert rows[-1]['Host'] == 'Total'
-    return rows[-1]['Fits']
 
 
 def test_01_capacity_of_an_empty_cloud(cloud, flavor):

@@ -20,6 +20,7 @@ exactly while the command says one more fits.
 import pytest
 
 from osc_mdev.api import http
+from tests.e2e import helpers
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.fixtures import cli
@@ -36,12 +37,8 @@ def flavor(cloud):
 
 
 def fits(flavor, controller):
-    rows = mdev_json('capacity', '--flavor', flavor,
-                     '--controller-conf', controller, '--host', 'sriov1')
-    if 'Host' not in rows[0]:
-        assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
-        return 0
-    return rows[-1]['Fits']
+    return helpers.fits(flavor, '--controller-conf', controller, '--host',
+                        'sriov1')
 
 
 def test_01_alias_flavor_needs_the_controller_conf(cloud, flavor):

@@ -31,6 +31,7 @@ import pytest
 import requests
 
 from tests.cloud import client
+from tests.e2e.helpers import fits
 from tests.e2e.helpers import flavor_specs
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
@@ -110,16 +111,6 @@ def tagged(cloud, module_cli):
 def named_flavor(cloud, tagged):
     return cloud.control('create_flavor', name='ng-one',
                          extra_specs=NAMED)
-
-
-def fits(flavor):
-    """Servers that fit, from ``openstack mdev capacity --flavor``."""
-    rows = mdev_json('capacity', '--flavor', flavor)
-    if 'Host' not in rows[0]:
-        assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
-        return 0
-    assert rows[-1]['Host'] == 'Total', rows
-    return rows[-1]['Fits']
 
 
 def fill(cloud, flavor, limit=30):
