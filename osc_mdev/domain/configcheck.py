@@ -26,6 +26,7 @@ import re
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 
 ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
@@ -47,19 +48,17 @@ def _where_type(conf, mdev_type, option=None):
 # -- The file alone ---------------------------------------------------------
 
 def file_findings(conf, sysfs_checked=False):
-    """Findings about the files themselves, beyond Nova's fatal ones."""
+    """Findings about the files themselves, beyond Nova's fatal ones:
+    names Nova does not read (``spelling``), then the mdev rules.
+    """
     settings = conf.settings
-    found = []
+    found = spelling.findings(settings)
     enabled = settings.enabled
     if not enabled.value and enabled.error is None:
         found.append(_f(INFO, where('devices', 'enabled_mdev_types'),
                         'No mdev type is enabled: nova-compute offers no '
                         'mediated devices from this configuration.'))
         return found + _stray_groups(settings, ())
-    if enabled.written and enabled.written.name == 'enabled_vgpu_types':
-        found.append(_f(INFO, enabled.where,
-                        'enabled_vgpu_types is the deprecated name of '
-                        'enabled_mdev_types; Nova still reads it.'))
     types = list(dict.fromkeys(enabled.value or ()))
     for mdev_type in types:
         found.extend(_group_findings(settings, mdev_type))
@@ -123,6 +122,17 @@ def _group_findings(settings, mdev_type):
             'it can only be the default type for every device not listed.'
             % (mdev_type, mdev_type)))
     addresses = opts.get('device_addresses')
+    taken = addresses.written if addresses is not None else None
+    if taken is not None and novaconf.group_key(taken.section) == \
+            novaconf.group_key(old):
+        for occ in in_new:
+            if occ.name == 'device_addresses':
+                found.append(_f(
+                    WARNING, where(occ.section, occ.name, occ),
+                    'Ignored: [%s] device_addresses in a later file (%s:%d) '
+                    'wins: oslo.config reads the newest file first, under '
+                    'either name; remove one of them.'
+                    % (taken.section, taken.file, taken.line)))
     for occ in in_old:
         if occ.name == 'device_addresses':
             if addresses is not None and addresses.written is not None \
@@ -166,11 +176,13 @@ def _stray_groups(settings, types):
             continue
         if key.startswith(('mdev_', 'vgpu_')):
             seen.add(key)
+            meant = spelling.same_type(name[5:], types)
             found.append(_f(
                 WARNING, '[%s], %s:%d' % (name, file, line),
                 'Ignored: type %s is not in [devices] enabled_mdev_types, so '
-                'Nova does not read this group; enable the type or remove '
-                'the group.' % name[5:]))
+                'Nova does not read this group; %s.' % (
+                    name[5:], 'did you mean [mdev_%s]?' % meant
+                    if meant else 'enable the type or remove the group')))
     return found
 
 
