@@ -264,9 +264,7 @@ def sysfs_findings(conf, parents, functions=None):
     functions = functions or {}
     found = []
     if parents is None:
-        return [_f(ERROR, '--sysfs', 'There is no class/mdev_bus in the '
-                   'sysfs tree: no device offers mediated devices (is the '
-                   'vGPU driver loaded?); Nova will report none.')]
+        return [no_mdev_bus(conf)]
     listed = {a: t for a, t in conf.pgpu_type_mapping.items()
               if a not in conf.virtual_mdevs and novaconf.matches_libvirt(a)}
     for address, mdev_type in sorted(listed.items()):
@@ -333,6 +331,27 @@ def sysfs_findings(conf, parents, functions=None):
                 % (device.address, mdev_type,
                    ', '.join(sorted(device.types)) or 'no type')))
     return found
+
+
+def no_mdev_bus(conf):
+    """The sysfs tree has no ``class/mdev_bus``: no device offers mdevs.
+
+    nova-compute still starts: nothing it runs at start looks at the
+    devices (``_get_supported_vgpu_types`` checks addresses only), and
+    ``_get_gpu_inventories`` finds no mdev-capable device in libvirt
+    (``list_mdev_capable_devices``), so it reports no mdev inventory;
+    ``_ensure_pgpu_providers`` deletes no provider made before.
+    """
+    if not conf.supported_types:
+        return _f(INFO, '--sysfs', 'There is no class/mdev_bus in the sysfs '
+                  'tree: no device of this host offers mediated devices.')
+    return _f(WARNING, '--sysfs', (
+        'There is no class/mdev_bus in the sysfs tree: no device of this '
+        'host offers mediated devices (is the GPU\'s vGPU driver loaded?). '
+        'nova-compute will start, but with no mdev-capable device in '
+        'libvirt it offers no mediated devices: it reports no mdev '
+        'inventory for this node (child providers made before are left as '
+        'they are), so servers asking for vGPUs are not scheduled here.'))
 
 
 def _short(items, limit=4):

@@ -20,6 +20,7 @@ from osc_mdev.domain import configcheck
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 
 D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
@@ -259,7 +260,36 @@ def test_no_mdev_bus(tmp_path):
     conf, _ = check(tmp_path, GOOD)
     [finding] = configcheck.sysfs_findings(
         conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
-    assert finding.severity == 'error'
+    # Nova starts (see the cross-check below): a warning, not an error.
+    assert finding.severity == 'warning'
+    assert 'nova-compute will start' in finding.message
+    assert 'offers no mediated devices' in finding.message
+    conf, _ = check(tmp_path, '[DEFAULT]\ndebug = true\n')
+    [finding] = configcheck.sysfs_findings(
+        conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
+    assert finding.severity == 'info'
+
+
+@pytest.mark.nova
+def test_no_mdev_bus_nova_starts_and_offers_nothing(tmp_path, monkeypatch):
+    """With no mdev-capable device in libvirt (what a host without
+    class/mdev_bus shows), Nova's driver takes the configuration and
+    reports no GPU inventory: nova-compute starts and offers nothing.
+    """
+    path = tmp_path / 'nova.conf'
+    path.write_text(GOOD)
+
+    class NoMdevHost:
+        def list_mdev_capable_devices(self, flags=0):
+            return []
+
+        def list_mediated_devices(self, flags=0):
+            return []
+
+    drv = nova_driver.driver(monkeypatch, [str(path)], str(tmp_path))
+    assert drv.supported_vgpu_types == ['nvidia-35', 'nvidia-36']
+    drv._host = NoMdevHost()
+    assert drv._get_gpu_inventories() == {}
 
 
 # -- Placement ------------------------------------------------------------
