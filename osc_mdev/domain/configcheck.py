@@ -194,6 +194,7 @@ class DeviceResult:
     mdev_type: str | None
     resource_class: str | None
     why: str
+    where: str = ''            # the line that decides it
 
 
 def nodedev_of(address):
@@ -212,13 +213,15 @@ def effective(conf, devices=()):
     """
     rows = {}
     known = bool(devices)
+    decides = conf.settings.enabled.where if conf.settings else ''
     for address, mdev_type in conf.pgpu_type_mapping.items():
+        listed_at = _where_type(conf, mdev_type, 'device_addresses')
         if address not in conf.virtual_mdevs and \
                 not novaconf.matches_libvirt(address):
             rows[address] = DeviceResult(
                 address, None, None,
                 'matches no device (compared literally with %s)'
-                % novaconf.libvirt_form(address))
+                % novaconf.libvirt_form(address), listed_at)
             meant = novaconf.libvirt_form(address)
             if meant not in conf.pgpu_type_mapping:
                 devices = list(devices) + [nodedev_of(meant)]
@@ -226,7 +229,7 @@ def effective(conf, devices=()):
         rows[address] = DeviceResult(
             address, mdev_type,
             novaconf.resource_class_for_device(conf, nodedev_of(address)),
-            'listed under [mdev_%s]' % mdev_type)
+            'listed under [mdev_%s]' % mdev_type, listed_at)
     for nodedev in devices:
         address = names.pci_address_from_nodedev(nodedev) or nodedev
         if address in rows:
@@ -237,11 +240,11 @@ def effective(conf, devices=()):
             novaconf.resource_class_for_device(conf, nodedev)
             if mdev_type else None,
             'not listed: default type' if mdev_type else
-            'not listed and no default type: no inventory')
+            'not listed and no default type: no inventory', decides)
     result = sorted(rows.values(), key=lambda r: r.device)
     if not known and conf.default_type:
         result.append(DeviceResult(OTHER_DEVICES, conf.default_type,
-                                   novaconf.VGPU, 'default type'))
+                                   novaconf.VGPU, 'default type', decides))
     return result
 
 
@@ -449,9 +452,6 @@ def sort_findings(findings):
 
 # -- [pci]: PCI devices in Placement ----------------------------------------
 
-PCI_SPEC_COLUMNS = ('Device Spec', 'Where', 'Resource Class', 'Traits')
-PCI_ALIAS_COLUMNS = ('Alias', 'Request', 'Where')
-PCI_PROVIDER_COLUMNS = ('Provider', 'Devices', 'Resource Class', 'Traits')
 _DEPRECATED_PCI = {
     ('pci', 'passthrough_whitelist'): '[pci] device_spec',
     ('DEFAULT', 'pci_passthrough_whitelist'): '[pci] device_spec',
@@ -692,31 +692,6 @@ def _pci_sysfs_findings(pci, devices, root_name):
     return found
 
 
-def pci_providers(pci, devices, root_name='<node>'):
-    """The providers Nova will make from the node's PCI functions."""
-    if devices is None or not pci.report_in_placement:
-        return []
-    providers, _ = pci_rules.pci_providers(
-        root_name, devices, pci.specs, _physical_functions(devices))
-    return [(p.name, ', '.join(d.address for d in p.devices),
-             p.resource_class, ', '.join(sorted(p.traits or ())))
-            for p in sorted(providers.values(), key=lambda p: p.name)]
-
-
-def pci_spec_rows(pci):
-    rows = []
-    for spec in pci.specs:
-        if not spec.in_placement:
-            rc, traits = '(physical_network: Neutron)', ''
-        elif not pci.report_in_placement:
-            rc, traits = '(not reported: report_in_placement is off)', ''
-        else:
-            rc = spec.resource_class or 'CUSTOM_PCI_<VENDOR>_<PRODUCT>'
-            traits = ', '.join(sorted(spec.traits))
-        rows.append((spec.describe(), spec.where, rc, traits))
-    return rows
-
-
 def alias_request(alias, count=1, pci_in_placement=True):
     """An alias' request in words."""
     spec = alias.specs[0]
@@ -735,11 +710,6 @@ def alias_request(alias, count=1, pci_in_placement=True):
         text = '%d device%s %s' % (count, '' if count == 1 else 's', ids)
         text += ' (PCI filter only, not Placement)'
     return '%s; %s; numa_policy %s' % (text, kind, alias.numa_policy)
-
-
-def pci_alias_rows(pci):
-    return [(name, alias_request(alias, 1, pci.pci_in_placement),
-             alias.where) for name, alias in sorted(pci.aliases.items())]
 
 
 @dataclasses.dataclass(frozen=True)
