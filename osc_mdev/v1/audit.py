@@ -16,6 +16,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import audit as domain
+from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import audit
 from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
@@ -36,8 +37,8 @@ class Audit(command.Lister):
     --controller-conf PCI devices of a pci_passthrough:alias, they do not
     hold), node-mismatch (an mdev allocation on another node than the
     server's), over-capacity (usage above capacity, PCI-in-Placement
-    devices too), lost-trait and
-    wrong-trait (type traits, by a compute node's nova.conf with
+    devices too), lost-trait and wrong-trait (type traits, named as
+    --trait-prefix says, by a compute node's nova.conf with
     --compute-conf, else by the device's siblings), unschedulable-flavor
     (flavors no host can serve even with nothing used, with the reason
     and the smallest change of 'mdev capacity --flavor F --explain';
@@ -57,6 +58,7 @@ class Audit(command.Lister):
         options.deprecated(parser, '--nova-conf', '--compute-conf',
                            'compute_conf')
         options.controller_conf(parser)
+        options.trait_prefix(parser)
         options.long(parser)
         parser.add_argument(
             '--fix', metavar='<check>[,<check>]',
@@ -76,6 +78,7 @@ class Audit(command.Lister):
         elif parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
+        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = _read_confs(parsed_args.compute_conf)
         aliases, pci_in_placement = None, True
@@ -89,7 +92,7 @@ class Audit(command.Lister):
                               conf_hosts=tuple(confs), aliases=aliases,
                               pci_in_placement=pci_in_placement)
         findings = audit.audit(snapshot, confs, flavors, aliases,
-                               pci_in_placement)
+                               pci_in_placement, parsed_args.trait_prefix)
 
         outcomes = {}
         if checks:
