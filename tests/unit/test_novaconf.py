@@ -25,6 +25,8 @@ from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
 from tests.fixtures import nova_driver
 
+write_files = nova_driver.write_files
+
 # Devices every case is asked about (libvirt node device names).
 DEVICES = ('pci_0000_84_00_0', 'pci_0000_85_00_0', 'pci_0000_86_00_0',
            'pci_0000_3b_00_4', 'mtty_mtty', 'mtty_other')
@@ -158,15 +160,6 @@ def sysfs(tmp_path):
     root = tmp_path / 'sys'
     (root / 'devices' / 'virtual' / 'mtty' / 'mtty').mkdir(parents=True)
     return str(root)
-
-
-def write_files(tmp_path, texts):
-    paths = []
-    for number, text in enumerate(texts):
-        path = tmp_path / ('%02d-nova.conf' % number)
-        path.write_text(text)
-        paths.append(str(path))
-    return paths
 
 
 @pytest.mark.nova

@@ -23,6 +23,8 @@ from osc_mdev.domain import spelling
 from osc_mdev.local import novaconf as local_novaconf
 from tests.fixtures import nova_driver
 
+write_files = nova_driver.write_files
+
 D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
 DEVICES = ('pci_0000_84_00_0', 'pci_0000_85_00_0', 'pci_0000_86_00_0')
 
@@ -149,15 +151,6 @@ SLIPS = {
         'Nova does not read this group; did you mean [mdev_nvidia-36]?',
         _types({'pci_0000_85_00_0': ('nvidia-35', 'VGPU')})),
 }
-
-
-def write_files(tmp_path, texts):
-    paths = []
-    for number, text in enumerate(texts):
-        path = tmp_path / ('%02d-nova.conf' % number)
-        path.write_text(text)
-        paths.append(str(path))
-    return paths
 
 
 def findings(paths):
