@@ -37,29 +37,27 @@ PCI_TABLES = (
 
 
 class CheckConfig(command.Lister):
-    """Check a compute node's mdev configuration before nova-compute does.
+    """Check a compute node's nova.conf for mdevs and PCI devices.
 
-    Reads nova.conf files as nova-compute does (oslo.config; several files
-    in order, the later winning; a directory as --config-dir) and applies
-    Nova's rules: one row per finding, 'error' where nova-compute will
-    refuse to start, 'warning' where Nova will silently do something other
-    than what is written. [pci] device_spec, alias and report_in_placement
-    (PCI devices in Placement) are checked too: JSON, the resource classes
-    and traits Nova makes of them, aliases no device spec serves, and with
-    --sysfs virtual functions of one physical function that Nova refuses.
-    With --sysfs, the file is compared with the node's devices; with
-    --host, with what Placement has for the node (what changes when
-    nova-compute restarts): devices the file assigns but Placement lacks,
-    resource class changes, devices the file no longer covers (with the
-    servers on them) and type traits (named as --trait-prefix says) that
-    will be wrong after a restart; for PCI devices in Placement, turning
-    report_in_placement off (fatal) and, with --sysfs, providers that
-    change class, lose hand-set traits or go. --long adds the effective
-    result: each device with the type and resource class Nova will give
-    it, and each PCI device spec, PCI provider (with --sysfs) and alias
-    request (always part of -f json and -f yaml). Exit status 1 on any
-    error.
+    Answers "will nova-compute start with this file, and do what it
+    says?": the files are read as nova-compute reads them and judged by
+    Nova's rules; one row per finding, error where nova-compute refuses to
+    start, warning where it silently does something else. --sysfs checks
+    the file against the node's devices, --host against what Placement
+    has for the node. Exit status 1 on any error.
     """
+
+    _epilog = """\
+Examples:
+
+On the compute node, before restarting nova-compute::
+
+    openstack mdev config check /etc/nova/nova.conf --sysfs /sys --long
+
+What will change in Placement when it restarts::
+
+    openstack mdev config check /etc/nova/nova.conf --host compute1
+"""
 
     # Only --host talks to the cloud: a compute node can check its files
     # with no credentials at all.
@@ -75,11 +73,9 @@ class CheckConfig(command.Lister):
         options.host(parser, several=False)
         parser.add_argument(
             '--sysfs', metavar='<root>',
-            help='Root of the node\'s sysfs (/sys on the compute node): '
-                 'check that each address is an mdev parent offering its '
-                 'type, max_instances against available_instances, SR-IOV '
-                 'virtual functions, and virtual parents such as '
-                 'mtty_mtty.')
+            help="Root of the compute node's sysfs (/sys there): also check "
+                 'the file against the devices and types the kernel '
+                 'offers.')
         options.trait_prefix(parser)
         options.long(parser)
         return parser
