@@ -27,24 +27,29 @@ from osc_mdev.v1 import options
 
 
 class CheckConfig(command.Lister):
-    """Check a compute node's mdev configuration before nova-compute does.
+    """Check a compute node's nova.conf for mdevs and PCI devices.
 
-    Reads nova.conf files as nova-compute does (oslo.config; several files
-    in order, the later winning; a directory as --config-dir) and applies
-    Nova's rules: one row per finding, 'error' where nova-compute will
-    refuse to start, 'warning' where Nova will silently do something other
-    than what is written (a section or option name Nova does not read,
-    with the closest valid one; an address that never matches), 'info'
-    otherwise, and a last 'result' row saying what was checked and
-    whether anything is wrong. [pci] device_spec, alias and
-    report_in_placement are checked too. With --sysfs, the file is
-    compared with the node's devices; with --host, with what Placement
-    has for the node (what changes when nova-compute restarts). --long
-    adds 'effective' rows, with Device, Mdev Type, Resource Class and
-    Traits columns: each device with the type and resource class Nova
-    will give it, each PCI device spec, PCI provider (with --sysfs) and
-    alias request. Exit status 1 on any error.
+    Answers "will nova-compute start with this file, and do what it
+    says?": the files are read as nova-compute reads them and judged by
+    Nova's rules; one row per finding, error where nova-compute refuses to
+    start, warning where it silently does something else. --sysfs checks
+    the file against the node's devices, --host against what Placement
+    has for the node; a last result row says what was checked, and
+    --long adds the effective type and class of each device. Exit status
+    1 on any error.
     """
+
+    _epilog = """\
+Examples:
+
+On the compute node, before restarting nova-compute::
+
+    openstack mdev config check /etc/nova/nova.conf --sysfs /sys --long
+
+What will change in Placement when it restarts::
+
+    openstack mdev config check /etc/nova/nova.conf --host compute1
+"""
 
     # Only --host talks to the cloud: a compute node can check its files
     # with no credentials at all.
@@ -60,11 +65,9 @@ class CheckConfig(command.Lister):
         options.host(parser, several=False)
         parser.add_argument(
             '--sysfs', metavar='<root>',
-            help='Root of the node\'s sysfs (/sys on the compute node): '
-                 'check that each address is an mdev parent offering its '
-                 'type, max_instances against available_instances, SR-IOV '
-                 'virtual functions, and virtual parents such as '
-                 'mtty_mtty.')
+            help="Root of the compute node's sysfs (/sys there): also check "
+                 'the file against the devices and types the kernel '
+                 'offers.')
         options.trait_prefix(parser)
         options.long(parser)
         return parser
