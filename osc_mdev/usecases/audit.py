@@ -17,9 +17,10 @@ then the devices as ``provider list`` reads them (allocation candidate
 summaries: capacity, used and traits of every device in a few requests),
 Nova's server list (all projects, with embedded flavors), flavor list and
 nova-compute services; then the allocations of each device with some in
-use (and the inventory of a device used beyond its capacity). Only the consumers Nova's list lacks are then read one by one
-(``GET /servers/{id}``, their allocations with the consumer generation)
-and, when some exist, Nova's migration list. For the flavors, the compute
+use (and the inventory of a device used beyond its capacity). Only the
+consumers Nova's list lacks are then read one by one (``GET
+/servers/{id}``, their allocations with the consumer generation) and,
+when some exist, Nova's migration list. For the flavors, the compute
 node trees are read as ``mdev capacity`` reads them (one allocation
 candidates request and one ``?resources=`` listing per distinct amount
 the flavors ask). The checks themselves are the pure functions of
