@@ -52,6 +52,9 @@ class Capacity(command.Lister):
     to the flavor's own groups, with group_policy=none unless the flavor
     sets one.
 
+    With several --flavor, their rows follow one another, with a Flavor
+    column (and no automatic --explain).
+
     One row per host (Fits: more servers that fit now; Devices: the
     devices they would use; Free: free mdevs of the request's class on
     the devices that match it) and a Total row; --long adds Limit, what
@@ -73,11 +76,7 @@ class Capacity(command.Lister):
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            '--flavor', metavar='<flavor>', action='append', default=[],
-            help='Flavor name or ID whose servers to count. Repeat for '
-                 'several flavors: their rows follow one another, with a '
-                 'Flavor column (and no automatic --explain).')
+        options.flavor(parser)
         options.controller_conf(parser)
         options.deprecated(parser, '--nova-conf', '--controller-conf',
                            'controller_conf')

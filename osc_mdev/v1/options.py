@@ -66,6 +66,13 @@ FORCE = ('Also change OWNER_* traits such as Nova\'s OWNER_NOVA, which '
          'looks like another service\'s (Cyborg\'s) to Nova\'s scheduler '
          'and to other tools.')
 
+FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
+          'now. Repeat for several flavors.')
+OUTPUT = ('Write to this file instead of standard output, atomically (a '
+          'temporary file in the same directory, then renamed over it): '
+          'a reader sees the old file or the new one, and on any failure '
+          'the old file stays.')
+
 KIND = ('Which devices: mdev (the default: mdev parent devices), pci '
         '(devices Nova reports with [pci] report_in_placement: whole '
         'devices, PFs, and the VFs of each PF as one device) or all; with '
@@ -169,3 +176,12 @@ def kind(parser):
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
         default=providers.MDEV, help=KIND)
+
+
+def flavor(parser):
+    parser.add_argument('--flavor', metavar='<flavor>', action='append',
+                        default=[], help=FLAVOR)
+
+
+def output(parser):
+    parser.add_argument('--output', metavar='<file>', help=OUTPUT)

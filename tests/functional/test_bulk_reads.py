@@ -387,3 +387,45 @@ def test_trait_set_all_keeps_every_trait_in_few_requests(cloud):
         '--dry-run', '-f', 'json'))
     assert dry.rc == 0 and count == 2 + FILLS + 2 * 2
 
+
+def _metrics(url, *args):
+    from prometheus_client import parser
+
+    result = mdev(url, 'metrics', *args)
+    assert result.rc == 0, result.stderr
+    return {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+
+
+def _device_samples(families, name):
+    return {(s.labels['host'], s.labels['device'],
+             s.labels['resource_class']): s.value
+            for s in families[name].samples}
+
+
+@pytest.mark.parametrize('truncated', [False, True])
+def test_metrics_equal_per_device_reads(cloud, truncating, truncated):
+    server = truncating if truncated else cloud[0]
+    expected = per_device_rows(server.url)
+    families, count = _counted(server, lambda: _metrics(server.url))
+    for metric, field in (('openstack_mdev_device_capacity', 'Capacity'),
+                          ('openstack_mdev_device_used', 'Used'),
+                          ('openstack_mdev_device_free', 'Free')):
+        assert _device_samples(families, metric) == {
+            (r['Host'], r['Device'], r['Resource Class']): r[field]
+            for r in expected}
+    types = {s.labels['device']: s.labels['type']
+             for s in families['openstack_mdev_device_used'].samples}
+    assert types['0000:84:00.0'] == 'NVIDIA_35'
+    assert types['0000:86:00.0'] == ''
+    free = {}
+    for r in expected:
+        key = (r['Host'], r['Resource Class'])
+        free[key] = free.get(key, 0) + r['Free']
+    assert {(s.labels['host'], s.labels['resource_class']): s.value
+            for s in families['openstack_mdev_host_free'].samples} == free
+    assert [s.value for s in families[
+        'openstack_mdev_scrape_success'].samples] == [1]
+    assert 'openstack_mdev_flavor_fits' not in families
+    # The requests of provider list's default view.
+    assert count == 2 + (3 if truncated else FILLS) + PER_DEVICE
