@@ -91,7 +91,8 @@ def fill(placement):
                    {'VGPU': {'total': 1, 'max_unit': 1}})
         p.boot_server(b, gpu)
 
-    # C: every GPU full and every VCPU used: no allocation candidate.
+    # C: every VCPU used (no candidate for a VCPU), two GPUs full and one
+    # with room: filled in by the node's free memory.
     c = _root(p, 'bulk_c.dc1', vcpus=4)
     c_gpus = [_gpu(p, c, 'bulk_c.dc1', 'pci_0000_41_00_%d' % n,
                    {'VGPU': {'total': 1, 'max_unit': 1}}, ['CUSTOM_C'])
@@ -99,6 +100,8 @@ def fill(placement):
     for gpu in c_gpus:
         p.allocate(str(uuid.uuid4()), {
             c: {'VCPU': 2}, gpu.uuid: {'VGPU': 1}})
+    _gpu(p, c, 'bulk_c.dc1', 'pci_0000_42_00_0',
+         {'VGPU': {'total': 2, 'max_unit': 2}}, ['CUSTOM_C'])
     watch['no_vcpu'] = c_gpus[1].uuid
 
     # F: every VCPU and all memory used, one GPU full and one with room:
@@ -206,17 +209,19 @@ DEFAULT = ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity', 'Used',
 FILLS = 2
 # bulk-f's two devices, read one by one: inventories, usages, traits.
 PER_DEVICE = 2 * 3
+# The devices the summaries cover (--long reads their inventories).
+COVERED = 11
 
 
 def test_long_list_equals_per_device_reads(cloud):
     server, _ = cloud
     expected = per_device_rows(server.url)
-    assert len(expected) == 12
+    assert len(expected) == 13
     rows, count = _counted(server, lambda: listed(server.url, '--long'))
     assert rows == expected
     # listing + summaries + the fills + one inventories read per covered
     # device + bulk-f's devices one by one.
-    assert count == 2 + FILLS + 10 + PER_DEVICE
+    assert count == 2 + FILLS + COVERED + PER_DEVICE
 
 
 def test_default_and_narrow_views_equal_per_device_reads(cloud):
@@ -238,6 +243,20 @@ def test_a_long_column_named_with_c_brings_the_long_view(cloud):
     rows = listed(server.url, '-c', 'UUID', '-c', 'Total', '-c', 'Step Size')
     assert rows == [{k: r[k] for k in ('UUID', 'Total', 'Step Size')}
                     for r in expected]
+
+
+def test_a_node_without_free_vcpu_is_filled_in_by_its_memory(cloud):
+    server, _ = cloud
+    rows, count = _counted(server, lambda: listed(
+        server.url, '--host', 'bulk_c.dc1'))
+    assert rows == [{k: r[k] for k in DEFAULT}
+                    for r in per_device_rows(server.url)
+                    if r['Host'] == 'bulk_c.dc1']
+    assert [(r['Capacity'], r['Used'], r['Free']) for r in rows] == [
+        (1, 1, 0), (1, 1, 0), (2, 0, 2)]
+    # root lookup, tree listing, summaries (no candidate: no free VCPU),
+    # the fill anchored on memory; no device read on its own.
+    assert count == 4
 
 
 def test_a_node_without_free_vcpu_or_memory_is_read_per_device(cloud):
@@ -308,7 +327,7 @@ def test_truncated_candidates_fill_the_missing_trees(cloud, truncating):
     rows, count = _counted(truncating, lambda: listed(truncating.url,
                                                       '--long'))
     assert rows == expected
-    assert count == 2 + 3 + 10 + PER_DEVICE
+    assert count == 2 + 3 + COVERED + PER_DEVICE
 
 
 def test_truncated_candidates_capacity_and_allocation_list(cloud,
