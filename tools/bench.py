@@ -19,8 +19,10 @@ cloud in Nova's layout, and grows it through each size (default 250,
 measures, on the same cloud:
 
 * osc-mdev, each run a real ``openstack`` process: ``mdev provider list``
-  (default table), a narrow view (``-c`` without inventory columns),
-  ``mdev allocation list``, ``mdev trait set --all --dry-run`` and ``mdev
+  (default view, ``--free``, ``--full``, ``--long``), ``mdev metrics``
+  (alone and with ``--flavor``, checked against ``mdev capacity
+  --flavor``), ``mdev provider show``, ``mdev allocation list`` and
+  ``show``, ``mdev audit``, ``mdev trait set --all --dry-run`` and ``mdev
   trait set --all`` with a trait no device has yet;
 * the osc-placement command loop operators script today: ``openstack
   resource provider list``, then per GPU ``resource provider inventory
@@ -38,13 +40,15 @@ Reported: median wall time over --runs runs, requests Placement served
 (counted at the server), requests per GPU, speed-up, and whether our
 output holds the same data as the per-device reads (devices, classes,
 totals, used, free, traits). Also the plugin's import time and ``--help``
-time. ``allocation list`` needs Nova's server list: a small stand-in
-answers ``GET /servers/detail?host=`` with the consumers the fill created
-(its requests are counted apart).
+time. The commands that ask Nova (allocation list and show, audit,
+metrics and capacity with --flavor) meet a small stand-in that answers
+the server list (the consumers the fill created, as servers of a flavor
+asking what they hold), one flavor, the services and migrations (its
+requests are counted apart).
 
 Usage: python tools/bench.py [--sizes 250,1000,5000] [--runs 3]
        [--sample 3] [--only capacity] [--hold]
-       [--output doc/bench-results.md]
+       [--max-allocation-candidates N] [--output doc/bench-results.md]
 
 ``--only capacity`` measures ``mdev capacity`` alone and rewrites only
 its section of the output file. ``--hold`` keeps the filled cloud up
@@ -67,6 +71,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid as uuidlib
 
 import requests
@@ -81,11 +86,13 @@ GPUS_PER_HOST = 4
 BUSES = (0x3b, 0x5e, 0x86, 0xaf)
 ROOT_TRAITS = ['OWNER_NOVA', 'COMPUTE_NODE', 'HW_CPU_X86_AVX2',
                'HW_CPU_X86_AVX512F', 'HW_CPU_X86_SSE42']
-NARROW = ('UUID', 'Host', 'Device', 'Resource Class', 'Used', 'Free',
-          'Traits')
 VERSION = 'placement 1.38'
 CAPACITY_TRAIT = 'CUSTOM_NVIDIA_35'
 CAPACITY_HEADING = '## `openstack mdev capacity`'
+# The flavor of the stand-in Nova: what most servers of the fill are.
+FLAVOR = {'id': 'f0a1b2c3-0000-4000-8000-0000000000aa', 'name': 'vgpu.bench',
+          'vcpus': 4, 'ram': 8192, 'disk': 0,
+          'extra_specs': {'resources:VGPU': '1'}}
 
 
 # -- filling the cloud ----------------------------------------------------
@@ -126,6 +133,7 @@ class Filler:
         self.workers = workers
         self.local = threading.local()
         self.servers = collections.defaultdict(list)   # host -> [uuid]
+        self.classes = {}                              # host -> class
 
     def _session(self):
         if not hasattr(self.local, 'session'):
@@ -195,6 +203,7 @@ class Filler:
         if consumers:
             self.call('POST', '/allocations', consumers)
         self.servers[name] = sorted(consumers)
+        self.classes[name] = gpu_layout(h, 0)[0]
 
     def fill(self, first, last):
         with futures.ThreadPoolExecutor(self.workers) as pool:
@@ -204,39 +213,86 @@ class Filler:
 # -- a stand-in for Nova's server list ------------------------------------
 
 class NovaServers:
-    """Answers what ``mdev allocation list`` asks Nova: servers by host.
+    """Answers what ``mdev allocation list``, ``audit``, ``metrics
+    --flavor`` and ``capacity --flavor`` ask Nova.
 
-    Version discovery, ``GET /v2.1/servers/detail?host=`` (every consumer
-    the fill put on that host, as a server) and ``GET
-    /v2.1/servers/{id}`` (404).
+    Version discovery; ``GET /v2.1/servers/detail`` (by ``host=``, or
+    every server, paged by ``limit``/``marker``): every consumer the
+    fill put on a host, as an ACTIVE server of a flavor asking what its
+    allocation holds; ``GET /v2.1/servers/{id}``; the one flavor
+    ``FLAVOR`` (``/flavors/{id}``, ``/flavors/detail``); no
+    nova-compute service disabled; no migration.
     """
 
-    def __init__(self, servers):
+    def __init__(self, servers, classes):
         self.servers = servers
+        self.classes = classes
         self.requests = 0
         self.server = wsgi_server.make_server(self.app)
         self.url = 'http://127.0.0.1:%d' % self.server.server_port
         threading.Thread(target=self.server.serve_forever,
                          daemon=True).start()
 
+    def _server(self, host, uuid):
+        rc = self.classes.get(host, 'VGPU')
+        return {'id': uuid, 'name': 'vm-%s' % uuid[:8], 'status': 'ACTIVE',
+                'OS-EXT-SRV-ATTR:host': host.split('.', 1)[0],
+                'OS-EXT-SRV-ATTR:hypervisor_hostname': host,
+                'OS-EXT-STS:task_state': None,
+                'flavor': {'vcpus': 4, 'ram': 8192, 'disk': 0,
+                           'original_name': 'vgpu.%s' % rc.lower(),
+                           'extra_specs': {'resources:%s' % rc: '1'}}}
+
+    def _all(self):
+        return [self._server(h, s) for h in sorted(self.servers)
+                for s in self.servers[h]]
+
+    def _page(self, items, query):
+        if 'marker' in query:
+            ids = [i['id'] for i in items]
+            items = items[ids.index(query['marker']) + 1:]
+        if 'limit' in query:
+            items = items[:int(query['limit'])]
+        return items
+
     def app(self, environ, start_response):
         self.requests += 1
         path = environ['PATH_INFO'].rstrip('/')
-        query = dict(p.split('=', 1) for p in
-                     environ.get('QUERY_STRING', '').split('&') if '=' in p)
+        query = dict(urllib.parse.parse_qsl(environ.get('QUERY_STRING',
+                                                        '')))
         version = {'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
                    'min_version': '2.1', 'updated': '2013-07-23T11:33:21Z',
                    'links': [{'rel': 'self', 'href': self.url + '/v2.1/'}]}
         status, body = '200 OK', None
+        flavor = dict(FLAVOR, extra_specs=dict(FLAVOR['extra_specs']))
+        by_id = {s: h for h, ids in self.servers.items() for s in ids}
         if path in ('', '/v2.1'):
             body = {'version': version} if path else {'versions': [version]}
         elif path == '/v2.1/servers/detail':
-            host = query.get('host')
-            page = [] if 'marker' in query else [
-                {'id': s, 'name': 'vm-%s' % s[:8], 'status': 'ACTIVE',
-                 'OS-EXT-SRV-ATTR:host': host}
-                for s in self.servers.get(host, ())]
-            body = {'servers': page}
+            host, node = query.get('host'), query.get('node')
+            if host or node:
+                # node= is a regular expression (what Nova does).
+                found = [self._server(h, s) for h, ids in sorted(
+                    self.servers.items())
+                    if (host and host in (h, h.split('.')[0])) or (
+                        node and re.search(node, h))
+                    for s in ids]
+            else:
+                found = self._all()
+            body = {'servers': self._page(found, query)}
+        elif path.startswith('/v2.1/servers/') and \
+                path.rsplit('/', 1)[1] in by_id:
+            uuid = path.rsplit('/', 1)[1]
+            body = {'server': self._server(by_id[uuid], uuid)}
+        elif path == '/v2.1/flavors/detail':
+            body = {'flavors': self._page([flavor], query)}
+        elif path in ('/v2.1/flavors/%s' % FLAVOR['id'],
+                      '/v2.1/flavors/%s' % FLAVOR['name']):
+            body = {'flavor': flavor}
+        elif path == '/v2.1/os-services':
+            body = {'services': []}
+        elif path == '/v2.1/os-migrations':
+            body = {'migrations': []}
         else:
             status, body = '404 Not Found', {'itemNotFound': {
                 'code': 404, 'message': 'not found'}}
@@ -282,12 +338,12 @@ class Runner:
                                                   proc.stderr[-2000:]))
         return elapsed, proc.stdout
 
-    def measure(self, runs, *args):
+    def measure(self, runs, *args, check=True):
         """Median time, requests of one run, and the last output."""
         times, counts = [], []
         for _ in range(runs):
             before = self.placement.requests()
-            elapsed, out = self.openstack(*args)
+            elapsed, out = self.openstack(*args, check=check)
             counts.append(self.placement.requests() - before)
             times.append(elapsed)
         return statistics.median(times), max(counts), out
@@ -323,11 +379,68 @@ def naive_reads(url):
                            * i['allocation_ratio'])
             rows[(rp['uuid'], rc)] = {
                 'Host': root['name'], 'Device': _address(nodedev),
-                'Total': i['total'],
+                'Capacity': capacity, 'Total': i['total'],
+                'Reserved': i['reserved'],
+                'Allocation Ratio': i['allocation_ratio'],
+                'Max Unit': i['max_unit'], 'Min Unit': i['min_unit'],
+                'Step Size': i['step_size'],
                 'Used': usages.get(rc, 0),
                 'Free': max(capacity - usages.get(rc, 0), 0),
                 'Traits': sorted(traits)}
     return rows, time.perf_counter() - start
+
+
+DEFAULT = ('Host', 'Device', 'Capacity', 'Used', 'Free', 'Traits')
+LONG = DEFAULT + ('Total', 'Reserved', 'Allocation Ratio', 'Max Unit',
+                  'Min Unit', 'Step Size')
+
+
+def _families(text):
+    from prometheus_client import parser
+    return list(parser.text_string_to_metric_families(text))
+
+
+def metrics_same(text, baseline):
+    """Whether ``mdev metrics`` gives each device's capacity, used and
+    free as the per-device reads do, and says the run succeeded.
+    """
+    want = {}
+    for (uuid, rc), row in baseline.items():
+        want[(row['Host'], row['Device'], rc)] = (
+            row['Capacity'], row['Used'], row['Free'])
+    got = collections.defaultdict(dict)
+    success = None
+    for family in _families(text):
+        for sample in family.samples:
+            if family.name == 'openstack_mdev_scrape_success':
+                success = sample.value
+            field = {'openstack_mdev_device_capacity': 0,
+                     'openstack_mdev_device_used': 1,
+                     'openstack_mdev_device_free': 2}.get(family.name)
+            if field is not None:
+                key = (sample.labels['host'], sample.labels['device'],
+                       sample.labels['resource_class'])
+                got[key][field] = sample.value
+    got = {k: (v.get(0), v.get(1), v.get(2)) for k, v in got.items()}
+    return success == 1 and got == want
+
+
+def audit_same(rows, baseline):
+    """Whether the audit finds what the per-device reads say: an
+    over-capacity finding for each device used beyond its capacity, and
+    no orphaned or missing allocation (the stand-in Nova knows every
+    consumer).
+    """
+    over = sorted('%s' % row['Device'] for row in baseline.values()
+                  if row['Used'] > row['Capacity'])
+    found = sorted(r['Device'] for r in rows
+                   if r['Check'] == 'over-capacity')
+    wrong = [r for r in rows if r['Check'] in (
+        'orphaned-allocation', 'missing-allocation', 'node-mismatch',
+        'nova-unreachable')]
+    if wrong:
+        print('  audit found %s' % wrong[:3], file=sys.stderr)
+    return found == over and not wrong
 
 
 def _address(nodedev):
@@ -430,13 +543,44 @@ def measure_size(runner, url, gpus, nova, args):
 
     t, n, out = runner.measure(runs, 'mdev', 'provider', 'list',
                                '-f', 'json')
-    result['list'] = (t, n, same_data(json.loads(out), baseline, (
-        'Host', 'Total', 'Used', 'Free', 'Traits')))
-    cols = [a for c in NARROW for a in ('-c', c)]
-    t, n, out = runner.measure(runs, 'mdev', 'provider', 'list',
-                               '-f', 'json', *cols)
-    result['narrow'] = (t, n, same_data(json.loads(out), baseline, (
-        'Host', 'Used', 'Free', 'Traits')))
+    result['list'] = (t, n, same_data(json.loads(out), baseline, DEFAULT))
+    t, n, out = runner.measure(runs, 'mdev', 'provider', 'list', '--long',
+                               '-f', 'json')
+    result['long'] = (t, n, same_data(json.loads(out), baseline, LONG))
+    for flag in ('--free', '--full'):
+        t, n, out = runner.measure(runs, 'mdev', 'provider', 'list', flag,
+                                   '-f', 'json')
+        keep = {k: v for k, v in baseline.items()
+                if (v['Free'] > 0) == (flag == '--free')}
+        result[flag] = (t, n, same_data(json.loads(out), keep, DEFAULT))
+    t, n, out = runner.measure(runs, 'mdev', 'metrics')
+    result['metrics'] = (t, n, metrics_same(out, baseline))
+    nova_before = nova.requests
+    t, n, out = runner.measure(runs, 'mdev', 'metrics', '--flavor',
+                               FLAVOR['name'])
+    nova_metrics = (nova.requests - nova_before) // runs
+    fits = [s.value for f in _families(out) for s in f.samples
+            if f.name == 'openstack_mdev_flavor_fits']
+    nova_before = nova.requests
+    tc, nc, cap = runner.measure(1, 'mdev', 'capacity', '--flavor',
+                                 FLAVOR['name'], '-f', 'json')
+    nova_capacity = nova.requests - nova_before
+    total = [r['Fits'] for r in json.loads(cap) if r['Host'] == 'Total']
+    result['metrics_flavor'] = (t, n, metrics_same(out, baseline) and
+                                fits == total, nova_metrics)
+    result['capacity_flavor'] = (tc, nc, fits == total, nova_capacity)
+    nova_before = nova.requests
+    t, n, out = runner.measure(runs, 'mdev', 'audit', '-f', 'json',
+                               check=False)
+    result['audit'] = (t, n, audit_same(json.loads(out), baseline),
+                       (nova.requests - nova_before) // runs)
+    one = sorted(baseline)[0][0]
+    t, n, out = runner.measure(runs, 'mdev', 'provider', 'show', one,
+                               '-f', 'json')
+    shown = json.loads(out)
+    result['show'] = (t, n, all(
+        shown[f] == baseline[(one, shown['Resource Class'])][f]
+        for f in LONG))
     nova_before = nova.requests
     t, n, out = runner.measure(runs, 'mdev', 'allocation', 'list',
                                '-f', 'json')
@@ -446,6 +590,15 @@ def measure_size(runner, url, gpus, nova, args):
         used[(row['Provider UUID'], row['Resource Class'])] += row['Amount']
     result['alloc'] = (t, n, dict(used) == {
         k: v['Used'] for k, v in baseline.items() if v['Used']},
+        (nova.requests - nova_before) // runs)
+    server = rows[0]['Server']
+    nova_before = nova.requests
+    t, n, out = runner.measure(runs, 'mdev', 'allocation', 'show', server,
+                               '-f', 'json')
+    mine = [r for r in rows if r['Server'] == server]
+    result['alloc_show'] = (t, n, sorted(
+        (r['Provider UUID'], r['Amount']) for r in json.loads(out)) ==
+        sorted((r['Provider UUID'], r['Amount']) for r in mine),
         (nova.requests - nova_before) // runs)
     print('  osc-mdev reads done', flush=True)
     result['loop'] = osc_placement_loop(runner, url, baseline, args.sample)
@@ -624,31 +777,23 @@ def table(results, import_ms, help_ours, help_theirs, fill_times, args):
             '%d | %.2f | %.2f | 1x | %.0fx | (baseline) |'
             % (g, naive_t, naive_n, naive_n / g, naive_t / g * 1000,
                loop_t / naive_t))
-        for key, label in (
-                ('list', '`mdev provider list`'),
-                ('narrow', '`mdev provider list -c ...` (no inventory '
-                           'columns)'),
-                ('alloc', '`mdev allocation list`'),
-                ('dry', '`mdev trait set --all --dry-run`'),
-                ('set', '`mdev trait set --all` (fresh trait, one run)')):
+        for key, label in COMMANDS:
             t, n, ok = r[key][:3]
             extra = ''
-            if key == 'alloc':
+            if len(r[key]) > 3:
                 extra = ' (+%d Nova)' % r[key][3]
-            speed = ('%.1fx' % (naive_t / t)
-                     if key in ('list', 'narrow') else '')
-            loop = '%.0fx' % (loop_t / t) if key in ('list', 'narrow') \
-                else ''
+            speed = ('%.1fx' % (naive_t / t) if key in WHOLE else '')
+            loop = '%.0fx' % (loop_t / t) if key in WHOLE else ''
             lines.append('| %d | %s | %.2f | %d%s | %.2f | %.2f | %s | %s | '
                          '%s |' % (g, label, t, n, extra, n / g, t / g * 1000,
                                    speed, loop, 'yes' if ok else 'NO'))
     notes = [
         '',
         'Measured by `tox -e bench` (`python tools/bench.py --sizes %s '
-        '--runs %d --naive-runs %d --sample %d`) on %s, %d CPUs, '
+        '--runs %d --naive-runs %d --sample %d%s`) on %s, %d CPUs, '
         'Python %s: '
         'openstack-placement on PostgreSQL (pgserver) behind gunicorn, '
-        '2 workers x 4 threads, on 127.0.0.1; osc-mdev with its default '
+        '2 workers x 4 threads, on 127.0.0.1%s; osc-mdev with its default '
         '8 workers. Each osc-mdev figure is a whole `openstack` process '
         '(about %.2f s of it is the CLI starting: `openstack mdev '
         'provider list --help` takes %.2f s, `openstack resource provider '
@@ -658,13 +803,30 @@ def table(results, import_ms, help_ours, help_theirs, fill_times, args):
         'Placement itself. The osc-placement loop '
         'is timed on %d GPUs and extrapolated: `resource provider list` '
         'once plus the sample\'s mean per GPU times the GPU count. Same '
-        'data: our rows hold the same devices, classes, totals, used, free '
-        'and traits as the per-device reads (allocation list: amounts per '
-        'device sum to the used count; trait set: every device gained the '
-        'trait and kept the others).'
+        'data: our rows hold the same devices and classes, with the same '
+        'host, device, capacity, used, free and traits (and with --long '
+        'total, reserved, allocation ratio, max unit, min unit and step '
+        'size) as the per-device reads, field by field; metrics: the same '
+        'capacity, used and free per device, parsed with prometheus_client; '
+        'with --flavor, openstack_mdev_flavor_fits equals the Total that '
+        '`mdev capacity --flavor` prints; provider show: the long fields '
+        'of one device; allocation list: amounts per device sum to the '
+        'used count; allocation show: the same allocations as allocation '
+        'list for that server; audit: an over-capacity finding for each '
+        'device used beyond its capacity and none other about '
+        'allocations (the stand-in Nova knows every consumer); trait set: '
+        'every device gained the trait and kept the others. Nova\'s '
+        'requests go to a stand-in that answers the server, flavor, '
+        'service and migration lists, counted apart.'
         % (','.join(str(r['gpus']) for r in results), args.runs,
-           args.naive_runs, args.sample, platform.platform(terse=True),
-           os.cpu_count(), platform.python_version(), help_ours,
+           args.naive_runs, args.sample,
+           '' if args.max_allocation_candidates is None else
+           ' --max-allocation-candidates %d' % args.max_allocation_candidates,
+           platform.platform(terse=True),
+           os.cpu_count(), platform.python_version(),
+           '' if args.max_allocation_candidates is None else
+           ', with `[placement] max_allocation_candidates = %d`'
+           % args.max_allocation_candidates, help_ours,
            help_ours, help_theirs, import_ms, args.runs, args.naive_runs,
            args.sample),
         '',
@@ -673,6 +835,26 @@ def table(results, import_ms, help_ours, help_theirs, fill_times, args):
                 '%d GPUs in %.0f s' % f for f in fill_times)),
     ]
     return '\n'.join(lines + notes) + '\n'
+
+
+# The rows of the main table, in order.
+COMMANDS = (
+    ('list', '`mdev provider list`'),
+    ('--free', '`mdev provider list --free`'),
+    ('--full', '`mdev provider list --full`'),
+    ('long', '`mdev provider list --long`'),
+    ('metrics', '`mdev metrics`'),
+    ('metrics_flavor', '`mdev metrics --flavor %s`' % FLAVOR['name']),
+    ('capacity_flavor', '`mdev capacity --flavor %s` (one run)'
+     % FLAVOR['name']),
+    ('show', '`mdev provider show <uuid>`'),
+    ('alloc', '`mdev allocation list`'),
+    ('alloc_show', '`mdev allocation show <server>`'),
+    ('audit', '`mdev audit`'),
+    ('dry', '`mdev trait set --all --dry-run`'),
+    ('set', '`mdev trait set --all` (fresh trait, one run)'))
+# The commands that read what the naive reads read: compared with them.
+WHOLE = ('list', '--free', '--full', 'long', 'metrics')
 
 
 def _interrupted(signum, frame):
@@ -695,14 +877,22 @@ def main():
                              'until interrupted')
     parser.add_argument('--output', default=str(REPO / 'doc' /
                                                 'bench-results.md'))
+    parser.add_argument('--max-allocation-candidates', type=int,
+                        help="Placement's [placement] "
+                             'max_allocation_candidates (default: none)')
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(','))
+    options = {}
+    if args.max_allocation_candidates is not None:
+        options = {'placement': {
+            'max_allocation_candidates': args.max_allocation_candidates}}
 
     with tempfile.TemporaryDirectory() as workdir, \
-            pg_placement.running(pathlib.Path(workdir) / 'pg') as placement:
+            pg_placement.running(pathlib.Path(workdir) / 'pg',
+                                 options=options) as placement:
         filler = Filler(placement.url, args.fill_workers)
         filler.prepare()
-        nova = NovaServers(filler.servers)
+        nova = NovaServers(filler.servers, filler.classes)
         clouds = pathlib.Path(workdir) / 'clouds.yaml'
         write_clouds(clouds, placement.url, nova.url)
         runner = Runner(placement, clouds)

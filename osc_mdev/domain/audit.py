@@ -19,7 +19,6 @@ or ``AddTrait``). Nothing here touches the network.
 """
 
 import dataclasses
-import re
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import names
@@ -60,12 +59,9 @@ _NOT_ON_A_NODE = frozenset(('BUILD', 'SHELVED_OFFLOADED', 'DELETED'))
 MOVE_COMMAND = ('openstack server migrate --wait %s && openstack server '
                 'migration confirm %s')
 
-# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
-# i915-GVTg_V5_4, mtty-1); osc-mdev's naming (traits.trait_for_mdev_type)
-# makes it CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
-TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
-_TYPE_TRAIT_RE = re.compile(
-    r'^CUSTOM_(?:[A-Z0-9_]*_)?((?:%s)_[A-Z0-9_]+)$' % '|'.join(TYPE_DRIVERS))
+# The mdev type traits (one rule: traits.type_key).
+TYPE_DRIVERS = trait_logic.TYPE_DRIVERS
+type_key = trait_logic.type_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,19 +344,22 @@ def over_capacity(devices, allocations):
     """
     found = []
     for device in devices:
-        capacity = device.inventory.capacity
+        capacity = device.capacity
         if device.used <= capacity:
             continue
         consumers = sorted({a.consumer for a in allocations
                             if a.candidate.uuid == device.uuid
                             and a.resource_class == device.resource_class})
+        inventory = device.inventory
+        why = '' if inventory is None else ' (total %d, reserved %d, ' \
+            'ratio %s)' % (inventory.total, inventory.reserved,
+                           inventory.allocation_ratio)
         found.append(_finding(
             ERROR, OVER_CAPACITY, device, ','.join(consumers),
-            'Device %s uses %d %s but its capacity is %d (total %d, '
-            'reserved %d, ratio %s); move %d of its servers away: %s'
+            'Device %s uses %d %s but its capacity is %d%s; move %d of its '
+            'servers away: %s'
             % (_where(device), device.used, device.resource_class, capacity,
-               device.inventory.total, device.inventory.reserved,
-               device.inventory.allocation_ratio, device.used - capacity,
+               why, device.used - capacity,
                'openstack server migrate --wait <server>'
                if not consumers else MOVE_COMMAND % (consumers[0],
                                                      consumers[0]))))
@@ -368,27 +367,6 @@ def over_capacity(devices, allocations):
 
 
 # -- lost-trait / wrong-trait ---------------------------------------------
-
-def type_key(trait, known=(), prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
-    """The mdev type a trait names, or None when it is no type trait.
-
-    A type trait is a trait that osc-mdev's type naming gives
-    (``traits.trait_for_mdev_type``: ``nvidia-35`` -> ``CUSTOM_NVIDIA_35``,
-    or ``<prefix>NVIDIA_35`` with ``--trait-prefix``), or one in ``known``
-    (the traits of the types a nova.conf enables). With the default
-    prefix, a ``CUSTOM_`` trait whose name ends in ``<DRIVER>_<TYPE>`` for
-    a known mdev parent driver (``TYPE_DRIVERS``), whatever comes between;
-    with another prefix, any trait that starts with it, and only those.
-    Two traits with the same key name one type.
-    """
-    if trait in known:
-        return trait
-    if prefix != trait_logic.DEFAULT_TRAIT_PREFIX:
-        rest = trait[len(prefix):] if trait.startswith(prefix) else ''
-        return rest or None
-    match = _TYPE_TRAIT_RE.match(trait)
-    return match.group(1) if match else None
-
 
 def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """``(own trait, other types' traits)`` for a device under a nova.conf.

@@ -155,14 +155,15 @@ class Device(OnCandidate):
         per PF for all of its VFs (total = the VFs listed): a total above
         1 can only be VFs. One VF listed (total 1) looks like a whole
         device, so False means "not known", not "no VFs". Without the
-        inventory, the summary's capacity stands for the total (Nova
-        writes reserved 0 and allocation ratio 1.0 and restores them).
+        inventory, the total is at least the summary's capacity (Nova
+        writes allocation ratio 1.0) and at least what is used: either
+        above 1 tells VFs.
         """
         if self.kind != PCI:
             return False
         if self.inventory is not None:
             return self.inventory.total > 1
-        return (self.summary_capacity or 0) > 1
+        return max(self.summary_capacity or 0, self.used) > 1
 
 
 def find_candidates(providers, kinds=(MDEV,)):

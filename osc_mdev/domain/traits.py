@@ -20,6 +20,34 @@ from osc_mdev.domain import names
 OWNER_PREFIX = 'OWNER_'
 DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
 
+# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
+# i915-GVTg_V5_4, mtty-1); osc-mdev's naming (trait_for_mdev_type)
+# makes it CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
+TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
+_TYPE_TRAIT_RE = re.compile(
+    r'^CUSTOM_(?:[A-Z0-9_]*_)?((?:%s)_[A-Z0-9_]+)$' % '|'.join(TYPE_DRIVERS))
+
+
+def type_key(trait, known=(), prefix=DEFAULT_TRAIT_PREFIX):
+    """The mdev type a trait names, or None when it is no type trait.
+
+    A type trait is a trait that osc-mdev's type naming gives
+    (``trait_for_mdev_type``: ``nvidia-35`` -> ``CUSTOM_NVIDIA_35``, or
+    ``<prefix>NVIDIA_35`` with ``--trait-prefix``), or one in ``known``
+    (the traits of the types a nova.conf enables). With the default
+    prefix, a ``CUSTOM_`` trait whose name ends in ``<DRIVER>_<TYPE>`` for
+    a known mdev parent driver (``TYPE_DRIVERS``), whatever comes between;
+    with another prefix, any trait that starts with it, and only those.
+    Two traits with the same key name one type.
+    """
+    if trait in known:
+        return trait
+    if prefix != DEFAULT_TRAIT_PREFIX:
+        rest = trait[len(prefix):] if trait.startswith(prefix) else ''
+        return rest or None
+    match = _TYPE_TRAIT_RE.match(trait)
+    return match.group(1) if match else None
+
 
 def is_owner_trait(trait):
     """Traits a service (Nova, Cyborg) sets to claim a provider."""

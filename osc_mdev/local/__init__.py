@@ -11,11 +11,13 @@
 # under the License.
 
 """Local layer: what osc-mdev reads from the machine it runs on: nova.conf
-files (read as oslo.config reads them) and sysfs trees.
+files (read as oslo.config reads them) and sysfs trees; and the files it
+writes there.
 
 ``novaconf`` finds the files a list of paths stands for (``--config-dir``
 directories included) and reads their text; ``sysfs`` reads a compute
-node's sysfs (``/sys`` or a copy of it). What is read is handed to
+node's sysfs (``/sys`` or a copy of it); ``textfile`` writes a file
+atomically (the metrics for node_exporter). What is read is handed to
 ``osc_mdev.domain`` as data (texts, device records), which parses and
 judges it: nothing here knows Nova's rules. May import only the standard
 library and ``osc_mdev.domain``.

@@ -13,11 +13,14 @@
 """Reads and repairs of ``openstack mdev audit``: Placement and Nova.
 
 Bulk reads first, all at once in the bounded pool: the provider list,
-every mdev device's inventories, traits and allocations, Nova's server
-list (all projects, with embedded flavors), flavor list and nova-compute
-services. Only the consumers Nova's list lacks are then read one by one
-(``GET /servers/{id}``, their allocations with the consumer generation)
-and, when some exist, Nova's migration list. For the flavors, the compute
+then the devices as ``provider list`` reads them (allocation candidate
+summaries: capacity, used and traits of every device in a few requests),
+Nova's server list (all projects, with embedded flavors), flavor list and
+nova-compute services; then the allocations of each device with some in
+use (and the inventory of a device used beyond its capacity). Only the
+consumers Nova's list lacks are then read one by one (``GET
+/servers/{id}``, their allocations with the consumer generation) and,
+when some exist, Nova's migration list. For the flavors, the compute
 node trees are read as ``mdev capacity`` reads them (one allocation
 candidates request and one ``?resources=`` listing per distinct amount
 the flavors ask). The checks themselves are the pure functions of
@@ -108,28 +111,16 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
                   if not hosts or c.host in hosts]
     by_uuid = {c.uuid: c for c in candidates}
 
-    calls = [lambda: placement.get_provider_details(
-                 list(by_uuid), usages=False, traits=True, allocations=True),
+    calls = [lambda: device_reads.rows_of(placement, candidates),
              _nova(compute.list_servers)]
     if flavors:
         calls.append(_nova(compute.list_flavors))
         calls.append(_nova(compute.compute_services))
     results = pool.call_all(calls, placement.max_workers)
-    details, servers = results[0], results[1]
+    devices, servers = results[0], results[1]
     flavor_list = results[2] if flavors else None
     services = results[3] if flavors else []
-
-    devices = []
-    per_provider = {}
-    for uuid, info in details.items():
-        generation, inventories = info['inventories']
-        allocations = info['allocations']
-        rows = providers.build_devices(
-            by_uuid[uuid], inventories, generation,
-            providers.usages_from_allocations(allocations), info['traits'])
-        if rows:
-            devices.extend(rows)
-            per_provider[uuid] = allocations
+    devices, per_provider = _allocations_and_excess(placement, devices)
     devices.sort(key=providers.sort_key)
     found = alloc_logic.of_providers(
         per_provider, {u: by_uuid[u] for u in per_provider})
@@ -174,6 +165,46 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
                     missing, frozenset(hosts) or frozenset(
                         providers.hosts_of(provider_list)), elsewhere,
                     trees)
+
+
+def _allocations_and_excess(placement, devices):
+    """``(devices, {uuid: allocations})``: the allocations of each device
+    with some in use, and the inventory of each device used beyond its
+    capacity (what the over-capacity finding shows), read at once.
+
+    A device deleted since it was listed is left out.
+    """
+    in_use = sorted({d.uuid for d in devices if d.used > 0})
+    over = sorted({d.uuid for d in devices
+                   if d.inventory is None and d.used > d.capacity})
+    jobs = [(u, placement.get_provider_allocations) for u in in_use] + [
+        (u, placement.get_inventories) for u in over]
+
+    def read(job):
+        uuid, getter = job
+        try:
+            return getter(uuid)
+        except placement_client.NotFound:
+            return placement_client.NotFound
+
+    results = placement.map(read, jobs)
+    gone = {u for (u, _), r in zip(jobs, results)
+            if r is placement_client.NotFound}
+    per_provider = {u: {} for u in {d.uuid for d in devices}}
+    per_provider.update(zip(in_use, results[:len(in_use)]))
+    inventories = dict(zip(over, results[len(in_use):]))
+    kept = []
+    for device in devices:
+        if device.uuid in gone:
+            continue
+        if device.uuid in inventories:
+            _, found = inventories[device.uuid]
+            if device.resource_class in found:
+                device = dataclasses.replace(
+                    device, inventory=providers.Inventory.from_api(
+                        found[device.resource_class]))
+        kept.append(device)
+    return kept, {u: a for u, a in per_provider.items() if u not in gone}
 
 
 def _allocations_elsewhere(placement, servers, found, hosts, candidates):

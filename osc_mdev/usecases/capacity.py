@@ -29,8 +29,12 @@ How few requests it takes, whatever the number of GPUs:
    they are asked in the first round; a flavor's after its extra specs.
 3. Only for the trees the summaries do not cover (no free VCPU on the
    node, an answer cut short by ``[placement]
-   max_allocation_candidates``, a provider created in between):
-   inventories, usages and traits per provider, all at once in the pool.
+   max_allocation_candidates``): one ``GET
+   /allocation_candidates?resources=MEMORY_MB:1&in_tree=<root>`` per
+   tree, whose summaries cover that tree (``provider.complete_summaries``).
+4. Only for what is still not covered (a node with neither a free VCPU
+   nor free memory, a provider created in between): inventories, usages
+   and traits per provider, all at once in the pool.
 """
 
 import dataclasses
@@ -131,7 +135,11 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
                 lambda a=amount: placement.providers_with_room(a))
     answers.update(zip(calls, pool.call_all(list(calls.values()),
                                             placement.max_workers)))
-    summaries = answers[ANCHOR].get('provider_summaries') or {}
+    # The trees the answer left out (no free VCPU, or cut short by
+    # [placement] max_allocation_candidates): one request each.
+    summaries = device_reads.complete_summaries(
+        placement, answers[ANCHOR].get('provider_summaries') or {},
+        wanted_roots)
     can_take = [{p['uuid'] for p in answers[_room_key(a)]} for a in amounts]
 
     uncovered = [u for u in wanted_roots if u not in summaries] + [

@@ -26,14 +26,22 @@ How the commands ask Placement for little:
   trees come from ONE ``GET /allocation_candidates?resources=VCPU:1``
   (per named host: with ``in_tree=``): its provider summaries cover every
   provider of every tree with a free VCPU on the compute node.
-* Whatever the summaries do not cover is read per device (inventories,
-  usages, traits): trees with no candidate (the node's VCPUs all used),
-  an answer cut short by ``[placement] max_allocation_candidates``,
+* A tree with a device that the summaries leave out (its node has no
+  free VCPU, or the answer was cut short by ``[placement]
+  max_allocation_candidates``, which drops whole trees without saying so)
+  is filled by one more request of its own: ``GET
+  /allocation_candidates?resources=MEMORY_MB:1&in_tree=<root>``, anchored
+  on the compute node's memory, which Nova reports on every node and
+  which stays free on a node whose VCPUs are all taken. A tree whose node
+  has neither a free VCPU nor free memory answers no candidate at all.
+* Whatever the summaries still do not cover is read per device
+  (inventories, usages, traits): trees that answered no candidate,
   providers created meanwhile, a Placement older than microversion 1.31.
   So the answer never depends on the summaries being complete.
 * A summary's capacity is (total - reserved) x allocation ratio, so the
-  inventory's own fields (Total, Reserved, Max Unit, Allocation Ratio)
-  cost one inventories read per device, and only when shown.
+  inventory's own fields (Total, Reserved, Allocation Ratio, Max Unit,
+  Min Unit, Step Size) cost one inventories read per device, and only
+  when shown.
 
 Each step runs its independent requests in the client's bounded pool; the
 steps follow one another, so ``--os-mdev-max-workers`` bounds the whole
@@ -50,6 +58,10 @@ from osc_mdev.domain import providers as domain
 # compute node offers VCPU, and each tree with one free VCPU is one
 # candidate, so the answer stays small.
 TREE_ANCHOR = 'VCPU:1'
+# The request that fills in one tree the first answer left out (with
+# ``in_tree=`` its root): a resource only the compute node has, so one
+# candidate, and one that a node without a free VCPU still has free.
+FILL_ANCHOR = 'MEMORY_MB:1'
 
 
 def _not_mdev(candidate):
@@ -90,17 +102,44 @@ def _errors():
     return placement_client
 
 
-def _summaries_call(placement, in_tree=None):
+def _summaries_call(placement, in_tree=None, anchor=TREE_ANCHOR):
+    """A call that answers the raw ``provider_summaries`` of ``GET
+    /allocation_candidates?resources=<anchor>`` (with ``in_tree``), or
+    None on a Placement older than microversion 1.31.
+    """
     placement_client = _errors()
 
     def call():
         try:
-            body = placement.get_allocation_candidates(TREE_ANCHOR,
+            body = placement.get_allocation_candidates(anchor,
                                                        in_tree=in_tree)
         except placement_client.MicroversionUnsupported:
-            return {}  # an old Placement: every device is read on its own
-        return domain.parse_summaries(body)
+            return None  # an old Placement: every device is read on its own
+        return body.get('provider_summaries') or {}
     return call
+
+
+def complete_summaries(placement, summaries, roots):
+    """``summaries`` (raw ``provider_summaries``) with the trees of
+    ``roots`` they lack filled in: one ``FILL_ANCHOR`` request with
+    ``in_tree=`` per missing root, all at once in the pool.
+
+    ``summaries`` None (a Placement older than 1.31) stays None. A tree
+    that answers no candidate (its node has neither a free VCPU nor free
+    memory, or it is not a compute node) stays missing: its providers are
+    read one by one by the caller.
+    """
+    if summaries is None:
+        return None
+    missing = sorted(set(r for r in roots if r not in summaries))
+    if not missing:
+        return summaries
+    merged = dict(summaries)
+    for part in pool.call_all(
+            [_summaries_call(placement, r, FILL_ANCHOR) for r in missing],
+            placement.max_workers):
+        merged.update(part or {})
+    return merged
 
 
 def _root_of(found):
@@ -160,9 +199,10 @@ def _read(placement, roots=None, ordered=False, extra=(), summaries=True):
     ``ordered``: the listings (which carry each provider's generation)
     are read before the summaries (which carry its traits), as a
     generation-guarded trait write needs; otherwise all at once.
-    ``extra`` calls run with the listings. Returns ``(providers,
-    summaries, extra results)``; without ``summaries`` only the listings
-    are read.
+    ``extra`` calls run with the listings. The trees of devices the
+    summaries leave out are filled in (``complete_summaries``). Returns
+    ``(providers, summaries, extra results)``; without ``summaries`` only
+    the listings are read.
     """
     if roots is None:
         listings = [placement.list_providers]
@@ -182,10 +222,17 @@ def _read(placement, roots=None, ordered=False, extra=(), summaries=True):
         listed, summed = results[:len(first)], results[len(first):]
     providers = list({p['uuid']: p for found in listed[:len(listings)]
                       for p in found}.values())
-    merged = {}
-    for part in summed:
-        merged.update(part)
-    return providers, merged, listed[len(listings):]
+    merged = None
+    if summed and all(part is not None for part in summed):
+        merged = {}
+        for part in summed:
+            merged.update(part)
+        # The trees of devices the answer left out: one request each.
+        merged = complete_summaries(placement, merged, {
+            c.root_uuid for c in domain.find_candidates(
+                providers, domain.KINDS)})
+    return (providers, domain.parse_summaries(
+        {'provider_summaries': merged or {}}), listed[len(listings):])
 
 
 def _rows(placement, candidates, summaries, inventory=True, usages=True,
@@ -244,6 +291,20 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
                 c, inventories, generation, info.get('usages') or {},
                 info.get('traits')))
     return devices
+
+
+def rows_of(placement, candidates, traits=True):
+    """Device rows of ``candidates`` (of a provider listing read before):
+    one allocation candidates request for the summaries, one more per
+    tree it leaves out, per-device reads only for what is still missing.
+    No inventory fields.
+    """
+    summaries = _summaries_call(placement)()
+    summaries = complete_summaries(placement, summaries,
+                                   {c.root_uuid for c in candidates})
+    return _rows(placement, candidates, domain.parse_summaries(
+        {'provider_summaries': summaries or {}}), inventory=False,
+        traits=traits)
 
 
 def list_devices(placement, wanted, read_traits=True, read_inventory=True):

@@ -60,10 +60,7 @@ Room for a bare request of two vGPUs with a trait::
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            '--flavor', metavar='<flavor>', action='append', default=[],
-            help='Flavor name or ID whose servers to count; repeat for '
-                 'several (with a Flavor column, no automatic --explain).')
+        options.flavor(parser)
         options.controller_conf(parser)
         options.deprecated(parser, '--nova-conf', '--controller-conf',
                            'controller_conf')

@@ -59,6 +59,11 @@ FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
 KIND = ('Which devices: mdev (the default), pci (PCI-in-Placement '
         'devices: whole GPUs, and the VFs of each PF as one device) or '
         'all, with a Kind column.')
+FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
+          'now. Repeat for several flavors.')
+OUTPUT = ('Write to this file instead of standard output, atomically: a '
+          'reader sees the old file or the new one, and on failure the old '
+          'file stays.')
 
 
 class _Deprecated(argparse.Action):
@@ -158,3 +163,12 @@ def kind(parser):
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
         default=providers.MDEV, help=KIND)
+
+
+def flavor(parser):
+    parser.add_argument('--flavor', metavar='<flavor>', action='append',
+                        default=[], help=FLAVOR)
+
+
+def output(parser):
+    parser.add_argument('--output', metavar='<file>', help=OUTPUT)

@@ -26,19 +26,27 @@ from osc_mdev.v1 import options
 
 LOG = logging.getLogger(__name__)
 
-COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used',
+# The default views: what the bulk reads give (the provider listing and
+# the allocation candidate summaries), in a number of requests that does
+# not grow with the cloud.
+# Kind is shown where devices of several kinds can be listed (--kind pci
+# or all, --long): the mdev-only default would repeat 'mdev' on each row.
+COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity', 'Used',
            'Free', 'Traits')
 # With PCI-in-Placement devices (--kind pci or all).
 PCI_COLUMNS = ('UUID', 'Host', 'Device', 'Kind', 'Vendor ID', 'Product ID',
-               'VFs of PF', 'Resource Class', 'Total', 'Used', 'Free',
+               'VFs of PF', 'Resource Class', 'Capacity', 'Used', 'Free',
                'Traits')
+# Columns only an inventories read per device can fill (--long).
+INVENTORY_COLUMNS = ('Total', 'Reserved', 'Allocation Ratio', 'Max Unit',
+                     'Min Unit', 'Step Size')
 LONG_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
-                'Total', 'Reserved', 'Used', 'Free', 'Max Unit',
-                'Allocation Ratio', 'Generation', 'Traits')
+                'Capacity', 'Used', 'Free') + INVENTORY_COLUMNS + (
+                'Generation', 'Traits')
 LONG_PCI_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Vendor ID',
-                    'Product ID', 'VFs of PF', 'Resource Class', 'Total',
-                    'Reserved', 'Used', 'Free', 'Max Unit',
-                    'Allocation Ratio', 'Generation', 'Traits')
+                    'Product ID', 'VFs of PF', 'Resource Class', 'Capacity',
+                    'Used', 'Free') + INVENTORY_COLUMNS + (
+                    'Generation', 'Traits')
 
 
 def kinds(parsed_args):
@@ -56,10 +64,6 @@ class ConsumersColumn(columns.FormattableColumn):
         return [dict(c) for c in self._value]
 
 
-# Columns only an inventories read per device can fill.
-INVENTORY_COLUMNS = ('Total', 'Reserved', 'Max Unit', 'Allocation Ratio')
-
-
 def row(device, cols):
     inventory = device.inventory
     ids = device.pci_ids or (None, None)
@@ -73,11 +77,14 @@ def row(device, cols):
         'Host': device.host,
         'Device': device.device,
         'Resource Class': device.resource_class,
+        'Capacity': device.capacity,
         'Total': inventory.total if inventory else None,
         'Reserved': inventory.reserved if inventory else None,
         'Used': device.used,
         'Free': device.free,
         'Max Unit': inventory.max_unit if inventory else None,
+        'Min Unit': inventory.min_unit if inventory else None,
+        'Step Size': inventory.step_size if inventory else None,
         'Allocation Ratio': (inventory.allocation_ratio if inventory
                              else None),
         'Generation': device.generation,
@@ -91,8 +98,11 @@ class ListProvider(command.Lister):
 
     Answers which GPUs Nova reports, how full each is and which traits
     (such as its type's) it carries: one row per device, Host being the
-    compute node and Device the PCI address. --kind pci or all adds the
-    GPUs Nova reports through PCI in Placement (SR-IOV vGPUs, whole GPUs).
+    compute node and Device the PCI address. Capacity is what Placement
+    can hand out; the default view costs a few requests whatever the size
+    of the cloud, --long adds the inventory's fields at one request per
+    device. --kind pci or all adds the GPUs Nova reports through PCI in
+    Placement (SR-IOV vGPUs, whole GPUs).
     """
 
     _epilog = """\
@@ -134,10 +144,14 @@ Every GPU, mdev and PCI-in-Placement alike::
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full,
             kinds=kinds(parsed_args))
+        # A column of --long named with -c brings the long view: -c Total
+        # works without --long.
+        long_view = parsed_args.long or bool(
+            set(parsed_args.columns or ()) - set(PCI_COLUMNS))
         if parsed_args.kind == domain.MDEV:
-            cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+            cols = LONG_COLUMNS if long_view else COLUMNS
         else:
-            cols = LONG_PCI_COLUMNS if parsed_args.long else PCI_COLUMNS
+            cols = LONG_PCI_COLUMNS if long_view else PCI_COLUMNS
         # Traits and inventory fields cost requests per device: read only
         # when shown (Placement filters on traits itself). VFs of PF needs
         # the total, which the summaries' capacity stands for.

@@ -134,7 +134,7 @@ def test_provider_list_is_what_nova_reported(cloud):
     rows = mdev_json('provider', 'list')
     expected = [{'Host': node, 'Device': gpu['pci_address'],
                  'Resource Class': gpu['resource_class'],
-                 'Total': gpu['offers'][gpu['mdev_type']],
+                 'Capacity': gpu['offers'][gpu['mdev_type']],
                  'Used': used.get((node, gpu['pci_address']), 0),
                  'Free': gpu['offers'][gpu['mdev_type']] - used.get(
                      (node, gpu['pci_address']), 0)}
@@ -209,7 +209,7 @@ def test_provider_usage_moves_with_servers(cloud, flavors):
     for row in mdev_json('provider', 'list'):
         key = (row['Host'], row['Device'])
         assert row['Used'] == used.get(key, 0), key
-        assert row['Free'] == row['Total'] - row['Used']
+        assert row['Free'] == row['Capacity'] - row['Used']
     [(node, address, _)] = truth(cloud)[server['id']]
     show = mdev_json('provider', 'show', '%s:%s' % (node, address))
     consumers = {c['consumer'] for c in show['Consumers']}

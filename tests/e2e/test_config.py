@@ -45,7 +45,8 @@ def cloud(tmp_path_factory):
 
 def placement_view(host):
     rows = mdev('provider', 'list', '--host', host, '-f', 'json').json()
-    return {r['Device']: (r['Resource Class'], r['Total']) for r in rows}
+    return {r['Device']: (r['Resource Class'], r['Capacity'])
+            for r in rows}
 
 
 NEW_CONF = """[DEFAULT]

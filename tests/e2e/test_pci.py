@@ -139,7 +139,7 @@ def test_providers_match_the_plan_and_the_hypervisor(
             'Product ID': '2330' if default_class else None,
             # Each provider holds the VFs of one PF, named by its address.
             'VFs of PF': address,
-            'Resource Class': p['resource_class'], 'Total': p['total'],
+            'Resource Class': p['resource_class'], 'Capacity': p['total'],
             'Used': used[address], 'Free': p['total'] - used[address],
             'Traits': p['traits']}
 

@@ -89,8 +89,11 @@ def test_placement_checks_without_nova(cloud, placement, placement_url,
     nova = next(r for r in rows if r['Check'] == 'nova-unreachable')
     assert 'Cannot reach the Compute API' in nova['Message']
     assert 'orphaned-allocation' in nova['Message']
-    # One provider list, then three reads per device.
-    assert requests == 1 + 3 * len(gpus)
+    # One provider list and the allocation candidate summaries; then the
+    # allocations of the two devices in use (84, 87) and the inventory of
+    # the one used beyond its capacity (87).
+    assert len(gpus) == 4
+    assert requests == 2 + 2 + 1
 
 
 def test_fix_lost_trait_keeps_everything_else(cloud, placement, host):

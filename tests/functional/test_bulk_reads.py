@@ -15,12 +15,14 @@
 Against the production-shaped Placement (PostgreSQL, gunicorn) on data
 chosen to trip the provider summaries: full GPUs, a host whose GPUs are
 all full, a host whose VCPUs are all used too (absent from allocation
-candidates), reserved and over-committed inventories, a device whose usage
-exceeds its capacity, PCI-in-Placement and network agent children, a
-device deleted while the command reads, and a Placement whose
+candidates, filled in by its memory), a host whose VCPUs and memory are
+all used but one GPU has room (no candidate at all: read per device),
+reserved and over-committed inventories, a device whose usage exceeds its
+capacity, PCI-in-Placement and network agent children, a device deleted
+while the command reads, and a Placement whose
 ``max_allocation_candidates`` cuts the answer short. Every row is compared
 field by field with plain per-device reads (inventories, usages, traits)
-made by the test itself.
+made by the test itself, and the requests are counted at the server.
 """
 
 import json
@@ -39,10 +41,10 @@ NARROW = ('UUID', 'Host', 'Device', 'Resource Class', 'Used', 'Free',
           'Traits')
 
 
-def _root(placement, host, vcpus=64):
+def _root(placement, host, vcpus=64, memory=262144):
     root = placement.create_provider(host)
     placement.set_inventory(root, {
-        'VCPU': {'total': vcpus}, 'MEMORY_MB': {'total': 262144},
+        'VCPU': {'total': vcpus}, 'MEMORY_MB': {'total': memory},
         'DISK_GB': {'total': 2000}})
     placement.set_traits(root, placement_data.ROOT_TRAITS)
     return root
@@ -89,7 +91,8 @@ def fill(placement):
                    {'VGPU': {'total': 1, 'max_unit': 1}})
         p.boot_server(b, gpu)
 
-    # C: every GPU full and every VCPU used: no allocation candidate.
+    # C: every VCPU used (no candidate for a VCPU), two GPUs full and one
+    # with room: filled in by the node's free memory.
     c = _root(p, 'bulk_c.dc1', vcpus=4)
     c_gpus = [_gpu(p, c, 'bulk_c.dc1', 'pci_0000_41_00_%d' % n,
                    {'VGPU': {'total': 1, 'max_unit': 1}}, ['CUSTOM_C'])
@@ -97,7 +100,19 @@ def fill(placement):
     for gpu in c_gpus:
         p.allocate(str(uuid.uuid4()), {
             c: {'VCPU': 2}, gpu.uuid: {'VGPU': 1}})
-    watch['uncovered'] = c_gpus[1].uuid
+    _gpu(p, c, 'bulk_c.dc1', 'pci_0000_42_00_0',
+         {'VGPU': {'total': 2, 'max_unit': 2}}, ['CUSTOM_C'])
+    watch['no_vcpu'] = c_gpus[1].uuid
+
+    # F: every VCPU and all memory used, one GPU full and one with room:
+    # no allocation candidate of any kind in this tree.
+    f = _root(p, 'bulk-f', vcpus=2, memory=2048)
+    f_full = _gpu(p, f, 'bulk-f', 'pci_0000_61_00_0',
+                  {'VGPU': {'total': 1, 'max_unit': 1}})
+    f_room = _gpu(p, f, 'bulk-f', 'pci_0000_62_00_0',
+                  {'VGPU': {'total': 3, 'max_unit': 3}}, ['CUSTOM_F'])
+    p.boot_server(f, f_full)
+    watch['uncovered'] = f_room.uuid
 
     # D: a custom class, a virtual parent, PCI in Placement, an agent.
     d = _root(p, 'bulk-d')
@@ -148,9 +163,10 @@ def per_device_rows(url):
             rows.append({
                 'UUID': rp['uuid'], 'Name': rp['name'], 'Host': host,
                 'Device': device, 'Kind': 'mdev', 'Resource Class': rc,
-                'Total': i['total'],
+                'Capacity': capacity, 'Total': i['total'],
                 'Reserved': i['reserved'], 'Used': used,
                 'Free': max(capacity - used, 0), 'Max Unit': i['max_unit'],
+                'Min Unit': i['min_unit'], 'Step Size': i['step_size'],
                 'Allocation Ratio': i['allocation_ratio'],
                 'Generation': inv['resource_provider_generation'],
                 'Traits': sorted(traits)})
@@ -186,31 +202,76 @@ def _counted(server, func):
     return result, server.requests() - before
 
 
+DEFAULT = ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity', 'Used',
+           'Free', 'Traits')
+# The trees the VCPU-anchored answer lacks: bulk_c.dc1 (no free VCPU,
+# filled in by its memory) and bulk-f (no free VCPU nor memory).
+FILLS = 2
+# bulk-f's two devices, read one by one: inventories, usages, traits.
+PER_DEVICE = 2 * 3
+# The devices the summaries cover (--long reads their inventories).
+COVERED = 11
+
+
 def test_long_list_equals_per_device_reads(cloud):
     server, _ = cloud
     expected = per_device_rows(server.url)
-    assert len(expected) == 10
+    assert len(expected) == 13
     rows, count = _counted(server, lambda: listed(server.url, '--long'))
     assert rows == expected
-    # listing + summaries + one inventories read per covered device; the
-    # two devices of the tree without candidates: inventories, usages and
-    # traits each.
-    assert count == 2 + 8 + 2 * 3
+    # listing + summaries + the fills + one inventories read per covered
+    # device + bulk-f's devices one by one.
+    assert count == 2 + FILLS + COVERED + PER_DEVICE
 
 
 def test_default_and_narrow_views_equal_per_device_reads(cloud):
     server, _ = cloud
     expected = per_device_rows(server.url)
-    default = listed(server.url)
-    assert default == [{k: r[k] for k in (
-        'UUID', 'Host', 'Device', 'Resource Class', 'Total', 'Used', 'Free',
-        'Traits')} for r in expected]
+    default, count = _counted(server, lambda: listed(server.url))
+    assert default == [{k: r[k] for k in DEFAULT} for r in expected]
+    # No inventories read: listing, summaries, the fills, bulk-f's devices.
+    assert count == 2 + FILLS + PER_DEVICE
     cols = [a for c in NARROW for a in ('-c', c)]
     narrow, count = _counted(server, lambda: listed(server.url, *cols))
     assert narrow == [{k: r[k] for k in NARROW} for r in expected]
-    # No inventories read: listing, summaries, the uncovered tree's two
-    # devices (inventories, usages, traits).
-    assert count == 2 + 2 * 3
+    assert count == 2 + FILLS + PER_DEVICE
+
+
+def test_a_long_column_named_with_c_brings_the_long_view(cloud):
+    server, _ = cloud
+    expected = per_device_rows(server.url)
+    rows = listed(server.url, '-c', 'UUID', '-c', 'Total', '-c', 'Step Size')
+    assert rows == [{k: r[k] for k in ('UUID', 'Total', 'Step Size')}
+                    for r in expected]
+
+
+def test_a_node_without_free_vcpu_is_filled_in_by_its_memory(cloud):
+    server, _ = cloud
+    rows, count = _counted(server, lambda: listed(
+        server.url, '--host', 'bulk_c.dc1'))
+    assert rows == [{k: r[k] for k in DEFAULT}
+                    for r in per_device_rows(server.url)
+                    if r['Host'] == 'bulk_c.dc1']
+    assert [(r['Capacity'], r['Used'], r['Free']) for r in rows] == [
+        (1, 1, 0), (1, 1, 0), (2, 0, 2)]
+    # root lookup, tree listing, summaries (no candidate: no free VCPU),
+    # the fill anchored on memory; no device read on its own.
+    assert count == 4
+
+
+def test_a_node_without_free_vcpu_or_memory_is_read_per_device(cloud):
+    server, watch = cloud
+    rows, count = _counted(server, lambda: listed(
+        server.url, '--host', 'bulk-f'))
+    assert rows == [{k: r[k] for k in DEFAULT}
+                    for r in per_device_rows(server.url)
+                    if r['Host'] == 'bulk-f']
+    assert [(r['Capacity'], r['Used'], r['Free']) for r in rows] == [
+        (1, 1, 0), (3, 0, 3)]
+    assert rows[1]['UUID'] == watch['uncovered']
+    # root lookup, tree listing, summaries, the fill (no candidate),
+    # the two devices one by one.
+    assert count == 4 + PER_DEVICE
 
 
 @pytest.mark.parametrize('args, keep', [
@@ -222,27 +283,64 @@ def test_default_and_narrow_views_equal_per_device_reads(cloud):
     (('--host', 'bulk-a.example.com', '--resource-class',
       'CUSTOM_NVIDIA_36'), lambda r: r['Resource Class'] ==
      'CUSTOM_NVIDIA_36'),
+    (('--kind', 'mdev', '--resource-class', 'VGPU', '--free'),
+     lambda r: r['Resource Class'] == 'VGPU' and r['Free'] > 0),
 ])
 def test_filters_equal_per_device_reads(cloud, args, keep):
     server, _ = cloud
-    expected = [{k: r[k] for k in NARROW}
+    expected = [{k: r[k] for k in DEFAULT}
                 for r in per_device_rows(server.url) if keep(r)]
     assert expected
-    cols = [a for c in NARROW for a in ('-c', c)]
-    rows, count = _counted(server, lambda: listed(server.url, *args, *cols))
+    rows, count = _counted(server, lambda: listed(server.url, *args))
     assert rows == expected
-    assert count <= 2 + 2 * 3 + 2
+    # Whatever the filter: the reads of the default view, plus at most
+    # one listing by trait or class check.
+    assert count <= 2 + FILLS + PER_DEVICE + 1
 
 
-def test_truncated_candidates_fall_back_to_per_device_reads(truncating):
-    answer = requests.get(
-        truncating.url + '/allocation_candidates?resources=VCPU:1',
+def _truncated_answer(url):
+    return requests.get(
+        url + '/allocation_candidates?resources=VCPU:1',
         headers={'X-Auth-Token': 'admin',
                  'OpenStack-API-Version': 'placement 1.31'}).json()
-    # Three trees have a free VCPU; the answer holds two.
+
+
+def _without_ids(rows):
+    return [{k: v for k, v in r.items() if k not in ('UUID', 'Name',
+                                                     'Generation')}
+            for r in rows]
+
+
+def test_truncated_candidates_fill_the_missing_trees(cloud, truncating):
+    answer = _truncated_answer(truncating.url)
+    # Three trees have a free VCPU; the answer holds two, and says
+    # nothing of the third.
     assert len(answer['allocation_requests']) == 2
-    assert listed(truncating.url, '--long') == per_device_rows(
-        truncating.url)
+    expected = per_device_rows(truncating.url)
+    rows, count = _counted(truncating, lambda: listed(truncating.url))
+    assert rows == [{k: r[k] for k in DEFAULT} for r in expected]
+    # The same data as on the Placement that does not truncate.
+    assert _without_ids(rows) == _without_ids(listed(cloud[0].url))
+    # listing, summaries, one fill per missing tree (the cut one,
+    # bulk_c.dc1, bulk-f), bulk-f's devices one by one.
+    assert count == 2 + 3 + PER_DEVICE
+    rows, count = _counted(truncating, lambda: listed(truncating.url,
+                                                      '--long'))
+    assert rows == expected
+    assert count == 2 + 3 + COVERED + PER_DEVICE
+
+
+def test_truncated_candidates_capacity_and_allocation_list(cloud,
+                                                           truncating):
+    bare = ('capacity', '--resource-class', 'VGPU', '--amount', '1',
+            '-f', 'json')
+    ours, count = _counted(truncating, lambda: mdev(
+        truncating.url, *bare).json())
+    assert ours == mdev(cloud[0].url, *bare).json()
+    assert [r for r in ours if r['Host'] == 'bulk-f'][0]['Free'] == 3
+    # listing, candidates, room; a fill per missing tree; bulk-f's root
+    # and two devices one by one (inventories, usages, traits).
+    assert count == 3 + 3 + 3 * 3
 
 
 def test_show_reads_only_its_tree(cloud):
@@ -280,7 +378,8 @@ def test_device_deleted_while_reading_is_left_out(cloud, monkeypatch):
 
     monkeypatch.setattr(placement_client.PlacementClient, 'get_inventories',
                         delete_first)
-    rows = listed(url, '--host', host)
+    # --long reads each device's inventories.
+    rows = listed(url, '--host', host, '--long')
     assert [r['UUID'] for r in rows] == [kept.uuid]
 
 
@@ -298,10 +397,54 @@ def test_trait_set_all_keeps_every_trait_in_few_requests(cloud):
              for r in per_device_rows(server.url)}
     assert after == {u: t | {'CUSTOM_FRESH'} for u, t in before.items()}
     # listing, summaries, PUT /traits/CUSTOM_FRESH, one PUT per device;
-    # the uncovered tree's devices are read first (inventories, traits).
+    # the fills; the uncovered tree's devices are read first (inventories,
+    # traits).
     devices = len(before)
-    assert count == 3 + devices + 2 * 2
+    assert count == 3 + devices + FILLS + 2 * 2
     dry, count = _counted(server, lambda: mdev(
         server.url, 'trait', 'unset', '--all', '--trait', 'CUSTOM_FRESH',
         '--dry-run', '-f', 'json'))
-    assert dry.rc == 0 and count == 2 + 2 * 2
+    assert dry.rc == 0 and count == 2 + FILLS + 2 * 2
+
+
+def _metrics(url, *args):
+    from prometheus_client import parser
+
+    result = mdev(url, 'metrics', *args)
+    assert result.rc == 0, result.stderr
+    return {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+
+
+def _device_samples(families, name):
+    return {(s.labels['host'], s.labels['device'],
+             s.labels['resource_class']): s.value
+            for s in families[name].samples}
+
+
+@pytest.mark.parametrize('truncated', [False, True])
+def test_metrics_equal_per_device_reads(cloud, truncating, truncated):
+    server = truncating if truncated else cloud[0]
+    expected = per_device_rows(server.url)
+    families, count = _counted(server, lambda: _metrics(server.url))
+    for metric, field in (('openstack_mdev_device_capacity', 'Capacity'),
+                          ('openstack_mdev_device_used', 'Used'),
+                          ('openstack_mdev_device_free', 'Free')):
+        assert _device_samples(families, metric) == {
+            (r['Host'], r['Device'], r['Resource Class']): r[field]
+            for r in expected}
+    types = {s.labels['device']: s.labels['type']
+             for s in families['openstack_mdev_device_used'].samples}
+    assert types['0000:84:00.0'] == 'NVIDIA_35'
+    assert types['0000:86:00.0'] == ''
+    free = {}
+    for r in expected:
+        key = (r['Host'], r['Resource Class'])
+        free[key] = free.get(key, 0) + r['Free']
+    assert {(s.labels['host'], s.labels['resource_class']): s.value
+            for s in families['openstack_mdev_host_free'].samples} == free
+    assert [s.value for s in families[
+        'openstack_mdev_scrape_success'].samples] == [1]
+    assert 'openstack_mdev_flavor_fits' not in families
+    # The requests of provider list's default view.
+    assert count == 2 + (3 if truncated else FILLS) + PER_DEVICE

@@ -81,7 +81,10 @@ def state(placement, gpus):
 
 def test_reads_survive_transient_faults(placement, cloud, proxy, host):
     name, gpus = host
-    clean = mdev(cloud, 'provider', 'list', '--host', name, '-f', 'json')
+    # --long: one inventories read per device besides the bulk reads,
+    # enough requests to meet every kind of fault.
+    clean = mdev(cloud, 'provider', 'list', '--host', name, '--long',
+                 '-f', 'json')
     assert clean.rc == 0, clean.stderr
     kinds = [faults.status(503), faults.status(500), faults.DROP_BEFORE,
              faults.DROP_AFTER, faults.HTML_PAGE]
@@ -90,7 +93,8 @@ def test_reads_survive_transient_faults(placement, cloud, proxy, host):
         # Odd requests meet a fault; the retry (the next request) passes.
         return kinds[req.n // 2 % len(kinds)] if req.n % 2 else None
     proxy.reset(every_other)
-    result = mdev(cloud, 'provider', 'list', '--host', name, '-f', 'json')
+    result = mdev(cloud, 'provider', 'list', '--host', name, '--long',
+                  '-f', 'json')
     assert result.rc == 0, result.stderr
     assert result.json() == clean.json()
     assert result.stderr == ''
@@ -282,11 +286,11 @@ def test_read_failing_on_some_devices_prints_no_partial_table(
         placement, cloud, proxy, host):
     name, gpus = host
     victim = gpus[4].uuid
-    # The default table's Total comes from one inventories read per
-    # device (the bulk summaries carry no inventory fields).
+    # The long table's Total comes from one inventories read per device
+    # (the bulk summaries carry no inventory fields).
     proxy.reset(lambda req: faults.status(503) if (
         victim in req.path and req.path.endswith('/inventories')) else None)
-    result = mdev(cloud, 'provider', 'list', '--host', name)
+    result = mdev(cloud, 'provider', 'list', '--host', name, '--long')
     cli.assert_one_line_error(
         result, 'Placement failed on GET /resource_providers/%s/inventories'
         % victim, 'HTTP 503', 'after 4 attempts')

@@ -123,8 +123,9 @@ class Cloud:
             used = self.used.get((host, nodedev), 0)
             rows.append({
                 'UUID': gpu.uuid, 'Host': host, 'Device': device,
-                'Resource Class': gpu.resource_class, 'Total': gpu.total,
-                'Used': used, 'Free': gpu.total - used,
+                'Resource Class': gpu.resource_class,
+                'Capacity': gpu.total, 'Used': used,
+                'Free': gpu.total - used,
                 'Traits': sorted(('OWNER_NOVA',) + tuple(gpu.traits))})
         return sorted(rows, key=lambda r: (r['Host'], r['Device']))
 

@@ -115,7 +115,7 @@ def test_default_list_is_mdev_only_and_unchanged(cloud, auth):
     assert [(r['Host'], r['Device']) for r in rows] == [
         ('mdev1', '0000:84:00.0')]
     assert list(rows[0]) == ['UUID', 'Host', 'Device', 'Resource Class',
-                             'Total', 'Used', 'Free', 'Traits']
+                             'Capacity', 'Used', 'Free', 'Traits']
     assert result.stderr == ''
 
 
@@ -124,10 +124,11 @@ def test_list_pci_devices(cloud, auth):
     assert _summary(rows) == PCI_ROWS
     assert list(rows[0]) == [
         'UUID', 'Host', 'Device', 'Kind', 'Vendor ID', 'Product ID',
-        'VFs of PF', 'Resource Class', 'Total', 'Used', 'Free', 'Traits']
+        'VFs of PF', 'Resource Class', 'Capacity', 'Used', 'Free',
+        'Traits']
     vfs = next(r for r in rows if r['Device'] == '0000:af:00.0')
     assert vfs['UUID'] == cloud.vfs.uuid
-    assert vfs['Total'] == 4
+    assert vfs['Capacity'] == 4
     assert vfs['Traits'] == ['COMPUTE_MANAGED_PCI_DEVICE', 'CUSTOM_A16_2Q',
                              'OWNER_NOVA']
     # The provider named like one but without Nova's trait is none.
@@ -282,11 +283,11 @@ def test_request_counts_of_a_mixed_cloud(cloud, auth):
             cloud, lambda: listed(auth, '--kind', kind))
         _, counts[kind + ' --long'] = counted(
             cloud, lambda: listed(auth, '--kind', kind, '--long'))
-    # listing + summaries, whatever the kind, and one inventories read
-    # per device shown (for Total).
-    assert counts == {'mdev': 2 + 1, 'mdev --long': 2 + 1,
-                      'pci': 2 + 4, 'pci --long': 2 + 4,
-                      'all': 2 + 5, 'all --long': 2 + 5}
+    # listing + summaries, whatever the kind; --long adds one inventories
+    # read per device shown (for Total).
+    assert counts == {'mdev': 2, 'mdev --long': 2 + 1,
+                      'pci': 2, 'pci --long': 2 + 4,
+                      'all': 2, 'all --long': 2 + 5}
     # Without Total (-c), the count does not grow with the devices.
     _, narrow = counted(cloud, lambda: listed(
         auth, '--kind', 'all', '-c', 'Device', '-c', 'Used', '-c', 'Free',

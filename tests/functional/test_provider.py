@@ -95,7 +95,7 @@ class Cloud:
             device = '%s:%s:%s.%s' % (dom, bus, slot, fn)
         return {
             'UUID': gpu.uuid, 'Host': host, 'Device': device,
-            'Resource Class': gpu.resource_class, 'Total': gpu.total,
+            'Resource Class': gpu.resource_class, 'Capacity': gpu.total,
             'Used': used, 'Free': gpu.total - used,
             'Traits': sorted(('OWNER_NOVA',) + gpu.traits),
         }
@@ -134,10 +134,13 @@ def test_list_long(cloud, auth):
         assert row['Max Unit'] == gpu.total
         assert row['Allocation Ratio'] == 1.0
         assert row['Generation'] == cloud.placement.generation(gpu.uuid)
+        assert row['Total'] == row['Capacity'] == gpu.total
+        assert row['Min Unit'] == row['Step Size'] == 1
         assert list(row) == [
             'UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
-            'Total', 'Reserved', 'Used', 'Free', 'Max Unit',
-            'Allocation Ratio', 'Generation', 'Traits']
+            'Capacity', 'Used', 'Free', 'Total', 'Reserved',
+            'Allocation Ratio', 'Max Unit', 'Min Unit', 'Step Size',
+            'Generation', 'Traits']
         assert row['Kind'] == 'mdev'
 
 
@@ -145,7 +148,7 @@ def test_list_table_output(cloud, auth):
     result = mdev(auth, 'provider', 'list')
     assert result.rc == 0, result.stderr
     header = result.stdout.splitlines()[1]
-    for column in ('UUID', 'Host', 'Device', 'Resource Class', 'Total',
+    for column in ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity',
                    'Used', 'Free', 'Traits'):
         assert column in header
     assert 'compute_1.example.com' in result.stdout

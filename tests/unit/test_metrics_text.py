@@ -1,0 +1,191 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The metrics text, read back with prometheus_client's own parser, and
+the shipped Grafana dashboard, which must query only what is emitted.
+"""
+
+import json
+import pathlib
+import re
+
+from prometheus_client import parser
+import pytest
+
+from osc_mdev.domain import metrics
+from osc_mdev.domain import providers
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev.json'
+
+
+def _device(host, nodedev, rc='VGPU', capacity=4, used=1, traits=(),
+            kind=providers.MDEV):
+    address = None
+    if nodedev.startswith('pci_'):
+        address = '0000:%s:00.0' % nodedev.split('_')[1]
+    candidate = providers.Candidate(
+        uuid='u-%s-%s' % (host, nodedev), name='%s_%s' % (host, nodedev),
+        host=host, root_uuid='r-' + host, nodedev=nodedev,
+        pci_address=address, generation=1, kind=kind)
+    return providers.Device(
+        candidate=candidate, resource_class=rc, inventory=None, used=used,
+        generation=1, traits=tuple(traits), summary_capacity=capacity)
+
+
+DEVICES = [
+    _device('gpu1.example.net', 'pci_84', used=4,
+            traits=('CUSTOM_NVIDIA_35', 'OWNER_NOVA')),
+    _device('gpu1.example.net', 'pci_85', used=1,
+            traits=('CUSTOM_NVIDIA_35',)),
+    _device('gpu1.example.net', 'mtty_mtty', rc='CUSTOM_MTTY', capacity=2,
+            used=3),
+    _device('gpu2', 'pci_3b', capacity=8, used=0,
+            traits=('CUSTOM_NVIDIA_35', 'CUSTOM_NVIDIA_36')),
+]
+
+
+def parsed(text):
+    return {f.name: f for f in parser.text_string_to_metric_families(text)}
+
+
+def samples(family):
+    return {tuple(sorted(s.labels.items())): s.value for s in family.samples}
+
+
+def test_every_family_is_a_gauge_with_help_and_type():
+    text = metrics.render(metrics.families(
+        DEVICES, {'vgpu.small': 3}, duration=0.5, timestamp=1.7e9))
+    found = parsed(text)
+    assert sorted(found) == sorted(metrics.FAMILIES)
+    for name, (help_text, _) in metrics.FAMILIES.items():
+        assert found[name].type == 'gauge'
+        assert found[name].documentation == help_text
+        assert '# HELP %s ' % name in text
+        assert '# TYPE %s gauge\n' % name in text
+
+
+def test_device_values_and_labels():
+    found = parsed(metrics.render(metrics.families(DEVICES)))
+    used = samples(found['openstack_mdev_device_used'])
+    assert used[(('device', '0000:84:00.0'), ('host', 'gpu1.example.net'),
+                 ('kind', 'mdev'), ('resource_class', 'VGPU'),
+                 ('type', 'NVIDIA_35'))] == 4
+    free = {dict(k)['device']: v for k, v in samples(
+        found['openstack_mdev_device_free']).items()}
+    # Used beyond capacity: free is 0, never negative.
+    assert free == {'0000:84:00.0': 0, '0000:85:00.0': 3, 'mtty_mtty': 0,
+                    '0000:3b:00.0': 8}
+    types = {dict(k)['device']: dict(k)['type'] for k in samples(
+        found['openstack_mdev_device_capacity'])}
+    assert types == {'0000:84:00.0': 'NVIDIA_35', '0000:85:00.0':
+                     'NVIDIA_35', 'mtty_mtty': '',
+                     '0000:3b:00.0': 'NVIDIA_35,NVIDIA_36'}
+
+
+def test_host_totals_per_resource_class():
+    found = parsed(metrics.render(metrics.families(DEVICES)))
+    for family, want in (
+            ('openstack_mdev_host_capacity', {
+                ('gpu1.example.net', 'VGPU'): 8,
+                ('gpu1.example.net', 'CUSTOM_MTTY'): 2, ('gpu2', 'VGPU'): 8}),
+            ('openstack_mdev_host_used', {
+                ('gpu1.example.net', 'VGPU'): 5,
+                ('gpu1.example.net', 'CUSTOM_MTTY'): 3, ('gpu2', 'VGPU'): 0}),
+            ('openstack_mdev_host_free', {
+                ('gpu1.example.net', 'VGPU'): 3,
+                ('gpu1.example.net', 'CUSTOM_MTTY'): 0,
+                ('gpu2', 'VGPU'): 8})):
+        assert {(dict(k)['host'], dict(k)['resource_class']): v
+                for k, v in samples(found[family]).items()} == want
+
+
+def test_flavor_fits_only_when_asked():
+    found = parsed(metrics.render(metrics.families(DEVICES)))
+    assert 'openstack_mdev_flavor_fits' not in found
+    found = parsed(metrics.render(metrics.families(
+        DEVICES, {'vgpu.small': 3, 'vgpu "big"': 0})))
+    assert samples(found['openstack_mdev_flavor_fits']) == {
+        (('flavor', 'vgpu.small'),): 3, (('flavor', 'vgpu "big"'),): 0}
+    # An empty family still says what it is: no flavor fits is not "no
+    # data".
+    found = parsed(metrics.render(metrics.families(DEVICES, {})))
+    assert 'openstack_mdev_flavor_fits' in found
+
+
+@pytest.mark.parametrize('host', [
+    'gpu"1', 'back\\slash', 'new\nline', 'plain.example.net'])
+def test_label_values_are_escaped(host):
+    text = metrics.render(metrics.families([_device(host, 'pci_84')]))
+    found = parsed(text)
+    hosts = {dict(k)['host'] for k in samples(
+        found['openstack_mdev_device_used'])}
+    assert hosts == {host}
+    # One sample per line: nothing breaks the line structure.
+    assert len([line for line in text.splitlines()
+                if line.startswith('openstack_mdev_device_used{')]) == 1
+
+
+def test_failed_run_says_so_and_nothing_else():
+    found = parsed(metrics.render(metrics.failed(duration=1.25,
+                                                 timestamp=1.7e9)))
+    assert sorted(found) == ['openstack_mdev_scrape_duration_seconds',
+                             'openstack_mdev_scrape_success',
+                             'openstack_mdev_scrape_timestamp_seconds']
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_duration_seconds'].samples] == [1.25]
+
+
+def test_successful_run():
+    found = parsed(metrics.render(metrics.families([], duration=0.1)))
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [1]
+    assert 'openstack_mdev_scrape_timestamp_seconds' not in found
+
+
+def _queries(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ('expr', 'query', 'definition') and isinstance(
+                    value, str):
+                yield value
+            else:
+                yield from _queries(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _queries(item)
+
+
+def test_the_dashboard_queries_only_emitted_metrics_and_labels():
+    dashboard = json.loads(DASHBOARD.read_text())
+    queries = list(_queries(dashboard))
+    assert queries
+    used = set()
+    for query in queries:
+        names = set(re.findall(r'\b(openstack_mdev_[a-z_]+)\b', query))
+        assert names, query
+        assert names <= set(metrics.FAMILIES), query
+        used |= names
+        labels = set()
+        for name in names:
+            labels |= set(metrics.FAMILIES[name][1])
+        for group in re.findall(r'\bby \(([^)]*)\)', query) + [
+                m for m in re.findall(r'[{,]\s*([a-z_]+)\s*=~?"', query)]:
+            for label in group.split(','):
+                assert label.strip() in labels, (label, query)
+    titles = {p['title'] for p in dashboard['panels']}
+    assert {'Free vGPUs by type', 'Usage per host',
+            'Fits per flavor'} <= titles
+    assert {'openstack_mdev_device_free', 'openstack_mdev_host_used',
+            'openstack_mdev_flavor_fits'} <= used
