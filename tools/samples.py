@@ -48,13 +48,20 @@ UUID = re.compile(
     r'[0-9a-fA-F]{12}\b')
 PORT = re.compile(r'\b(127\.0\.0\.1|localhost):\d+')
 README_MARK = re.compile(r'^\.\. sample: ([a-z0-9-]+)\s*$')
+# What differs on every run of ``openstack mdev metrics``: when it read
+# the cloud and how long that took.
+SCRAPE_TIME = re.compile(
+    r'^(openstack_mdev_scrape_(?:duration|timestamp)_seconds) \S+$', re.M)
 
 
 def normalise(text, names, workdir=None):
-    """``text`` with UUIDs named, ports and ``workdir`` dropped."""
+    """``text`` with UUIDs named, ports, ``workdir`` and the metrics'
+    scrape times dropped.
+    """
     if workdir:
         text = text.replace(str(workdir).rstrip('/') + '/', '')
     text = PORT.sub(r'\1:PORT', text)
+    text = SCRAPE_TIME.sub(r'\1 <per run>', text)
     unnamed = {}
 
     def name(match):
