@@ -133,3 +133,48 @@ def plans_from_nova_conf(devices, conf, source, add=(),
             remove=tuple(t for t in by_type.values() if t != own),
             replace=replace, force=force))
     return plans
+
+
+# Drivers of mdev parent devices whose types osc-mdev recognises in a trait
+# name (``CUSTOM_NVIDIA_35``, ``CUSTOM_MLX5_CORE``...).
+TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
+_TYPE_BODY_RE = re.compile(r'^(?:%s)_[A-Z0-9_]+$' % '|'.join(TYPE_DRIVERS))
+
+
+@dataclasses.dataclass(frozen=True)
+class MdevType:
+    """An mdev type as far as it is known: ``key`` is the part of its
+    trait after the prefix (``NVIDIA_35`` for ``nvidia-35``), the same
+    whether the type was read from a nova.conf or from a trait; ``name``
+    is how it is shown: the type itself (``nvidia-35``) when a nova.conf
+    named it, else its trait.
+    """
+
+    key: str
+    name: str
+
+    @property
+    def is_nvidia(self):
+        return self.key.startswith('NVIDIA_')
+
+
+def mdev_type(name, prefix=DEFAULT_TRAIT_PREFIX):
+    """The MdevType of a type named in a nova.conf (``nvidia-35``)."""
+    return MdevType(trait_for_mdev_type(name, prefix)[len(prefix):], name)
+
+
+def mdev_type_of_traits(traits, prefix=DEFAULT_TRAIT_PREFIX):
+    """The type a device's traits name, as ``trait set --from-nova-conf``
+    names types (``prefix`` + the type's normalized name, for a known
+    mdev driver): an MdevType, or None when its traits name no type or
+    two.
+    """
+    found = {}
+    for trait in traits:
+        if trait.startswith(prefix) and _TYPE_BODY_RE.match(
+                trait[len(prefix):]):
+            found[trait[len(prefix):]] = trait
+    if len(found) != 1:
+        return None
+    (key, trait), = found.items()
+    return MdevType(key, trait)
