@@ -217,26 +217,46 @@ def target_mdevs(source_mdev_types, dest_mdev_types):
     return mapped
 
 
-def downtime_problem(values):
+def downtime_off(values):
     """What Nova's vGPU guide asks of the computes that live-migrate
     NVIDIA vGPUs: ``[libvirt] live_migration_downtime = 500000``,
     ``live_migration_downtime_steps = 3`` and
     ``live_migration_downtime_delay = 3``, or the migration does not
     converge. ``values`` is ``{option: value}`` (Nova's defaults where
-    unset: 500, 10, 75; None for a value oslo.config refuses). None, or
-    the options that are off, as ``option = value`` text.
+    unset: 500, 10, 75; None for a value oslo.config refuses). Answers
+    ``[(option, value)]`` of the options that are off.
     """
     off = []
     for option, wanted in NVIDIA_DOWNTIME.items():
         value = values.get(option)
-        if option == 'live_migration_downtime':
-            bad = value is None or value < wanted
-        else:
-            bad = value is None or value > wanted
-        if bad:
-            off.append('%s = %s' % (option, 'invalid' if value is None
-                                    else value))
-    return ', '.join(off) if off else None
+        if value is None or (value < wanted if option ==
+                             'live_migration_downtime' else value > wanted):
+            off.append((option, value))
+    return off
+
+
+def downtime_problem(values):
+    """``downtime_off`` as text (``option = value, ...``), or None."""
+    off = downtime_off(values)
+    return ', '.join('%s = %s' % (option, 'invalid' if value is None
+                                  else value)
+                     for option, value in off) or None
+
+
+def downtime_settings(settings):
+    """``{option: value}`` of the ``[libvirt] live_migration_downtime*``
+    options of nova.conf files (a novaconf.Settings; Nova's defaults where
+    unset, None for a value oslo.config refuses), or None when the files
+    have no ``[libvirt]`` section: a part of a compute's configuration
+    (its ``[devices]`` and ``[mdev_*]`` only), whose downtime settings are
+    elsewhere.
+    """
+    if settings is None or not any(
+            novaconf.group_key(name) == 'libvirt'
+            for name, _, _ in settings.sections):
+        return None
+    return {option: value.value
+            for option, value in settings.libvirt.items()}
 
 
 DOWNTIME_NEEDED = (
@@ -265,7 +285,8 @@ class Conf:
     """What a host's nova.conf says (``--compute-conf``): its enabled
     types (``supported_vgpu_types``, as MdevType), the type of each
     device (libvirt name -> MdevType or None) and its ``[libvirt]``
-    downtime values.
+    downtime values (``downtime_settings``: None when the file has no
+    ``[libvirt]`` section).
     """
 
     supported: tuple
@@ -383,14 +404,9 @@ def conf_from(mdev_config, source='', prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
         name = mdev_config.type_for(nodedev)
         return trait_logic.mdev_type(name, prefix) if name else None
 
-    downtime = {}
-    settings = mdev_config.settings
-    for option in novaconf.LIVE_MIGRATION_DOWNTIME_OPTIONS:
-        value = settings.libvirt.get(option) if settings else None
-        downtime[option] = value.value if value is not None else None
     return Conf(tuple(trait_logic.mdev_type(t, prefix)
                       for t in mdev_config.supported_types),
-                type_of, downtime, source)
+                type_of, downtime_settings(mdev_config.settings), source)
 
 
 def type_label(mdev_type):
@@ -839,6 +855,11 @@ def _downtime_notes(server, source, target, warnings):
         if node.conf is None:
             notes.append('[libvirt] live_migration_downtime* of %s (give '
                          '--compute-conf %s=FILE)' % (node.name, node.name))
+            continue
+        if node.conf.downtime is None:
+            notes.append('[libvirt] live_migration_downtime* of %s (its '
+                         '--compute-conf file has no [libvirt] section)'
+                         % node.name)
             continue
         problem = downtime_problem(node.conf.downtime)
         if problem:

@@ -43,7 +43,10 @@ class CheckConfig(command.Lister):
     in order, the later winning; a directory as --config-dir) and applies
     Nova's rules: one row per finding, 'error' where nova-compute will
     refuse to start, 'warning' where Nova will silently do something other
-    than what is written. [pci] device_spec, alias and report_in_placement
+    than what is written (among them, for NVIDIA types, [libvirt]
+    live_migration_downtime settings that live migration of their vGPUs
+    does not converge with, when the files have a [libvirt] section).
+    [pci] device_spec, alias and report_in_placement
     (PCI devices in Placement) are checked too: JSON, the resource classes
     and traits Nova makes of them, aliases no device spec serves, and with
     --sysfs virtual functions of one physical function that Nova refuses.

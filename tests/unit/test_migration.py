@@ -510,3 +510,30 @@ def test_commands_name_the_service_host():
         '--live-migration --host gpu2 --wait X')
     assert migration.command('cold', 'gpu2', 'X').endswith(
         '--host gpu2 --wait X && openstack server migration confirm X')
+
+
+@pytest.mark.parametrize('text, values', [
+    ('[devices]\nenabled_mdev_types = nvidia-12\n', None),
+    ('[libvirt]\nvirt_type = kvm\n[devices]\nenabled_mdev_types = '
+     'nvidia-12\n', {'live_migration_downtime': 500,
+                     'live_migration_downtime_steps': 10,
+                     'live_migration_downtime_delay': 75}),
+])
+def test_compute_conf_downtime(tmp_path, text, values):
+    from osc_mdev.local import novaconf as local_novaconf
+
+    path = tmp_path / 'nova.conf'
+    path.write_text(text)
+    conf = migration.conf_from(local_novaconf.parse_files([str(path)]))
+    assert conf.downtime == values
+    assert conf.supported == (N12,)
+    assert conf.type_of('pci_0000_84_00_0') == N12
+    target = node('dst', [(device('d1', '0000:82:00.0'), N12)], conf=conf)
+    verdict = migration.judge(server(N12), SOURCE, target,
+                              {'d1': {'VGPU': 1}})
+    assert verdict.live == 'yes'
+    if values is None:
+        assert any('its --compute-conf file has no [libvirt] section' in n
+                   for n in verdict.not_checked)
+    else:
+        assert 'live_migration_downtime = 500,' in verdict.reason
