@@ -157,6 +157,7 @@ def tour(cloud, workdir):
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
     audit_tour(t, cloud)
     pci_tour(t, cloud)
+    migration_tour(t, cloud)
     return t.failures
 
 
@@ -225,6 +226,40 @@ def pci_tour(t, cloud):
           "spec's, so\nosc-mdev refuses to set them:")
     t.run('mdev', 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
           'sriov1:0000:c1:00.0', expect_failure=True)
+
+
+def migration_tour(t, cloud):
+    """Drain a GPU host: plan the live migrations, run them."""
+    import json
+
+    node = 'gpu4.dc2.example.net'
+    t.say('Maintenance on %s: where can its servers go? Nova live-migrates '
+          'mdevs only\nwith libvirt 8.6.0 and QEMU 8.1.0 on both hosts; '
+          'these run 8.0.0 and 6.2.0:' % node)
+    t.run('mdev', 'migration', 'check', 'demo-fqdn', '-c', 'Host', '-c',
+          'Live', '-c', 'Cold', '-c', 'Reason')
+    for host, info in sorted(cloud.hosts.items()):
+        if info['enabled_mdev_types']:
+            cloud.control('hypervisor_versions', host=host,
+                          libvirt_version='8.6.0', qemu_version='8.1.0')
+    t.say('(the GPU hosts were upgraded to libvirt 8.6.0 and QEMU 8.1.0)\n'
+          'Plan live migrations for every server with an mdev on %s:' % node)
+    t.run('mdev', 'migration', 'plan', '--host', node, '--live', '-c',
+          'Name', '-c', 'Target Host', '-c', 'Kind', '-c', 'Command')
+    rows = json.loads(subprocess.run(
+        openstack_command() + ['mdev', 'migration', 'plan', '--host', node,
+                               '--live', '-f', 'json'],
+        env=t.env, cwd=t.workdir, capture_output=True, text=True).stdout)
+    t.say('Run the planned commands:')
+    for row in rows:
+        if row['Command']:
+            t.run(*shlex.split(row['Command'])[1:])
+    moved = {row['Server'] for row in rows if row['Command']}
+    t.say("The fake hypervisor's record of the moved servers' mdevs:\n" +
+          '\n'.join('  server %s: %s:%s (%s)' % (
+              m['server'], m['node'], m['pci_address'], m['mdev_type'])
+              for m in cloud.control('mdev_truth') if m['server'] in moved))
+    t.run('mdev', 'migration', 'plan', '--host', node)
 
 
 def main():

@@ -676,8 +676,12 @@ def _why_not(request, tree, free):
     if text.startswith('compute service enabled'):
         return ('the root provider carries COMPUTE_STATUS_DISABLED (Nova '
                 'syncs it with the service on its next update)')
-    return 'no device passes "%s"' % text if 'trait' in text or \
-        text.startswith('offers') else text
+    for start, words in (('required trait ', 'no device with trait '),
+                         ('forbidden trait ', 'every device has trait '),
+                         ('offers ', 'no device offers ')):
+        if text.startswith(start):
+            return words + text[len(start):]
+    return text
 
 
 def _with_free(tree, free):

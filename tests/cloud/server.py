@@ -1198,6 +1198,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         entry = next(h for h in self.topology['hosts'] if h['name'] == host)
         entry.update(libvirt_version=libvirt_version,
                      qemu_version=qemu_version)
+        # The restarted service reads the host's own configuration.
+        self._configure_host(entry)
         self.restart_compute_service(host)
         self._run_periodics()
         node = _node(entry)

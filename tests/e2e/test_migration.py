@@ -408,3 +408,17 @@ def test_07_requests_do_not_grow_with_the_cloud(cloud, ready):
     assert len([r for r in plan_placement if 'in_tree=' in r]) == 4
     for s in servers + more:
         cloud.control('delete', server=s['id'])
+
+
+def test_08_an_upgraded_hypervisor_takes_live_migrations(cloud, ready):
+    server = boot(cloud, PINNED)
+    rc, rows = check_rows(server['id'], '--host', 'old')
+    assert (rows['old']['Live'], rows['old']['Cold']) == ('no', 'yes')
+    upgraded = cloud.control('hypervisor_versions', host='old',
+                             libvirt_version='8.6.0', qemu_version='8.1.0')
+    assert upgraded['hypervisor_version'] == 8001000
+    rc, rows = check_rows(server['id'], '--host', 'old')
+    assert rc == 0
+    assert (rows['old']['Live'], rows['old']['Cold']) == ('yes', 'yes')
+    put_to_nova(cloud, server['id'], rows)
+    cloud.control('delete', server=server['id'])
