@@ -291,8 +291,7 @@ class Conf:
 
     supported: tuple
     type_of: object              # callable: nodedev -> MdevType | None
-    downtime: dict
-    source: str = ''
+    downtime: dict | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,9 +307,6 @@ class Node:
     types: dict                  # device uuid -> MdevType | None
     nodedevs: dict               # device uuid -> libvirt name
     conf: Conf | None = None
-
-    def type_of(self, device_uuid):
-        return self.types.get(device_uuid)
 
     @property
     def service_host(self):
@@ -394,11 +390,11 @@ def hypervisor_from_api(hypervisor):
         disabled_reason=service.get('disabled_reason'))
 
 
-def conf_from(mdev_config, source='', prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def conf_from(mdev_config, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """The Conf of a compute node's nova.conf (a novaconf.MdevConfig):
     what its libvirt driver enables (``supported_vgpu_types``), the type
     it gives each device (``vgpu_type_per_pgpu``) and its downtime
-    settings (Nova's defaults where unset).
+    settings (``downtime_settings``).
     """
     def type_of(nodedev):
         name = mdev_config.type_for(nodedev)
@@ -406,7 +402,7 @@ def conf_from(mdev_config, source='', prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
 
     return Conf(tuple(trait_logic.mdev_type(t, prefix)
                       for t in mdev_config.supported_types),
-                type_of, downtime_settings(mdev_config.settings), source)
+                type_of, downtime_settings(mdev_config.settings))
 
 
 def type_label(mdev_type):
@@ -498,7 +494,7 @@ NOT_ASKED = object()
 
 
 def judge(server, source, target, first=NOT_ASKED, free=None,
-          owner_nova=True, skip_version_check=False, strict_types=False):
+          owner_nova=True, strict_types=False):
     """Whether ``server`` can move live and cold to ``target`` (Nodes).
 
     ``first`` is Placement's first allocation request for the server's
@@ -510,7 +506,7 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
     even when Placement's first candidate is of the right type now.
     """
     notes = []                 # (LIVE or None for both, what)
-    warnings = []
+    warnings = []              # the same
     live, cold = [], []        # refusals, in Nova's order
     request = server.request
     name = target.name
@@ -573,7 +569,7 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
             else:
                 refusal = compatible_with_source_hypervisor(
                     source_hyp.hypervisor_type, source_hyp.version,
-                    hyp.hypervisor_type, hyp.version, skip_version_check)
+                    hyp.hypervisor_type, hyp.version)
                 if refusal:
                     live.append('%s (QEMU %s here, %s on the source)' % (
                         refusal, version_text(hyp.version),
@@ -596,22 +592,24 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
                 live.append(type_refusal['supported'])
             if type_refusal.get(LIVE):
                 live.append(type_refusal[LIVE])
+            live_warnings = []
             notes += [(LIVE, n) for n in _downtime_notes(
-                server, source, target, warnings)]
+                server, source, target, live_warnings)]
+            warnings += [(LIVE, w) for w in live_warnings]
         if type_refusal.get(COLD):
             cold.append(type_refusal[COLD])
 
-    reason = _reason(live, cold)
-    if not live and not cold and warnings:
-        reason = 'warning: ' + '; '.join(warnings)
-    elif warnings and (not live or not cold):
-        reason = '%s; warning: %s' % (reason, '; '.join(warnings))
+    def relevant(items):
+        return list(dict.fromkeys(
+            text for kind, text in items
+            if (kind is None and not (live and cold))
+            or (kind == LIVE and not live)))
+
+    reason = '; '.join(r for r in [_reason(live, cold)] + [
+        'warning: %s' % w for w in relevant(warnings)] if r)
     return Verdict(
         name, target.service_host, NO if live else YES,
-        NO if cold else YES, devices, reason,
-        tuple(dict.fromkeys(text for kind, text in notes
-                            if (kind is None and not (live and cold))
-                            or (kind == LIVE and not live))),
+        NO if cold else YES, devices, reason, tuple(relevant(notes)),
         live[0] if live else None, cold[0] if cold else None,
         {k: v for k, v in placement.items()
          if (k == LIVE and not live) or (k == COLD and not cold)})
@@ -799,13 +797,15 @@ def _types(server, target, key, plain, typed_found, free, first, strict):
             if strict:
                 refusal[LIVE] = refusal[COLD] = (
                     '%s, and the plan does not rely on the order Placement '
-                    'lists devices in (resize the server to a flavor that '
-                    'requires the type)' % text)
+                    'lists devices in (flavor %s does not ask for the type: '
+                    'resize the server to one that does)' % (
+                        text, server.flavor_name))
             else:
-                warnings.append(
-                    '%s: Placement\'s first candidate is a %s device now, '
-                    'but Nova refuses a live migration if it picks another'
-                    % (text, wanted))
+                warnings.append((None, (
+                    '%s: Placement\'s first candidate is a %s device now; '
+                    'if it picks another, Nova refuses a live migration and '
+                    'a cold one gives the server another vGPU type'
+                    % (text, wanted))))
     return refusal, notes, warnings
 
 

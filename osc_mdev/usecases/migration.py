@@ -56,7 +56,7 @@ NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 def read_confs(values, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """``{host: domain.Conf}`` of the --compute-conf HOST=FILE options."""
-    return {host: domain.conf_from(conf, host, prefix)
+    return {host: domain.conf_from(conf, prefix)
             for host, conf in nova_conf.compute_confs(values).items()}
 
 
