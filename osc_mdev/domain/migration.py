@@ -874,6 +874,15 @@ def _downtime_notes(server, source, target, warnings):
     return notes
 
 
+def offers(request, node):
+    """Whether ``node`` has a device of each device class ``request``
+    asks for: a node without one is no candidate at all.
+    """
+    have = {rc for d in (node.tree.children if node.tree else ())
+            for rc in d.inventories}
+    return set(request.device_amounts()) <= have
+
+
 # -- the plan ----------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -909,6 +918,9 @@ def plan(servers, source, targets, kinds=(LIVE, COLD), firsts=None,
     for server in ordered:
         best, refusals = None, []
         for target in sorted(targets, key=lambda t: t.name):
+            if server.request is not None and not offers(
+                    server.request, target):
+                continue
             verdict = judge(
                 server, source, target,
                 firsts.get((server.id, target.name), NOT_ASKED),
@@ -960,7 +972,8 @@ def _no_target(server, refusals, targets, free, fix):
     if server.request is None:
         return server.problem or 'the server\'s request is not known'
     if not refusals:
-        return 'no target host to consider'
+        return ('no other compute node has a device of %s' % ', '.join(
+            sorted(server.request.device_amounts())))
     counts = collections.Counter(r for _, r in refusals)
     parts = []
     for reason, _ in counts.most_common(3):

@@ -214,7 +214,8 @@ def check(placement, compute, reference, host=None, confs=None,
                     aliases)
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
-               if name != source_name and (not host or name == host)]
+               if name != source_name and (
+                   name == host or not host and domain.offers(request, n))]
     asked = [t for t in targets if _worth_asking(request, t)]
     firsts = _firsts(placement, [(request, t.tree.root.uuid)
                                  for t in asked])
@@ -273,12 +274,13 @@ def plan(placement, compute, host, kinds=(domain.LIVE, domain.COLD),
                     "orphaned: see 'openstack mdev audit --host %s'): %s",
                     len(unknown), host, host, ', '.join(sorted(unknown)))
 
+    if not servers:
+        return []
     bare = [_server(s, (), aliases) for s in servers]
     requests = [s.request for s in bare if s.request is not None]
     wanted = tuple(targets) + (host,) if targets else ()
-    trees = capacity_reads.read_hosts(
-        placement, requests or [rr.bare_request('VGPU')], listing,
-        hosts=wanted)
+    trees = capacity_reads.read_hosts(placement, requests, listing,
+                                      hosts=wanted)
     owner_nova = capacity_logic.owner_nova_in_effect(trees)
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    list(wanted) or [host])

@@ -50,7 +50,8 @@ def _shared(parser):
 class CheckMigration(command.Lister):
     """Where a server with mdevs can be live- or cold-migrated, and why not.
 
-    One row per compute node that could take the server (or only --host):
+    One row per compute node that could take the server (one with devices
+    of the classes it asks for), or only --host:
     Live and Cold say whether Nova would move it there now, Devices the
     node's devices of the server's mdev type with room for it (the one
     Placement would give first), Reason the first of Nova's rules that

@@ -537,3 +537,14 @@ def test_compute_conf_downtime(tmp_path, text, values):
                    for n in verdict.not_checked)
     else:
         assert 'live_migration_downtime = 500,' in verdict.reason
+
+
+def test_plan_ignores_nodes_without_the_class():
+    cpu_only = node('cpu', [])
+    mlx = node('mlx', [(device('m1', '0000:3b:00.0', rc='CUSTOM_MLX5'),
+                        None)])
+    assert not migration.offers(servers(1)[0].request, cpu_only)
+    moves = migration.plan(servers(1), SOURCE, [cpu_only, mlx])
+    assert moves[0].node is None
+    assert moves[0].reason == ('no other compute node has a device of '
+                               'VGPU')
