@@ -19,11 +19,24 @@ and one whose SR-IOV GPUs Nova reports through PCI in Placement; see
 tests/cloud/server.py), then runs the commands an operator
 would, printing each command line and its real output.
 
+The outputs the documentation shows are this tour's: each ``t.sample(NAME,
+...)`` runs a command and records its output as
+``doc/source/samples/NAME.txt`` (see tools/samples.py), rewritten only when
+the command prints something else than the file holds; README.rst's
+copies follow. tests/e2e/test_doc_samples.py runs the same tour and fails
+when a sample no longer matches. To document a new command's output, add
+one ``t.sample('<name>', 'mdev', ...)`` line where the tour has the state
+to show, run ``tox -e demo``, and include the file in its page::
+
+    .. literalinclude:: /samples/<name>.txt
+       :language: console
+
 ``--keep`` leaves the cloud running at the end (as ``tools/sandbox.py``
-does) until Ctrl-C.
+does) until Ctrl-C; ``--no-samples`` writes nothing.
 """
 
 import argparse
+import json
 import os
 import pathlib
 import shlex
@@ -32,11 +45,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+import uuid
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.cloud import client  # noqa: E402
+from tools import samples  # noqa: E402
+from tools import sandbox  # noqa: E402
 
 
 def openstack_command():
@@ -46,12 +63,19 @@ def openstack_command():
 
 
 class Tour:
-    def __init__(self, cloud, workdir):
+    """Runs the tour's commands on ``cloud`` with ``workdir`` as the
+    current directory; hands each sample to ``recorder`` (a
+    tools.samples.Recorder), if any.
+    """
+
+    def __init__(self, cloud, workdir, recorder=None):
         self.cloud = cloud
         self.workdir = workdir
+        self.recorder = recorder
         self.env = cloud.cli_environ(
             {k: v for k, v in os.environ.items() if not k.startswith('OS_')})
         self.failures = 0
+        self.names = {}
 
     def say(self, text):
         print('\n# ' + text.replace('\n', '\n# '), flush=True)
@@ -70,74 +94,134 @@ class Tour:
             print('(unexpected exit status %d)' % proc.returncode)
         return proc
 
+    def sample(self, name, *args, expect_failure=False):
+        """``run`` the command and record its output as sample ``name``.
+        """
+        proc = self.run(*args, expect_failure=expect_failure)
+        self.record(name, samples.sample_text(
+            'openstack ' + ' '.join(shlex.quote(a) for a in args),
+            proc.stdout, proc.stderr))
+        return proc
+
+    def show_file(self, name, path):
+        """Print a file of the work directory; record it as sample
+        ``name`` (``$ cat FILE`` and its text).
+        """
+        path = pathlib.Path(path)
+        text = samples.sample_text('cat %s' % path.name,
+                                   path.read_text(), '')
+        print(text, end='')
+        self.record(name, text)
+
+    def record(self, name, text):
+        if self.recorder is not None:
+            names = samples.cloud_names(self.cloud)
+            names.update(self.names)
+            self.recorder.record(name, text, names, self.workdir)
+
+    def boot(self, flavor, name, host, count=1):
+        """Boot servers of ``flavor`` on service host ``host`` through
+        the cloud's control API (it has no image service).
+        """
+        servers = self.cloud.control('boot', flavor=flavor, count=count,
+                                     name=name, host=host)
+        for server in servers:
+            print('%(name)s: %(status)s on %(host)s' % server)
+            if server['status'] != 'ACTIVE':
+                self.failures += 1
+        return servers
+
+    def sysfs(self, host):
+        """A copy of the /sys of ``host``'s mdev GPUs in the work
+        directory (``sys-<host>``), for ``config check --sysfs``.
+        """
+        from tests.fixtures import sysfs
+
+        root = self.workdir / ('sys-%s' % host)
+        sysfs.build(root, devices=[
+            (gpu['pci_address'], gpu['offers'], None)
+            for gpu in self.cloud.hosts[host]['gpus']])
+        return root
+
     def node(self, host):
         """The compute node (root provider name) of a service host."""
         return self.cloud.hosts[host]['hypervisor_hostname']
 
     def nova_conf(self, host):
-        info = self.cloud.hosts[host]
-        by_type = {}
-        for gpu in info['gpus']:
-            if gpu['mdev_type']:
-                by_type.setdefault(gpu['mdev_type'], []).append(
-                    gpu['pci_address'])
-        lines = ['[devices]', 'enabled_mdev_types = %s'
-                 % ', '.join(info['enabled_mdev_types'])]
-        for mdev_type in info['enabled_mdev_types']:
-            lines += ['', '[mdev_%s]' % mdev_type,
-                      'device_addresses = %s'
-                      % ', '.join(by_type.get(mdev_type, []))]
         path = self.workdir / ('nova-%s.conf' % host)
-        path.write_text('\n'.join(lines) + '\n')
+        path.write_text(sandbox.nova_conf(self.cloud.hosts[host]))
         return path
 
 
 def tour(cloud, workdir):
-    t = Tour(cloud, workdir)
-    t.say('Every physical GPU Nova reports to Placement, with its usage:')
-    t.run('mdev', 'provider', 'list')
+    return tour_with(Tour(cloud, workdir))
 
-    host = sorted(cloud.hosts)[1]
+
+def tour_with(t):
+    """The tour, on the cloud of ``t``; answers the number of commands
+    that ended otherwise than expected.
+    """
+    cloud = t.cloud
+    t.say('Every physical GPU Nova reports to Placement, with its usage:')
+    t.sample('provider-list', 'mdev', 'provider', 'list')
+
+    host = 'compute2'
+    sys_root = t.sysfs(host)
+    t.say('A nova.conf for %s with a mistake, checked on the host before '
+          'nova-compute\nreads it (%s is a copy of its /sys):'
+          % (host, sys_root.name))
+    typo = t.workdir / 'nova-typo.conf'
+    typo.write_text(sandbox.nova_conf(cloud.hosts[host]).replace(
+        '= 0000:84:00.0', '= 84:00.0'))
+    t.show_file('nova-conf-typo', typo)
+    t.sample('config-check-error', 'mdev', 'config', 'check', typo.name,
+             '--sysfs', sys_root.name, expect_failure=True)
     conf = t.nova_conf(host)
-    t.say('Tag the GPUs of %s with the trait of the vGPU type its '
-          'nova.conf gives them\n(%s):\n%s'
-          % (host, conf.name, conf.read_text().rstrip()))
-    t.run('mdev', 'trait', 'set', '--from-nova-conf', conf.name,
-          '--host', t.node(host))
+    t.say("The vGPU types of %s's GPUs as its nova.conf has them:" % host)
+    t.show_file('nova-conf', conf)
+    t.sample('config-check-sysfs', 'mdev', 'config', 'check', conf.name,
+             '--sysfs', sys_root.name, '--long')
+    t.say('Check it against what Placement has for the host:')
+    t.sample('config-check-host', 'mdev', 'config', 'check', conf.name,
+             '--host', host, '--long')
+    t.say('Tag each GPU with the trait of its type (see it first with '
+          '--dry-run):')
+    t.sample('trait-set-dry-run', 'mdev', 'trait', 'set',
+             '--from-nova-conf', conf.name, '--host', t.node(host),
+             '--dry-run')
+    t.sample('trait-set-from-nova-conf', 'mdev', 'trait', 'set',
+             '--from-nova-conf', conf.name, '--host', t.node(host))
     for other in sorted(cloud.hosts):
         if other != host and cloud.hosts[other]['enabled_mdev_types']:
             subprocess.run(
                 openstack_command() + [
                     'mdev', 'trait', 'set', '--from-nova-conf',
                     t.nova_conf(other).name, '--host', t.node(other)],
-                env=t.env, cwd=workdir, capture_output=True, check=True)
+                env=t.env, cwd=t.workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
-    t.say('Before restarting nova-compute on %s with a nova.conf, check it '
-          'as Nova will read it\nand against what Placement has for the '
-          'host (no finding: they agree):' % host)
-    t.run('mdev', 'config', 'check', conf.name, '--host', host, '--long')
-    t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
+    t.sample('provider-list-trait', 'mdev', 'provider', 'list', '--trait',
+             'CUSTOM_NVIDIA_12')
 
     t.say('A flavor for one nvidia-12 vGPU, validated against the cloud:')
     t.run('flavor', 'create', '--vcpus', '1', '--ram', '512', '--disk',
-          '1', 'vgpu.nvidia-12', '-c', 'name', '-c', 'id')
-    t.run('mdev', 'flavor', 'configure', 'vgpu.nvidia-12',
-          '--resource-class', 'VGPU', '--mdev-type', 'nvidia-12')
-    t.run('mdev', 'flavor', 'show', 'vgpu.nvidia-12')
+          '1', 'vgpu.nvidia-12', '-c', 'name')
+    t.sample('flavor-configure', 'mdev', 'flavor', 'configure',
+             'vgpu.nvidia-12', '--resource-class', 'VGPU', '--mdev-type',
+             'nvidia-12')
+    t.sample('flavor-show', 'mdev', 'flavor', 'show', 'vgpu.nvidia-12')
     t.say('Asking for something no GPU can give fails before anything is '
           'written:')
-    t.run('mdev', 'flavor', 'configure', 'vgpu.nvidia-12',
-          '--resource-class', 'VGPU', '--mdev-type', 'nvidia-99',
-          expect_failure=True)
+    t.sample('flavor-configure-refused', 'mdev', 'flavor', 'configure',
+             'vgpu.nvidia-12', '--resource-class', 'VGPU', '--mdev-type',
+             'nvidia-99', expect_failure=True)
 
-    t.say('Boot two servers with it (through the test cloud, which has '
-          'no image service):')
-    for server in cloud.control('boot', flavor='vgpu.nvidia-12', count=2,
-                                name='demo-vm'):
-        print('%(name)s: %(status)s on %(host)s' % server)
+    t.say('Boot servers with it (through the control API of the test '
+          'cloud, which has\nno image service):')
+    t.boot('vgpu.nvidia-12', 'demo-vm-1', 'compute2')
+    t.boot('vgpu.nvidia-12', 'demo-vm-2', 'gpu_node.rack3')
 
     t.say('Which physical GPU backs the server?')
-    t.run('mdev', 'allocation', 'show', 'demo-vm-1', '--long')
+    t.sample('allocation-show', 'mdev', 'allocation', 'show', 'demo-vm-1')
     t.say("The fake hypervisor's own record of each mdev's parent device "
           "agrees:\n" + '\n'.join(
               '  server %s: %s:%s (%s)' % (m['server'], m['node'],
@@ -148,25 +232,60 @@ def tour(cloud, workdir):
                       if i['hypervisor_hostname'] != h)
     t.say('Compute node %s (the name Placement has) is service host %s '
           'in Nova;\nboot a server there:' % (node, host))
-    for server in cloud.control('boot', flavor='vgpu.nvidia-12', count=1,
-                                name='demo-fqdn', host=host):
-        print('%(name)s: %(status)s on %(host)s' % server)
-    t.run('mdev', 'allocation', 'show', 'demo-fqdn', '--long')
-    t.say('Which servers sit on the mdev devices, cloud-wide?')
-    t.run('mdev', 'allocation', 'list', '--long')
-    t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
+    t.boot('vgpu.nvidia-12', 'demo-fqdn', host)
+    t.sample('allocation-show-long', 'mdev', 'allocation', 'show',
+             'demo-fqdn', '--long')
+    t.say('Which servers sit on the mdev devices, cloud-wide, and on one '
+          'GPU?')
+    t.sample('allocation-list', 'mdev', 'allocation', 'list', '--long')
+    t.sample('allocation-list-device', 'mdev', 'allocation', 'list',
+             '--device', '%s:0000:25:01.0' % node)
+    t.sample('provider-show', 'mdev', 'provider', 'show',
+             '%s:0000:25:01.0' % node)
+    t.sample('provider-list-json', 'mdev', 'provider', 'list', '--host',
+             'compute2', '-f', 'json')
+    capacity_tour(t, cloud)
     audit_tour(t, cloud)
     pci_tour(t, cloud)
+    errors_tour(t)
     migration_tour(t, cloud)
     return t.failures
 
 
+def capacity_tour(t, cloud):
+    """Room left for a flavor, and why a flavor gets NoValidHost."""
+    t.say('How many more servers of the flavor fit, and where?')
+    t.sample('capacity', 'mdev', 'capacity', '--flavor', 'vgpu.nvidia-12',
+             '--long')
+    t.say('A flavor asking a trait no GPU has gets NoValidHost; the '
+          'explainer says why\nand what would change it:')
+    cloud.control('create_flavor', name='vgpu.gold', vcpus=2, ram=2048,
+                  disk=20, extra_specs={'resources:VGPU': '1',
+                                        'trait:CUSTOM_GOLD': 'required'})
+    t.sample('capacity-explain', 'mdev', 'capacity', '--flavor',
+             'vgpu.gold')
+    t.sample('flavor-show-problem', 'mdev', 'flavor', 'show', 'vgpu.gold')
+    t.say('A flavor written with a named request group, read as Nova '
+          'reads it:')
+    cloud.control('create_flavor', name='vgpu.named', vcpus=2, ram=2048,
+                  disk=20, extra_specs={
+                      'resources_GPU:VGPU': '1',
+                      'trait_GPU:CUSTOM_NVIDIA_12': 'required'})
+    t.sample('flavor-show-named', 'mdev', 'flavor', 'show', 'vgpu.named')
+    t.sample('flavor-configure-named', 'mdev', 'flavor', 'configure',
+             'vgpu.named', '--resource-class', 'VGPU', '--mdev-type',
+             'nvidia-12', '--dry-run')
+    t.say('One request for several servers (server create --min N '
+          '--max N): the scheduler\nclaims only the first candidate of '
+          'each host, so fewer fit in one request:')
+    cloud.control('create_flavor', name='vgpu.big', extra_specs={
+        'resources:VGPU': '8', 'trait:CUSTOM_NVIDIA_11': 'required'})
+    t.sample('capacity-count', 'mdev', 'capacity', '--flavor', 'vgpu.big',
+             '--count', '8')
+
+
 def audit_tour(t, cloud):
     """Break the cloud on purpose, audit it and repair it."""
-    import json
-    import urllib.request
-    import uuid
-
     rows = json.loads(t.run('mdev', 'provider', 'list', '--host',
                             'compute1', '-f', 'json').stdout)
     gpu = rows[-1]
@@ -180,6 +299,7 @@ def audit_tour(t, cloud):
         'project_id': 'demo', 'user_id': 'demo',
         'consumer_generation': None, 'consumer_type': 'INSTANCE'}).encode()
     consumer = str(uuid.uuid4())
+    t.names[consumer] = 'consumer without a server'
     urllib.request.urlopen(urllib.request.Request(
         '%s/allocations/%s' % (cloud.placement_url, consumer), data=body,
         method='PUT', headers={
@@ -187,15 +307,26 @@ def audit_tour(t, cloud):
             'OpenStack-API-Version': 'placement 1.39'}), timeout=30)
     print('(PUT /allocations/%s: 1 x VGPU on %s:%s, no such server)'
           % (consumer, gpu['Host'], gpu['Device']))
-    t.say('The audit finds both (exit status 1: an error-level finding):')
-    t.run('mdev', 'audit', '-c', 'Severity', '-c', 'Check', '-c', 'Host',
-          '-c', 'Device', '-c', 'Server', expect_failure=True)
+    t.say('The audit finds both, and the flavor no host can serve (exit '
+          'status 1:\nan error-level finding):')
+    t.sample('audit', 'mdev', 'audit', '-c', 'Severity', '-c', 'Check',
+             '-c', 'Host', '-c', 'Device', '-c', 'Server',
+             expect_failure=True)
+    t.sample('audit-yaml', 'mdev', 'audit', '--host', 'compute1', '-f',
+             'yaml', expect_failure=True)
     t.say('Repair them; the orphan goes only because Nova says it has no '
           'such server,\nand only if its allocations did not change '
           'meanwhile:')
-    t.run('mdev', 'audit', '--fix', 'orphaned-allocation,lost-trait',
-          '-c', 'Check', '-c', 'Device', '-c', 'Server', '-c', 'Repair')
-    t.say('Nothing is left:')
+    t.sample('audit-fix-dry-run', 'mdev', 'audit', '--fix',
+             'orphaned-allocation,lost-trait', '--dry-run', '-c', 'Check',
+             '-c', 'Device', '-c', 'Server', '-c', 'Repair',
+             expect_failure=True)
+    t.sample('audit-fix', 'mdev', 'audit', '--fix',
+             'orphaned-allocation,lost-trait', '-c', 'Check', '-c',
+             'Device', '-c', 'Server', '-c', 'Repair')
+    t.say('Only the flavor is left; tag a GPU with its trait:')
+    t.run('mdev', 'trait', 'set', '--trait', 'CUSTOM_GOLD',
+          'compute1:0000:81:00.0')
     t.run('mdev', 'audit')
 
 
@@ -206,26 +337,40 @@ def pci_tour(t, cloud):
     t.say('Host sriov1 has no mdev: Nova reports its SR-IOV GPUs through '
           'PCI in Placement,\none provider per PF holding its VFs. Both '
           'kinds in one table:')
-    t.run('mdev', 'provider', 'list', '--kind', 'all')
+    t.sample('provider-list-kind-all', 'mdev', 'provider', 'list',
+             '--kind', 'all')
     t.say("A flavor asks for two L40S VFs by the controller's [pci] alias, "
           'checked\nagainst the alias definitions and Placement:')
-    cloud.control('create_flavor', name='vgpu.l40s-2')
-    t.run('mdev', 'flavor', 'configure', 'vgpu.l40s-2', '--pci-alias',
-          'l40s-vf:2', '--controller-conf', str(conf))
-    t.run('mdev', 'capacity', '--flavor', 'vgpu.l40s-2', '--controller-conf',
-          str(conf))
-    for server in cloud.control('boot', flavor='vgpu.l40s-2',
-                                name='demo-pci'):
-        print('%(name)s: %(status)s on %(host)s' % server)
-    t.run('mdev', 'allocation', 'show', 'demo-pci', '--kind', 'pci')
+    t.show_file('controller-conf', conf)
+    cloud.control('create_flavor', name='vgpu.l40s-2', vcpus=4, ram=8192,
+                  disk=20, extra_specs={'group_policy': 'isolate'})
+    t.sample('flavor-configure-pci', 'mdev', 'flavor', 'configure',
+             'vgpu.l40s-2', '--pci-alias', 'l40s-vf:2', '--controller-conf',
+             conf.name)
+    t.sample('capacity-pci', 'mdev', 'capacity', '--flavor', 'vgpu.l40s-2',
+             '--controller-conf', conf.name, '--long')
+    t.boot('vgpu.l40s-2', 'demo-pci', 'sriov1')
+    t.sample('allocation-show-pci', 'mdev', 'allocation', 'show',
+             'demo-pci', '--kind', 'pci')
     t.say("The fake hypervisor's record of the VFs the server got:\n" +
           '\n'.join('  %s: VF %s of PF %s' % (
               d['node'], d['pci_address'], d['parent_addr'])
               for d in cloud.control('pci_truth')))
     t.say('Nova replaces the traits of these providers with the device '
           "spec's, so\nosc-mdev refuses to set them:")
-    t.run('mdev', 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
-          'sriov1:0000:c1:00.0', expect_failure=True)
+    t.sample('trait-set-pci-refused', 'mdev', 'trait', 'set', '--trait',
+             'CUSTOM_POOL_A', 'sriov1:0000:c1:00.0', expect_failure=True)
+
+
+def errors_tour(t):
+    """Bad input: one line, exit status 1, nothing written."""
+    t.say('Bad input is one line and exit status 1; nothing is written:')
+    t.sample('error-unknown-device', 'mdev', 'provider', 'show',
+             'compute1:0000:99:00.0', expect_failure=True)
+    t.sample('error-trait-name', 'mdev', 'provider', 'list', '--trait',
+             'nvidia-35', expect_failure=True)
+    t.sample('trait-unset-owner-refused', 'mdev', 'trait', 'unset',
+             '--trait', 'OWNER_NOVA', '--all', expect_failure=True)
 
 
 def migration_tour(t, cloud):
@@ -236,16 +381,17 @@ def migration_tour(t, cloud):
     t.say('Maintenance on %s: where can its servers go? Nova live-migrates '
           'mdevs only\nwith libvirt 8.6.0 and QEMU 8.1.0 on both hosts; '
           'these run 8.0.0 and 6.2.0:' % node)
-    t.run('mdev', 'migration', 'check', 'demo-fqdn', '-c', 'Host', '-c',
-          'Live', '-c', 'Cold', '-c', 'Reason')
+    t.sample('migration-check', 'mdev', 'migration', 'check', 'demo-fqdn',
+             '-c', 'Host', '-c', 'Live', '-c', 'Cold', '-c', 'Reason')
     for host, info in sorted(cloud.hosts.items()):
         if info['enabled_mdev_types']:
             cloud.control('hypervisor_versions', host=host,
                           libvirt_version='8.6.0', qemu_version='8.1.0')
     t.say('(the GPU hosts were upgraded to libvirt 8.6.0 and QEMU 8.1.0)\n'
           'Plan live migrations for every server with an mdev on %s:' % node)
-    t.run('mdev', 'migration', 'plan', '--host', node, '--live', '-c',
-          'Name', '-c', 'Target Host', '-c', 'Kind', '-c', 'Command')
+    t.sample('migration-plan', 'mdev', 'migration', 'plan', '--host', node,
+             '--live', '-c', 'Name', '-c', 'Target Host', '-c', 'Kind',
+             '-c', 'Command')
     rows = json.loads(subprocess.run(
         openstack_command() + ['mdev', 'migration', 'plan', '--host', node,
                                '--live', '-f', 'json'],
@@ -266,6 +412,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--keep', action='store_true',
                         help='keep the cloud running until Ctrl-C')
+    parser.add_argument('--no-samples', action='store_true',
+                        help='write no sample of the documentation')
+    parser.add_argument('--all-samples', action='store_true',
+                        help='rewrite every sample, not only those whose '
+                             'output changed (one cloud for all of them)')
     args = parser.parse_args()
     missing = client.missing_modules()
     if missing:
@@ -279,9 +430,16 @@ def main():
         started = time.monotonic()
         with client.EmbeddedCloud(workdir / 'cloud') as cloud:
             print('Cloud ready in %.0f s.' % (time.monotonic() - started))
-            failures = tour(cloud, workdir)
+            writer = None if args.no_samples else samples.Writer(
+                rewrite=args.all_samples)
+            failures = tour_with(Tour(cloud, workdir, recorder=writer))
+            if writer is not None:
+                written = writer.finish()
+                print('\nSamples of the documentation (%s): %s.' % (
+                    writer.directory.relative_to(samples.REPO),
+                    'updated ' + ', '.join(written) if written
+                    else 'unchanged'))
             if args.keep:
-                from tools import sandbox
                 sandbox.wait(cloud)
     print('\nTour finished in %.0f s%s.' % (
         time.monotonic() - started,

@@ -13,11 +13,14 @@
 """Keep an embedded cloud running for ``openstack`` in another shell.
 
 ``tox -e sandbox`` starts the embedded test cloud (see
-tests/cloud/server.py) on 127.0.0.1, prints how to point ``openstack`` at
-it, and serves until Ctrl-C.
+tests/cloud/server.py) on 127.0.0.1, writes the nova.conf of each compute
+host (``nova-<host>.conf``) and of the controller (``controller.conf``)
+into its work directory, prints how to point ``openstack`` at it and how
+to boot a server, and serves until Ctrl-C.
 """
 
 import argparse
+import json
 import os
 import pathlib
 import signal
@@ -30,13 +33,68 @@ sys.path.insert(0, str(REPO))
 from tests.cloud import client  # noqa: E402
 
 
+def nova_conf(info):
+    """The ``[devices]`` and ``[mdev_<type>]`` part of a compute host's
+    nova.conf, from its entry in the cloud's ``hosts``; None for a host
+    without mdev types.
+    """
+    if not info['enabled_mdev_types']:
+        return None
+    by_type = {}
+    for gpu in info['gpus']:
+        if gpu['mdev_type']:
+            by_type.setdefault(gpu['mdev_type'], []).append(
+                gpu['pci_address'])
+    lines = ['[devices]', 'enabled_mdev_types = %s'
+             % ', '.join(info['enabled_mdev_types'])]
+    for mdev_type in info['enabled_mdev_types']:
+        lines += ['', '[mdev_%s]' % mdev_type,
+                  'device_addresses = %s'
+                  % ', '.join(by_type.get(mdev_type, []))]
+    return '\n'.join(lines) + '\n'
+
+
+def write_confs(cloud, directory):
+    """Write ``nova-<host>.conf`` of each mdev host and the controller's
+    ``controller.conf`` into ``directory``; answers their names.
+    """
+    directory = pathlib.Path(directory)
+    written = []
+    for host, info in sorted(cloud.hosts.items()):
+        text = nova_conf(info)
+        if text:
+            (directory / ('nova-%s.conf' % host)).write_text(text)
+            written.append('nova-%s.conf' % host)
+    (directory / 'controller.conf').write_text(
+        client.DEMO_CONTROLLER_CONF)
+    written.append('controller.conf')
+    return written
+
+
+def boot_command(cloud, flavor='vgpu.nvidia-12', name='vm1'):
+    """A curl command line that boots a server through the control API
+    (the sandbox has no image service for 'openstack server create').
+    """
+    return "curl -s %s -d '%s'" % (cloud.control_url, json.dumps(
+        {'op': 'boot', 'flavor': flavor, 'name': name}))
+
+
 def describe(cloud):
+    confs = write_confs(cloud, cloud.workdir)
     lines = [
         'The sandbox cloud is running. In another shell:',
         '',
+        '    cd %s' % cloud.workdir,
         '    export OS_CLIENT_CONFIG_FILE=%s' % cloud.clouds_yaml,
         '    export OS_CLOUD=%s' % cloud.cloud_name,
         '    %s mdev provider list' % openstack_path(),
+        '',
+        'There: %s (each host\'s [devices] and [mdev_<type>], and the '
+        'controller\'s [pci] alias).' % ', '.join(confs),
+        'Boot a server of a flavor (no image service here, so not with '
+        "'openstack server create'):",
+        '',
+        '    %s' % boot_command(cloud),
         '',
         'Nova API:  %s' % cloud.compute_url,
         'Placement: %s' % cloud.placement_url,

@@ -14,14 +14,16 @@
 
 extensions = [
     'cliff.sphinxext',
+    'myst_parser',
     'openstackdocstheme',
 ]
 
 project = 'osc-mdev'
 copyright = '2026, The osc-mdev Authors'
 master_doc = 'index'
-source_suffix = '.rst'
-exclude_patterns = []
+source_suffix = {'.rst': 'restructuredtext'}
+# Command outputs included by the pages (written by tools/demo.py).
+exclude_patterns = ['samples']
 pygments_style = 'native'
 # Keep '--option' as typed: no en dashes in option names.
 smartquotes = False
@@ -38,3 +40,7 @@ openstackdocs_auto_name = False
 
 # The command reference is generated from the installed entry points.
 autoprogram_cliff_application = 'openstack'
+autoprogram_cliff_app_dist_name = 'osc-mdev'
+
+# The benchmark's Markdown tables (doc/bench-results.md).
+myst_enable_extensions = []

@@ -369,17 +369,23 @@ def over_capacity(devices, allocations):
 
 # -- lost-trait / wrong-trait ---------------------------------------------
 
-def type_key(trait, known=()):
+def type_key(trait, known=(), prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """The mdev type a trait names, or None when it is no type trait.
 
-    A type trait is a ``CUSTOM_`` trait that osc-mdev's type naming gives
-    (``nvidia-35`` -> ``CUSTOM_NVIDIA_35``, with any ``--trait-prefix``):
-    its name ends in ``<DRIVER>_<TYPE>`` for a known mdev parent driver
-    (``TYPE_DRIVERS``), or it is in ``known`` (the traits of the types a
-    nova.conf enables). Two traits with the same key name one type.
+    A type trait is a trait that osc-mdev's type naming gives
+    (``traits.trait_for_mdev_type``: ``nvidia-35`` -> ``CUSTOM_NVIDIA_35``,
+    or ``<prefix>NVIDIA_35`` with ``--trait-prefix``), or one in ``known``
+    (the traits of the types a nova.conf enables). With the default
+    prefix, a ``CUSTOM_`` trait whose name ends in ``<DRIVER>_<TYPE>`` for
+    a known mdev parent driver (``TYPE_DRIVERS``), whatever comes between;
+    with another prefix, any trait that starts with it, and only those.
+    Two traits with the same key name one type.
     """
     if trait in known:
         return trait
+    if prefix != trait_logic.DEFAULT_TRAIT_PREFIX:
+        rest = trait[len(prefix):] if trait.startswith(prefix) else ''
+        return rest or None
     match = _TYPE_TRAIT_RE.match(trait)
     return match.group(1) if match else None
 
@@ -399,7 +405,9 @@ def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
 
 def trait_findings(devices, confs=None,
                    prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
-    """``lost-trait`` and ``wrong-trait``.
+    """``lost-trait`` and ``wrong-trait``, with the type traits named as
+    ``prefix`` says (``--trait-prefix``, as ``trait set --from-nova-conf``
+    names them).
 
     Hosts with a nova.conf (``confs``: ``{host: MdevConfig}``): a device
     lacking its type's trait has lost it; a device carrying another
@@ -422,7 +430,7 @@ def trait_findings(devices, confs=None,
             groups.setdefault((device.host, device.resource_class),
                               []).append(device)
     for group in groups.values():
-        found.extend(_sibling_findings(group))
+        found.extend(_sibling_findings(group, prefix))
     return found
 
 
@@ -457,11 +465,11 @@ def _conf_findings(device, conf, prefix):
     return found
 
 
-def _sibling_findings(group):
+def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     keys = {d.uuid: {} for d in group}
     for device in group:
         for trait in device.traits:
-            key = type_key(trait)
+            key = type_key(trait, prefix=prefix)
             if key is not None:
                 keys[device.uuid].setdefault(key, []).append(trait)
     found = []

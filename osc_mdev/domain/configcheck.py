@@ -27,6 +27,7 @@ from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 
 ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
@@ -48,19 +49,17 @@ def _where_type(conf, mdev_type, option=None):
 # -- The file alone ---------------------------------------------------------
 
 def file_findings(conf, sysfs_checked=False):
-    """Findings about the files themselves, beyond Nova's fatal ones."""
+    """Findings about the files themselves, beyond Nova's fatal ones:
+    names Nova does not read (``spelling``), then the mdev rules.
+    """
     settings = conf.settings
-    found = []
+    found = spelling.findings(settings)
     enabled = settings.enabled
     if not enabled.value and enabled.error is None:
         found.append(_f(INFO, where('devices', 'enabled_mdev_types'),
                         'No mdev type is enabled: nova-compute offers no '
                         'mediated devices from this configuration.'))
         return found + _stray_groups(settings, ())
-    if enabled.written and enabled.written.name == 'enabled_vgpu_types':
-        found.append(_f(INFO, enabled.where,
-                        'enabled_vgpu_types is the deprecated name of '
-                        'enabled_mdev_types; Nova still reads it.'))
     types = list(dict.fromkeys(enabled.value or ()))
     for mdev_type in types:
         found.extend(_group_findings(settings, mdev_type))
@@ -158,6 +157,17 @@ def _group_findings(settings, mdev_type):
             'it can only be the default type for every device not listed.'
             % (mdev_type, mdev_type)))
     addresses = opts.get('device_addresses')
+    taken = addresses.written if addresses is not None else None
+    if taken is not None and novaconf.group_key(taken.section) == \
+            novaconf.group_key(old):
+        for occ in in_new:
+            if occ.name == 'device_addresses':
+                found.append(_f(
+                    WARNING, where(occ.section, occ.name, occ),
+                    'Ignored: [%s] device_addresses in a later file (%s:%d) '
+                    'wins: oslo.config reads the newest file first, under '
+                    'either name; remove one of them.'
+                    % (taken.section, taken.file, taken.line)))
     for occ in in_old:
         if occ.name == 'device_addresses':
             if addresses is not None and addresses.written is not None \
@@ -201,11 +211,13 @@ def _stray_groups(settings, types):
             continue
         if key.startswith(('mdev_', 'vgpu_')):
             seen.add(key)
+            meant = spelling.same_type(name[5:], types)
             found.append(_f(
                 WARNING, '[%s], %s:%d' % (name, file, line),
                 'Ignored: type %s is not in [devices] enabled_mdev_types, so '
-                'Nova does not read this group; enable the type or remove '
-                'the group.' % name[5:]))
+                'Nova does not read this group; %s.' % (
+                    name[5:], 'did you mean [mdev_%s]?' % meant
+                    if meant else 'enable the type or remove the group')))
     return found
 
 
@@ -217,6 +229,7 @@ class DeviceResult:
     mdev_type: str | None
     resource_class: str | None
     why: str
+    where: str = ''            # the line that decides it
 
 
 def nodedev_of(address):
@@ -235,13 +248,15 @@ def effective(conf, devices=()):
     """
     rows = {}
     known = bool(devices)
+    decides = conf.settings.enabled.where if conf.settings else ''
     for address, mdev_type in conf.pgpu_type_mapping.items():
+        listed_at = _where_type(conf, mdev_type, 'device_addresses')
         if address not in conf.virtual_mdevs and \
                 not novaconf.matches_libvirt(address):
             rows[address] = DeviceResult(
                 address, None, None,
                 'matches no device (compared literally with %s)'
-                % novaconf.libvirt_form(address))
+                % novaconf.libvirt_form(address), listed_at)
             meant = novaconf.libvirt_form(address)
             if meant not in conf.pgpu_type_mapping:
                 devices = list(devices) + [nodedev_of(meant)]
@@ -249,7 +264,7 @@ def effective(conf, devices=()):
         rows[address] = DeviceResult(
             address, mdev_type,
             novaconf.resource_class_for_device(conf, nodedev_of(address)),
-            'listed under [mdev_%s]' % mdev_type)
+            'listed under [mdev_%s]' % mdev_type, listed_at)
     for nodedev in devices:
         address = names.pci_address_from_nodedev(nodedev) or nodedev
         if address in rows:
@@ -260,11 +275,11 @@ def effective(conf, devices=()):
             novaconf.resource_class_for_device(conf, nodedev)
             if mdev_type else None,
             'not listed: default type' if mdev_type else
-            'not listed and no default type: no inventory')
+            'not listed and no default type: no inventory', decides)
     result = sorted(rows.values(), key=lambda r: r.device)
     if not known and conf.default_type:
         result.append(DeviceResult(OTHER_DEVICES, conf.default_type,
-                                   novaconf.VGPU, 'default type'))
+                                   novaconf.VGPU, 'default type', decides))
     return result
 
 
@@ -287,9 +302,7 @@ def sysfs_findings(conf, parents, functions=None):
     functions = functions or {}
     found = []
     if parents is None:
-        return [_f(ERROR, '--sysfs', 'There is no class/mdev_bus in the '
-                   'sysfs tree: no device offers mediated devices (is the '
-                   'vGPU driver loaded?); Nova will report none.')]
+        return [no_mdev_bus(conf)]
     listed = {a: t for a, t in conf.pgpu_type_mapping.items()
               if a not in conf.virtual_mdevs and novaconf.matches_libvirt(a)}
     for address, mdev_type in sorted(listed.items()):
@@ -356,6 +369,27 @@ def sysfs_findings(conf, parents, functions=None):
                 % (device.address, mdev_type,
                    ', '.join(sorted(device.types)) or 'no type')))
     return found
+
+
+def no_mdev_bus(conf):
+    """The sysfs tree has no ``class/mdev_bus``: no device offers mdevs.
+
+    nova-compute still starts: nothing it runs at start looks at the
+    devices (``_get_supported_vgpu_types`` checks addresses only), and
+    ``_get_gpu_inventories`` finds no mdev-capable device in libvirt
+    (``list_mdev_capable_devices``), so it reports no mdev inventory;
+    ``_ensure_pgpu_providers`` deletes no provider made before.
+    """
+    if not conf.supported_types:
+        return _f(INFO, '--sysfs', 'There is no class/mdev_bus in the sysfs '
+                  'tree: no device of this host offers mediated devices.')
+    return _f(WARNING, '--sysfs', (
+        'There is no class/mdev_bus in the sysfs tree: no device of this '
+        'host offers mediated devices (is the GPU\'s vGPU driver loaded?). '
+        'nova-compute will start, but with no mdev-capable device in '
+        'libvirt it offers no mediated devices: it reports no mdev '
+        'inventory for this node (child providers made before are left as '
+        'they are), so servers asking for vGPUs are not scheduled here.'))
 
 
 def _short(items, limit=4):
@@ -453,9 +487,6 @@ def sort_findings(findings):
 
 # -- [pci]: PCI devices in Placement ----------------------------------------
 
-PCI_SPEC_COLUMNS = ('Device Spec', 'Where', 'Resource Class', 'Traits')
-PCI_ALIAS_COLUMNS = ('Alias', 'Request', 'Where')
-PCI_PROVIDER_COLUMNS = ('Provider', 'Devices', 'Resource Class', 'Traits')
 _DEPRECATED_PCI = {
     ('pci', 'passthrough_whitelist'): '[pci] device_spec',
     ('DEFAULT', 'pci_passthrough_whitelist'): '[pci] device_spec',
@@ -696,31 +727,6 @@ def _pci_sysfs_findings(pci, devices, root_name):
     return found
 
 
-def pci_providers(pci, devices, root_name='<node>'):
-    """The providers Nova will make from the node's PCI functions."""
-    if devices is None or not pci.report_in_placement:
-        return []
-    providers, _ = pci_rules.pci_providers(
-        root_name, devices, pci.specs, _physical_functions(devices))
-    return [(p.name, ', '.join(d.address for d in p.devices),
-             p.resource_class, ', '.join(sorted(p.traits or ())))
-            for p in sorted(providers.values(), key=lambda p: p.name)]
-
-
-def pci_spec_rows(pci):
-    rows = []
-    for spec in pci.specs:
-        if not spec.in_placement:
-            rc, traits = '(physical_network: Neutron)', ''
-        elif not pci.report_in_placement:
-            rc, traits = '(not reported: report_in_placement is off)', ''
-        else:
-            rc = spec.resource_class or 'CUSTOM_PCI_<VENDOR>_<PRODUCT>'
-            traits = ', '.join(sorted(spec.traits))
-        rows.append((spec.describe(), spec.where, rc, traits))
-    return rows
-
-
 def alias_request(alias, count=1, pci_in_placement=True):
     """An alias' request in words."""
     spec = alias.specs[0]
@@ -739,11 +745,6 @@ def alias_request(alias, count=1, pci_in_placement=True):
         text = '%d device%s %s' % (count, '' if count == 1 else 's', ids)
         text += ' (PCI filter only, not Placement)'
     return '%s; %s; numa_policy %s' % (text, kind, alias.numa_policy)
-
-
-def pci_alias_rows(pci):
-    return [(name, alias_request(alias, 1, pci.pci_in_placement),
-             alias.where) for name, alias in sorted(pci.aliases.items())]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -247,7 +247,7 @@ class Settings:
         return '[%s]' % section
 
 
-def _winner(occurrences, names_in_order):
+def winner(occurrences, names_in_order):
     """The occurrence oslo.config takes the value from: newest file first;
     in it, the current name before deprecated ones; the last line.
     """
@@ -353,7 +353,7 @@ def parse_texts(files):
 
 
 def _value(conf, occurrences, group, name, deprecated=()):
-    written = _winner(occurrences, [(group_key(group), name)] + [
+    written = winner(occurrences, [(group_key(group), name)] + [
         (group_key(g), n) for g, n in deprecated])
     try:
         value = conf[group][name]

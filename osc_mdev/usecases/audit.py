@@ -223,8 +223,11 @@ def _consumer_facts(placement, compute, consumers):
 
 
 def audit(snapshot, confs=None, flavors=True, aliases=None,
-          pci_in_placement=True):
+          pci_in_placement=True, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """Every finding of the snapshot, sorted.
+
+    ``prefix``: of the type traits (``--trait-prefix``), for lost-trait
+    and wrong-trait.
 
     orphaned-allocation and over-capacity cover PCI-in-Placement devices
     too. With ``aliases`` (the controller's ``[pci] alias``, as ``read``
@@ -267,7 +270,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             mine, theirs + pci_allocations, classes, aliases)
         found += domain.node_mismatches(mine, theirs)
     found += domain.over_capacity(snapshot.devices, snapshot.allocations)
-    found += domain.trait_findings(mdev_devices, confs)
+    found += domain.trait_findings(mdev_devices, confs, prefix)
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
             snapshot.flavors, snapshot.trees, snapshot.missing_classes,

@@ -20,6 +20,7 @@ Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 import dataclasses
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
@@ -29,11 +30,14 @@ from osc_mdev.usecases import allocation as allocations
 
 @dataclasses.dataclass
 class Checked:
-    """The findings of the files, and the effective result."""
+    """The findings of the files, the effective result, and what was
+    checked.
+    """
 
-    findings: list          # novaconf.Finding, sorted
-    devices: list           # (device, mdev type, resource class, why)
-    pci: dict               # table title: rows, of the [pci] parts
+    findings: list          # novaconf.Finding
+    effects: list           # configreport.Effect: devices, [pci] parts
+    files: tuple            # the files read, in order
+    scope: list             # what was checked, in words
 
     @property
     def errors(self):
@@ -70,7 +74,7 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
         findings += configcheck.placement_findings(conf, host, placed,
                                                    trait_prefix)
         known += [d.nodedev for d in placed]
-    tables = {}
+    effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
     if pci.configured:
         pci_devices = (sysfs.read_pci_devices(sysfs_root)
                        if sysfs_root else None)
@@ -79,15 +83,10 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
         if host:
             placement, _ = clients()
             findings += pci_placement(placement, pci, pci_devices, node)
-        tables = {
-            'PCI Device Specs': configcheck.pci_spec_rows(pci),
-            'PCI Providers': configcheck.pci_providers(
-                pci, pci_devices, node),
-            'PCI Aliases': configcheck.pci_alias_rows(pci)}
-    devices = [
-        (r.device, r.mdev_type, r.resource_class, r.why)
-        for r in configcheck.effective(conf, list(dict.fromkeys(known)))]
-    return Checked(configcheck.sort_findings(findings), devices, tables)
+        effects += configreport.pci_effects(pci, pci_devices, node)
+    return Checked(findings, effects, conf.settings.files,
+                   configreport.scope(conf, pci.configured, sysfs_root,
+                                      host))
 
 
 def placement_devices(placement, compute, host):

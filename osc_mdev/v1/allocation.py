@@ -73,23 +73,30 @@ def _warn_node_mismatches(found, views):
 
 
 class ShowAllocation(command.Lister):
-    """Show which physical device(s) back a server's mdevs (vGPUs).
+    """Show which physical GPU backs a server's vGPUs.
 
-    One row per mdev allocation of the server, with the host (compute
-    node) and PCI address of the device in Placement (with --kind pci or
-    all, also its allocations on PCI-in-Placement devices: the VF's PF,
-    or the whole device, by address). A server ID unknown
-    to Nova whose allocations are still in Placement is shown, marked as
-    orphaned (MIGRATION for a move's source allocation, UNKNOWN when
-    Placement, older than microversion 1.38, cannot tell).
-
-    --long adds the server's status, its service host in Nova
-    (OS-EXT-SRV-ATTR:host) and its compute node
-    (OS-EXT-SRV-ATTR:hypervisor_hostname), the name Placement gives its
-    root provider (the Host column). When Nova has the server on another
-    node than Placement, a warning says so, with or without --long; a
-    service host that differs from the node name is normal.
+    Answers "which GPU is this server on?": one row per mdev allocation of
+    the server, with the compute node (Host) and PCI address (Device)
+    Placement holds it on. --long adds where Nova has the server, to see
+    a disagreement; --kind pci shows PCI-in-Placement devices (SR-IOV
+    vGPUs) instead.
     """
+
+    _epilog = """\
+Examples:
+
+The GPU of a server, by name or ID::
+
+    openstack mdev allocation show vm1
+
+With the server's status, service host and node in Nova::
+
+    openstack mdev allocation show vm1 --long
+
+The SR-IOV VFs of a server, by their PF::
+
+    openstack mdev allocation show vm1 --kind pci
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -125,14 +132,24 @@ class ShowAllocation(command.Lister):
 
 
 class ListAllocation(command.Lister):
-    """List the consumers (servers) of mdev devices across the cloud.
+    """List the servers on the GPUs of the cloud, of a host or of one GPU.
 
-    One row per server and device. Answers "which servers must move before
-    this GPU is serviced?" with --device, and "who is on this host's
-    GPUs?" with --host. A named PCI-in-Placement device (--device) is
-    listed whatever --kind says. --long adds each server's status and
-    where Nova has it (service host and compute node).
+    Answers "which servers must move before this GPU or host is
+    serviced?": one row per server and device, with the server names Nova
+    knows; consumers Nova has no server for are marked.
     """
+
+    _epilog = """\
+Examples:
+
+The servers on one GPU::
+
+    openstack mdev allocation list --device compute1:0000:84:00.0
+
+Every server on a compute node's GPUs, with its status in Nova::
+
+    openstack mdev allocation list --host compute1 --long
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -140,9 +157,7 @@ class ListAllocation(command.Lister):
         parser.add_argument(
             '--device', metavar='<device>', action='append', default=[],
             help='Only this device: HOST:PCI_ADDRESS, provider name or '
-                 'UUID (of an mdev or PCI-in-Placement device). Repeat for '
-                 'several; with --host, each must be on one of those '
-                 'hosts.')
+                 'UUID; repeat for several.')
         options.resource_class(parser)
         options.long(parser)
         options.kind(parser)

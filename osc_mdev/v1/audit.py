@@ -16,6 +16,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import audit as domain
+from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import audit
 from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
@@ -27,28 +28,32 @@ LONG_COLUMNS = ('Resource Class', 'Provider UUID')
 
 
 class Audit(command.Lister):
-    """Find what Nova, Placement and the flavors disagree on for mdevs.
+    """Find what Nova, Placement and the flavors disagree on, and repair it.
 
-    Checks: orphaned-allocation (mdev allocations, and allocations on
-    PCI-in-Placement devices, of consumers that are not a server Nova
-    knows, or of an ended migration), missing-allocation
-    (servers whose own copy of their flavor asks for mdevs, or with
-    --controller-conf PCI devices of a pci_passthrough:alias, they do not
-    hold), node-mismatch (an mdev allocation on another node than the
-    server's), over-capacity (usage above capacity, PCI-in-Placement
-    devices too), lost-trait and
-    wrong-trait (type traits, by a compute node's nova.conf with
-    --compute-conf, else by the device's siblings), unschedulable-flavor
-    (flavors no host can serve even with nothing used, with the reason
-    and the smallest change of 'mdev capacity --flavor F --explain';
-    flavors with pci_passthrough:alias only with --controller-conf, without
-    which an info finding says they were not judged). One row per finding;
-    the message says the command that fixes it. --host audits only the
-    devices and servers of those compute nodes (unschedulable-flavor looks
-    at the whole cloud, so it is skipped). --long adds each finding's
-    resource class and provider UUID; --dry-run shows what --fix would do.
-    Exit status 1 when an error-level finding remains or a repair failed.
+    Answers "is the GPU accounting of this cloud sound?": orphaned and
+    missing allocations, servers on another node than their vGPU, usage
+    above capacity, lost or wrong type traits, and flavors no host can
+    serve. One row per finding, whose message says the command that fixes
+    it; --fix repairs orphaned allocations and lost traits. Exit status 1
+    while an error-level finding remains.
     """
+
+    _epilog = """\
+Examples:
+
+The whole cloud (fits a monitoring job)::
+
+    openstack mdev audit
+
+One host, its GPUs' types taken from its nova.conf::
+
+    openstack mdev audit --host compute1 --compute-conf \\
+        compute1=/etc/nova/nova.conf
+
+Repair what is safe to repair, shown first::
+
+    openstack mdev audit --fix orphaned-allocation,lost-trait --dry-run
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -57,15 +62,13 @@ class Audit(command.Lister):
         options.deprecated(parser, '--nova-conf', '--compute-conf',
                            'compute_conf')
         options.controller_conf(parser)
+        options.trait_prefix(parser)
         options.long(parser)
         parser.add_argument(
             '--fix', metavar='<check>[,<check>]',
-            help='Repair the findings of these checks: %s (removes the '
-                 'allocations of consumers Nova confirms it has no server '
-                 'for, guarded by the consumer generation) and %s (adds '
-                 'the type trait back, keeping every other trait). Nothing '
-                 'else is changed; each repair is reported in the Repair '
-                 'column.' % domain.FIXABLE)
+            help='Repair the findings of these checks, the two that have a '
+                 'repair: %s and %s; a Repair column reports each.'
+                 % domain.FIXABLE)
         options.dry_run(parser)
         return parser
 
@@ -76,6 +79,7 @@ class Audit(command.Lister):
         elif parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
+        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = nova_conf.compute_confs(parsed_args.compute_conf)
         aliases, pci_in_placement = None, True
@@ -89,7 +93,7 @@ class Audit(command.Lister):
                               conf_hosts=tuple(confs), aliases=aliases,
                               pci_in_placement=pci_in_placement)
         findings = audit.audit(snapshot, confs, flavors, aliases,
-                               pci_in_placement)
+                               pci_in_placement, parsed_args.trait_prefix)
 
         outcomes = {}
         if checks:

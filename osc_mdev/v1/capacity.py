@@ -31,53 +31,39 @@ TOTAL = 'Total'
 
 
 class Capacity(command.Lister):
-    """Show how many more servers fit, where, and why a request does not.
+    """Show how many more servers of a flavor fit, where, and why none does.
 
-    The request is a flavor's, built from its extra specs as Nova builds
-    it (unnumbered and numbered groups, group_policy, trait[N]: required
-    and forbidden, the flavor's VCPU, MEMORY_MB and DISK_GB on the
-    compute node unless resources:<CLASS> extra specs override them),
-    with the root traits of Nova's mandatory prefilters (OWNER_NOVA once
-    every compute node reports it, not COMPUTE_STATUS_DISABLED, and no
-    disabled nova-compute service); or a bare mdev request given with
-    --resource-class (with --amount, --spread, --trait and
-    --forbid-trait; it asks nothing of the compute node: no VCPU, RAM or
-    disk). Aggregates, availability zones, image properties and the
-    scheduler's host filters are not considered.
-
-    A flavor with pci_passthrough:alias (PCI-in-Placement devices, such
-    as SR-IOV vGPUs) needs --controller-conf, the controller's nova.conf:
-    with [filter_scheduler] pci_in_placement Nova asks one numbered group per
-    device of the alias' resource class and traits (and OWNER_NOVA), next
-    to the flavor's own groups, with group_policy=none unless the flavor
-    sets one.
-
-    One row per host (Fits: more servers that fit now; Devices: the
-    devices they would use; Free: free mdevs of the request's class on
-    the devices that match it) and a Total row; --long adds Limit, what
-    stops one more server on each host (the mdev class, VCPU, MEMORY_MB
-    or DISK_GB of the compute node, or a constraint).
-
-    --explain (automatic when nothing fits, for one flavor) lists
-    instead, per constraint in Placement's order, how many devices and
-    hosts it rules out, then the servers that fit and the smallest change
-    that lets one more fit.
-
-    --count N answers whether one 'server create --min N --max N' would
-    be placed: Nova's scheduler claims only each host's first allocation
-    candidate (bug 1874664), so one request can place fewer servers than
-    fit one by one. One Request shows what each host takes in one
-    request; the Total row's Verdict says whether N fit and, if not, the
-    request sizes that would.
+    Answers "how many more can I boot?" and "why NoValidHost?": one row per
+    host with the servers that still fit and the devices they would use,
+    counted from the flavor's request as Nova builds it. When nothing fits
+    (or with --explain) it lists each constraint with the devices and
+    hosts it rules out, and the smallest change that lets one server fit.
+    --count N says whether one 'server create --min N --max N' is placed.
     """
+
+    _epilog = """\
+Examples:
+
+Room left for a flavor, with what limits each host::
+
+    openstack mdev capacity --flavor vgpu.nvidia-12 --long
+
+Why a flavor gets NoValidHost::
+
+    openstack mdev capacity --flavor vgpu.gold --explain
+
+Room for a bare request of two vGPUs with a trait::
+
+    openstack mdev capacity --resource-class VGPU --amount 2 --trait \\
+        CUSTOM_NVIDIA_12
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             '--flavor', metavar='<flavor>', action='append', default=[],
-            help='Flavor name or ID whose servers to count. Repeat for '
-                 'several flavors: their rows follow one another, with a '
-                 'Flavor column (and no automatic --explain).')
+            help='Flavor name or ID whose servers to count; repeat for '
+                 'several (with a Flavor column, no automatic --explain).')
         options.controller_conf(parser)
         options.deprecated(parser, '--nova-conf', '--controller-conf',
                            'controller_conf')
@@ -90,14 +76,11 @@ class Capacity(command.Lister):
         parser.add_argument(
             '--count', metavar='<count>', type=int,
             help='Say whether one request for this many servers (server '
-                 'create --min N --max N) would be placed, or how many it '
-                 'places at least and at most when that depends on the '
-                 'order Placement lists PCI candidates in.')
+                 'create --min N --max N) is placed.')
         parser.add_argument(
             '--explain', action='store_true',
-            help='List the constraints and what each rules out instead '
-                 'of the hosts, ending with the smallest change that lets '
-                 'one more server fit (automatic when nothing fits).')
+            help='List the constraints and what each rules out, instead of '
+                 'the hosts (automatic when nothing fits one flavor).')
         return parser
 
     def _requests(self, parsed_args):

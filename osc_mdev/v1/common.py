@@ -43,11 +43,13 @@ def trait_names(values):
 
 
 def one_line_errors(parser):
-    """Make ``parser`` report a bad argument as one CommandError line.
+    """Make ``parser`` report a bad argument as one CommandError line,
+    and lay its help out as written (``Help``).
 
     argparse prints the usage and exits 2; osc-mdev's commands say what
     was wrong in one line, exit 1, and point to the command's help.
     """
+    parser.formatter_class = _help_formatter(parser.formatter_class)
     command = parser.prog.split(' ', 1)[-1]
 
     def error(message):
@@ -57,6 +59,40 @@ def one_line_errors(parser):
 
     parser.error = error
     return parser
+
+
+def _help_formatter(base):
+    """``base`` (cliff's help formatter) laying out a command's
+    description and epilog as written in reStructuredText, as the
+    documentation renders them: paragraphs filled one by one, indented
+    lines (the examples) kept as they are, a paragraph's closing ``::``
+    shown as ``:``.
+    """
+    import re
+    import textwrap
+
+    class Help(base):
+        def _fill_text(self, text, width, indent):
+            paragraphs = []
+            for block in re.split(r'\n[ \t]*\n', text.strip('\n')):
+                lines = block.strip('\n').splitlines()
+                if not lines:
+                    continue
+                if all(line.startswith(' ') for line in lines if line):
+                    paragraphs.append('\n'.join(
+                        indent + line.rstrip() for line in lines))
+                    continue
+                block = ' '.join(line.strip() for line in lines)
+                if block == '::':
+                    continue
+                if block.endswith('::'):
+                    block = block[:-1]
+                paragraphs.append(textwrap.fill(
+                    block, width, initial_indent=indent,
+                    subsequent_indent=indent, break_on_hyphens=False))
+            return '\n\n'.join(paragraphs)
+
+    return Help
 
 
 def bare_request(parsed_args, required):

@@ -12,57 +12,44 @@
 
 """``openstack mdev config check``."""
 
-import json
 import os
 
 from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev import api
-from osc_mdev.domain import configcheck
+from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
-COLUMNS = ('Severity', 'Where', 'Message')
-DEVICE_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Why')
-# The [pci] parts of the effective result, each shown when it has rows.
-PCI_TABLES = (
-    ('PCI Device Specs', configcheck.PCI_SPEC_COLUMNS),
-    ('PCI Providers', configcheck.PCI_PROVIDER_COLUMNS),
-    ('PCI Aliases', configcheck.PCI_ALIAS_COLUMNS),
-)
-
 
 class CheckConfig(command.Lister):
-    """Check a compute node's mdev configuration before nova-compute does.
+    """Check a compute node's nova.conf for mdevs and PCI devices.
 
-    Reads nova.conf files as nova-compute does (oslo.config; several files
-    in order, the later winning; a directory as --config-dir) and applies
-    Nova's rules: one row per finding, 'error' where nova-compute will
-    refuse to start, 'warning' where Nova will silently do something other
-    than what is written (among them, for NVIDIA types, [libvirt]
-    live_migration_downtime settings that live migration of their vGPUs
-    does not converge with, when the files have a [libvirt] section).
-    [pci] device_spec, alias and report_in_placement
-    (PCI devices in Placement) are checked too: JSON, the resource classes
-    and traits Nova makes of them, aliases no device spec serves, and with
-    --sysfs virtual functions of one physical function that Nova refuses.
-    With --sysfs, the file is compared with the node's devices; with
-    --host, with what Placement has for the node (what changes when
-    nova-compute restarts): devices the file assigns but Placement lacks,
-    resource class changes, devices the file no longer covers (with the
-    servers on them) and type traits (named as --trait-prefix says) that
-    will be wrong after a restart; for PCI devices in Placement, turning
-    report_in_placement off (fatal) and, with --sysfs, providers that
-    change class, lose hand-set traits or go. --long adds the effective
-    result: each device with the type and resource class Nova will give
-    it, and each PCI device spec, PCI provider (with --sysfs) and alias
-    request (always part of -f json and -f yaml). Exit status 1 on any
-    error.
+    Answers "will nova-compute start with this file, and do what it
+    says?": the files are read as nova-compute reads them and judged by
+    Nova's rules; one row per finding, error where nova-compute refuses to
+    start, warning where it silently does something else. --sysfs checks
+    the file against the node's devices, --host against what Placement
+    has for the node; a last result row says what was checked, and
+    --long adds the effective type and class of each device. Exit status
+    1 on any error.
     """
+
+    _epilog = """\
+Examples:
+
+On the compute node, before restarting nova-compute::
+
+    openstack mdev config check /etc/nova/nova.conf --sysfs /sys --long
+
+What will change in Placement when it restarts::
+
+    openstack mdev config check /etc/nova/nova.conf --host compute1
+"""
 
     # Only --host talks to the cloud: a compute node can check its files
     # with no credentials at all.
@@ -78,11 +65,9 @@ class CheckConfig(command.Lister):
         options.host(parser, several=False)
         parser.add_argument(
             '--sysfs', metavar='<root>',
-            help='Root of the node\'s sysfs (/sys on the compute node): '
-                 'check that each address is an mdev parent offering its '
-                 'type, max_instances against available_instances, SR-IOV '
-                 'virtual functions, and virtual parents such as '
-                 'mtty_mtty.')
+            help="Root of the compute node's sysfs (/sys there): also check "
+                 'the file against the devices and types the kernel '
+                 'offers.')
         options.trait_prefix(parser)
         options.long(parser)
         return parser
@@ -100,53 +85,16 @@ class CheckConfig(command.Lister):
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         self.errors = checked.errors
-        self.devices = checked.devices
-        self.pci = checked.pci
-        return COLUMNS, [(f.severity, f.where, f.message)
-                         for f in checked.findings]
+        return configreport.report(checked.findings, checked.effects,
+                                   checked.files, checked.scope,
+                                   parsed_args.long)
 
     def _clients(self):
         mdev = api.authenticated(self.app).mdev
         return mdev.placement, mdev.compute
 
-    def produce_output(self, parsed_args, column_names, data):
-        data = list(data)
-        if parsed_args.formatter in ('json', 'yaml'):
-            doc = {'Findings': [dict(zip(column_names, row))
-                                for row in data],
-                   'Devices': [dict(zip(DEVICE_COLUMNS, row))
-                               for row in self.devices]}
-            for title, columns in PCI_TABLES:
-                if title in self.pci:
-                    doc[title] = [dict(zip(columns, row))
-                                  for row in self.pci[title]]
-            if parsed_args.formatter == 'json':
-                self.app.stdout.write(json.dumps(doc, indent=2) + '\n')
-            else:
-                import yaml
-                self.app.stdout.write(yaml.safe_dump(doc, sort_keys=False))
-            return 0
-        status = super().produce_output(parsed_args, column_names, data)
-        if parsed_args.long:
-            parsed_args.columns = []
-            tables = []
-            if self.devices or not self.pci:
-                tables.append((None, DEVICE_COLUMNS, self.devices))
-            tables += [(title, columns, self.pci[title])
-                       for title, columns in PCI_TABLES
-                       if self.pci.get(title)]
-            printed = bool(data)
-            for title, columns, rows in tables:
-                if printed:
-                    self.app.stdout.write('\n')
-                if title:
-                    self.app.stdout.write('%s:\n' % title)
-                super().produce_output(parsed_args, columns, rows)
-                printed = True
-        return status
-
     def run(self, parsed_args):
-        self.errors, self.devices, self.pci = [], [], {}
+        self.errors = []
         status = super().run(parsed_args)
         if self.errors:
             raise exceptions.CommandError(

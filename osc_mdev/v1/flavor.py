@@ -27,40 +27,35 @@ CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
 
 
 class ConfigureFlavor(command.Lister):
-    """Make a flavor ask for mediated devices (vGPUs) or PCI devices.
+    """Make a flavor ask for vGPUs (mdevs) or PCI devices, checked first.
 
-    Sets resources:<CLASS>=N and trait:<TRAIT>=required|forbidden extra
-    specs. Keys of an earlier mdev request on the flavor are replaced
-    wherever they are written (unnumbered, numbered or named group such as
-    resources_GPU), not added to, and unnumbered trait:CUSTOM_<X>=required
-    keys whose trait no resource provider has any more (stale type tags)
-    are removed; other extra specs are left alone. Before writing, checks
-    that the class and traits exist, that no resulting extra spec is one
-    Nova's API refuses, and that the flavor's resulting request, read as
-    Nova reads it, can be served by some host ('mdev capacity' judges it).
-    Each key's result is listed (added, changed, removed, unchanged,
-    failed, not written); if a write fails the command exits 1 and running
-    it again finishes the job.
-
-    One device or several: by default all N mdevs of a server come from
-    one physical device (resources:VGPU=N), which needs a device whose
-    max_unit is at least N. With --spread each mdev comes from a different
-    device of the same host (resources1:VGPU=1, resources2:VGPU=1, ... with
-    group_policy=isolate), as Nova documents for servers with several
-    vGPUs; use it when one device cannot give more than one mdev to a
-    server (most vGPU types) or to spread load over devices. Several vGPUs
-    per server need computes at Nova 33.0.0 (2026.1) or later; older
-    computes give the server only the first one.
-
-    PCI devices (vGPUs as SR-IOV virtual functions, whole GPUs): --pci-alias
-    NAME[:COUNT] writes pci_passthrough:alias, checked against the
-    controller's [pci] alias (--controller-conf) and, with [filter_scheduler]
-    pci_in_placement, against Placement: some host has COUNT free devices
-    of the alias' resource class and traits now. The options give the
-    flavor's whole device request: mdev options, --pci-alias, or both (a
-    server with a vGPU and a PCI device); the keys of an earlier request
-    of the kind not given again are removed.
+    Writes the resources:<CLASS>=N and trait:<TRAIT>=required|forbidden
+    extra specs (or pci_passthrough:alias), replacing the keys of an
+    earlier device request and stale type traits, and keeping every other
+    extra spec. Before writing, checks that the class and traits exist,
+    that Nova's API accepts the result and that some host can serve it.
+    Each key's result is listed; a failed write exits 1, and running the
+    command again finishes the job.
     """
+
+    _epilog = """\
+Examples:
+
+One vGPU of type nvidia-12 per server (trait CUSTOM_NVIDIA_12)::
+
+    openstack mdev flavor configure vgpu.nvidia-12 --resource-class VGPU \\
+        --mdev-type nvidia-12
+
+Two vGPUs per server, each from a different GPU, shown first::
+
+    openstack mdev flavor configure vgpu.2x --resource-class VGPU \\
+        --amount 2 --spread --dry-run
+
+Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
+
+    openstack mdev flavor configure vgpu.l40s-2 --pci-alias l40s-vf:2 \\
+        --controller-conf /etc/nova/nova.conf
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -71,34 +66,30 @@ class ConfigureFlavor(command.Lister):
             '--pci-alias', metavar='<name>[:<count>]', action='append',
             default=[],
             help='PCI devices of a [pci] alias per server (count 1 by '
-                 'default); repeat or give a comma list (a16:1,nic:2) as in '
-                 'Nova\'s pci_passthrough:alias.')
+                 'default); repeat, or give a comma list as in '
+                 'pci_passthrough:alias.')
         options.controller_conf(parser)
         options.deprecated(parser, '--nova-conf', '--controller-conf',
                            'controller_conf')
         options.amount_and_spread(parser)
         parser.add_argument(
             '--isolate-other-groups', action='store_true',
-            help='With --spread, go on when the flavor has numbered '
-                 'request groups of other requests: Nova applies '
-                 'group_policy=isolate to them too, so each must then '
-                 'come from a provider of its own.')
+            help='With --spread, go on although the flavor has numbered '
+                 'groups of other requests, which group_policy=isolate then '
+                 'binds too.')
         options.deprecated(parser, '--force', '--isolate-other-groups',
                            'isolate_other_groups', flag=True)
         options.trait(parser)
         options.forbid_trait(parser)
         parser.add_argument(
             '--mdev-type', metavar='<type>', action='append', default=[],
-            help='Shortcut for --trait with the trait "mdev trait set '
-                 '--from-nova-conf" gives this type: nvidia-35 means '
-                 'CUSTOM_NVIDIA_35 (see --trait-prefix).')
+            help='Require the trait of this mdev type, as "trait set '
+                 '--from-nova-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
         options.trait_prefix(parser)
         parser.add_argument(
             '--no-validate', action='store_true',
-            help='Skip the checks against the cloud (class, traits and '
-                 'devices exist, and some host can serve the resulting '
-                 'flavor); names are still checked, and Placement is still '
-                 'read to find stale keys.')
+            help='Skip the checks against the cloud (class, traits, some '
+                 'host can serve it); names are still checked.')
         options.dry_run(parser)
         return parser
 
@@ -183,12 +174,20 @@ class ConfigureFlavor(command.Lister):
 class ShowFlavor(command.ShowOne):
     """Show a flavor's device request as Nova reads it, and where it fits.
 
-    Request names each group as the flavor writes it (resources,
-    resources1, resources_GPU). Devices and Servers That Fit are counted
-    as 'mdev capacity --flavor' counts them (the flavor's VCPU, MEMORY_MB
-    and DISK_GB included); Problem says why no server of the flavor can
-    ever be placed, or which extra spec Nova's API refuses.
+    Answers "what does this flavor ask for, and can it be served?": the
+    request groups as written (resources, resources1, resources_GPU),
+    the devices with room, how many more servers fit, and the problem
+    that stops every server of it, if any.
     """
+
+    _epilog = """\
+Examples:
+
+::
+
+    openstack mdev flavor show vgpu.nvidia-12
+    openstack mdev flavor show vgpu.nvidia-12 -f json
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))

@@ -48,29 +48,28 @@ def _shared(parser):
 
 
 class CheckMigration(command.Lister):
-    """Where a server with mdevs can be live- or cold-migrated, and why not.
+    """Show where a server with vGPUs can be live- or cold-migrated, and why.
 
-    One row per compute node that could take the server (one with devices
-    of the classes it asks for), or only --host:
-    Live and Cold say whether Nova would move it there now, Devices the
-    node's devices of the server's mdev type with room for it (the one
-    Placement would give first), Reason the first of Nova's rules that
-    fails, in Nova's words: the server's state, the compute services
-    (disabled, down), Placement's answer for the server's own request in
-    that node's tree (room on devices and root), a hypervisor (QEMU)
-    older than the source's or than mdev live migration needs (8.1.0), a
-    type not enabled there, or devices of another type Placement would
-    give ('not fully mapped'; a cold migration would change the server's
-    vGPU type, which is a no here). Not Checked lists what the answer
-    leans on but the APIs cannot show: libvirt's own version and the
-    kernel, device types without a type trait or --compute-conf file,
-    and for NVIDIA types the [libvirt] live_migration_downtime settings
-    (checked in the --compute-conf files given). The server's request is
-    its own copy of its flavor, read as Nova reads it; device types come
-    from type traits (as 'mdev trait set --from-nova-conf' names them) or
-    the --compute-conf files. Exit status 0 when some node (or --host)
-    takes the server, live or cold; 1 otherwise.
+    Answers "where can this server go, and will Nova agree?" before Nova
+    is asked: one row per compute node with devices of the server's
+    classes (or --host) saying Live and Cold yes or no, the devices of its
+    type with room, the first of Nova's rules that fails, in Nova's words,
+    and what the APIs cannot show (Not Checked). Exit status 0 when some
+    node takes the server, 1 when none does.
     """
+
+    _epilog = """\
+Examples:
+
+Every node the server could go to::
+
+    openstack mdev migration check vm-1
+
+One target, its and the source's nova.conf checked too::
+
+    openstack mdev migration check vm-1 --host gpu2 --compute-conf \\
+        gpu1=/etc/nova/gpu1.conf --compute-conf gpu2=/etc/nova/gpu2.conf
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -101,20 +100,28 @@ class CheckMigration(command.Lister):
 
 
 class PlanMigration(command.Lister):
-    """Plan moving every server with devices off a compute node.
+    """Plan moving every server with vGPUs off a compute node.
 
-    One row per server holding mdevs (or PCI-in-Placement devices) on
-    --host: the node it goes to, live or cold, the exact 'openstack
-    server migrate' command (the target by its service host, as that
-    command takes it; a cold migration is confirmed after it), or why it
-    cannot move and what would make room. The plan is joint: biggest
-    requests first, each on the node where it fits best, and the room it
-    takes is not offered to the next. Each move is judged as 'mdev
-    migration check' judges it; nodes where the server's flavor lets
-    Placement pick a device of another type are not used, whatever
-    Placement lists first today. It plans; it never migrates. Exit status
+    Answers "where does each server of this host go?": one row per server
+    holding mdevs (or PCI-in-Placement devices) on --host, with the node
+    it goes to, live or cold, and the exact 'openstack server migrate'
+    command, or why it cannot move and the smallest change that would let
+    it. The plan is joint, biggest first; it never migrates. Exit status
     1 when a server has no target.
     """
+
+    _epilog = """\
+Examples:
+
+Every server of gpu1, live where Nova allows it, else cold::
+
+    openstack mdev migration plan --host gpu1
+
+Live migrations only, onto two nodes, the commands alone::
+
+    openstack mdev migration plan --host gpu1 --live --target gpu2 \\
+        --target gpu3 -f value -c Command
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))

@@ -28,48 +28,37 @@ from osc_mdev.domain import traits as trait_logic
 LOG = logging.getLogger(__name__)
 
 HOST = ("A compute node, named as in 'openstack hypervisor list' (its "
-        "hypervisor hostname, the name of its root resource provider), "
-        "not the service host. Repeat for several where the command "
-        "takes several.")
+        "hypervisor hostname), not the service host; repeatable where the "
+        "command takes several.")
 RESOURCE_CLASS = (
-    'Resource class of the devices: VGPU, the CUSTOM_<NAME> class of an '
-    'mdev type ([mdev_<type>] mdev_class), or the class of '
-    'PCI-in-Placement devices (CUSTOM_PCI_<VENDOR>_<PRODUCT> or the class '
-    'of [pci] device_spec).')
+    "Resource class of the devices: VGPU, an mdev type's CUSTOM_<NAME> "
+    'class, or the class of PCI-in-Placement devices.')
 TRAIT = ('A trait such as CUSTOM_NVIDIA_12: the one to add or remove in '
          "'trait set' and 'trait unset', one the device must have "
          'elsewhere. Repeat for several.')
 FORBID_TRAIT = 'A trait the device must not have. Repeat for several.'
-TRAIT_PREFIX = ('Prefix of the traits named after mdev types, as '
-                "'mdev trait set --from-nova-conf' names them: by default "
-                'type nvidia-12 is trait CUSTOM_NVIDIA_12.')
+TRAIT_PREFIX = ('Prefix of the traits named after mdev types (by default '
+                'type nvidia-12 is trait CUSTOM_NVIDIA_12).')
 AMOUNT = 'Mdevs per server (default 1).'
 SPREAD = ('Take each of the --amount mdevs from a different device of the '
-          'host (numbered request groups, group_policy=isolate) instead '
-          'of all from one device. Several vGPUs per server need Nova '
-          '33.0.0 (2026.1) or later on the computes.')
+          'host (numbered request groups, group_policy=isolate). Several '
+          'vGPUs per server need Nova 33.0.0 or later on the computes.')
 DRY_RUN = 'Show what would change, and change nothing.'
 LONG = 'List additional fields in output.'
 CONTROLLER_CONF = (
-    "The controller's nova.conf (of nova-api and nova-scheduler), or a "
-    'directory of .conf files; repeat for several, read in order (the '
-    "later wins). Its [pci] alias defines the PCI devices flavors ask for "
-    'with pci_passthrough:alias, and [filter_scheduler] pci_in_placement '
-    'says whether Placement is asked for them.')
+    "The controller's nova.conf (nova-api, nova-scheduler) or a directory "
+    'of .conf files, for its [pci] alias and [filter_scheduler] '
+    'pci_in_placement; repeat to read several in order.')
 COMPUTE_CONF = (
-    'The nova.conf of a compute node, as HOST=FILE (HOST as --host names '
-    'it): its [devices] and [mdev_<type>] sections say which type each '
-    'device has. Repeat for several hosts.')
-FORCE = ('Also change OWNER_* traits such as Nova\'s OWNER_NOVA, which '
-         'are kept otherwise. Nova puts OWNER_NOVA back when nova-compute '
-         'restarts or refreshes its provider cache; meanwhile the device '
-         'looks like another service\'s (Cyborg\'s) to Nova\'s scheduler '
-         'and to other tools.')
+    "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
+    'for the type of each of its devices; repeat for several hosts.')
+FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
+         'Nova puts back when nova-compute restarts or refreshes its '
+         'provider cache.')
 
-KIND = ('Which devices: mdev (the default: mdev parent devices), pci '
-        '(devices Nova reports with [pci] report_in_placement: whole '
-        'devices, PFs, and the VFs of each PF as one device) or all; with '
-        'pci or all, a Kind column says which each row is.')
+KIND = ('Which devices: mdev (the default), pci (PCI-in-Placement '
+        'devices: whole GPUs, and the VFs of each PF as one device) or '
+        'all, with a Kind column.')
 
 
 class _Deprecated(argparse.Action):

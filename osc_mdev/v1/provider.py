@@ -87,17 +87,29 @@ def row(device, cols):
 
 
 class ListProvider(command.Lister):
-    """List the physical devices (GPUs) that offer mediated devices.
+    """List the GPUs (mdev parent devices) of the cloud, with usage and traits.
 
-    One row per mdev parent device Nova reports to Placement, across the
-    whole cloud, with its resource class, capacity and traits. With
-    --kind pci or all, also the GPUs Nova reports through PCI in
-    Placement (whole devices, PFs, and the VFs of each PF as one device),
-    with their Kind, Vendor ID and Product ID (from a
-    CUSTOM_PCI_<VENDOR>_<PRODUCT> class) and VFs of PF. --long adds the
-    provider name, kind, reserved, max unit, allocation ratio and
-    generation. --trait keeps devices that have every trait given.
+    Answers which GPUs Nova reports, how full each is and which traits
+    (such as its type's) it carries: one row per device, Host being the
+    compute node and Device the PCI address. --kind pci or all adds the
+    GPUs Nova reports through PCI in Placement (SR-IOV vGPUs, whole GPUs).
     """
+
+    _epilog = """\
+Examples:
+
+GPUs of one compute node with room for one more vGPU::
+
+    openstack mdev provider list --host compute1 --free
+
+GPUs tagged with a type's trait, as JSON::
+
+    openstack mdev provider list --trait CUSTOM_NVIDIA_12 -f json
+
+Every GPU, mdev and PCI-in-Placement alike::
+
+    openstack mdev provider list --kind all
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -144,13 +156,25 @@ class ListProvider(command.Lister):
 
 
 class ShowProvider(command.ShowOne):
-    """Show one GPU (mdev parent device or PCI-in-Placement device) and
-    the consumers on it.
+    """Show one GPU (mdev parent or PCI-in-Placement device) and its consumers.
 
-    Name the device by provider UUID, provider name or HOST:PCI_ADDRESS
-    (for example compute1:0000:84:00.0, upper or lower case); a bare PCI
-    address works when only one host has it.
+    Answers everything Placement knows of one device: inventory, usage,
+    traits, and the servers holding part of it. Name it by provider UUID,
+    provider name or HOST:PCI_ADDRESS; a bare PCI address works when only
+    one host has it.
     """
+
+    _epilog = """\
+Examples:
+
+One GPU by compute node and PCI address::
+
+    openstack mdev provider show compute1:0000:84:00.0
+
+The VFs of a PF reported through PCI in Placement::
+
+    openstack mdev provider show sriov1:0000:c1:00.0
+"""
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -158,9 +182,7 @@ class ShowProvider(command.ShowOne):
             'device', metavar='<device>',
             help='Provider UUID, provider name, or HOST:PCI_ADDRESS '
                  '(HOST:DEVICE for devices without a PCI address, such as '
-                 'compute1:mtty_mtty). PCI-in-Placement devices too, by '
-                 'their PF or device address (compute1:0000:AF:00.0) or '
-                 'provider name (compute1_0000:AF:00.0).')
+                 'compute1:mtty_mtty).')
         return parser
 
     def take_action(self, parsed_args):

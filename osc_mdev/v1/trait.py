@@ -42,18 +42,14 @@ class _TraitCommand(command.Lister):
         parser.add_argument(
             'device', metavar='<device>', nargs='*',
             help='Device to change: provider UUID, provider name or '
-                 'HOST:PCI_ADDRESS, as in "mdev provider show". Repeat for '
-                 'several. A PCI-in-Placement device is refused: Nova '
-                 "replaces its traits with its [pci] device_spec's when "
-                 'nova-compute restarts or refreshes its provider cache.')
+                 'HOST:PCI_ADDRESS, as in "mdev provider show"; repeat for '
+                 'several (PCI-in-Placement devices are refused).')
         options.host(parser)
         options.resource_class(parser)
         parser.add_argument(
             '--all', action='store_true', dest='all_devices',
-            help='Every mdev device in the cloud; stands alone (with '
-                 'names, --host or --resource-class it is an error). '
-                 'Repeated options widen the selection, different options '
-                 'narrow it, and named devices must match the options.')
+            help='Every mdev device in the cloud; not with names, --host '
+                 'or --resource-class.')
         options.dry_run(parser)
         return parser
 
@@ -109,38 +105,41 @@ class _TraitCommand(command.Lister):
 
 
 class SetTrait(_TraitCommand):
-    """Add traits to mdev devices, keeping the traits they have.
+    """Add traits to GPUs (mdev devices), keeping the traits they have.
 
-    Custom traits that do not exist yet are created. A provider changed by
-    another writer meanwhile (nova-compute, another operator) is re-read
-    and the change applied again, so no one's traits are lost.
-    --dry-run shows each device's traits before and after (custom traits
-    are not created either). Devices are chosen by name, --host (its mdev
-    devices, not its PCI-in-Placement devices), --resource-class or --all.
+    Answers the tagging job that 'resource provider trait set' does
+    badly: every trait already on a device stays (Nova's OWNER_NOVA
+    included), custom traits are created, and a device another writer
+    changed meanwhile is re-read and written again. --from-nova-conf tags
+    each GPU of a host with the trait of the type its nova.conf gives it.
     """
+
+    _epilog = """\
+Examples:
+
+Tag every GPU of a host from its nova.conf, shown first::
+
+    openstack mdev trait set --from-nova-conf /etc/nova/nova.conf --host \\
+        compute1 --dry-run
+
+Tag one GPU by hand::
+
+    openstack mdev trait set --trait CUSTOM_NVIDIA_12 compute1:0000:84:01.0
+"""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         options.trait(parser)
         parser.add_argument(
             '--replace', action='store_true',
-            help='Make the named traits the only ones, as "openstack '
-                 'resource provider trait set" does, but keep OWNER_* '
-                 'traits (such as Nova\'s OWNER_NOVA) unless --force.')
+            help='Make the named traits the only ones, keeping OWNER_* '
+                 'traits unless --force.')
         options.force(parser)
         parser.add_argument(
             '--from-nova-conf', metavar='<file>',
             help='Tag each device of --host with the trait of the mdev type '
-                 'this nova.conf gives it ([devices] enabled_mdev_types, '
-                 '[mdev_<type>] device_addresses; the old enabled_vgpu_types '
-                 'and [vgpu_<type>] too). '
-                 'The file is read as nova-compute reads it: a file Nova '
-                 'would refuse is an error and nothing is written; addresses '
-                 'are compared literally with libvirt\'s lower-case form, '
-                 'and devices not matched get the default type, as in Nova '
-                 '(a note on stderr names addresses that match nothing). '
-                 'Traits of the file\'s other types are removed from each '
-                 'device.')
+                 'this nova.conf gives it, read as nova-compute reads it. '
+                 "Traits of the file's other types are removed.")
         options.trait_prefix(parser)
         return parser
 
@@ -184,11 +183,21 @@ class SetTrait(_TraitCommand):
 
 
 class UnsetTrait(_TraitCommand):
-    """Remove traits from mdev devices, keeping every other trait.
+    """Remove traits from GPUs (mdev devices), keeping every other trait.
 
-    OWNER_* traits (Nova's OWNER_NOVA marks its own providers) are
-    removed only with --force.
+    OWNER_* traits (Nova's OWNER_NOVA marks its own providers) are removed
+    only with --force.
     """
+
+    _epilog = """\
+Examples:
+
+::
+
+    openstack mdev trait unset --trait CUSTOM_POOL_A compute1:0000:84:01.0
+    openstack mdev trait unset --trait CUSTOM_POOL_A --host compute1 \\
+        --dry-run
+"""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

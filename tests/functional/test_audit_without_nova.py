@@ -242,3 +242,89 @@ def test_orphan_removal_whose_answer_is_lost_is_verified(
     assert outcome.result.startswith('removed its allocations')
     assert placement.request('GET', '/allocations/%s' % consumer)[
         'allocations'] == {}
+
+
+PREFIX = 'CUSTOM_GPU_'
+TWO_TYPES = ('[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
+             '[mdev_nvidia-12]\ndevice_addresses = 0000:85:00.0\n')
+
+
+def trait_rows(result):
+    return sorted((r['Check'], r['Device'], r.get('Repair'))
+                  for r in json.loads(result.stdout)
+                  if r['Check'].endswith('-trait'))
+
+
+def test_trait_prefix_as_trait_set_names_them(cloud, placement, tmp_path):
+    """A cloud that tags its devices with its own prefix ('trait set
+    --from-nova-conf --trait-prefix') is audited with the same option:
+    nothing is lost or wrong, and a repair adds the prefixed trait.
+    """
+    name = 'prefix-%s.example.com' % uuid.uuid4().hex[:8]
+    gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4),
+            Gpu('pci_0000_85_00_0', 'VGPU', 4),
+            Gpu('pci_0000_86_00_0', 'VGPU', 4)]
+    placement.add_compute_node(name, gpus)
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(TWO_TYPES)
+    tagged = cli.openstack('mdev', 'trait', 'set', '--from-nova-conf',
+                           str(conf), '--host', name, '--trait-prefix',
+                           PREFIX)
+    assert tagged.rc == 0, tagged.stderr
+    assert [sorted(placement.get_traits(g.uuid)) for g in gpus] == [
+        ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA'],
+        ['CUSTOM_GPU_NVIDIA_12', 'OWNER_NOVA'],
+        ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA']]
+    compute_conf = '%s=%s' % (name, conf)
+
+    # With the same prefix: by the nova.conf and by the siblings, clean.
+    assert trait_rows(audit('--host', name, '--compute-conf', compute_conf,
+                            '--trait-prefix', PREFIX)) == []
+    assert trait_rows(audit('--host', name, '--trait-prefix', PREFIX)) == []
+    # By the default naming every device lacks its trait, and --fix would
+    # add the default one: what the option is for.
+    assert trait_rows(audit('--host', name, '--compute-conf', compute_conf,
+                            '--fix', 'lost-trait', '--dry-run')) == [
+        ('lost-trait', '0000:84:00.0', 'would add CUSTOM_NVIDIA_11'),
+        ('lost-trait', '0000:85:00.0', 'would add CUSTOM_NVIDIA_12'),
+        ('lost-trait', '0000:86:00.0', 'would add CUSTOM_NVIDIA_11')]
+
+    # A device that lost its trait gets the prefixed one back; nothing
+    # else changes. Its siblings carry two types: by them alone, which is
+    # its type is not known, so only the nova.conf repairs it.
+    placement.set_traits(gpus[2].uuid, ['OWNER_NOVA'])
+    before = state(placement)
+    dry = audit('--host', name, '--trait-prefix', PREFIX, '--fix',
+                'lost-trait', '--dry-run')
+    assert trait_rows(dry) == [
+        ('lost-trait', '0000:86:00.0', 'no automatic repair')]
+    assert 'carry CUSTOM_GPU_NVIDIA_11, CUSTOM_GPU_NVIDIA_12' in dry.stdout
+    dry = audit('--host', name, '--trait-prefix', PREFIX, '--fix',
+                'lost-trait', '--dry-run', '--compute-conf', compute_conf)
+    assert trait_rows(dry) == [
+        ('lost-trait', '0000:86:00.0', 'would add CUSTOM_GPU_NVIDIA_11')]
+    assert state(placement) == before
+    fixed = audit('--host', name, '--trait-prefix', PREFIX, '--fix',
+                  'lost-trait', '--compute-conf', compute_conf)
+    assert trait_rows(fixed) == [
+        ('lost-trait', '0000:86:00.0', 'added CUSTOM_GPU_NVIDIA_11')]
+    after = state(placement)
+    assert after[gpus[2].name][1] == ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA']
+    assert {n for n in after if after[n] != before[n]} == {gpus[2].name}
+
+    # A wrong type trait under the cloud's prefix is seen.
+    placement.set_traits(gpus[0].uuid, ['CUSTOM_GPU_NVIDIA_11',
+                                        'CUSTOM_GPU_NVIDIA_12', 'OWNER_NOVA'])
+    assert trait_rows(audit('--host', name, '--compute-conf', compute_conf,
+                            '--trait-prefix', PREFIX)) == [
+        ('wrong-trait', '0000:84:00.0', None)]
+
+
+def test_bad_trait_prefix_writes_nothing(cloud, placement, host):
+    name = host[0]
+    before = state(placement)
+    cli.assert_one_line_error(
+        cli.openstack('mdev', 'audit', '--host', name, '--fix', 'lost-trait',
+                      '--trait-prefix', 'gpu_'),
+        "'gpu_' is not a valid trait prefix")
+    assert state(placement) == before

@@ -13,6 +13,7 @@
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
 import json
+import re
 import uuid
 
 import pytest
@@ -29,6 +30,36 @@ def auth(placement_url):
 
 def check(*args, auth=()):
     return cli.openstack(*auth, 'mdev', 'config', 'check', *args)
+
+
+FINDINGS = ('error', 'warning', 'info')
+
+
+def findings(rows):
+    """The finding rows of ``-f json`` (not the effective and result
+    rows).
+    """
+    return [{k: r[k] for k in ('Severity', 'Where', 'Message')}
+            for r in rows if r['Severity'] in FINDINGS]
+
+
+def effective(rows, start=''):
+    """The effective rows of ``--long -f json`` whose Message starts with
+    ``start``.
+    """
+    return [r for r in rows if r['Severity'] == 'effective'
+            and r['Message'].startswith(start)]
+
+
+def devices(rows):
+    """The mdev devices of the effective result, as the old Devices
+    table had them: Device, Mdev Type, Resource Class, Why.
+    """
+    return [{'Device': r['Device'], 'Mdev Type': r['Mdev Type'],
+             'Resource Class': r['Resource Class'],
+             'Why': r['Message'][0].lower() + r['Message'][1:-1]}
+            for r in rows if r['Severity'] == 'effective'
+            and not r['Message'].startswith('PCI ')]
 
 
 GOOD = """[DEFAULT]
@@ -51,15 +82,15 @@ def write(tmp_path, text, name='nova.conf'):
 
 def test_good_file_exits_0_without_credentials(tmp_path):
     path = write(tmp_path, GOOD)
-    result = check(path, '-f', 'json')
+    result = check(path, '--long', '-f', 'json')
     assert result.rc == 0, result.stderr
-    doc = result.json()
-    assert doc['Findings'] == [{
+    rows = result.json()
+    assert findings(rows) == [{
         'Severity': 'info', 'Where': '[devices] enabled_mdev_types, %s:5'
         % path, 'Message': 'Type nvidia-36 has no [mdev_nvidia-36] group: '
         'it has no device_addresses, so it can only be the default type for '
         'every device not listed.'}]
-    assert doc['Devices'] == [
+    assert devices(rows) == [
         {'Device': '0000:84:00.0', 'Mdev Type': 'nvidia-35',
          'Resource Class': 'CUSTOM_NV35',
          'Why': 'listed under [mdev_nvidia-35]'},
@@ -76,7 +107,8 @@ def test_errors_exit_1_with_every_finding(tmp_path):
     assert result.stdout.splitlines() == [
         'error [mdev_nvidia-35] device_addresses, %s:8' % path,
         'error [mdev_nvidia-36] mdev_class, %s:11' % path,
-        'warning [vgpu_nvidia-36] max_instances, %s:13' % path]
+        'warning [vgpu_nvidia-36] max_instances, %s:13' % path,
+        'result %s' % path]
     assert result.stderr.strip() == (
         '2 error(s): nova-compute will refuse to start with this '
         'configuration.')
@@ -86,8 +118,10 @@ def test_long_table(tmp_path):
     path = write(tmp_path, GOOD.replace('0000:84:00.0', '0000:3B:00.4'))
     result = check(path, '--long')
     assert result.rc == 0, result.stderr
-    assert '| warning  | [mdev_nvidia-35] device_addresses' in result.stdout
-    assert '| 0000:3b:00.4       | nvidia-36 | VGPU ' in result.stdout
+    assert re.search(r'^\| warning +\| \[mdev_nvidia-35\] device_addresses',
+                     result.stdout, re.M)
+    assert re.search(r'\| 0000:3b:00\.4 +\| nvidia-36 +\| VGPU +\|',
+                     result.stdout)
     assert '| Device ' in result.stdout
 
 
@@ -95,7 +129,7 @@ def test_no_mdev_options_is_info(tmp_path):
     result = check(write(tmp_path, '[DEFAULT]\ndebug = true\n'), '-f',
                    'json')
     assert result.rc == 0
-    assert [f['Severity'] for f in result.json()['Findings']] == ['info']
+    assert [f['Severity'] for f in findings(result.json())] == ['info']
 
 
 def test_files_in_order_and_directory(tmp_path):
@@ -106,11 +140,11 @@ def test_files_in_order_and_directory(tmp_path):
           '50-gpu.conf')
     write(conf_d, '[mdev_nvidia-35]\ndevice_addresses = 0000:86:00.0\n',
           '90-gpu.conf')
-    devices = check(first, str(conf_d), '-f', 'json').json()['Devices']
-    assert devices[0]['Device'] == '0000:86:00.0'
+    found = devices(check(first, str(conf_d), '--long', '-f', 'json').json())
+    assert found[0]['Device'] == '0000:86:00.0'
     # The directory first: nova.conf comes later and wins.
-    devices = check(str(conf_d), first, '-f', 'json').json()['Devices']
-    assert devices[0]['Device'] == '0000:84:00.0'
+    found = devices(check(str(conf_d), first, '--long', '-f', 'json').json())
+    assert found[0]['Device'] == '0000:84:00.0'
 
 
 @pytest.mark.parametrize('make,fragment', [
@@ -136,14 +170,14 @@ def test_sysfs(tmp_path):
         ('0000:85:00.0', {'nvidia-36': 2}, None)])
     path = write(tmp_path, GOOD.replace('0000:84:00.0',
                                         '0000:84:00.0, 0000:86:00.0'))
-    result = check(path, '--sysfs', root, '-f', 'json')
+    result = check(path, '--sysfs', root, '--long', '-f', 'json')
     assert result.rc == 0, result.stderr
-    doc = result.json()
-    assert [f['Message'] for f in doc['Findings']
+    rows = result.json()
+    assert [f['Message'] for f in findings(rows)
             if f['Severity'] == 'warning'] == [
         '0000:86:00.0 is not an mdev-capable device on this host (not in '
         'class/mdev_bus): Nova will report nothing for it.']
-    assert [(d['Device'], d['Mdev Type']) for d in doc['Devices']] == [
+    assert [(d['Device'], d['Mdev Type']) for d in devices(rows)] == [
         ('0000:84:00.0', 'nvidia-35'), ('0000:85:00.0', 'nvidia-36'),
         ('0000:86:00.0', 'nvidia-35')]
     cli.assert_one_line_error(check(path, '--sysfs', str(tmp_path / 'no')),
@@ -173,10 +207,10 @@ mdev_class = CUSTOM_NV35
 [mdev_nvidia-36]
 device_addresses = 0000:85:00.0
 """)
-    result = check(path, '--host', name, '-f', 'json', auth=auth)
+    result = check(path, '--host', name, '--long', '-f', 'json', auth=auth)
     assert result.rc == 0, result.stderr
-    doc = result.json()
-    placement_rows = [f for f in doc['Findings']
+    rows = result.json()
+    placement_rows = [f for f in findings(rows)
                       if f['Where'] == 'Placement, host %s' % name]
     assert [f['Message'] for f in placement_rows] == [
         'Device 0000:84:00.0 is VGPU in Placement but Nova will report '
@@ -191,13 +225,13 @@ device_addresses = 0000:85:00.0
         'scheduler can still pick it while Nova cannot create mdevs there; '
         'give it a type, or delete the provider once no server uses it. '
         'Servers with allocations there: %s.' % server]
-    assert [f['Message'] for f in doc['Findings'] if f['Message'].startswith(
+    assert [f['Message'] for f in findings(rows) if f['Message'].startswith(
         'Placement has no device')] == [
         'Placement has no device 0000:87:00.0 on host %s: it does not exist '
         'there, offers no nvidia-35 instance, or nova-compute has not '
         'reported it yet.' % name]
     assert [(d['Device'], d['Mdev Type'], d['Resource Class'])
-            for d in doc['Devices']] == [
+            for d in devices(rows)] == [
         ('0000:84:00.0', 'nvidia-35', 'CUSTOM_NV35'),
         ('0000:85:00.0', 'nvidia-36', 'VGPU'),
         ('0000:86:00.0', None, None),
@@ -216,7 +250,10 @@ device_addresses = 0000:86:00.0
 mdev_class = CUSTOM_OLD
 """)
     result = check(path, '--host', name, '-f', 'json', auth=auth)
-    assert result.json()['Findings'] == []
+    assert findings(result.json()) == []
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert verdict['Message'].endswith('. Nothing is wrong.')
+    assert "Placement's view of %s" % name in verdict['Message']
 
 
 def test_host_errors(placement, auth, tmp_path):
@@ -256,25 +293,26 @@ def pci_sysfs(tmp_path):
 
 def test_pci_good_file_shows_specs_providers_and_aliases(tmp_path):
     path = write(tmp_path, PCI_GOOD)
-    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '--long', '-f',
+                   'json')
     assert result.rc == 0, result.stderr
-    doc = result.json()
-    assert [f for f in doc['Findings'] if f['Severity'] != 'info'] == []
-    assert doc['PCI Device Specs'] == [{
-        'Device Spec': 'address 0000:25:00.* 10de:25b6',
-        'Where': '[pci] device_spec, %s:3' % path,
-        'Resource Class': 'CUSTOM_A16_16A',
-        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
-    assert doc['PCI Providers'] == [{
-        'Provider': '<node>_0000:25:00.0',
-        'Devices': '%s, %s' % (VF4, VF5),
-        'Resource Class': 'CUSTOM_A16_16A',
-        'Traits': 'COMPUTE_MANAGED_PCI_DEVICE'}]
-    assert doc['PCI Aliases'] == [{
-        'Alias': 'a16',
-        'Request': '1 request group of CUSTOM_A16_16A:1; type-VF; '
-                   'numa_policy legacy',
-        'Where': '[pci] alias, %s:5' % path}]
+    rows = result.json()
+    assert [f for f in findings(rows) if f['Severity'] != 'info'] == []
+    assert [(r['Device'], r['Where'], r['Resource Class'], r['Traits'])
+            for r in effective(rows, 'PCI device spec')] == [(
+                'address 0000:25:00.* 10de:25b6',
+                '[pci] device_spec, %s:3' % path, 'CUSTOM_A16_16A',
+                'COMPUTE_MANAGED_PCI_DEVICE')]
+    assert [(r['Device'], r['Message'], r['Resource Class'], r['Traits'])
+            for r in effective(rows, 'PCI provider')] == [(
+                '<node>_0000:25:00.0',
+                'PCI provider Nova makes of %s, %s.' % (VF4, VF5),
+                'CUSTOM_A16_16A', 'COMPUTE_MANAGED_PCI_DEVICE')]
+    assert [(r['Message'], r['Where'])
+            for r in effective(rows, 'PCI alias')] == [(
+                'PCI alias a16: 1 request group of CUSTOM_A16_16A:1; '
+                'type-VF; numa_policy legacy.',
+                '[pci] alias, %s:5' % path)]
 
 
 def test_pci_vfs_of_one_pf_with_different_classes_is_an_error(tmp_path):
@@ -285,7 +323,7 @@ device_spec = {"address": "%s", "resource_class": "A16_8A"}
 """ % (VF4, VF5))
     result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
     assert result.rc == 1
-    [error] = [f for f in json.loads(result.stdout)['Findings']
+    [error] = [f for f in json.loads(result.stdout)
                if f['Severity'] == 'error']
     assert 'PlacementPciMixedResourceClassException' in error['Message']
     assert 'CUSTOM_A16_8A for %s and CUSTOM_A16_16A for %s' % (
@@ -302,7 +340,7 @@ device_spec = [{"address": "%s"}, {"address": "%s"}]
     assert result.rc == 1
     # The PF's address matches its VFs too (it is a PF in sysfs): both
     # VFs clash with it.
-    errors = [f['Message'] for f in json.loads(result.stdout)['Findings']
+    errors = [f['Message'] for f in json.loads(result.stdout)
               if f['Severity'] == 'error']
     assert len(errors) == 2
     assert all('PlacementPciDependentDeviceException' in e for e in errors)
@@ -352,7 +390,7 @@ def test_pci_findings(tmp_path, text, severity, fragment):
     path = write(tmp_path, text)
     result = check(path, '-f', 'json')
     assert result.rc == (1 if severity == 'error' else 0), result.stderr
-    found = [f['Message'] for f in json.loads(result.stdout)['Findings']
+    found = [f['Message'] for f in json.loads(result.stdout)
              if f['Severity'] == severity]
     assert any(fragment in m for m in found), found
 
@@ -361,12 +399,14 @@ def test_pci_long_table(tmp_path):
     path = write(tmp_path, PCI_GOOD)
     result = check(path, '--long')
     assert result.rc == 0, result.stderr
-    assert 'PCI Device Specs:' in result.stdout
-    assert 'PCI Aliases:' in result.stdout
+    assert '| PCI device spec: ' in result.stdout
+    assert '| PCI alias a16: ' in result.stdout
     assert '| CUSTOM_A16_16A' in result.stdout
-    # Without devices known, no providers table, and no empty mdev table.
-    assert 'PCI Providers:' not in result.stdout
-    assert 'Mdev Type' not in result.stdout
+    # Without devices known, no providers, and no mdev device rows.
+    assert '| PCI provider ' not in result.stdout
+    rows = check(path, '--long', '-f', 'json').json()
+    assert [r['Message'].split(':')[0] for r in effective(rows)] == [
+        'PCI device spec', 'PCI alias a16']
 
 
 @pytest.fixture
@@ -399,7 +439,7 @@ def test_pci_host_turning_report_in_placement_off_is_an_error(
                  'device_spec = {"address": "0000:41:00.0"}\n')
     result = check(path, '--host', pci_node, '-f', 'json', auth=auth)
     assert result.rc == 1
-    [error] = [f for f in json.loads(result.stdout)['Findings']
+    [error] = [f for f in json.loads(result.stdout)
                if f['Severity'] == 'error']
     assert error['Where'] == '[pci] report_in_placement, %s:2' % path
     assert 'Placement has 2 PCI provider(s) of %s' % pci_node in \
@@ -417,7 +457,7 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
     result = check(path, '--host', pci_node, '--sysfs', pci_sysfs(tmp_path),
                    '-f', 'json', auth=auth)
     assert result.rc == 0, result.stderr
-    messages = [f['Message'] for f in result.json()['Findings']
+    messages = [f['Message'] for f in findings(result.json())
                 if f['Where'] == 'Placement, host %s' % pci_node]
     assert messages == [
         'Provider %s_0000:25:00.0 is CUSTOM_A16_16A in Placement but Nova '
@@ -432,3 +472,117 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
         'Provider %s_0000:41:00.0 (CUSTOM_PCI_10DE_2236, total 1) matches '
         'no device spec any more: nova-compute removes it on restart.'
         % pci_node]
+
+
+# -- An OSC lister: every format, -c, --long; the result row --------------
+
+CLEAN = """[DEFAULT]
+host = compute1
+
+[devices]
+enabled_mdev_types = nvidia-35
+
+[mdev_nvidia-35]
+device_addresses = 0000:84:00.0
+"""
+VERDICT = ('Checked the section and option names against the options of '
+           'Nova %s and the mdev type nvidia-35. Nothing is wrong.')
+
+
+def test_a_clean_file_is_one_result_row_in_every_format(tmp_path):
+    import yaml
+
+    from osc_mdev.domain import nova_options
+
+    path = write(tmp_path, CLEAN)
+    verdict = VERDICT % nova_options.NOVA_VERSION
+    row = {'Severity': 'result', 'Where': path, 'Message': verdict}
+    table = check(path)
+    assert table.rc == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert len(lines) == 5 and lines[3].startswith('| result   | %s' % path)
+    assert verdict in lines[3]
+    assert check(path, '-f', 'json').json() == [row]
+    assert yaml.safe_load(check(path, '-f', 'yaml').stdout) == [row]
+    assert check(path, '-f', 'csv').stdout.splitlines() == [
+        '"Severity","Where","Message"',
+        '"result","%s","%s"' % (path, verdict)]
+    assert check(path, '-f', 'value').stdout == 'result %s %s\n' % (
+        path, verdict)
+    assert check(path, '-f', 'value', '-c', 'Message').stdout == (
+        verdict + '\n')
+
+
+@pytest.mark.parametrize('fmt', ['table', 'json', 'yaml', 'csv', 'value'])
+def test_long_and_columns_in_every_format(tmp_path, fmt):
+    path = write(tmp_path, CLEAN + 'mdev_clas = CUSTOM_A\n')
+    result = check(path, '--long', '-f', fmt, '-c', 'Severity', '-c',
+                   'Device', '-c', 'Resource Class')
+    assert result.rc == 0, result.stderr
+    rows = check(path, '--long', '-f', 'json', '-c', 'Severity', '-c',
+                 'Device', '-c', 'Resource Class').json()
+    assert rows == [
+        {'Severity': 'warning', 'Device': '', 'Resource Class': ''},
+        {'Severity': 'effective', 'Device': '0000:84:00.0',
+         'Resource Class': 'VGPU'},
+        {'Severity': 'result', 'Device': '', 'Resource Class': ''}]
+    for word in ('warning', 'effective', '0000:84:00.0', 'VGPU', 'result'):
+        assert word in result.stdout
+    assert 'mdev_clas' not in result.stdout      # no Message column
+    # Without --long there are no device columns to pick.
+    narrow = check(path, '-f', fmt, '-c', 'Severity', '-c', 'Message')
+    assert narrow.rc == 0, narrow.stderr
+    assert 'mdev_class?' in narrow.stdout          # yaml wraps lines
+    assert '0000:84:00.0' not in narrow.stdout
+
+
+def test_the_slips_of_a_hand_written_file(tmp_path):
+    path = write(tmp_path, """[DEFAULT]
+host = compute1
+
+[devices]
+enabled_mdev_types = nvidia-35, nvidia-36
+enabled_vgpu_types = nvidia-35
+
+[device]
+enabled_mdev_type = nvidia-36
+
+[mdev_nvidia-35]
+device_address = 0000:84:00.0
+mdev_clas = CUSTOM_NV35
+
+[mdev-nvidia-36]
+device_addresses = 0000:85:00.0
+""")
+    result = check(path, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    warnings = [(f['Where'].split(',')[0], f['Message'])
+                for f in findings(result.json())
+                if f['Severity'] == 'warning']
+    for where, fragment in [
+            ('[devices] enabled_vgpu_types',
+             'Ignored: enabled_vgpu_types is the deprecated name of '
+             'enabled_mdev_types, which is set too (line 5)'),
+            ('[device]', 'did you mean [devices]?'),
+            ('[mdev_nvidia-35] device_address',
+             'did you mean device_addresses?'),
+            ('[mdev_nvidia-35] mdev_clas', 'did you mean mdev_class?'),
+            ('[mdev-nvidia-36]', 'did you mean [mdev_nvidia-36]?')]:
+        assert [m for w, m in warnings if w == where and fragment in m], (
+            where, warnings)
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert '6 warnings: nova-compute will start but do something other ' \
+        'than written' in verdict['Message']
+
+
+def test_no_mdev_bus_is_a_warning_and_exit_0(tmp_path):
+    root = tmp_path / 'sys'
+    (root / 'bus' / 'pci' / 'devices').mkdir(parents=True)
+    path = write(tmp_path, CLEAN)
+    result = check(path, '--sysfs', str(root), '-f', 'json')
+    assert result.rc == 0, result.stderr
+    [warning] = findings(result.json())
+    assert warning['Severity'] == 'warning'
+    assert warning['Where'] == '--sysfs'
+    assert 'nova-compute will start' in warning['Message']
+    assert result.stderr == ''

@@ -626,3 +626,52 @@ def test_pci_alias_unchecked_is_said_once():
         'unschedulable-flavor did not check; give the controller\'s '
         'nova.conf with --controller-conf <file> to check them.')
     assert audit.pci_alias_unchecked([server('s3')], []) is None
+
+
+# -- --trait-prefix ---------------------------------------------------------
+
+@pytest.mark.parametrize('trait,key', [
+    ('CUSTOM_GPU_NVIDIA_35', 'NVIDIA_35'),
+    ('CUSTOM_GPU_A16_4Q', 'A16_4Q'),        # any type after the prefix
+    ('CUSTOM_NVIDIA_35', None),             # the default naming is not it
+    ('CUSTOM_GPU_', None),
+    ('OWNER_NOVA', None),
+])
+def test_type_key_with_a_prefix(trait, key):
+    assert audit.type_key(trait, prefix='CUSTOM_GPU_') == key
+
+
+@pytest.mark.parametrize('devices,expected', [
+    # The cloud's own naming: nothing lost, nothing wrong.
+    ([device('g1', ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA']),
+      device('g2', ['CUSTOM_GPU_NVIDIA_11'])], []),
+    # A device with only the default name lacks the cloud's: the repair
+    # adds the prefixed trait, never the default one.
+    ([device('g1', ['CUSTOM_GPU_NVIDIA_11']),
+      device('g2', ['CUSTOM_NVIDIA_11'])],
+     [('lost-trait', '0000:85:00.0', 'warning', 'CUSTOM_GPU_NVIDIA_11')]),
+    ([device('g1', ['CUSTOM_GPU_NVIDIA_11', 'CUSTOM_GPU_NVIDIA_12'])],
+     [('wrong-trait', '0000:84:00.0', 'error', None)]),
+])
+def test_trait_findings_by_siblings_with_a_prefix(devices, expected):
+    assert _traits(audit.trait_findings(devices, prefix='CUSTOM_GPU_')) == (
+        expected)
+
+
+def test_trait_findings_by_nova_conf_with_a_prefix(CONF):
+    tagged = [device('g1', ['CUSTOM_GPU_NVIDIA_11']),
+              device('g2', ['CUSTOM_GPU_NVIDIA_12']),
+              device('g3', ['CUSTOM_GPU_NVIDIA_11'])]
+    # Tagged as 'trait set --from-nova-conf --trait-prefix CUSTOM_GPU_'
+    # does: clean with that prefix...
+    assert audit.trait_findings(tagged, {'c1': CONF},
+                                prefix='CUSTOM_GPU_') == []
+    # ...while by the default naming every device lacks its trait.
+    assert [f.repair.trait for f in audit.trait_findings(
+        tagged, {'c1': CONF})] == [
+        'CUSTOM_NVIDIA_11', 'CUSTOM_NVIDIA_12', 'CUSTOM_NVIDIA_11']
+    wrong = [device('g1', ['CUSTOM_GPU_NVIDIA_12'])]
+    assert _traits(audit.trait_findings(wrong, {'c1': CONF},
+                                        prefix='CUSTOM_GPU_')) == [
+        ('lost-trait', '0000:84:00.0', 'warning', 'CUSTOM_GPU_NVIDIA_11'),
+        ('wrong-trait', '0000:84:00.0', 'error', None)]

@@ -20,6 +20,7 @@ from osc_mdev.domain import configcheck
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 
 D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
@@ -259,7 +260,36 @@ def test_no_mdev_bus(tmp_path):
     conf, _ = check(tmp_path, GOOD)
     [finding] = configcheck.sysfs_findings(
         conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
-    assert finding.severity == 'error'
+    # Nova starts (see the cross-check below): a warning, not an error.
+    assert finding.severity == 'warning'
+    assert 'nova-compute will start' in finding.message
+    assert 'offers no mediated devices' in finding.message
+    conf, _ = check(tmp_path, '[DEFAULT]\ndebug = true\n')
+    [finding] = configcheck.sysfs_findings(
+        conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
+    assert finding.severity == 'info'
+
+
+@pytest.mark.nova
+def test_no_mdev_bus_nova_starts_and_offers_nothing(tmp_path, monkeypatch):
+    """With no mdev-capable device in libvirt (what a host without
+    class/mdev_bus shows), Nova's driver takes the configuration and
+    reports no GPU inventory: nova-compute starts and offers nothing.
+    """
+    path = tmp_path / 'nova.conf'
+    path.write_text(GOOD)
+
+    class NoMdevHost:
+        def list_mdev_capable_devices(self, flags=0):
+            return []
+
+        def list_mediated_devices(self, flags=0):
+            return []
+
+    drv = nova_driver.driver(monkeypatch, [str(path)], str(tmp_path))
+    assert drv.supported_vgpu_types == ['nvidia-35', 'nvidia-36']
+    drv._host = NoMdevHost()
+    assert drv._get_gpu_inventories() == {}
 
 
 # -- Placement ------------------------------------------------------------
@@ -351,6 +381,49 @@ def test_pci_placement_findings_without_devices(tmp_path):
     [error] = configcheck.pci_placement_findings(pci, 'n', placed)
     assert error.severity == 'error'
     assert error.where == '[pci] report_in_placement'
+
+
+# -- The rows of the command ------------------------------------------------
+
+def test_report_rows_and_result(tmp_path):
+    from osc_mdev.domain import configreport
+    from osc_mdev.domain import novaconf
+
+    conf, found = check(tmp_path, GOOD)
+    files = conf.settings.files
+    checked = configreport.scope(conf, sysfs_root='/sys', host='compute1')
+    effects = configreport.device_effects(conf)
+    columns, rows = configreport.report(found, effects, files, checked)
+    assert columns == ('Severity', 'Where', 'Message')
+    assert [r[0] for r in rows] == ['info', 'result']
+    assert rows[-1][1] == files[0]
+    assert rows[-1][2] == (
+        "Checked the section and option names against the options of Nova "
+        "%s, the mdev types nvidia-35 and nvidia-36, the devices under "
+        "/sys and Placement's view of compute1. Nothing is wrong (1 note)."
+        % configreport.nova_options.NOVA_VERSION)
+    columns, rows = configreport.report(found, effects, files, checked,
+                                        long=True)
+    assert columns[3:] == ('Device', 'Mdev Type', 'Resource Class',
+                           'Traits')
+    assert [(r[0], r[3], r[4], r[5]) for r in rows] == [
+        ('info', '', '', ''),
+        ('effective', '0000:84:00.0', 'nvidia-35', 'VGPU'),
+        ('effective', configcheck.OTHER_DEVICES, 'nvidia-36', 'VGPU'),
+        ('result', '', '', '')]
+    assert rows[1][1] == '[mdev_nvidia-35] device_addresses, %s:4' % files[0]
+    assert rows[2][1] == '[devices] enabled_mdev_types, %s:2' % files[0]
+
+    error = novaconf.Finding('error', '[x]', 'E.')
+    warning = novaconf.Finding('warning', '[y]', 'W.')
+    _, rows = configreport.report([warning, error, warning], [], files,
+                                  ['x'])
+    assert [r[0] for r in rows] == ['error', 'warning', 'warning', 'result']
+    assert rows[-1][2] == ('Checked x. 1 error: nova-compute will refuse to '
+                           'start with these files (and 2 warnings).')
+    _, rows = configreport.report([warning], [], files, ['x'])
+    assert rows[-1][2] == ('Checked x. 1 warning: nova-compute will start '
+                           'but do something other than written.')
 
 
 # -- [libvirt] live_migration_downtime* for NVIDIA types (Nova's vGPU

@@ -18,15 +18,14 @@ For every case the same file is handed to nova 34's libvirt driver
 ``__init__``), so the expectations below are Nova's answers too.
 """
 
-import collections
-import os
-
-from oslo_config import cfg
 import pytest
 
 from osc_mdev.domain import novaconf
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from tests.fixtures import nova_driver
+
+write_files = nova_driver.write_files
 
 # Devices every case is asked about (libvirt node device names).
 DEVICES = ('pci_0000_84_00_0', 'pci_0000_85_00_0', 'pci_0000_86_00_0',
@@ -155,12 +154,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope='module')
-def nova_driver():
-    from nova.virt.libvirt import driver
-    return driver
-
-
 @pytest.fixture
 def sysfs(tmp_path):
     """A /sys with one virtual mdev parent, mtty/mtty."""
@@ -169,64 +162,15 @@ def sysfs(tmp_path):
     return str(root)
 
 
-def write_files(tmp_path, texts):
-    paths = []
-    for number, text in enumerate(texts):
-        path = tmp_path / ('%02d-nova.conf' % number)
-        path.write_text(text)
-        paths.append(str(path))
-    return paths
-
-
-def run_nova(nova_driver, monkeypatch, paths, sysfs_root):
-    """Nova's own answer: (supported types, {device: (type, class)}) or
-    the exception nova-compute stops with.
-    """
-    import nova.conf.devices
-
-    conf = cfg.ConfigOpts()
-    nova.conf.devices.register_opts(conf)
-    args = []
-    for path in paths:
-        args += ['--config-file', path]
-    conf(args=args, default_config_files=[], default_config_dirs=[],
-         use_env=False)
-    monkeypatch.setattr(nova_driver, 'CONF', conf)
-    real_exists = os.path.exists
-
-    def exists(path):
-        if path.startswith('/sys/devices/virtual/'):
-            path = sysfs_root + path[len('/sys'):]
-        return real_exists(path)
-    monkeypatch.setattr(nova_driver.os.path, 'exists', exists)
-
-    drv = object.__new__(nova_driver.LibvirtDriver)
-    drv.pgpu_type_mapping = collections.defaultdict(str)
-    drv.mdev_class_mapping = collections.defaultdict(lambda: 'VGPU')
-    drv.mdev_classes = set()
-    drv.mdev_type_max_mapping = collections.defaultdict(str)
-    drv.pgpu_type_default = None
-    drv.virtual_mdevs = set()
-    try:
-        drv.supported_vgpu_types = drv._get_supported_vgpu_types()
-    except Exception as exc:   # what nova-compute stops with
-        return exc
-    return drv.supported_vgpu_types, {
-        device: (drv._get_vgpu_type_per_pgpu(device),
-                 drv._get_resource_class_for_device(device))
-        for device in DEVICES}
-
-
 @pytest.mark.nova
 @pytest.mark.parametrize('name', sorted(CASES))
-def test_rules_agree_with_nova(name, tmp_path, nova_driver, monkeypatch,
-                               sysfs):
+def test_rules_agree_with_nova(name, tmp_path, monkeypatch, sysfs):
     texts, expected, warnings = CASES[name]
     paths = write_files(tmp_path, texts)
     ours = local_novaconf.parse_files(
         paths,
         virtual_parent_exists=local_sysfs.sysfs_virtual_parent(sysfs))
-    nova = run_nova(nova_driver, monkeypatch, paths, sysfs)
+    nova = nova_driver.run_driver(monkeypatch, paths, sysfs, DEVICES)
 
     if isinstance(expected, str):
         assert isinstance(nova, Exception), nova

@@ -1,0 +1,174 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The rows of ``mdev config check``: one lister, every -f and -c.
+
+One row per finding (``Severity`` error, warning or info, ``Where``,
+``Message``), then, with ``--long``, one ``effective`` row per device,
+PCI device spec, PCI provider and PCI alias (what Nova will make of it,
+with the ``Device``, ``Mdev Type``, ``Resource Class`` and ``Traits``
+columns ``--long`` adds), and last the one ``result`` row: what was
+checked, and the verdict ("nothing is wrong" for a clean file).
+"""
+
+import dataclasses
+
+from osc_mdev.domain import configcheck
+from osc_mdev.domain import nova_options
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
+
+COLUMNS = ('Severity', 'Where', 'Message')
+LONG_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Traits')
+#: The Severity of the rows that are no finding.
+EFFECTIVE = 'effective'
+RESULT = 'result'
+
+
+@dataclasses.dataclass(frozen=True)
+class Effect:
+    """One row of the effective result: what Nova makes of a device, a
+    PCI device spec, a PCI provider or a PCI alias, and the line that
+    decides it.
+    """
+
+    where: str
+    message: str
+    device: str = ''
+    mdev_type: str | None = None
+    resource_class: str | None = None
+    traits: str = ''
+
+
+def _sentence(text):
+    return text[:1].upper() + text[1:] + '.'
+
+
+def device_effects(conf, devices=()):
+    """``configcheck.effective`` as rows: each device with the type and
+    resource class Nova will give it.
+    """
+    return [Effect(r.where, _sentence(r.why), r.device, r.mdev_type,
+                   r.resource_class)
+            for r in configcheck.effective(conf, devices)]
+
+
+def pci_effects(pci, devices=None, root_name='<node>'):
+    """What Nova makes of ``[pci]``: each device spec (the class and
+    traits of the devices it matches), with the node's PCI functions
+    (``devices``) the providers Nova will make, and each alias' request.
+    """
+    found = []
+    for spec in pci.specs:
+        if not spec.in_placement:
+            found.append(Effect(spec.where, (
+                'PCI device spec with physical_network: for Neutron SR-IOV, '
+                'not reported to Placement.'), spec.describe()))
+        elif not pci.report_in_placement:
+            found.append(Effect(spec.where, (
+                'PCI device spec, not reported to Placement: [pci] '
+                'report_in_placement is off.'), spec.describe()))
+        else:
+            found.append(Effect(
+                spec.where, 'PCI device spec: Nova reports the devices it '
+                'matches to Placement with this class and these traits.',
+                spec.describe(),
+                resource_class=spec.resource_class or
+                'CUSTOM_PCI_<VENDOR>_<PRODUCT>',
+                traits=', '.join(sorted(spec.traits))))
+    if devices is not None and pci.report_in_placement:
+        providers, _ = pci_rules.pci_providers(
+            root_name, devices, pci.specs,
+            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
+        for provider in sorted(providers.values(), key=lambda p: p.name):
+            found.append(Effect(
+                novaconf.where('pci', 'device_spec'),
+                'PCI provider Nova makes of %s.' % ', '.join(
+                    d.address for d in provider.devices),
+                provider.name, resource_class=provider.resource_class,
+                traits=', '.join(sorted(provider.traits or ()))))
+    for name, alias in sorted(pci.aliases.items()):
+        found.append(Effect(
+            alias.where, 'PCI alias %s: %s.' % (
+                name, configcheck.alias_request(alias, 1,
+                                                pci.pci_in_placement)),
+            resource_class=alias.resource_class
+            if pci.pci_in_placement else None))
+    return found
+
+
+def _count(number, word):
+    return '%d %s%s' % (number, word, '' if number == 1 else 's')
+
+
+def _and(items):
+    items = list(items)
+    if len(items) < 2:
+        return ''.join(items)
+    return '%s and %s' % (', '.join(items[:-1]), items[-1])
+
+
+def scope(conf, pci_configured=False, sysfs_root=None, host=None):
+    """What a check looked at, in words, for the result row."""
+    types = list(conf.supported_types)
+    checked = ['the section and option names against the options of Nova %s'
+               % nova_options.NOVA_VERSION]
+    if types:
+        checked.append('the mdev type%s %s' % (
+            '' if len(types) == 1 else 's', _and(types)))
+    else:
+        checked.append('no mdev type enabled')
+    if pci_configured:
+        checked.append('[pci]')
+    if sysfs_root:
+        checked.append('the devices under %s' % sysfs_root)
+    if host:
+        checked.append("Placement's view of %s" % host)
+    return checked
+
+
+def result(files, findings, checked):
+    """The last row: what was checked and the verdict."""
+    counts = {s: sum(1 for f in findings if f.severity == s)
+              for s in (novaconf.ERROR, novaconf.WARNING, novaconf.INFO)}
+    errors, warnings, infos = (counts[novaconf.ERROR],
+                               counts[novaconf.WARNING],
+                               counts[novaconf.INFO])
+    if errors:
+        verdict = ('%s: nova-compute will refuse to start with these files'
+                   % _count(errors, 'error'))
+        if warnings:
+            verdict += ' (and %s)' % _count(warnings, 'warning')
+    elif warnings:
+        verdict = ('%s: nova-compute will start but do something other '
+                   'than written' % _count(warnings, 'warning'))
+    else:
+        verdict = 'Nothing is wrong'
+        if infos:
+            verdict += ' (%s)' % _count(infos, 'note')
+    return (RESULT, ', '.join(files), 'Checked %s. %s.' % (
+        _and(checked), verdict))
+
+
+def report(findings, effects, files, checked, long=False):
+    """``(columns, rows)`` of the check: the findings (sorted by
+    severity), with ``long`` the effective rows, and the result row.
+    """
+    columns = COLUMNS + (LONG_COLUMNS if long else ())
+    blank = ('', '', '', '') if long else ()
+    rows = [(f.severity, f.where, f.message) + blank
+            for f in configcheck.sort_findings(findings)]
+    if long:
+        rows += [(EFFECTIVE, e.where, e.message, e.device, e.mdev_type,
+                  e.resource_class, e.traits) for e in effects]
+    rows.append(result(files, findings, checked) + blank)
+    return columns, rows

@@ -1,0 +1,318 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Section and option names of nova.conf files, against Nova's options.
+
+oslo.config reads only the options a service registers and silently
+skips every other name: ``enabled_mdev_type`` in ``[devices]``, a
+``[device]`` section or ``[mdev-nvidia-36]`` with a dash are not errors,
+Nova just never sees them. The names Nova registers come from
+``nova_options`` (generated from Nova's own option definitions); the
+``[mdev_<type>]`` groups exist for the enabled types only, as
+``nova.conf.devices.register_dynamic_opts`` registers them.
+
+A real nova.conf also holds sections of other libraries
+(``[keystone_authtoken]``, ``[oslo_messaging_rabbit]``...) that Nova's
+list does not cover, so a section Nova does not know is reported only
+when its name is close to a group that matters here (``CHECKED_GROUPS``,
+``[DEFAULT]`` and the enabled types' groups) or it holds options of those
+groups. Options inside ``CHECKED_GROUPS`` and the enabled types' groups
+are checked fully; in ``[DEFAULT]``, which libraries share, only options
+of those groups written there by mistake are reported.
+"""
+
+import difflib
+import re
+
+from osc_mdev.domain import nova_options
+from osc_mdev.domain import novaconf
+
+WARNING, INFO = novaconf.WARNING, novaconf.INFO
+
+#: Nova's groups whose option names are checked in full: the ones the
+#: mdev, PCI and scheduling rules read, which no library shares.
+CHECKED_GROUPS = ('devices', 'pci', 'libvirt', 'compute', 'filter_scheduler',
+                  'scheduler', 'workarounds')
+DEFAULT = 'DEFAULT'
+#: How close a name must be (difflib's ratio) to be called a slip of
+#: another: a section name, and an option name.
+SECTION_CUTOFF = 0.8
+OPTION_CUTOFF = 0.6
+TYPE_GROUP = 'mdev_%s'
+OLD_TYPE_GROUP = 'vgpu_%s'
+_TYPE = '<type>'
+# A type group written with another separator: [mdev-nvidia-36].
+_TYPE_GROUP_SLIP_RE = re.compile(r'^(mdev|vgpu)[^a-z0-9_]+(.+)$',
+                                 re.IGNORECASE)
+
+
+def _old_names():
+    """``{group: {old name: (group, option)}}`` of every deprecated name
+    oslo.config still reads an option from.
+    """
+    found = {}
+    for (group, name), olds in nova_options.DEPRECATED.items():
+        for old_group, old_name in olds:
+            found.setdefault(old_group, {})[old_name] = (group, name)
+    return found
+
+
+_OLD_NAMES = _old_names()
+
+
+def closest(name, candidates, cutoff=OPTION_CUTOFF):
+    """The candidate most like ``name`` (difflib), or None."""
+    found = difflib.get_close_matches(name, list(candidates), n=1,
+                                      cutoff=cutoff)
+    return found[0] if found else None
+
+
+def same_type(written, enabled):
+    """The enabled type ``written`` is a slip of (another case or other
+    separators: ``nvidia36``, ``NVIDIA_36`` for ``nvidia-36``), or None.
+    Types that differ otherwise (``nvidia-35``, ``nvidia-36``) are
+    different types, however alike.
+    """
+    def bare(name):
+        return re.sub('[^a-z0-9]', '', name.lower())
+    for mdev_type in enabled:
+        if bare(mdev_type) == bare(written):
+            return mdev_type
+    return None
+
+
+def known_options(group):
+    """The option names Nova reads from a static group: its options and
+    the deprecated names of options (of any group) that point there.
+    """
+    return set(nova_options.OPTIONS.get(group, ())) | set(
+        _OLD_NAMES.get(group, {}))
+
+
+def type_options():
+    """The options of an ``[mdev_<type>]`` group (register_dynamic_opts)."""
+    return set(nova_options.DYNAMIC)
+
+
+def old_type_options():
+    """The options Nova also reads from the old ``[vgpu_<type>]`` group."""
+    return {name for olds in nova_options.DYNAMIC.values()
+            for group, name in olds if group == OLD_TYPE_GROUP % _TYPE}
+
+
+def owners(name):
+    """The groups that matter where Nova has an option ``name``, as
+    written in messages (``[mdev_<type>]`` for the type groups).
+    """
+    found = [g for g in CHECKED_GROUPS if name in known_options(g)]
+    if name in type_options():
+        found.append(TYPE_GROUP % _TYPE)
+    return found
+
+
+def _type_groups(enabled):
+    """``{group key: (group name, type, old)}`` of the enabled types'
+    groups, new and old names.
+    """
+    groups = {}
+    for mdev_type in enabled:
+        for template, old in ((TYPE_GROUP, False), (OLD_TYPE_GROUP, True)):
+            name = template % mdev_type
+            groups.setdefault(novaconf.group_key(name),
+                              (name, mdev_type, old))
+    return groups
+
+
+def _is_nova_group(key):
+    return key == DEFAULT or key in nova_options.OPTIONS
+
+
+def _section_suggestion(name, enabled):
+    """The group a section Nova does not know was meant to be, or None."""
+    slip = _TYPE_GROUP_SLIP_RE.match(name)
+    if slip:
+        return TYPE_GROUP % (same_type(slip.group(2), enabled)
+                             or slip.group(2))
+    for prefix in (TYPE_GROUP % '', OLD_TYPE_GROUP % ''):
+        if name.lower().startswith(prefix[:-1]):
+            meant = same_type(name[len(prefix) - 1:], enabled)
+            if meant:
+                return TYPE_GROUP % meant
+    candidates = {g: g for g in CHECKED_GROUPS}
+    candidates[DEFAULT.lower()] = DEFAULT
+    best = closest(name.lower(), candidates, SECTION_CUTOFF)
+    return candidates[best] if best else None
+
+
+def _options_of(settings, key):
+    return [o for o in settings.occurrences
+            if novaconf.group_key(o.section) == key]
+
+
+def _and(items):
+    items = list(items)
+    if len(items) < 2:
+        return ''.join(items)
+    return '%s and %s' % (', '.join(items[:-1]), items[-1])
+
+
+def _section_findings(settings, enabled):
+    found = []
+    seen = set()
+    for name, file, line in settings.sections:
+        key = novaconf.group_key(name)
+        if key in seen or _is_nova_group(key) or key.startswith(
+                (TYPE_GROUP % '', OLD_TYPE_GROUP % '')):
+            continue
+        seen.add(key)
+        written = list(dict.fromkeys(o.name for o in _options_of(
+            settings, key)))
+        where = '[%s], %s:%d' % (name, file, line)
+        ignored = ('so nova-compute reads none of its options (%s)'
+                   % _and(written) if written else
+                   'so nova-compute reads nothing from it')
+        meant = _section_suggestion(name, enabled)
+        if meant is not None:
+            why = ''
+            slip = _TYPE_GROUP_SLIP_RE.match(name)
+            if slip and not (slip.group(2) in enabled
+                             or same_type(slip.group(2), enabled)):
+                why = (' (and type %s is not in [devices] '
+                       'enabled_mdev_types)' % slip.group(2))
+            found.append(novaconf.Finding(
+                WARNING, where,
+                'Ignored: Nova has no group [%s], %s; did you mean '
+                '[%s]%s?' % (name, ignored, meant, why)))
+            continue
+        misplaced = [(o, owners(o)) for o in written if owners(o)]
+        if misplaced:
+            found.append(novaconf.Finding(
+                WARNING, where,
+                'Ignored: Nova has no group [%s], %s; %s.' % (
+                    name, ignored, '; '.join(
+                        '%s is an option of %s' % (
+                            option, _and('[%s]' % g for g in groups))
+                        for option, groups in misplaced))))
+    return found
+
+
+def _unknown_option(occurrence, known):
+    """The finding of an option Nova does not read from its section."""
+    section, name = occurrence.section, occurrence.name
+    here = novaconf.where(section, name, occurrence)
+    text = 'Ignored: Nova has no option %s in [%s]' % (name, section)
+    elsewhere = [g for g in owners(name)
+                 if novaconf.group_key(g) != novaconf.group_key(section)
+                 and not (g == TYPE_GROUP % _TYPE and section.lower()
+                          .startswith((TYPE_GROUP % '',
+                                       OLD_TYPE_GROUP % '')))]
+    best = closest(name, known)
+    if elsewhere:
+        text += '; it is an option of %s' % _and(
+            '[%s]' % g for g in elsewhere)
+    elif best is not None:
+        return novaconf.Finding(WARNING, here,
+                                text + '; did you mean %s?' % best)
+    elif len(known) <= 5:
+        text += '; its options are %s' % _and(sorted(known))
+    else:
+        text += "; see Nova's configuration reference for [%s]" % (
+            section)
+    return novaconf.Finding(WARNING, here, text + '.')
+
+
+def _option_findings(settings, enabled):
+    found = []
+    types = _type_groups(enabled)
+    for occ in settings.occurrences:
+        key = novaconf.group_key(occ.section)
+        if key in CHECKED_GROUPS:
+            known = known_options(key)
+        elif key in types:
+            _, _, old = types[key]
+            if old and occ.name in type_options():
+                # Read from [mdev_<type>] only: configcheck says so.
+                continue
+            known = old_type_options() if old else type_options()
+        elif key == DEFAULT:
+            if occ.name in known_options(DEFAULT) or not owners(occ.name):
+                continue
+            found.append(novaconf.Finding(
+                WARNING, novaconf.where(occ.section, occ.name, occ),
+                'Ignored: Nova has no option %s in [DEFAULT]; it is an '
+                'option of %s: move it there.' % (
+                    occ.name, _and('[%s]' % g for g in owners(occ.name)))))
+            continue
+        else:
+            continue
+        if occ.name not in known:
+            found.append(_unknown_option(occ, known))
+    return found
+
+
+def _renamed_findings(settings):
+    """Options written under more than one of their names (a current and
+    a deprecated one): oslo.config takes one value, from the newest file
+    and, in one file, from the current name first; the others are
+    ignored. A deprecated name Nova reads is an info.
+    """
+    found = []
+    for (group, name), olds in sorted(nova_options.DEPRECATED.items()):
+        if group not in CHECKED_GROUPS or \
+                (group, name) in nova_options.MULTI:
+            continue
+        names = [(group, name)] + [(novaconf.group_key(g), n)
+                                   for g, n in olds]
+        written = [o for o in settings.occurrences
+                   if (novaconf.group_key(o.section), o.name) in names]
+        if not written:
+            continue
+        taken = novaconf.winner(written, names)
+        taken_pair = (novaconf.group_key(taken.section), taken.name)
+        if taken_pair != (group, name):
+            found.append(novaconf.Finding(
+                INFO, novaconf.where(taken.section, taken.name, taken),
+                '%s is the deprecated name of %s; Nova still reads it.'
+                % (_label(taken_pair, group), _label((group, name), group))))
+        for occ in written:
+            pair = (novaconf.group_key(occ.section), occ.name)
+            if pair == taken_pair:
+                continue
+            if pair != (group, name):
+                what = '%s is the deprecated name of %s, which is set too' % (
+                    _label(pair, group), _label((group, name), group))
+            else:
+                what = '%s is set again under its deprecated name %s' % (
+                    _label(pair, group), _label(taken_pair, group))
+            later = (' in a later file (%s:%d)' % (taken.file, taken.line)
+                     if taken.file != occ.file else ' (line %d)' % taken.line)
+            found.append(novaconf.Finding(
+                WARNING, novaconf.where(occ.section, occ.name, occ),
+                'Ignored: %s%s, and Nova takes that value; remove one of '
+                'them.' % (what, later)))
+    return found
+
+
+def _label(pair, group):
+    section, name = pair
+    return name if section == group else '[%s] %s' % (section, name)
+
+
+def findings(settings):
+    """Every name of the files Nova does not read as written: sections,
+    options, and options set under two of their names.
+    """
+    enabled = [] if settings.enabled.error else list(
+        settings.enabled.value or ())
+    return (_section_findings(settings, enabled)
+            + _option_findings(settings, enabled)
+            + _renamed_findings(settings))
