@@ -248,6 +248,7 @@ def tour_with(t):
     audit_tour(t, cloud)
     pci_tour(t, cloud)
     errors_tour(t)
+    migration_tour(t, cloud)
     return t.failures
 
 
@@ -372,6 +373,41 @@ def errors_tour(t):
              'nvidia-35', expect_failure=True)
     t.sample('trait-unset-owner-refused', 'mdev', 'trait', 'unset',
              '--trait', 'OWNER_NOVA', '--all', expect_failure=True)
+
+
+def migration_tour(t, cloud):
+    """Drain a GPU host: plan the live migrations, run them."""
+    import json
+
+    node = 'gpu4.dc2.example.net'
+    t.say('Maintenance on %s: where can its servers go? Nova live-migrates '
+          'mdevs only\nwith libvirt 8.6.0 and QEMU 8.1.0 on both hosts; '
+          'these run 8.0.0 and 6.2.0:' % node)
+    t.sample('migration-check', 'mdev', 'migration', 'check', 'demo-fqdn',
+             '-c', 'Host', '-c', 'Live', '-c', 'Cold', '-c', 'Reason')
+    for host, info in sorted(cloud.hosts.items()):
+        if info['enabled_mdev_types']:
+            cloud.control('hypervisor_versions', host=host,
+                          libvirt_version='8.6.0', qemu_version='8.1.0')
+    t.say('(the GPU hosts were upgraded to libvirt 8.6.0 and QEMU 8.1.0)\n'
+          'Plan live migrations for every server with an mdev on %s:' % node)
+    t.sample('migration-plan', 'mdev', 'migration', 'plan', '--host', node,
+             '--live', '-c', 'Name', '-c', 'Target Host', '-c', 'Kind',
+             '-c', 'Command')
+    rows = json.loads(subprocess.run(
+        openstack_command() + ['mdev', 'migration', 'plan', '--host', node,
+                               '--live', '-f', 'json'],
+        env=t.env, cwd=t.workdir, capture_output=True, text=True).stdout)
+    t.say('Run the planned commands:')
+    for row in rows:
+        if row['Command']:
+            t.run(*shlex.split(row['Command'])[1:])
+    moved = {row['Server'] for row in rows if row['Command']}
+    t.say("The fake hypervisor's record of the moved servers' mdevs:\n" +
+          '\n'.join('  server %s: %s:%s (%s)' % (
+              m['server'], m['node'], m['pci_address'], m['mdev_type'])
+              for m in cloud.control('mdev_truth') if m['server'] in moved))
+    t.run('mdev', 'migration', 'plan', '--host', node)
 
 
 def main():

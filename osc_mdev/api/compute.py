@@ -32,6 +32,9 @@ EXTRA_SPECS = '2.1'
 SERVICES = '2.1'      # status of each service; host is the service host
 SERVER_FLAVOR = '2.47'  # servers embed their flavor with its extra_specs
 MIGRATIONS = '2.59'     # migrations carry their uuid; paging
+# os-hypervisors with UUID ids, paging, service host and
+# hypervisor_version (QEMU's for libvirt).
+HYPERVISORS = '2.53'
 
 HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
@@ -46,15 +49,19 @@ class ComputeClient(pool.ServiceClient):
 
     # -- servers ----------------------------------------------------------
 
-    def get_server(self, server_id):
-        """The server, or None when Nova does not know the ID."""
+    def get_server(self, server_id, embedded_flavor=False):
+        """The server, or None when Nova does not know the ID; with
+        ``embedded_flavor``, with its own copy of its flavor (extra specs
+        included).
+        """
         try:
-            return self._request('GET', '/servers/%s' % server_id,
-                                 SERVER)['server']
+            return self._request(
+                'GET', '/servers/%s' % server_id,
+                SERVER_FLAVOR if embedded_flavor else SERVER)['server']
         except NotFound:
             return None
 
-    def _list_servers(self, params):
+    def _list_servers(self, params, version=SERVER):
         """``GET /servers/detail`` with ``params``; its JSON body.
 
         Every Nova serves this listing, so a 404 means the endpoint in
@@ -63,7 +70,7 @@ class ComputeClient(pool.ServiceClient):
         try:
             return self._request(
                 'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
-                SERVER)
+                version)
         except NotFound:
             raise osc_exc.CommandError(
                 'The Compute API answered 404 Not Found to GET '
@@ -77,8 +84,9 @@ class ComputeClient(pool.ServiceClient):
             {'name': '^%s$' % re.escape(name), 'all_tenants': 'True'})
         return [s for s in servers['servers'] if s['name'] == name]
 
-    def servers_on_node(self, node):
-        """Every server Nova has on compute node ``node``, all projects.
+    def servers_on_node(self, node, embedded_flavor=False):
+        """Every server Nova has on compute node ``node``, all projects
+        (with ``embedded_flavor``, each with its own copy of its flavor).
 
         ``node`` is the node's hypervisor hostname (the name of its root
         resource provider), which is often not the service host. Nova's
@@ -95,7 +103,8 @@ class ComputeClient(pool.ServiceClient):
                       ('limit', str(PAGE_SIZE))]
             if marker:
                 params.append(('marker', marker))
-            body = self._list_servers(params)
+            body = self._list_servers(
+                params, SERVER_FLAVOR if embedded_flavor else SERVER)
             page = body['servers']
             servers.extend(s for s in page
                            if s.get(HYPERVISOR_HOSTNAME) == node)
@@ -133,6 +142,14 @@ class ComputeClient(pool.ServiceClient):
         """Every nova-compute service: ``host``, ``status``, ``state``."""
         return self._request('GET', '/os-services?binary=nova-compute',
                              SERVICES)['services']
+
+    def list_hypervisors(self):
+        """Every compute node: ``hypervisor_hostname``, ``service``
+        (``host``, ``disabled_reason``), ``status``, ``state``,
+        ``hypervisor_type`` and ``hypervisor_version``; all pages.
+        """
+        return self._pages('/os-hypervisors/detail', 'hypervisors', [],
+                           HYPERVISORS)
 
     # -- flavors ----------------------------------------------------------
 

@@ -212,6 +212,47 @@ def _free_map(host):
             for rc in p.inventories}
 
 
+def free_map(host):
+    """``{(provider uuid, class): free}`` of every provider of ``host``:
+    what ``place`` takes from.
+    """
+    return _free_map(host)
+
+
+def place(request, host, free=None):
+    """Where one server of ``request`` goes on ``host``, as Placement
+    would place it: ``[(group, provider, {class: amount})]``, or None
+    when it does not fit. ``free`` (``free_map``) is what is left; the
+    server's amounts are taken out of it. None: the host as read.
+    """
+    return _place(request, host, _free_map(host) if free is None else free)
+
+
+def serving_devices(request, host, free=None):
+    """The devices of ``host`` that can serve one of ``request``'s device
+    groups now: the group's classes with room (``free``, or as read) and
+    units, its forbidden traits absent and, for a numbered group, its
+    required traits present.
+    """
+    free = _free_map(host) if free is None else free
+    found = []
+    for device in host.children:
+        for group in request.device_groups():
+            classes = [rc for rc, _ in group.resources
+                       if rc in device.inventories]
+            if not classes:
+                continue
+            if group.numbered:
+                ok = _eligible(group, device)
+            else:
+                ok = all(_eligible(group, device, rc) for rc in classes)
+            if ok and all(free.get((device.uuid, rc), 0) >=
+                          group.amounts[rc] for rc in classes):
+                found.append(device)
+                break
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class HostCapacity:
     host: str

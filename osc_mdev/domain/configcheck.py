@@ -23,6 +23,7 @@ from reading the sysfs tree.
 import dataclasses
 import re
 
+from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -99,7 +100,41 @@ def file_findings(conf, sysfs_checked=False):
                 '%s is taken as a virtual parent: nova-compute refuses to '
                 'start unless /sys/devices/virtual/%s exists (check with '
                 '--sysfs /sys).' % (address, address.replace('_', '/'))))
+    found.extend(downtime_findings(conf))
     return found
+
+
+def downtime_findings(conf):
+    """The ``[libvirt] live_migration_downtime*`` settings Nova's vGPU
+    guide asks of computes with NVIDIA vGPU types
+    (``migration.downtime_problem``), judged when the files have a
+    ``[libvirt]`` section (``migration.downtime_settings``).
+    """
+    nvidia = [t.name for t in conf.types
+              if trait_logic.mdev_type(t.name).is_nvidia]
+    values = migration.downtime_settings(conf.settings)
+    if not nvidia or values is None:
+        return []
+    off = migration.downtime_off(values)
+    if not off:
+        return []
+    settings = conf.settings.libvirt
+    problem = ', '.join(
+        '%s = %s (refused by oslo.config: %s)' % (
+            option, settings[option].written.value, settings[option].error)
+        if settings[option].error else '%s = %s' % (option, value)
+        for option, value in off)
+    written = [settings[option] for option, _ in off
+               if settings[option].is_set]
+    here = (written[0].where if written
+            else conf.settings.group_line('libvirt'))
+    what = ('Types %s are NVIDIA vGPU types' % ', '.join(nvidia)
+            if len(nvidia) > 1 else
+            'Type %s is an NVIDIA vGPU type' % nvidia[0])
+    return [_f(WARNING, here,
+               '%s and [libvirt] has %s: %s; set them on every compute that '
+               'live-migrates these vGPUs.' % (
+                   what, problem, migration.DOWNTIME_NEEDED))]
 
 
 def where(section, option, occurrence=None):

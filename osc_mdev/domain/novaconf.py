@@ -173,6 +173,23 @@ def _scheduler_opts():
     return [cfg.BoolOpt('pci_in_placement', default=False)]
 
 
+# The [libvirt] options of a live migration's downtime, in the order
+# nova/conf/libvirt.py registers them.
+LIVE_MIGRATION_DOWNTIME_OPTIONS = (
+    'live_migration_downtime', 'live_migration_downtime_steps',
+    'live_migration_downtime_delay')
+
+
+def _libvirt_opts():
+    """``[libvirt] live_migration_downtime``, ``_steps`` and ``_delay``
+    as nova/conf/libvirt.py registers them (milliseconds, steps,
+    seconds; defaults 500, 10 and 75; at least 100, 3 and 3).
+    """
+    return [cfg.IntOpt('live_migration_downtime', default=500, min=100),
+            cfg.IntOpt('live_migration_downtime_steps', default=10, min=3),
+            cfg.IntOpt('live_migration_downtime_delay', default=75, min=3)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Value:
     """An option's effective value and where it was written.
@@ -219,6 +236,9 @@ class Settings:
     #                                [pci] and [filter_scheduler] options:
     #                                name -> Value (multi options: a list of
     #                                (text, Occurrence) in Nova's order)
+    libvirt: dict = dataclasses.field(default_factory=dict)
+    #                                [libvirt] live_migration_downtime*
+    #                                options: name -> Value
 
     def group_line(self, section):
         for name, file, line in self.sections:
@@ -290,6 +310,7 @@ def parse_texts(files):
     conf.register_opts(_devices_opts(), group='devices')
     conf.register_opts(_pci_opts(), group='pci')
     conf.register_opts(_scheduler_opts(), group='filter_scheduler')
+    conf.register_opts(_libvirt_opts(), group='libvirt')
     quiet = _QuietDeprecations()
     oslo_log = logging.getLogger('oslo_config.cfg')
     oslo_log.addFilter(quiet)
@@ -303,6 +324,8 @@ def parse_texts(files):
         enabled = _value(conf, occurrences, 'devices', 'enabled_mdev_types',
                          [('devices', 'enabled_vgpu_types')])
         pci = _pci_values(conf, occurrences)
+        libvirt = {name: _value(conf, occurrences, 'libvirt', name)
+                   for name in LIVE_MIGRATION_DOWNTIME_OPTIONS}
         groups = {}
         for mdev_type in enabled.value or ():
             group = 'mdev_%s' % mdev_type
@@ -326,7 +349,7 @@ def parse_texts(files):
         oslo_log.removeFilter(quiet)
         conf.reset()
     return Settings(tuple(paths), enabled, groups, tuple(occurrences),
-                    tuple(sections), pci)
+                    tuple(sections), pci, libvirt)
 
 
 def _value(conf, occurrences, group, name, deprecated=()):

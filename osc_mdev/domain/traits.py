@@ -161,3 +161,41 @@ def plans_from_nova_conf(devices, conf, source, add=(),
             remove=tuple(t for t in by_type.values() if t != own),
             replace=replace, force=force))
     return plans
+
+
+@dataclasses.dataclass(frozen=True)
+class MdevType:
+    """An mdev type as far as it is known: ``key`` is the part of its
+    trait after the prefix (``NVIDIA_35`` for ``nvidia-35``), the same
+    whether the type was read from a nova.conf or from a trait; ``name``
+    is how it is shown: the type itself (``nvidia-35``) when a nova.conf
+    named it, else its trait.
+    """
+
+    key: str
+    name: str
+
+    @property
+    def is_nvidia(self):
+        return self.key.startswith('NVIDIA_')
+
+
+def mdev_type(name, prefix=DEFAULT_TRAIT_PREFIX):
+    """The MdevType of a type named in a nova.conf (``nvidia-35``)."""
+    return MdevType(trait_for_mdev_type(name, prefix)[len(prefix):], name)
+
+
+def mdev_type_of_traits(traits, prefix=DEFAULT_TRAIT_PREFIX):
+    """The type a device's traits name, as ``trait set --from-nova-conf``
+    names types (``type_key``): an MdevType, or None when its traits name
+    no type or two.
+    """
+    found = {}
+    for trait in traits:
+        key = type_key(trait, prefix=prefix)
+        if key:
+            found[key] = trait
+    if len(found) != 1:
+        return None
+    (key, trait), = found.items()
+    return MdevType(key, trait)

@@ -24,7 +24,6 @@ from osc_lib import exceptions
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as domain
-from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as devices
@@ -36,18 +35,6 @@ class ServerAllocations:
     allocations: list
     traits: dict          # provider UUID -> traits
     hidden: int = 0       # allocations on devices of kinds not asked for
-
-
-def _find_server_id(compute, reference):
-    """The server ID ``reference`` names, and the server if Nova knows it.
-    """
-    if names.is_uuid(reference):
-        return names.canonical_uuid(reference), None
-    server = naming.one_named(
-        compute.servers_named(reference), reference, 'server',
-        "No server named '%s' in any project; give its name or ID as "
-        "'openstack server list --all-projects' shows it." % reference)
-    return server['id'], server
 
 
 def _providers_of(placement, uuids):
@@ -70,7 +57,7 @@ def server_allocations(placement, compute, reference,
     """A server's device allocations of ``kinds``, with the devices'
     traits; ``hidden`` counts its allocations on devices of other kinds.
     """
-    server_id, server = _find_server_id(compute, reference)
+    server_id, server = naming.find_server_id(compute, reference)
     calls = [lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
         calls.append(lambda: compute.get_server(server_id))

@@ -287,10 +287,11 @@ class Counted:
         return sum(h.fits for h in self.per_host)
 
 
-def flavor_request(flavor, aliases=None):
+def flavor_request(flavor, aliases=None, is_bfv=False):
     """The request Nova builds for a server of ``flavor``, its PCI alias
     devices included as Nova asks for them; ``aliases`` is ``({name:
-    Alias}, pci_in_placement)`` of the controller's nova.conf, or None.
+    Alias}, pci_in_placement)`` of the controller's nova.conf, or None;
+    ``is_bfv``: a server booted from volume (no root disk is asked).
     CommandError when the devices cannot be known.
     """
     name = flavor.get('name') or flavor.get('id')
@@ -311,7 +312,7 @@ def flavor_request(flavor, aliases=None):
                 'PCI alias of flavor %s (its PCI filter picks the '
                 'devices), so they are not counted.', name)
         return rr.request_from_flavor(
-            flavor, aliases=defined if wanted else None,
+            flavor, is_bfv=is_bfv, aliases=defined if wanted else None,
             pci_in_placement=in_placement)
     except rr.RequestError as exc:
         raise exceptions.CommandError('Flavor %s: %s.' % (

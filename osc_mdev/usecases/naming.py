@@ -14,6 +14,8 @@
 
 from osc_lib import exceptions
 
+from osc_mdev.domain import names
+
 
 def one_named(matches, reference, noun, not_found):
     """The single resource in ``matches`` (API dicts with an ``id``).
@@ -45,3 +47,17 @@ def find_flavor(compute, reference):
         "--all'." % reference)
     # Flavor listings carry extra_specs too (the same microversion).
     return match
+
+
+def find_server_id(compute, reference):
+    """The server ID ``reference`` (a name or an ID) names, and the
+    server if it was read on the way (a name is looked up in every
+    project).
+    """
+    if names.is_uuid(reference):
+        return names.canonical_uuid(reference), None
+    server = one_named(
+        compute.servers_named(reference), reference, 'server',
+        "No server named '%s' in any project; give its name or ID as "
+        "'openstack server list --all-projects' shows it." % reference)
+    return server['id'], server

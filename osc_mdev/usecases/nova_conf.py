@@ -20,6 +20,7 @@ import logging
 
 from osc_lib import exceptions
 
+from osc_mdev.domain import audit
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
@@ -61,3 +62,22 @@ def controller_aliases(paths, option='--controller-conf'):
         raise exceptions.CommandError('%s: %s: %s' % (
             option, errors[0].where, errors[0].message))
     return pci.aliases, pci.pci_in_placement
+
+
+def compute_confs(values):
+    """``{host: MdevConfig}`` of --compute-conf HOST=FILE options; a
+    CommandError for a malformed option, a host named twice or a file
+    Nova would refuse.
+    """
+    confs = {}
+    for value in values:
+        try:
+            host, path = audit.parse_nova_conf_option(value)
+        except ValueError as exc:
+            raise exceptions.CommandError('%s.' % exc) from exc
+        if host in confs:
+            raise exceptions.CommandError(
+                '--compute-conf names host %s twice; give one file per '
+                'host.' % host)
+        confs[host] = read_nova_conf(path)
+    return confs

@@ -81,7 +81,7 @@ Repair what is safe to repair, shown first::
                 '--dry-run shows what --fix would do; give --fix too.')
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
-        confs = _read_confs(parsed_args.compute_conf)
+        confs = nova_conf.compute_confs(parsed_args.compute_conf)
         aliases, pci_in_placement = None, True
         if parsed_args.controller_conf:
             aliases, pci_in_placement = nova_conf.controller_aliases(
@@ -140,17 +140,3 @@ Repair what is safe to repair, shown first::
         if self.errors:
             return 1
         return status
-
-
-def _read_confs(values):
-    """``{host: MdevConfig}`` of the --compute-conf options."""
-    confs = {}
-    for value in values:
-        host, path = common.check(domain.parse_nova_conf_option, value)
-        if host in confs:
-            raise exceptions.CommandError(
-                '--compute-conf names host %s twice; give one file per '
-                'host.'
-                % host)
-        confs[host] = nova_conf.read_nova_conf(path)
-    return confs

@@ -212,8 +212,50 @@ timeout=120}
     Every request the served Nova API answered so far, oldest first:
     ``{"count", "requests": ["GET /v2.1/servers/detail?...", ...]}``
     (the control API's own calls to Nova are not counted).
+``live_migrate`` {server, host?, timeout=120}
+    Live-migrates a server (``os-migrateLive``, ``block_migration``
+    auto; ``host`` is a service host, checked by the scheduler) and waits
+    for the migration to end -> ``{"id", "accepted", "migration_status",
+    "status", "source_host", "host", "error", "skipped"}``: ``accepted``
+    is false when the Nova API refused the request (``error`` quotes its
+    answer); ``migration_status`` is Nova's last migration record status
+    (``completed``, ``error``, ``failed``); ``skipped`` the conductor's
+    reasons for refusing targets (its "Skipping host" debug messages:
+    pre-check errors, a hypervisor too old). A refusal is an answer, not
+    an error.
+``set_service`` {host, disabled?, forced_down?, reason?}
+    Disables or enables nova-compute of a service host (``disabled``) and
+    marks it forced down or up (``forced_down``), through the Nova API
+    -> the service as ``os-services`` shows it.
+``hypervisor_versions`` {host, libvirt_version, qemu_version}
+    Gives one host's fake hypervisor new libvirt and QEMU versions (a
+    package upgrade or downgrade, ``"8.6.0"`` or ``8006000``) and restarts
+    its nova-compute keeping its guests, then runs the periodic update
+    -> ``{"host", "libvirt_version", "qemu_version",
+    "hypervisor_version"}`` (the last as ``os-hypervisors`` shows it).
+``placement_requests`` {}
+    Every request the served Placement answered so far, oldest first, as
+    ``compute_requests`` lists the Nova API's.
 ``stop`` {}
     Answers ``{"stopping": true}``, then shuts the cloud down.
+
+Migrations
+==========
+
+A host may give its hypervisor's versions in the topology:
+``"libvirt_version": "8.6.0", "qemu_version": "8.1.0"`` (also as
+integers, ``8006000``); without them a host has the harness's
+(``FAKE_LIBVIRT_VERSION`` 8.0.0 and ``FAKE_QEMU_VERSION`` 6.2.0). Nova
+live-migrates servers with mdevs only between hosts with libvirt 8.6.0
+and QEMU 8.1.0 or later, and refuses a target whose QEMU
+(``hypervisor_version``) is older than the source's.
+
+Live migrations run as on real hosts: the guest is defined on the target
+from Nova's migration XML (with the target's mdevs) and made persistent,
+as ``VIR_MIGRATE_PERSIST_DEST`` does (Nova's own stub leaves it
+transient, so a later power-off would undefine it), and the source's job
+completes. The target's mdevs are created as any other (its GPU's
+``availableInstances`` drops).
 """
 
 import argparse
@@ -227,6 +269,7 @@ import signal
 import sys
 import time
 from unittest import mock
+import urllib.parse
 from xml.etree import ElementTree
 
 # Importing Nova's test package applies eventlet monkey patching, so it
@@ -630,6 +673,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self._service_of_node = {}
         # Requests the served Nova API answered ("METHOD /path?query").
         self.compute_requests = []
+        # Requests the served Placement answered, the same way.
+        self.placement_requests = []
 
     def runTest(self):
         """Unused: the cloud is driven by ``setUp`` and the control API."""
@@ -665,6 +710,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.api.auth.NovaKeystoneContext._create_context',
             create_context))
+        self._setup_live_migration()
         for host in self.topology['hosts']:
             self._start_host(host)
 
@@ -1028,6 +1074,177 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         return {'count': len(self.compute_requests),
                 'requests': list(self.compute_requests)}
 
+    # Migrations: per-host hypervisor versions, live migration, services.
+
+    def _get_connection(self, host_info=None, pci_info=None, mdev_info=None,
+                        vdpa_info=None, libvirt_version=None,
+                        qemu_version=None, hostname=None):
+        """A fake libvirt connection with the versions the topology gives
+        the host whose hypervisor hostname is ``hostname``.
+        """
+        host = next((h for h in self.topology['hosts']
+                     if _node(h) == hostname), {})
+        if host.get('libvirt_version'):
+            libvirt_version = _version_int(host['libvirt_version'])
+        if host.get('qemu_version'):
+            qemu_version = _version_int(host['qemu_version'])
+        return super()._get_connection(
+            host_info, pci_info, mdev_info, vdpa_info, libvirt_version,
+            qemu_version, hostname)
+
+    def _setup_live_migration(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
+            self._migrate_stub))
+
+    def _compute_at(self, address):
+        """The compute service a migration URI's host names."""
+        host = self._service_of_node.get(address, address)
+        if host not in self.computes:
+            raise RuntimeError('no compute for migration URI host %r'
+                               % address)
+        return self.computes[host]
+
+    def _migrate_stub(self, domain, destination, params, flags):
+        """``migrateToURI3`` as a real pair of hosts does it: the guest is
+        defined on the target from Nova's migration XML and kept there
+        (``VIR_MIGRATE_PERSIST_DEST``), and the source's job completes.
+        """
+        target = urllib.parse.urlparse(destination).hostname
+        connection = self._compute_at(target).driver._host.get_connection()
+        guest = connection.createXML(params['destination_xml'],
+                                     'fake-createXML-doesnt-care-about-flags')
+        guest._transient = False
+        domain.complete_job()
+
+    def op_live_migrate(self, server, host=None, timeout=120):
+        """Live-migrate a server; answer how it ended, refusals included."""
+        before = self._server(server)
+        source = before['OS-EXT-SRV-ATTR:host']
+        if host is not None and host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        skipped = []
+        capture = _Capture(skipped)
+        conductor = logging.getLogger('nova.conductor.tasks.live_migrate')
+        level = conductor.level
+        conductor.setLevel(logging.DEBUG)
+        conductor.addHandler(capture)
+        accepted, error = True, None
+        try:
+            self.api.post_server_action(before['id'], {'os-migrateLive': {
+                'host': host, 'block_migration': 'auto'}})
+        except api_client.OpenStackApiException as exc:
+            accepted = False
+            error = 'Nova API answered %s: %s' % (
+                exc.response.status_code, exc.response.text)
+        finally:
+            conductor.removeHandler(capture)
+            conductor.setLevel(level)
+        migration = self._wait_migration(before['id'], timeout)
+        after = self._wait(
+            before['id'],
+            lambda s: s.get('OS-EXT-STS:task_state') is None, timeout)
+        return {'id': before['id'], 'accepted': accepted,
+                'migration_status': migration and migration['status'],
+                'status': after['status'], 'source_host': source,
+                'host': after['OS-EXT-SRV-ATTR:host'], 'error': error,
+                'skipped': skipped}
+
+    def _wait_migration(self, server_id, timeout):
+        """The server's newest live migration once it has ended."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [m for m in self.api.api_get(
+                '/os-migrations?instance_uuid=%s&migration_type='
+                'live-migration' % server_id).body['migrations']]
+            found.sort(key=lambda m: m['id'])
+            last = found[-1] if found else None
+            if last is None or last['status'] in (
+                    'completed', 'error', 'failed', 'cancelled'):
+                return last
+            if time.monotonic() > deadline:
+                raise RuntimeError('live migration of %s still %s after '
+                                   '%s s' % (server_id, last['status'],
+                                             timeout))
+            eventlet.sleep(0.2)
+
+    def op_set_service(self, host, disabled=None, forced_down=None,
+                       reason=None):
+        """Disable/enable and force down/up a host's nova-compute."""
+        if host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        service = self.api.get_services(binary='nova-compute',
+                                        host=host)[0]
+        body = {}
+        if disabled is not None:
+            body['status'] = 'disabled' if disabled else 'enabled'
+            if disabled and reason:
+                body['disabled_reason'] = reason
+        if forced_down is not None:
+            body['forced_down'] = bool(forced_down)
+        if not body:
+            raise BadRequest('give disabled or forced_down')
+        return self.api.put_service(service['id'], body)
+
+    def op_hypervisor_versions(self, host, libvirt_version, qemu_version):
+        """New libvirt and QEMU versions on one host's hypervisor; its
+        nova-compute restarts with its guests kept.
+        """
+        if host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        connection = self.computes[host].driver._host.get_connection()
+        connection.fakeLibVersion = _version_int(libvirt_version)
+        connection.fakeVersion = _version_int(qemu_version)
+        entry = next(h for h in self.topology['hosts'] if h['name'] == host)
+        entry.update(libvirt_version=libvirt_version,
+                     qemu_version=qemu_version)
+        # The restarted service reads the host's own configuration.
+        self._configure_host(entry)
+        self.restart_compute_service(host)
+        self._run_periodics()
+        node = _node(entry)
+        hypervisor = next(
+            h for h in self.api.api_get(
+                '/os-hypervisors/detail').body['hypervisors']
+            if h['hypervisor_hostname'] == node)
+        return {'host': host, 'libvirt_version': connection.fakeLibVersion,
+                'qemu_version': connection.fakeVersion,
+                'hypervisor_version': hypervisor['hypervisor_version']}
+
+    def op_placement_requests(self):
+        """Every request the served Placement answered, oldest first."""
+        return {'count': len(self.placement_requests),
+                'requests': list(self.placement_requests)}
+
+
+def _version_int(version):
+    """``"8.6.0"`` or ``8006000`` -> 8006000 (libvirt's integer form)."""
+    if isinstance(version, int):
+        return version
+    parts = [int(p) for p in str(version).split('.')]
+    if not 1 <= len(parts) <= 3:
+        raise BadRequest('version %r is not MAJOR.MINOR.MICRO' % version)
+    parts += [0] * (3 - len(parts))
+    return parts[0] * 1000000 + parts[1] * 1000 + parts[2]
+
+
+class _Capture(logging.Handler):
+    """Collects the conductor's "Skipping host" messages of one request:
+    why it refused a live migration target.
+    """
+
+    def __init__(self, into):
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record):
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: B902 - a log record that cannot format
+            return
+        if message.startswith('Skipping host'):
+            self.into.append(message)
+
 
 def _split_address(address):
     """``DDDD:BB:SS.F`` -> (bus, slot, function) as integers."""
@@ -1088,7 +1305,8 @@ class Cloud:
             self._counted(self.harness.api_fixture.app()), 'compute')
         placement_conf = self.harness.placement_fixture.conf_fixture.conf
         placement_port = self._serve(
-            placement_deploy.loadapp(placement_conf), 'placement')
+            self._counted(placement_deploy.loadapp(placement_conf),
+                          self.harness.placement_requests), 'placement')
         control_port = self._serve(self.control_app, 'control')
         base = 'http://127.0.0.1:%d'
         compute_url = base % compute_port + '/v2.1'
@@ -1105,13 +1323,15 @@ class Cloud:
             'hosts': self.harness.host_plan,
         }
 
-    def _counted(self, app):
+    def _counted(self, app, into=None):
         """``app``, recording each request in the harness's
-        ``compute_requests``.
+        ``compute_requests`` (or the list ``into``).
         """
+        into = self.harness.compute_requests if into is None else into
+
         def counting(environ, start_response):
             query = environ.get('QUERY_STRING')
-            self.harness.compute_requests.append('%s %s%s' % (
+            into.append('%s %s%s' % (
                 environ['REQUEST_METHOD'], environ.get('SCRIPT_NAME', '') +
                 environ['PATH_INFO'], '?' + query if query else ''))
             return app(environ, start_response)

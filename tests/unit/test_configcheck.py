@@ -424,3 +424,42 @@ def test_report_rows_and_result(tmp_path):
     _, rows = configreport.report([warning], [], files, ['x'])
     assert rows[-1][2] == ('Checked x. 1 warning: nova-compute will start '
                            'but do something other than written.')
+
+
+# -- [libvirt] live_migration_downtime* for NVIDIA types (Nova's vGPU
+# guide) --------------------------------------------------------------------
+
+NVIDIA_DOWNTIME = ('[libvirt]\nlive_migration_downtime = 500000\n'
+                   'live_migration_downtime_steps = 3\n'
+                   'live_migration_downtime_delay = 3\n')
+
+
+@pytest.mark.parametrize('text, fragment', [
+    ('[libvirt]\nvirt_type = kvm\n',
+     'Types nvidia-35, nvidia-36 are NVIDIA vGPU types and [libvirt] has '
+     'live_migration_downtime = 500, live_migration_downtime_steps = 10, '
+     'live_migration_downtime_delay = 75: NVIDIA vGPUs need '
+     'live_migration_downtime = 500000'),
+    (NVIDIA_DOWNTIME.replace('= 3\n', '= 10\n', 1),
+     'has live_migration_downtime_steps = 10:'),
+    (NVIDIA_DOWNTIME.replace('= 500000', '= 50'),
+     'live_migration_downtime = 50 (refused by oslo.config: '),
+])
+def test_nvidia_downtime_warning(tmp_path, text, fragment):
+    _, findings = check(tmp_path, GOOD + text)
+    found = [f for f in findings if 'NVIDIA vGPU' in f.message]
+    assert len(found) == 1, findings
+    assert found[0].severity == 'warning'
+    assert fragment in found[0].message
+    assert found[0].where.startswith('[libvirt]')
+
+
+@pytest.mark.parametrize('text', [
+    GOOD + NVIDIA_DOWNTIME,
+    GOOD,     # no [libvirt] section: a part of the configuration
+    '[devices]\nenabled_mdev_types = mlx5_core\n[libvirt]\n'
+    'virt_type = kvm\n',
+])
+def test_nvidia_downtime_quiet(tmp_path, text):
+    _, findings = check(tmp_path, text)
+    assert not [f for f in findings if 'NVIDIA vGPU' in f.message]

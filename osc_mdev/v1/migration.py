@@ -1,0 +1,171 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack mdev migration check`` / ``plan``."""
+
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from osc_mdev.domain import migration as domain
+from osc_mdev.domain import traits as trait_logic
+from osc_mdev.usecases import migration
+from osc_mdev.usecases import nova_conf
+from osc_mdev.v1 import common
+from osc_mdev.v1 import options
+
+CHECK_COLUMNS = ('Host', 'Live', 'Cold', 'Devices', 'Reason', 'Not Checked')
+PLAN_COLUMNS = ('Server', 'Name', 'Target Host', 'Kind', 'Command',
+                'Reason')
+
+
+def _inputs(parsed_args):
+    """The --compute-conf files (as domain.Conf) and the controller's
+    aliases, read and judged before any request.
+    """
+    common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+    confs = migration.read_confs(parsed_args.compute_conf,
+                                 parsed_args.trait_prefix)
+    aliases = None
+    if parsed_args.controller_conf:
+        aliases = nova_conf.controller_aliases(parsed_args.controller_conf)
+    return confs, aliases
+
+
+def _shared(parser):
+    options.compute_conf(parser)
+    options.controller_conf(parser)
+    options.trait_prefix(parser)
+
+
+class CheckMigration(command.Lister):
+    """Show where a server with vGPUs can be live- or cold-migrated, and why.
+
+    Answers "where can this server go, and will Nova agree?" before Nova
+    is asked: one row per compute node with devices of the server's
+    classes (or --host) saying Live and Cold yes or no, the devices of its
+    type with room, the first of Nova's rules that fails, in Nova's words,
+    and what the APIs cannot show (Not Checked). Exit status 0 when some
+    node takes the server, 1 when none does.
+    """
+
+    _epilog = """\
+Examples:
+
+Every node the server could go to::
+
+    openstack mdev migration check vm-1
+
+One target, its and the source's nova.conf checked too::
+
+    openstack mdev migration check vm-1 --host gpu2 --compute-conf \\
+        gpu1=/etc/nova/gpu1.conf --compute-conf gpu2=/etc/nova/gpu2.conf
+"""
+
+    def get_parser(self, prog_name):
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            'server', metavar='<server>',
+            help='Server name or ID (any project).')
+        options.host(parser, several=False)
+        _shared(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        confs, aliases = _inputs(parsed_args)
+        mdev = self.app.client_manager.mdev
+        _, verdicts = migration.check(
+            mdev.placement, mdev.compute, parsed_args.server,
+            parsed_args.host, confs, aliases, parsed_args.trait_prefix)
+        self.fits = any(v.fits for v in verdicts)
+        rows = [(v.node, v.live, v.cold,
+                 format_columns.ListColumn(v.devices), v.reason,
+                 format_columns.ListColumn(v.not_checked))
+                for v in verdicts]
+        return CHECK_COLUMNS, rows
+
+    def run(self, parsed_args):
+        self.fits = False
+        status = super().run(parsed_args)
+        return status or (0 if self.fits else 1)
+
+
+class PlanMigration(command.Lister):
+    """Plan moving every server with vGPUs off a compute node.
+
+    Answers "where does each server of this host go?": one row per server
+    holding mdevs (or PCI-in-Placement devices) on --host, with the node
+    it goes to, live or cold, and the exact 'openstack server migrate'
+    command, or why it cannot move and the smallest change that would let
+    it. The plan is joint, biggest first; it never migrates. Exit status
+    1 when a server has no target.
+    """
+
+    _epilog = """\
+Examples:
+
+Every server of gpu1, live where Nova allows it, else cold::
+
+    openstack mdev migration plan --host gpu1
+
+Live migrations only, onto two nodes, the commands alone::
+
+    openstack mdev migration plan --host gpu1 --live --target gpu2 \\
+        --target gpu3 -f value -c Command
+"""
+
+    def get_parser(self, prog_name):
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        options.host(parser, several=False)
+        kind = parser.add_mutually_exclusive_group()
+        kind.add_argument(
+            '--live', action='store_true',
+            help='Plan live migrations only (by default a server that '
+                 'cannot move live moves cold).')
+        kind.add_argument(
+            '--cold', action='store_true',
+            help='Plan cold migrations only.')
+        parser.add_argument(
+            '--target', metavar='<host>', action='append', default=[],
+            help='A compute node the servers may go to, named as --host '
+                 'names them; repeat for several (default: every other '
+                 'node).')
+        _shared(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        if not parsed_args.host:
+            raise exceptions.CommandError(
+                'Name the compute node to drain with --host.')
+        confs, aliases = _inputs(parsed_args)
+        kinds = ((domain.LIVE,) if parsed_args.live else
+                 (domain.COLD,) if parsed_args.cold else
+                 (domain.LIVE, domain.COLD))
+        mdev = self.app.client_manager.mdev
+        moves = migration.plan(
+            mdev.placement, mdev.compute, parsed_args.host, kinds,
+            tuple(dict.fromkeys(parsed_args.target)), confs, aliases,
+            parsed_args.trait_prefix)
+        self.stuck = sum(1 for m in moves if m.node is None)
+        rows = []
+        for move in moves:
+            rows.append((
+                move.server.id, move.server.name, move.node or '',
+                move.kind or '',
+                domain.command(move.kind, move.service_host, move.server.id)
+                if move.node else '', move.reason))
+        return PLAN_COLUMNS, rows
+
+    def run(self, parsed_args):
+        self.stuck = 0
+        status = super().run(parsed_args)
+        return status or (1 if self.stuck else 0)

@@ -1,0 +1,552 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The migration rules, each run next to the Nova function it mirrors
+(marked ``nova``), and the verdicts and plans built on them.
+"""
+
+import datetime
+import types
+
+import pytest
+
+from osc_mdev.domain import capacity
+from osc_mdev.domain import migration
+from osc_mdev.domain import pci
+from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import traits
+
+
+# -- the rules, against Nova's own functions --------------------------------
+
+VERSIONS = [
+    # (libvirt, QEMU, type)
+    ((8, 6, 0), (8, 1, 0), 'QEMU'),
+    ((8, 5, 0), (8, 1, 0), 'QEMU'),
+    ((8, 6, 0), (8, 0, 0), 'QEMU'),
+    ((10, 0, 0), (9, 2, 0), 'QEMU'),
+    ((8, 0, 0), (6, 2, 0), 'QEMU'),
+    ((8, 6, 0), (8, 1, 0), 'LXC'),
+    ((8, 6, 1), (8, 0, 999), 'QEMU'),
+]
+
+
+def _int(version):
+    return version[0] * 1000000 + version[1] * 1000 + version[2]
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('libvirt, qemu, hv_type', VERSIONS)
+def test_mdev_live_migration_versions_as_nova(libvirt, qemu, hv_type):
+    from nova.virt.libvirt import driver
+    from nova.virt.libvirt import host
+
+    connection = types.SimpleNamespace(
+        getLibVersion=lambda: _int(libvirt), getVersion=lambda: _int(qemu),
+        getType=lambda: hv_type)
+    libvirt_host = object.__new__(host.Host)
+    libvirt_host.get_connection = lambda: connection
+    drv = object.__new__(driver.LibvirtDriver)
+    drv._host = libvirt_host
+    assert driver.MIN_MDEV_LIVEMIG_LIBVIRT_VERSION == \
+        migration.MIN_MDEV_LIVEMIG_LIBVIRT_VERSION
+    assert driver.MIN_MDEV_LIVEMIG_QEMU_VERSION == \
+        migration.MIN_MDEV_LIVEMIG_QEMU_VERSION
+    assert migration.host_can_support_mdev_live_migration(
+        qemu, libvirt, hv_type) == \
+        drv._host_can_support_mdev_live_migration()
+
+
+def test_libvirt_version_unknown_leans_on_qemu():
+    assert migration.host_can_support_mdev_live_migration((8, 1, 0))
+    assert not migration.host_can_support_mdev_live_migration((8, 0, 9))
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('source, dest, skip', [
+    (('QEMU', 8001000), ('QEMU', 8001000), False),
+    (('QEMU', 8001000), ('QEMU', 9000000), False),
+    (('QEMU', 8001000), ('QEMU', 6002000), False),
+    (('QEMU', 8001000), ('QEMU', 6002000), True),
+    (('QEMU', 8001000), ('VMware vCenter Server', 8001000), False),
+])
+def test_compatible_with_source_hypervisor_as_nova(source, dest, skip,
+                                                   monkeypatch):
+    from nova.conductor.tasks import live_migrate
+    from nova import exception
+
+    monkeypatch.setattr(live_migrate.CONF.workarounds,
+                        'skip_hypervisor_version_check_on_lm', skip,
+                        raising=False)
+    live_migrate.CONF.set_override(
+        'skip_hypervisor_version_check_on_lm', skip, group='workarounds')
+    try:
+        task = object.__new__(live_migrate.LiveMigrationTask)
+        task.source = 'src'
+        info = {'src': source, 'dst': dest}
+        task._get_compute_info = lambda host: types.SimpleNamespace(
+            hypervisor_type=info[host][0], hypervisor_version=info[host][1])
+        try:
+            task._check_compatible_with_source_hypervisor('dst')
+            nova = None
+        except (exception.InvalidHypervisorType,
+                exception.DestinationHypervisorTooOld) as exc:
+            nova = str(exc)
+    finally:
+        live_migrate.CONF.clear_override(
+            'skip_hypervisor_version_check_on_lm', group='workarounds')
+    ours = migration.compatible_with_source_hypervisor(
+        source[0], migration.version_tuple(source[1]), dest[0],
+        migration.version_tuple(dest[1]), skip)
+    assert ours == nova
+
+
+MAPPINGS = {
+    'one type, mapped': ({'s1': 'nvidia-11'}, ['nvidia-11', 'nvidia-12'],
+                         {'d1': 'nvidia-11'}),
+    'one type, another given': ({'s1': 'nvidia-11'},
+                                ['nvidia-11', 'nvidia-12'],
+                                {'d1': 'nvidia-12'}),
+    'not enabled': ({'s1': 'nvidia-11'}, ['nvidia-12'], {'d1': 'nvidia-12'}),
+    'two of one type': ({'s1': 'nvidia-11', 's2': 'nvidia-11'},
+                        ['nvidia-11'], {'d1': 'nvidia-11',
+                                        'd2': 'nvidia-11'}),
+    'two types, one short': ({'s1': 'nvidia-11', 's2': 'nvidia-12'},
+                             ['nvidia-11', 'nvidia-12'],
+                             {'d1': 'nvidia-11', 'd2': 'nvidia-11'}),
+    'two types, both': ({'s1': 'nvidia-11', 's2': 'nvidia-12'},
+                        ['nvidia-12', 'nvidia-11'],
+                        {'d1': 'nvidia-12', 'd2': 'nvidia-11'}),
+    'fewer given': ({'s1': 'nvidia-11', 's2': 'nvidia-11'}, ['nvidia-11'],
+                    {'d1': 'nvidia-11'}),
+}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(MAPPINGS))
+def test_target_mdevs_as_nova(name):
+    from nova import exception
+    from nova import objects
+    from nova.virt.libvirt import driver
+
+    objects.register_all()
+    source, supported, dest = MAPPINGS[name]
+    drv = object.__new__(driver.LibvirtDriver)
+    drv.supported_vgpu_types = supported
+    drv._allocate_mdevs = lambda allocs: list(dest)
+    drv._get_mdev_types_from_uuids = lambda uuids: {
+        u: dest[u] for u in uuids}
+    drv.instance_claimed_mdevs = {}
+    data = objects.LibvirtLiveMigrateData(source_mdev_types=dict(source))
+    try:
+        got = drv.check_source_migrate_data_at_dest(
+            None, types.SimpleNamespace(uuid='server'), data, None, None, {})
+        nova = ('mapped', dict(got.target_mdevs))
+    except exception.MigrationPreCheckError as exc:
+        nova = ('refused', 'not supported' if 'not supported' in str(exc)
+                else 'not fully mapped')
+
+    refusal = migration.unsupported_mdev_types(source, supported)
+    if refusal:
+        ours = ('refused', 'not supported')
+        assert refusal in str(nova_reason(drv, source, dest, data))
+    else:
+        mapped = migration.target_mdevs(source, dest)
+        ours = (('mapped', mapped) if len(mapped) == len(source)
+                else ('refused', 'not fully mapped'))
+    assert ours == nova
+
+
+def nova_reason(drv, source, dest, data):
+    from nova import exception
+    from nova import objects
+
+    try:
+        drv.check_source_migrate_data_at_dest(
+            None, types.SimpleNamespace(uuid='server'),
+            objects.LibvirtLiveMigrateData(source_mdev_types=dict(source)),
+            None, None, {})
+    except exception.MigrationPreCheckError as exc:
+        return exc
+    return None
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('vm_state, task_state', [
+    ('active', None), ('paused', None), ('stopped', None),
+    ('error', None), ('active', 'migrating'), ('suspended', None),
+])
+def test_vm_state_as_nova(vm_state, task_state):
+    from nova.compute import api
+    from nova import exception
+
+    instance = types.SimpleNamespace(
+        vm_state=vm_state, task_state=task_state, uuid='server',
+        launched_at=datetime.datetime(2026, 1, 1))
+    for kind, states, method in (
+            (migration.LIVE, ['active', 'paused'], 'live_migrate'),
+            (migration.COLD, ['active', 'stopped'], 'resize')):
+        def call(self, context, instance):
+            return True
+        call.__name__ = method
+        checked = api.check_instance_state(vm_state=states)(call)
+        try:
+            nova = checked(None, None, instance)
+        except exception.InstanceInvalidState:
+            nova = False
+        ours = migration.vm_state_allows(kind, vm_state, task_state)
+        assert (ours is None) == bool(nova), (kind, ours)
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('flags', [['true'], ['false'], [None],
+                                   ['true', 'true'], ['true', None]])
+def test_pci_live_migratable_as_nova(flags, monkeypatch):
+    from nova.conductor.tasks import live_migrate
+    from nova import exception
+    from nova import objects
+
+    objects.register_all()
+    aliases, requests = [], []
+    for n, flag in enumerate(flags):
+        spec = {'vendor_id': '10de', 'product_id': '26b9'}
+        if flag is not None:
+            spec['live_migratable'] = flag
+        aliases.append(pci.Alias('a%d' % n, 'legacy', (spec,)))
+        requests.append(objects.InstancePCIRequest(
+            count=1, spec=[dict(spec)], alias_name='a%d' % n))
+    task = object.__new__(live_migrate.LiveMigrationTask)
+    task.instance = types.SimpleNamespace(
+        pci_requests=objects.InstancePCIRequests(requests=requests))
+    # InstancePCIRequests.neutron_requests() is all([]), true, without
+    # port requests: Nova goes on to the port checks, which a cloud with
+    # Neutron's port binding extension and current computes passes.
+    task.context = None
+    task.network_api = types.SimpleNamespace(
+        has_port_binding_extension=lambda context: True)
+    monkeypatch.setattr(live_migrate, 'supports_vif_related_pci_allocations',
+                        lambda context, host: True)
+    try:
+        task._check_can_migrate_pci('src', 'dst')
+        nova = None
+    except exception.MigrationPreCheckError as exc:
+        nova = exc.kwargs['reason']
+    assert migration.pci_request_live_migratable(aliases) == nova
+
+
+@pytest.mark.parametrize('values, off', [
+    ({'live_migration_downtime': 500, 'live_migration_downtime_steps': 10,
+      'live_migration_downtime_delay': 75}, 3),
+    ({'live_migration_downtime': 500000,
+      'live_migration_downtime_steps': 3,
+      'live_migration_downtime_delay': 3}, 0),
+    ({'live_migration_downtime': 600000,
+      'live_migration_downtime_steps': 3,
+      'live_migration_downtime_delay': 5}, 1),
+    ({'live_migration_downtime': None,
+      'live_migration_downtime_steps': 3,
+      'live_migration_downtime_delay': 3}, 1),
+])
+def test_downtime_of_nvidia_guide(values, off):
+    problem = migration.downtime_problem(values)
+    assert (problem.count(' = ') if problem else 0) == off
+
+
+def test_version_tuple_is_novas_integer():
+    assert migration.version_tuple(8001000) == (8, 1, 0)
+    assert migration.version_tuple(10002003) == (10, 2, 3)
+    assert migration.version_tuple(None) is None
+
+
+# -- types of devices -------------------------------------------------------
+
+@pytest.mark.parametrize('device_traits, prefix, key', [
+    ({'CUSTOM_NVIDIA_11', 'OWNER_NOVA'}, 'CUSTOM_', 'NVIDIA_11'),
+    ({'OWNER_NOVA'}, 'CUSTOM_', None),
+    ({'CUSTOM_NVIDIA_11', 'CUSTOM_NVIDIA_12'}, 'CUSTOM_', None),
+    ({'CUSTOM_GPU_POOL_A', 'CUSTOM_NVIDIA_35'}, 'CUSTOM_', 'NVIDIA_35'),
+    ({'CUSTOM_VGPU_NVIDIA_35'}, 'CUSTOM_VGPU_', 'NVIDIA_35'),
+    # With the default prefix, whatever stands between CUSTOM_ and the
+    # driver (traits.type_key, the rule audit and metrics use too).
+    ({'CUSTOM_VGPU_NVIDIA_35'}, 'CUSTOM_', 'NVIDIA_35'),
+    ({'CUSTOM_MLX5_CORE'}, 'CUSTOM_', 'MLX5_CORE'),
+])
+def test_type_of_traits(device_traits, prefix, key):
+    found = traits.mdev_type_of_traits(device_traits, prefix)
+    assert (found.key if found else None) == key
+    if key:
+        assert found.name in device_traits and found.name.endswith(key)
+        assert traits.mdev_type(key.lower().replace('_', '-', 1),
+                                prefix).key == key
+
+
+# -- verdicts ---------------------------------------------------------------
+
+N11 = traits.mdev_type('nvidia-11')
+N12 = traits.mdev_type('nvidia-12')
+
+
+def device(uuid, address, used=0, total=16, rc='VGPU', extra=()):
+    return capacity.Provider(
+        uuid, 'node_' + address, {rc: capacity.Inventory(total=total,
+                                                         max_unit=total)},
+        {rc: used}, frozenset({'OWNER_NOVA'} | set(extra)), address)
+
+
+def node(name, devices, version=(8, 1, 0), status='enabled', state='up',
+         root_free=True, conf=None):
+    root = capacity.Provider(
+        'root-' + name, name,
+        {'VCPU': capacity.Inventory(total=16, max_unit=16),
+         'MEMORY_MB': capacity.Inventory(total=8192, max_unit=8192),
+         'DISK_GB': capacity.Inventory(total=100, max_unit=100)},
+        {} if root_free else {'MEMORY_MB': 8192},
+        frozenset({'OWNER_NOVA'}))
+    tree = capacity.Host(name, root, tuple(d for d, _ in devices))
+    return migration.Node(
+        name, tree,
+        migration.Hypervisor(name, name, status, state, 'QEMU', version),
+        {d.uuid: t for d, t in devices}, {d.uuid: 'pci_' + d.device
+                                          for d, _ in devices}, conf)
+
+
+FLAVOR = {'vcpus': 1, 'ram': 512, 'disk': 1,
+          'extra_specs': {'resources:VGPU': '1'}}
+
+
+def server(mdev_type=N11, flavor=FLAVOR, vm_state='active'):
+    request = rr.request_from_flavor(flavor)
+    return migration.Server(
+        'srv', 'vm', vm_state, None, 'src', 'f', request, None,
+        (migration.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1,
+                        mdev_type),))
+
+
+SOURCE = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)])
+
+
+def judge(target, first=migration.NOT_ASKED, **kwargs):
+    return migration.judge(kwargs.pop('srv', None) or server(), SOURCE,
+                           target, first, **kwargs)
+
+
+def test_same_type_with_room_is_yes_with_its_device():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)])
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert verdict.devices == ('dst:0000:82:00.0',)
+    assert verdict.reason == ''
+    assert any('libvirt >= 8.6.0' in n for n in verdict.not_checked)
+
+
+def test_another_type_only_is_refused_in_novas_words():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N12)])
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('no', 'no')
+    assert 'are not supported by this compute' in verdict.live_refusal
+    assert 'give the server a nvidia-12 vGPU' in verdict.cold_refusal
+    assert verdict.devices == ()
+
+
+def test_full_device_of_the_type_and_room_on_another():
+    target = node('dst', [(device('d1', '0000:82:00.0', used=16), N11),
+                          (device('d2', '0000:82:01.0'), N12)])
+    verdict = judge(target, {'d2': {'VGPU': 1}})
+    assert verdict.live == 'no'
+    assert 'not fully mapped' in verdict.live_refusal
+    assert 'no nvidia-11 device with room' in verdict.live_refusal
+
+
+def test_placement_picks_the_right_type_now_is_a_warning():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11),
+                          (device('d2', '0000:82:01.0'), N12)])
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert verdict.reason.startswith('warning: the flavor lets Placement '
+                                     'pick dst:0000:82:01.0 (nvidia-12)')
+    strict = judge(target, {'d1': {'VGPU': 1}}, strict_types=True)
+    assert (strict.live, strict.cold) == ('no', 'no')
+
+
+def test_flavor_asking_for_the_type_is_safe():
+    flavor = dict(FLAVOR, extra_specs={
+        'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'required'})
+    target = node('dst', [
+        (device('d1', '0000:82:00.0', extra={'CUSTOM_NVIDIA_11'}), N11),
+        (device('d2', '0000:82:01.0', extra={'CUSTOM_NVIDIA_12'}), N12)])
+    verdict = judge(target, {'d1': {'VGPU': 1}}, srv=server(flavor=flavor),
+                    strict_types=True)
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert verdict.reason == ''
+
+
+def test_old_hypervisor_refuses_live_only():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  version=(8, 0, 0))
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('no', 'yes')
+    assert verdict.reason.startswith(
+        'live: The instance requires a newer hypervisor version')
+    assert not any('libvirt' in n for n in verdict.not_checked)
+
+
+def test_newer_but_too_old_for_mdevs():
+    source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
+                  version=(7, 2, 0))
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  version=(8, 0, 0))
+    verdict = migration.judge(server(), source, target, {'d1': {'VGPU': 1}})
+    assert verdict.live == 'no'
+    assert 'compute service source are too old' in verdict.live_refusal
+
+
+@pytest.mark.parametrize('status, state, words', [
+    ('disabled', 'up', 'is disabled'), ('enabled', 'down', 'is down')])
+def test_service_disabled_or_down(status, state, words):
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  status=status, state=state)
+    verdict = judge(target)
+    assert (verdict.live, verdict.cold) == ('no', 'no')
+    assert words in verdict.reason
+
+
+def test_root_short():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  root_free=False)
+    verdict = judge(target, None)
+    assert verdict.reason.startswith('No valid host: root resources short: '
+                                     'MEMORY_MB 512 asked, 0 free')
+
+
+def test_placement_without_candidate_is_no():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)])
+    verdict = judge(target, None)
+    assert (verdict.live, verdict.cold) == ('no', 'no')
+    assert 'Placement returns no allocation candidate' in verdict.reason
+
+
+def test_stopped_server_moves_cold_only():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)])
+    verdict = judge(target, {'d1': {'VGPU': 1}},
+                    srv=server(vm_state='stopped'))
+    assert (verdict.live, verdict.cold) == ('no', 'yes')
+    assert 'vm_state stopped' in verdict.reason
+
+
+def test_unknown_types_are_said():
+    target = node('dst', [(device('d1', '0000:82:00.0'), None)])
+    verdict = judge(target, {'d1': {'VGPU': 1}}, srv=server(mdev_type=None))
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert any('the mdev type of src:0000:81:00.0' in n
+               for n in verdict.not_checked)
+
+
+def test_downtime_warning_with_compute_conf():
+    conf = migration.Conf((N11,), lambda nodedev: N11, {
+        'live_migration_downtime': 500, 'live_migration_downtime_steps': 10,
+        'live_migration_downtime_delay': 75})
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)], conf=conf)
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert verdict.live == 'yes'
+    assert 'live_migration_downtime = 500,' in verdict.reason
+    assert any('live_migration_downtime* of src' in n
+               for n in verdict.not_checked)
+
+
+# -- plans ------------------------------------------------------------------
+
+def servers(count, flavor=FLAVOR):
+    request = rr.request_from_flavor(flavor)
+    return [migration.Server(
+        's%d' % n, 'vm%d' % n, 'active', None, 'src', 'f', request, None,
+        (migration.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1, N11),))
+        for n in range(count)]
+
+
+def test_plan_is_joint_and_best_fit():
+    small = node('a', [(device('a1', '0000:82:00.0', used=14), N11)])
+    large = node('b', [(device('b1', '0000:83:00.0', used=10), N11)])
+    moves = migration.plan(servers(6), SOURCE, [small, large])
+    assert [m.node for m in moves].count('a') == 2
+    assert [m.node for m in moves].count('b') == 4
+    assert all(m.kind == 'live' for m in moves)
+    moves = migration.plan(servers(9), SOURCE, [small, large])
+    stuck = [m for m in moves if m.node is None]
+    assert len(stuck) == 1
+    assert 'no device with room for 1 VGPU' in stuck[0].reason
+
+
+def test_plan_moves_cold_where_live_cannot():
+    old = node('a', [(device('a1', '0000:82:00.0'), N11)],
+               version=(6, 2, 0))
+    moves = migration.plan(servers(1), SOURCE, [old])
+    assert (moves[0].node, moves[0].kind) == ('a', 'cold')
+    moves = migration.plan(servers(1), SOURCE, [old], kinds=('live',))
+    assert moves[0].node is None
+    assert 'newer hypervisor version' in moves[0].reason
+
+
+def test_plan_names_what_would_free_room():
+    flavor = dict(FLAVOR, extra_specs={
+        'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'required'})
+    untagged = node('a', [(device('a1', '0000:82:00.0'), N11)])
+    moves = migration.plan(
+        servers(1, flavor), SOURCE, [untagged],
+        fix=lambda s, nodes: migration.smallest_fix(s, nodes))
+    assert moves[0].node is None
+    assert 'tag a:0000:82:00.0 with CUSTOM_NVIDIA_11' in moves[0].reason
+
+
+def test_commands_name_the_service_host():
+    assert migration.command('live', 'gpu2', 'X') == (
+        'openstack --os-compute-api-version 2.30 server migrate '
+        '--live-migration --host gpu2 --wait X')
+    assert migration.command('cold', 'gpu2', 'X').endswith(
+        '--host gpu2 --wait X && openstack server migration confirm X')
+
+
+@pytest.mark.parametrize('text, values', [
+    ('[devices]\nenabled_mdev_types = nvidia-12\n', None),
+    ('[libvirt]\nvirt_type = kvm\n[devices]\nenabled_mdev_types = '
+     'nvidia-12\n', {'live_migration_downtime': 500,
+                     'live_migration_downtime_steps': 10,
+                     'live_migration_downtime_delay': 75}),
+])
+def test_compute_conf_downtime(tmp_path, text, values):
+    from osc_mdev.local import novaconf as local_novaconf
+
+    path = tmp_path / 'nova.conf'
+    path.write_text(text)
+    conf = migration.conf_from(local_novaconf.parse_files([str(path)]))
+    assert conf.downtime == values
+    assert conf.supported == (N12,)
+    assert conf.type_of('pci_0000_84_00_0') == N12
+    target = node('dst', [(device('d1', '0000:82:00.0'), N12)], conf=conf)
+    verdict = migration.judge(server(N12), SOURCE, target,
+                              {'d1': {'VGPU': 1}})
+    assert verdict.live == 'yes'
+    if values is None:
+        assert any('its --compute-conf file has no [libvirt] section' in n
+                   for n in verdict.not_checked)
+    else:
+        assert 'live_migration_downtime = 500,' in verdict.reason
+
+
+def test_plan_ignores_nodes_without_the_class():
+    cpu_only = node('cpu', [])
+    mlx = node('mlx', [(device('m1', '0000:3b:00.0', rc='CUSTOM_MLX5'),
+                        None)])
+    assert not migration.offers(servers(1)[0].request, cpu_only)
+    moves = migration.plan(servers(1), SOURCE, [cpu_only, mlx])
+    assert moves[0].node is None
+    assert moves[0].reason == ('no other compute node has a device of '
+                               'VGPU')
