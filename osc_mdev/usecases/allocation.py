@@ -153,8 +153,8 @@ def node_devices_with_servers(placement, compute, host):
     known = {}
     if everyone:
         try:
-            known = compute.servers_by_id(everyone, hosts=(host,))
-        except Exception:  # noqa: B902 - naming servers is best effort
+            known = compute.servers_by_id(everyone, nodes=(host,))
+        except exceptions.CommandError:
             known = {}   # Nova unreachable: the consumer IDs name them
 
     def label(consumer):

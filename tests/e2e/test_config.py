@@ -126,3 +126,28 @@ def test_check_predicts_the_restart(cloud, tmp_path):
                     'Device 0000:85:02.0 (VGPU, total 16) gets no type from '
                     'this file',
                     'Placement has no device 0000:85:03.0 on host %s' % HOST]
+
+
+def test_servers_on_a_device_left_without_a_type_are_named(cloud, tmp_path):
+    flavor = cloud.control('create_flavor', name='cfg-vgpu',
+                           extra_specs={'resources:VGPU': '1'})['id']
+    server, = cloud.control('boot', flavor=flavor, name='cfg-server',
+                            host=HOST)
+    try:
+        assert server['status'] == 'ACTIVE', server
+        # A file that lists no device of the host: every device is left
+        # without a type, the server's among them.
+        conf = tmp_path / 'nova.conf'
+        conf.write_text('[devices]\nenabled_mdev_types = nvidia-11\n'
+                        '[mdev_nvidia-11]\ndevice_addresses = 0000:85:09.0\n')
+        result = mdev('config', 'check', str(conf), '--host', HOST, '-f',
+                      'json')
+        assert 'Traceback' not in result.stderr, result.stderr
+        untyped = [f['Message'] for f in result.json()
+                   if 'gets no type from this file' in f['Message']]
+        holding = [m for m in untyped if server['id'] in m]
+        assert len(holding) == 1, untyped
+        # Nova names the server: its name next to its ID.
+        assert 'cfg-server (%s)' % server['id'] in holding[0], holding
+    finally:
+        cloud.control('delete', server=server['id'])
