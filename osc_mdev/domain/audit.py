@@ -60,10 +60,9 @@ _NOT_ON_A_NODE = frozenset(('BUILD', 'SHELVED_OFFLOADED', 'DELETED'))
 MOVE_COMMAND = ('openstack server migrate --wait %s && openstack server '
                 'migration confirm %s')
 
-# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
-# i915-GVTg_V5_4, mtty-1); osc-mdev's naming (traits.trait_for_mdev_type)
-# makes it CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
-TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
+# osc-mdev's naming (traits.trait_for_mdev_type) makes an mdev type
+# CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
+TYPE_DRIVERS = trait_logic.TYPE_DRIVERS
 _TYPE_TRAIT_RE = re.compile(
     r'^CUSTOM_(?:[A-Z0-9_]*_)?((?:%s)_[A-Z0-9_]+)$' % '|'.join(TYPE_DRIVERS))
 

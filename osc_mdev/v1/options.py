@@ -169,3 +169,26 @@ def kind(parser):
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
         default=providers.MDEV, help=KIND)
+
+
+EXPORT_DIR = (
+    'Directory of provider config files, one <host>.yaml per compute node '
+    "as 'openstack mdev trait export --output-dir' writes them: the file "
+    'of each host changed is rewritten in the same run, so nova-compute '
+    'gives the traits back to a device provider it re-creates. Install '
+    'the files on the compute nodes and restart nova-compute.')
+PROVIDER_CONFIG = (
+    'A provider config file of nova-compute ([compute] '
+    'provider_config_location) or a directory, whose *.yaml files are read '
+    'as nova-compute reads them, as PATH or HOST=PATH (HOST: the compute '
+    'node the files are for, as --host names it; audit needs it). Repeat '
+    'for several.')
+
+
+def export_dir(parser):
+    parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
+
+
+def provider_config(parser):
+    parser.add_argument('--provider-config', metavar='[<host>=]<path>',
+                        action='append', default=[], help=PROVIDER_CONFIG)
