@@ -595,7 +595,9 @@ def uncovered_findings(entries, tree, node):
     them when Nova re-creates their provider.
     """
     reached, _ = merge_targets(entries, tree)
-    covered = {p.uuid: set(e.traits) for e, p in reached}
+    covered = {}
+    for entry, provider in reached:
+        covered.setdefault(provider.uuid, set()).update(entry.traits)
     found = []
     for provider in sorted(tree, key=lambda p: p.name):
         if provider.kind != 'mdev':

@@ -58,7 +58,10 @@ class CheckConfig(command.Lister):
     result: each device with the type and resource class Nova will give
     it, and each PCI device spec, PCI provider (with --sysfs) and alias
     request (always part of -f json and -f yaml). Exit status 1 on any
-    error.
+    error. --provider-config checks nova-compute's provider config files
+    (with or without nova.conf files) as nova-compute reads them, and with
+    --host against the node's providers in Placement: entries naming no
+    provider of the node, devices whose custom traits no file keeps.
     """
 
     # Only --host talks to the cloud: a compute node can check its files
@@ -68,11 +71,12 @@ class CheckConfig(command.Lister):
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
-            'files', metavar='<file>', nargs='+',
+            'files', metavar='<file>', nargs='*',
             help='nova.conf file, or a directory whose .conf files are read '
                  'in sorted order like --config-dir. Give them in the order '
                  'nova-compute gets them: later values win.')
         options.host(parser, several=False)
+        options.provider_config(parser)
         parser.add_argument(
             '--sysfs', metavar='<root>',
             help='Root of the node\'s sysfs (/sys on the compute node): '
@@ -86,6 +90,9 @@ class CheckConfig(command.Lister):
 
     def take_action(self, parsed_args):
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        if not parsed_args.files and not parsed_args.provider_config:
+            raise exceptions.CommandError(
+                'Give nova.conf files, --provider-config, or both.')
         if parsed_args.sysfs and not os.path.isdir(parsed_args.sysfs):
             raise exceptions.CommandError(
                 '--sysfs %s is not a directory; give the root of the '
@@ -93,7 +100,8 @@ class CheckConfig(command.Lister):
         try:
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
-                parsed_args.trait_prefix, clients=self._clients)
+                parsed_args.trait_prefix, clients=self._clients,
+                provider_configs=parsed_args.provider_config)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         self.errors = checked.errors

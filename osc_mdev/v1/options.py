@@ -179,7 +179,7 @@ EXPORT_DIR = (
     'the files on the compute nodes and restart nova-compute.')
 PROVIDER_CONFIG = (
     'A provider config file of nova-compute ([compute] '
-    'provider_config_location) or a directory, whose *.yaml files are read '
+    'provider_config_location) or a directory, whose .yaml files are read '
     'as nova-compute reads them, as PATH or HOST=PATH (HOST: the compute '
     'node the files are for, as --host names it; audit needs it). Repeat '
     'for several.')

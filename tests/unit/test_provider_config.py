@@ -452,3 +452,11 @@ def test_devices_whose_traits_no_file_keeps():
     # The PCI device's traits come from its device spec: not reported.
     assert 'CUSTOM_GPU_L40S' not in found[0].message
     assert pc.uncovered_findings([], TREE[:1], NODE) == []
+    # Named twice (Nova fails on it, merge_findings says so): the traits
+    # of both entries count.
+    both = HEAD + ("providers:\n- identification: {name: %s_pci_0000_84_00_"
+                   "0}\n  traits: {additional: [CUSTOM_NVIDIA_35]}\n"
+                   "- identification: {uuid: '%s'}\n"
+                   "  traits: {additional: [CUSTOM_B]}\n" % (NODE, GPU))
+    config = pc.parse(both, 'a.yaml')
+    assert pc.uncovered_findings(config.entries, TREE, NODE) == []
