@@ -18,6 +18,7 @@ from osc_lib import exceptions
 from osc_mdev.domain import audit as domain
 from osc_mdev.usecases import audit
 from osc_mdev.usecases import nova_conf
+from osc_mdev.usecases import provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -47,7 +48,13 @@ class Audit(command.Lister):
     devices and servers of those compute nodes (unschedulable-flavor looks
     at the whole cloud, so it is skipped). --long adds each finding's
     resource class and provider UUID; --dry-run shows what --fix would do.
-    Exit status 1 when an error-level finding remains or a repair failed.
+    provider-config (with --provider-config HOST=PATH, the provider config
+    files of a compute node): devices whose custom traits differ from the
+    file (a trait of the file comes back at nova-compute's next update; a
+    trait the file lacks is lost when Nova re-creates the provider), and
+    each lost-trait finding of that host says whether the file would have
+    kept the trait. Exit status 1 when an error-level finding remains or a
+    repair failed.
     """
 
     def get_parser(self, prog_name):
@@ -57,6 +64,7 @@ class Audit(command.Lister):
         options.deprecated(parser, '--nova-conf', '--compute-conf',
                            'compute_conf')
         options.controller_conf(parser)
+        options.provider_config(parser)
         options.long(parser)
         parser.add_argument(
             '--fix', metavar='<check>[,<check>]',
@@ -78,6 +86,13 @@ class Audit(command.Lister):
                 '--dry-run shows what --fix would do; give --fix too.')
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = _read_confs(parsed_args.compute_conf)
+        files = provider_config.host_files(parsed_args.provider_config)
+        outside = sorted(set(files) - set(hosts)) if hosts else []
+        if outside:
+            raise exceptions.CommandError(
+                '--provider-config names %s, which --host leaves out; add '
+                '--host %s or drop the file.'
+                % (', '.join(outside), outside[0]))
         aliases, pci_in_placement = None, True
         if parsed_args.controller_conf:
             aliases, pci_in_placement = nova_conf.controller_aliases(
@@ -86,10 +101,11 @@ class Audit(command.Lister):
         placement = mdev.placement
         flavors = not hosts
         snapshot = audit.read(placement, mdev.compute, hosts, flavors,
-                              conf_hosts=tuple(confs), aliases=aliases,
+                              conf_hosts=tuple(confs) + tuple(files),
+                              aliases=aliases,
                               pci_in_placement=pci_in_placement)
         findings = audit.audit(snapshot, confs, flavors, aliases,
-                               pci_in_placement)
+                               pci_in_placement, files)
 
         outcomes = {}
         if checks:

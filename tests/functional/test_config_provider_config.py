@@ -182,3 +182,57 @@ def test_with_a_nova_conf(tmp_path, auth, node, exported):
 def test_bad_input_is_one_line(args, fragments):
     cli.assert_one_line_error(
         cli.openstack('mdev', 'config', 'check', *args), *fragments)
+
+
+@pytest.fixture
+def no_nova(placement_url, tmp_path, monkeypatch):
+    cli.use_cloud_without_nova(placement_url, tmp_path, monkeypatch)
+
+
+def test_audit_compares_the_devices_with_their_file(no_nova, tmp_path,
+                                                    placement, node):
+    name, _, gpus, _ = node
+    path = tmp_path / 'gpu.yaml'
+    path.write_text(HEAD + (
+        "providers:\n"
+        "- identification: {name: %(n)s_pci_0000_84_00_0}\n"
+        "  traits: {additional: [CUSTOM_NVIDIA_35, CUSTOM_RACK_7]}\n"
+        % {'n': name}))
+    result = cli.openstack('mdev', 'audit', '--host', name,
+                           '--provider-config', '%s=%s' % (name, path),
+                           '-f', 'json')
+    rows = [(r['Severity'], r['Device'], r['Message']) for r in
+            findings_of(result) if r['Check'] == 'provider-config']
+    assert [r[:2] for r in rows] == [('warning', '0000:84:00.0'),
+                                     ('warning', '0000:85:00.0')]
+    assert 'lacks CUSTOM_RACK_7' in rows[0][2]
+    assert 'carries CUSTOM_NVIDIA_36' in rows[1][2]
+
+
+def findings_of(result):
+    import json
+    assert 'Traceback' not in result.stderr, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize('value, extra, fragments', [
+    ('{path}', (), ('takes HOST=PATH here',)),
+    ('{name}={bad}', (), ('nova-compute refuses to start',
+                          'config check --provider-config')),
+    ('no-such-node={path}', (), ("No compute host named 'no-such-node'",)),
+    ('{name}={path}', ('--host', '{other}'), ('which --host leaves out',)),
+])
+def test_audit_bad_provider_config_is_one_line(
+        no_nova, tmp_path, placement, node, value, extra, fragments):
+    name = node[0]
+    other = 'pc-other-%s' % uuid.uuid4().hex[:8]
+    placement.add_compute_node(other, [])
+    good = tmp_path / 'good.yaml'
+    good.write_text(HEAD)
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text("meta: {schema_version: '2.0'}\n")
+    fill = {'path': good, 'bad': bad, 'name': name, 'other': other}
+    result = cli.openstack('mdev', 'audit', '--provider-config',
+                           value.format(**fill),
+                           *(a.format(**fill) for a in extra))
+    cli.assert_one_line_error(result, *fragments)
