@@ -157,6 +157,7 @@ def tour(cloud, workdir):
     t.run('mdev', 'provider', 'list', '--trait', 'CUSTOM_NVIDIA_12')
     audit_tour(t, cloud)
     pci_tour(t, cloud)
+    durable_tour(t, cloud)
     return t.failures
 
 
@@ -225,6 +226,43 @@ def pci_tour(t, cloud):
           "spec's, so\nosc-mdev refuses to set them:")
     t.run('mdev', 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
           'sriov1:0000:c1:00.0', expect_failure=True)
+
+
+def durable_tour(t, cloud):
+    """Type traits that survive Nova re-creating a GPU's provider."""
+    host = node = 'compute1'
+    t.say('Nova re-creates a GPU\'s provider (new UUID, no operator traits) '
+          'when the GPU\nloses its last instance. Export the tags as '
+          'nova-compute provider config files:')
+    t.run('mdev', 'trait', 'export', '--output-dir', 'exports')
+    exported = t.workdir / 'exports' / ('%s.yaml' % node)
+    print(exported.read_text(), end='')
+    t.say('Check the file as nova-compute will read it, and against '
+          'Placement:')
+    t.run('mdev', 'config', 'check', '--provider-config',
+          'exports/%s.yaml' % node, '--host', node)
+    installed = t.workdir / 'compute1-provider_config'
+    installed.mkdir()
+    (installed / exported.name).write_text(exported.read_text())
+    loaded = cloud.control('provider_config', host=host,
+                           location=str(installed))
+    print('(installed in %s\'s provider_config_location and restarted '
+          'nova-compute: it loaded %s)'
+          % (host, ', '.join(loaded['providers'])))
+
+    def show():
+        t.run('mdev', 'provider', 'list', '--host', node, '-c', 'UUID',
+              '-c', 'Device', '-c', 'Traits')
+
+    show()
+    cloud.control('reconfigure', host=host,
+                  enabled_mdev_types=['nvidia-11'],
+                  mdev={'nvidia-11': {'max_instances': 16}})
+    cloud.control('reconfigure', host=host, enabled_mdev_types=['nvidia-11'])
+    t.say('max_instances left the second GPU no instance, then gave it back: '
+          'Nova deleted its\nprovider and created a new one (new UUID), '
+          'with the exported traits:')
+    show()
 
 
 def main():
