@@ -118,6 +118,10 @@ def host_files(values):
 
 # -- trait export ------------------------------------------------------------
 
+#: Named hosts read tree by tree; beyond, the whole cloud is read once.
+PER_HOST_READS = 4
+
+
 @dataclasses.dataclass(frozen=True)
 class HostFile:
     """The provider config file of one compute node."""
@@ -137,9 +141,18 @@ def build(placement, hosts=(), type_traits_only=False,
     nodes of ``existing`` files, when none), from the devices' traits in
     Placement (``overrides``: ``{provider uuid: traits}`` to use instead,
     for a dry run). Returns ``[HostFile]`` sorted by host.
+
+    Up to PER_HOST_READS named hosts are read tree by tree (three
+    requests each); more, or none, cost the two requests of the whole
+    cloud.
     """
-    devices, listed = device_reads.node_devices(placement, hosts)
+    hosts = sorted(set(hosts))
+    whole = not hosts or len(hosts) > PER_HOST_READS
+    devices, listed = device_reads.node_devices(
+        placement, () if whole else hosts)
     nodes = providers.hosts_of(listed)
+    if hosts and whole:
+        device_reads.check_hosts(listed, hosts)
     if hosts:
         chosen = set(hosts)
     else:

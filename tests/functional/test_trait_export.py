@@ -237,3 +237,38 @@ def test_an_output_dir_that_is_a_file(tmp_path, auth, host):
     cli.assert_one_line_error(
         mdev(auth, 'trait', 'export', '--output-dir', str(blocker / 'sub')),
         'is not a directory')
+
+
+def test_many_named_hosts_read_the_whole_cloud_once(tmp_path, placement,
+                                                    placement_url, auth):
+    names = ['many-%d-%s' % (i, uuid.uuid4().hex[:6]) for i in range(5)]
+    for name in names:
+        placement.add_compute_node(name, [
+            Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_35',))])
+    args = [a for n in names for a in ('--host', n)]
+    before = requests_served(placement_url)
+    rows = mdev(auth, 'trait', 'export', *args, '--output-dir',
+                str(tmp_path), '-f', 'json').json()
+    assert requests_served(placement_url) - before == 2
+    assert sorted(r['Host'] for r in rows) == sorted(names)
+    # Four hosts or fewer: their trees only (three requests each).
+    before = requests_served(placement_url)
+    assert mdev(auth, 'trait', 'export', *args[:8], '--output-dir',
+                str(tmp_path)).rc == 0
+    assert requests_served(placement_url) - before == 12
+    bad = mdev(auth, 'trait', 'export', *args, '--host', 'no-such-node',
+               '--output-dir', str(tmp_path))
+    cli.assert_one_line_error(bad, "No compute host named 'no-such-node'")
+
+
+def test_export_dir_costs_the_reads_of_one_export(tmp_path, placement_url,
+                                                  auth, host):
+    counts = []
+    for extra in ((), ('--export-dir', str(tmp_path / 'exports'))):
+        before = requests_served(placement_url)
+        result = mdev(auth, 'trait', 'set', '--all', '--trait',
+                      'CUSTOM_NVIDIA_35', '--dry-run', *extra)
+        assert result.rc == 0, result.stderr
+        counts.append(requests_served(placement_url) - before)
+    # The whole cloud's hosts: one listing and one summaries request more.
+    assert counts[1] - counts[0] == 2
