@@ -64,6 +64,15 @@ def findings(result):
     return json.loads(result.stdout)
 
 
+def audit_node(exports, *args):
+    """The audit's findings on NODE, with its provider config file."""
+    rows = findings(helpers.mdev('audit', '--host', NODE,
+                                 '--provider-config',
+                                 '%s=%s' % (NODE, exports), *args,
+                                 '-f', 'json'))
+    return [r for r in rows if r['Host'] == NODE]
+
+
 @pytest.fixture(scope='module')
 def exports(tmp_path_factory):
     return tmp_path_factory.mktemp('exports')
@@ -118,10 +127,7 @@ def test_01_exported_traits_come_back_on_a_recreated_provider(
     assert traits(cloud, NAME) == ['CUSTOM_NVIDIA_11', 'CUSTOM_RACK_7',
                                    'OWNER_NOVA']
     # Nothing for the audit to say about the node.
-    rows = findings(helpers.mdev('audit', '--host', NODE,
-                                 '--provider-config',
-                                 '%s=%s' % (NODE, exports), '-f', 'json'))
-    assert [r for r in rows if r['Host'] == NODE] == []
+    assert audit_node(exports) == []
 
 
 def test_02_without_the_file_it_comes_back_bare(cloud, exports):
@@ -131,15 +137,12 @@ def test_02_without_the_file_it_comes_back_bare(cloud, exports):
     assert new != old
     assert traits(cloud, NAME) == ['OWNER_NOVA']
 
-    rows = findings(helpers.mdev('audit', '--host', NODE,
-                                 '--provider-config',
-                                 '%s=%s' % (NODE, exports), '--long',
-                                 '-f', 'json'))
-    mine = [(r['Severity'], r['Check'], r['Device'], r['Provider UUID'])
-            for r in rows if r['Host'] == NODE]
-    assert mine == [('warning', 'lost-trait', ADDRESS, new),
-                    ('warning', 'provider-config', ADDRESS, new)]
-    lost, differs = [r['Message'] for r in rows if r['Host'] == NODE]
+    rows = audit_node(exports, '--long')
+    assert [(r['Severity'], r['Check'], r['Device'], r['Provider UUID'])
+            for r in rows] == [
+        ('warning', 'lost-trait', ADDRESS, new),
+        ('warning', 'provider-config', ADDRESS, new)]
+    lost, differs = [r['Message'] for r in rows]
     assert 'lacks CUSTOM_NVIDIA_11' not in differs
     assert 'provider config file of %s gives it' % NODE in lost
     assert 'restart nova-compute' in lost
@@ -157,10 +160,7 @@ def test_02_without_the_file_it_comes_back_bare(cloud, exports):
     assert providers(cloud)[NAME]['uuid'] == new
     assert traits(cloud, NAME) == ['CUSTOM_NVIDIA_11', 'CUSTOM_RACK_7',
                                    'OWNER_NOVA']
-    rows = findings(helpers.mdev('audit', '--host', NODE,
-                                 '--provider-config',
-                                 '%s=%s' % (NODE, exports), '-f', 'json'))
-    assert [r for r in rows if r['Host'] == NODE] == []
+    assert audit_node(exports) == []
 
 
 def test_03_a_file_would_override_a_pci_device_spec(cloud, tmp_path):

@@ -26,6 +26,16 @@ from tests.fixtures.placement_data import Gpu
 HEAD = "meta:\n  schema_version: '1.0'\n"
 
 
+def provider_file(path, *entries):
+    """Write a provider config file of ``(identification, traits)``
+    entries (identification as YAML text) at ``path``.
+    """
+    path.write_text(HEAD + 'providers:\n' + ''.join(
+        '- identification: {%s}\n  traits: {additional: [%s]}\n'
+        % (ident, ', '.join(traits)) for ident, traits in entries))
+    return path
+
+
 def check(auth, *args):
     return cli.openstack(*auth, 'mdev', 'config', 'check', *args)
 
@@ -120,25 +130,18 @@ def test_hand_made_bad_files_each_get_their_row(tmp_path):
 
 def test_against_the_node(tmp_path, placement, auth, node):
     name, root, gpus, pci = node
-    path = tmp_path / 'gpu.yaml'
-    path.write_text(HEAD + (
-        "providers:\n"
+    path = provider_file(
+        tmp_path / 'gpu.yaml',
         # The first GPU: kept by name.
-        "- identification: {name: %(n)s_pci_0000_84_00_0}\n"
-        "  traits: {additional: [CUSTOM_NVIDIA_35]}\n"
+        ('name: %s_pci_0000_84_00_0' % name, ['CUSTOM_NVIDIA_35']),
         # A device the node does not have.
-        "- identification: {name: %(n)s_pci_0000_99_00_0}\n"
-        "  traits: {additional: [CUSTOM_NVIDIA_35]}\n"
+        ('name: %s_pci_0000_99_00_0' % name, ['CUSTOM_NVIDIA_35']),
         # A provider of another node.
-        "- identification: {name: other-node_pci_0000_84_00_0}\n"
-        "  traits: {additional: [CUSTOM_NVIDIA_35]}\n"
+        ('name: other-node_pci_0000_84_00_0', ['CUSTOM_NVIDIA_35']),
         # The first GPU again, by UUID.
-        "- identification: {uuid: '%(u)s'}\n"
-        "  traits: {additional: [CUSTOM_RACK_1]}\n"
+        ("uuid: '%s'" % gpus[0].uuid, ['CUSTOM_RACK_1']),
         # The PCI device.
-        "- identification: {name: '%(n)s_0000:C1:00.0'}\n"
-        "  traits: {additional: [CUSTOM_POOL_A]}\n")
-        % {'n': name, 'u': gpus[0].uuid})
+        ("name: '%s_0000:C1:00.0'" % name, ['CUSTOM_POOL_A']))
     result = check(auth, '--provider-config', str(path), '--host', name,
                    '-f', 'json')
     assert result.rc == 1, result.stderr
@@ -192,12 +195,9 @@ def no_nova(placement_url, tmp_path, monkeypatch):
 def test_audit_compares_the_devices_with_their_file(no_nova, tmp_path,
                                                     placement, node):
     name, _, gpus, _ = node
-    path = tmp_path / 'gpu.yaml'
-    path.write_text(HEAD + (
-        "providers:\n"
-        "- identification: {name: %(n)s_pci_0000_84_00_0}\n"
-        "  traits: {additional: [CUSTOM_NVIDIA_35, CUSTOM_RACK_7]}\n"
-        % {'n': name}))
+    path = provider_file(
+        tmp_path / 'gpu.yaml', ('name: %s_pci_0000_84_00_0' % name,
+                                ['CUSTOM_NVIDIA_35', 'CUSTOM_RACK_7']))
     result = cli.openstack('mdev', 'audit', '--host', name,
                            '--provider-config', '%s=%s' % (name, path),
                            '-f', 'json')

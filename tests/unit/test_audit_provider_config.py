@@ -16,24 +16,11 @@ config file, and what the file says about a lost trait.
 
 from osc_mdev.domain import audit
 from osc_mdev.domain import provider_config as pc
-from osc_mdev.domain import providers
-from tests.fixtures import placement_data
-
-_rp = placement_data.provider_record
-CANDIDATES = {c.uuid: c for c in providers.find_candidates([
-    _rp('r1', 'c1'),
-    _rp('g1', 'c1_pci_0000_84_00_0', 'r1'),
-    _rp('g2', 'c1_pci_0000_85_00_0', 'r1'),
-    _rp('g3', 'c1_pci_0000_86_00_0', 'r1'),
-    _rp('r2', 'c2'),
-    _rp('g4', 'c2_pci_0000_84_00_0', 'r2'),
-])}
+from tests.unit import test_audit
 
 
-def device(uuid, traits=(), rc='VGPU'):
-    return providers.Device(
-        CANDIDATES[uuid], rc, providers.Inventory(4, 0, 1, 4, 1, 1.0), 0, 1,
-        tuple(sorted(('OWNER_NOVA',) + tuple(traits))))
+def device(uuid, traits=()):
+    return test_audit.device(uuid, ('OWNER_NOVA',) + tuple(traits))
 
 
 def entry(value, *traits, key='name'):
@@ -56,6 +43,7 @@ def test_devices_that_agree_with_the_file():
                device('g3', ['CUSTOM_NVIDIA_36', 'CUSTOM_RACK_7']),
                # Not a host with a file.
                device('g4', ['CUSTOM_OTHER'])]
+    assert devices[-1].host == 'c2.dc'
     assert audit.provider_config_findings(devices, FILES) == []
 
 
