@@ -560,16 +560,32 @@ def merge_findings(entries, tree, node):
     """
     reached, absent = merge_targets(entries, tree)
     found = []
+
+    def elsewhere(entry):
+        return (entry.key == 'name' and entry.value != node
+                and not entry.value.startswith(node + '_'))
+
+    # A file all of whose entries name another node's providers is the
+    # file of another host: one finding for it.
+    foreign = set()
+    for source in dict.fromkeys(e.source for e in absent):
+        kept = [e for e in entries if e.source == source and e.kept]
+        if len(kept) > 1 and all(e in absent and elsewhere(e) for e in kept):
+            foreign.add(source)
+            found.append(Finding(WARNING, source, (
+                'None of the %d providers of this file is a provider of '
+                'node %s (they are named after another compute node): it '
+                "is another host's file; nova-compute logs a warning for "
+                'each and ignores them.' % (len(kept), node))))
     for entry in absent:
-        elsewhere = (entry.key == 'name'
-                     and not entry.value.startswith(node + '_')
-                     and entry.value != node)
+        if entry.source in foreign:
+            continue
         found.append(Finding(WARNING, entry.where, (
             'Node %s has no provider %s: nova-compute logs a warning and '
             'ignores the entry%s.' % (
                 node, entry.value,
                 ' (it names a provider of another compute node: is this '
-                'the file of another host?)' if elsewhere else
+                'the file of another host?)' if elsewhere(entry) else
                 ', and applies it if the provider appears'))))
     first = {}
     for entry, provider in reached:

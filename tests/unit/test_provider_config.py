@@ -401,6 +401,16 @@ def test_merge_ignores_providers_the_node_lacks():
     assert 'another compute node' in found[1].message
 
 
+def test_another_hosts_file_is_one_finding():
+    text = HEAD + ('providers:\n- identification: {name: other_pci_0000_84_'
+                   '00_0}\n  traits: {additional: [CUSTOM_A]}\n'
+                   '- identification: {name: other_pci_0000_85_00_0}\n'
+                   '  traits: {additional: [CUSTOM_A]}\n')
+    found = merge_ours(text)
+    assert [(f.severity, f.where) for f in found] == [('warning', 'a.yaml')]
+    assert 'None of the 2 providers' in found[0].message
+
+
 @pytest.mark.nova
 def test_merge_fails_on_one_provider_named_twice():
     text = HEAD + ("providers:\n- identification: {name: %s_pci_0000_84_00_"
@@ -425,6 +435,29 @@ def test_merge_of_compute_node_reaches_the_root_only():
     config = pc.parse(text, 'a.yaml')
     reached, absent = pc.merge_targets(config.entries, TREE)
     assert [p.uuid for _, p in reached] == [ROOT] and absent == []
+
+
+@pytest.mark.nova
+def test_compute_node_as_a_name_is_the_compute_node_too(tmp_path):
+    """Nova keys entries by value (``uuid_or_name``): ``name:
+    $COMPUTE_NODE`` reaches the roots as ``uuid: $COMPUTE_NODE`` does, and
+    the two are one provider defined twice.
+    """
+    text = HEAD + ("providers:\n- identification: {name: '$COMPUTE_NODE'}\n"
+                   "  traits: {additional: [CUSTOM_RACK_7]}\n")
+    after, failure, _ = nova_merge(text)
+    assert failure is None and 'CUSTOM_RACK_7' in after[NODE]
+    config = pc.parse(text, 'a.yaml')
+    reached, _ = pc.merge_targets(config.entries, TREE)
+    assert [p.uuid for _, p in reached] == [ROOT]
+    both = text + ("- identification: {uuid: '$COMPUTE_NODE'}\n"
+                   "  traits: {additional: [CUSTOM_RACK_8]}\n")
+    _, found = ours(both)
+    assert [f.where for f in pc.refused_by_nova(found)] == ['a.yaml:6']
+    directory = tmp_path / 'provider_config'
+    directory.mkdir()
+    (directory / 'a.yaml').write_text(both)
+    assert 'multiple definitions' in str(nova_reads(directory))
 
 
 @pytest.mark.nova
