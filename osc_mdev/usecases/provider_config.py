@@ -132,6 +132,7 @@ class HostFile:
     devices: int                 # devices with traits in the file
     traits: int
     pci_left_out: int = 0        # PCI-in-Placement devices of the host
+    providers: tuple = ()        # the provider names the file defines
 
 
 def build(placement, hosts=(), type_traits_only=False,
@@ -178,10 +179,10 @@ def build(placement, hosts=(), type_traits_only=False,
                                         in per_host[host].items()})
         except ValueError as exc:
             raise _failed(exc) from exc
-        kept = [t for t in per_host[host].values() if t]
+        kept = {n: t for n, t in per_host[host].items() if t}
         files.append(HostFile(host, name, text, len(kept),
-                              sum(len(t) for t in kept),
-                              len(pci.get(host, ()))))
+                              sum(len(t) for t in kept.values()),
+                              len(pci.get(host, ())), tuple(sorted(kept))))
     return files
 
 
@@ -232,8 +233,8 @@ def write(directory, files, dry_run=False):
     Written each: created, updated, unchanged (or what would be, with
     ``dry_run``), or failed with the reason (the old file stays).
     """
-    check_directory(directory, [f.name for f in files], [
-        e.value for f in files for e in domain.parse(f.text, f.name).entries])
+    check_directory(directory, [f.name for f in files],
+                    [p for f in files for p in f.providers])
     done = []
     for f in files:
         path = local.path_of(directory, f.name)
