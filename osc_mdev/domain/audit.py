@@ -542,8 +542,9 @@ def note_provider_configs(findings, files):
         given = _file_traits(repair.device, entries) or set()
         if repair.trait in given:
             note = (' The provider config file of %s gives it: nova-compute '
-                    'puts it back at its next update if it runs with that '
-                    'file (a re-created provider gets it at once); if it '
+                    'puts it back at its next update after refreshing its '
+                    'provider cache if it runs with that file (a re-created '
+                    'provider gets it at once); if it '
                     'does not come back, install the file and restart '
                     'nova-compute.' % finding.host)
         else:
@@ -585,7 +586,9 @@ def provider_config_findings(devices, files, found=(),
                 WARNING, PROVIDER_CONFIG, device, message=(
                     'Device %s lacks %s, which its host\'s provider config '
                     'file gives it: nova-compute adds %s back at its next '
-                    'update of the node\'s providers; to drop %s for good, '
+                    'update after refreshing its provider cache ([compute] '
+                    'resource_provider_association_refresh, 300 s by '
+                    'default) or restarting; to drop %s for good, '
                     'remove %s from the file too: openstack mdev trait unset '
                     '%s %s --export-dir DIR'
                     % (_where(device), ', '.join(back),
