@@ -92,7 +92,8 @@ class CheckConfig(command.Lister):
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
-                'Give nova.conf files, --provider-config, or both.')
+                'The following arguments are required: <file> (nova.conf '
+                'files) or --provider-config, or both.')
         if parsed_args.sysfs and not os.path.isdir(parsed_args.sysfs):
             raise exceptions.CommandError(
                 '--sysfs %s is not a directory; give the root of the '

@@ -174,7 +174,8 @@ def test_with_a_nova_conf(tmp_path, auth, node, exported):
 
 
 @pytest.mark.parametrize('args, fragments', [
-    ((), ('Give nova.conf files, --provider-config, or both',)),
+    ((), ('The following arguments are required: <file> (nova.conf '
+          'files) or --provider-config',)),
     (('--provider-config', 'a=x', '--provider-config', 'b=y'),
      ('for one compute node, not a, b',)),
     (('--provider-config', 'a=x', '--host', 'b'),
