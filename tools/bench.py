@@ -604,6 +604,11 @@ def measure_size(runner, url, gpus, nova, args):
     result['loop'] = osc_placement_loop(runner, url, baseline, args.sample)
     print('  osc-placement loop sampled', flush=True)
 
+    with tempfile.TemporaryDirectory() as out_dir:
+        t, n, out = runner.measure(runs, 'mdev', 'trait', 'export',
+                                   '--output-dir', out_dir, '-f', 'json')
+        result['export'] = (t, n, exported_same(out_dir, baseline))
+
     fresh = 'CUSTOM_BENCH_%d' % gpus
     t, n, out = runner.measure(runs, 'mdev', 'trait', 'set', '--all',
                                '--trait', fresh, '--dry-run', '-f', 'json')
@@ -619,6 +624,27 @@ def measure_size(runner, url, gpus, nova, args):
         for trait, count in had.items()) and all(
         r['Result'] == 'added %s' % fresh for r in json.loads(out)))
     return result
+
+
+def exported_same(directory, baseline):
+    """The provider config files hold each device's custom traits, by
+    host and device, as the per-device reads found them.
+    """
+    import yaml
+
+    expected = {}
+    for row in baseline.values():
+        custom = sorted(t for t in row['Traits'] if t.startswith('CUSTOM_'))
+        if custom:
+            expected[(row['Host'], row['Device'])] = custom
+    found = {}
+    for path in pathlib.Path(directory).glob('*.yaml'):
+        host = path.name[:-len('.yaml')]
+        for entry in yaml.safe_load(path.read_text())['providers']:
+            name = entry['identification']['name']
+            found[(host, _address(name[len(host) + 1:]))] = entry[
+                'traits']['additional']
+    return found == expected
 
 
 # -- mdev capacity ----------------------------------------------------------
@@ -817,7 +843,8 @@ def table(results, import_ms, help_ours, help_theirs, fill_times, args):
         'allocations (the stand-in Nova knows every consumer); trait set: '
         'every device gained the trait and kept the others. Nova\'s '
         'requests go to a stand-in that answers the server, flavor, '
-        'service and migration lists, counted apart.'
+        'service and migration lists, counted apart; trait export: the '
+        'files name each device with the custom traits it carries.'
         % (','.join(str(r['gpus']) for r in results), args.runs,
            args.naive_runs, args.sample,
            '' if args.max_allocation_candidates is None else
@@ -852,6 +879,7 @@ COMMANDS = (
     ('alloc_show', '`mdev allocation show <server>`'),
     ('audit', '`mdev audit`'),
     ('dry', '`mdev trait set --all --dry-run`'),
+    ('export', '`mdev trait export --output-dir DIR` (one file per host)'),
     ('set', '`mdev trait set --all` (fresh trait, one run)'))
 # The commands that read what the naive reads read: compared with them.
 WHOLE = ('list', '--free', '--full', 'long', 'metrics')

@@ -248,6 +248,7 @@ def tour_with(t):
     audit_tour(t, cloud)
     pci_tour(t, cloud)
     errors_tour(t)
+    durable_tour(t, cloud)
     migration_tour(t, cloud)
     return t.failures
 
@@ -408,6 +409,44 @@ def migration_tour(t, cloud):
               m['server'], m['node'], m['pci_address'], m['mdev_type'])
               for m in cloud.control('mdev_truth') if m['server'] in moved))
     t.run('mdev', 'migration', 'plan', '--host', node)
+
+
+def durable_tour(t, cloud):
+    """Type traits that survive Nova re-creating a GPU's provider."""
+    host = node = 'compute1'
+    t.say('Nova re-creates a GPU\'s provider (new UUID, no operator traits) '
+          'when the GPU\nloses its last instance. Export the tags as '
+          'nova-compute provider config files:')
+    t.sample('trait-export', 'mdev', 'trait', 'export', '--output-dir',
+             'exports')
+    exported = t.workdir / 'exports' / ('%s.yaml' % node)
+    t.show_file('trait-export-file', exported)
+    t.say('Check the file as nova-compute will read it, and against '
+          'Placement:')
+    t.sample('config-check-provider-config', 'mdev', 'config', 'check',
+             '--provider-config', 'exports/%s.yaml' % node, '--host', node)
+    installed = t.workdir / 'compute1-provider_config'
+    installed.mkdir()
+    (installed / exported.name).write_text(exported.read_text())
+    loaded = cloud.control('provider_config', host=host,
+                           location=str(installed))
+    print('(installed in %s\'s provider_config_location and restarted '
+          'nova-compute: it loaded %s)'
+          % (host, ', '.join(loaded['providers'])))
+
+    def show():
+        t.run('mdev', 'provider', 'list', '--host', node, '-c', 'UUID',
+              '-c', 'Device', '-c', 'Traits')
+
+    show()
+    cloud.control('reconfigure', host=host,
+                  enabled_mdev_types=['nvidia-11'],
+                  mdev={'nvidia-11': {'max_instances': 16}})
+    cloud.control('reconfigure', host=host, enabled_mdev_types=['nvidia-11'])
+    t.say('max_instances left the second GPU no instance, then gave it back: '
+          'Nova deleted its\nprovider and created a new one (new UUID), '
+          'with the exported traits:')
+    show()
 
 
 def main():

@@ -16,6 +16,6 @@ Nova's rules mirrored one function each (naming the Nova function),
 Placement's provider and request models, capacity arithmetic and its
 explainer, and the findings of ``config check`` and ``audit``. No
 network, no files, no sysfs: everything is handed in as data. Imports
-only the standard library, oslo.config's parser, os-traits,
-os-resource-classes and itself.
+only the standard library, oslo.config's parser, PyYAML (to parse and
+render texts), os-traits, os-resource-classes and itself.
 """

@@ -31,6 +31,9 @@ NODE_MISMATCH = 'node-mismatch'
 OVER_CAPACITY = 'over-capacity'
 LOST_TRAIT = 'lost-trait'
 WRONG_TRAIT = 'wrong-trait'
+#: A device whose traits differ from its host's provider config file
+#: (``--provider-config HOST=PATH``).
+PROVIDER_CONFIG = 'provider-config'
 UNSCHEDULABLE_FLAVOR = 'unschedulable-flavor'
 #: Not a check of its own: Nova could not be asked, so what depends on
 #: its answer was not judged.
@@ -40,7 +43,8 @@ NOVA_UNREACHABLE = 'nova-unreachable'
 PCI_ALIAS_UNCHECKED = 'pci-alias-unchecked'
 
 CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
-          OVER_CAPACITY, LOST_TRAIT, WRONG_TRAIT, UNSCHEDULABLE_FLAVOR)
+          OVER_CAPACITY, LOST_TRAIT, WRONG_TRAIT, PROVIDER_CONFIG,
+          UNSCHEDULABLE_FLAVOR)
 #: The checks ``--fix`` repairs; nothing else is changed automatically.
 FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
 
@@ -488,6 +492,114 @@ def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
                        ', '.join(offered), device.host,
                        _set_command('<trait>', device)))))
     return found
+
+
+# -- provider-config -------------------------------------------------------
+
+def _file_traits(device, entries):
+    """The traits the host's provider config entries give ``device``
+    (named by provider name or UUID), or None when none names it.
+    """
+    found = None
+    for entry in entries:
+        if entry.kept and entry.value in (device.candidate.name,
+                                          device.uuid):
+            found = (found or set()) | set(entry.traits)
+    return found
+
+
+def _export_command(device):
+    return ("openstack mdev trait export --host %s --output-dir DIR"
+            % device.host)
+
+
+def note_provider_configs(findings, files):
+    """The ``lost-trait`` findings of hosts with a provider config file
+    (``files``: ``{host: [domain.provider_config.Entry]}``), each saying
+    what the file does about the lost trait.
+    """
+    noted = []
+    for finding in findings:
+        repair = finding.repair
+        entries = files.get(finding.host)
+        if finding.check != LOST_TRAIT or entries is None or not isinstance(
+                repair, AddTrait):
+            noted.append(finding)
+            continue
+        given = _file_traits(repair.device, entries) or set()
+        if repair.trait in given:
+            note = (' The provider config file of %s gives it: nova-compute '
+                    'puts it back at its next update after refreshing its '
+                    'provider cache if it runs with that file (a re-created '
+                    'provider gets it at once); if it '
+                    'does not come back, install the file and restart '
+                    'nova-compute.' % finding.host)
+        else:
+            note = (' The provider config file of %s does not give it: '
+                    'add it there too (trait set --export-dir DIR), or the '
+                    'next re-created provider loses it again.'
+                    % finding.host)
+        noted.append(dataclasses.replace(finding,
+                                         message=finding.message + note))
+    return noted
+
+
+def provider_config_findings(devices, files, found=(),
+                             prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+    """``provider-config``: mdev devices of the hosts of ``files`` whose
+    custom traits differ from what their host's provider config file
+    gives them.
+
+    A trait of the file the device lacks comes back at nova-compute's
+    next update (unless a ``lost-trait`` finding of ``found`` already
+    says so); a custom trait the file lacks is lost when Nova re-creates
+    the provider (warning for a type trait, info for another).
+    """
+    lost = {(f.provider_uuid, f.repair.trait) for f in found
+            if f.check == LOST_TRAIT and isinstance(f.repair, AddTrait)}
+    result = []
+    seen = set()
+    for device in devices:
+        entries = files.get(device.host)
+        if entries is None or device.traits is None or device.uuid in seen:
+            continue
+        seen.add(device.uuid)
+        given = _file_traits(device, entries) or set()
+        carried = {t for t in device.traits if names.is_custom_name(t)}
+        back = sorted(t for t in given - carried
+                      if (device.uuid, t) not in lost)
+        if back:
+            result.append(_finding(
+                WARNING, PROVIDER_CONFIG, device, message=(
+                    'Device %s lacks %s, which its host\'s provider config '
+                    'file gives it: nova-compute adds %s back at its next '
+                    'update after refreshing its provider cache ([compute] '
+                    'resource_provider_association_refresh, 300 s by '
+                    'default) or restarting; to drop %s for good, '
+                    'remove %s from the file too: openstack mdev trait unset '
+                    '%s %s --export-dir DIR'
+                    % (_where(device), ', '.join(back),
+                       'it' if len(back) == 1 else 'them',
+                       'it' if len(back) == 1 else 'them',
+                       'it' if len(back) == 1 else 'them',
+                       ' '.join('--trait %s' % t for t in back),
+                       _where(device)))))
+        missing = sorted(carried - given)
+        for kind, traits in (
+                (WARNING, [t for t in missing
+                           if trait_logic.is_type_trait(t, prefix)]),
+                (INFO, [t for t in missing
+                        if not trait_logic.is_type_trait(t, prefix)])):
+            if not traits:
+                continue
+            result.append(_finding(
+                kind, PROVIDER_CONFIG, device, message=(
+                    'Device %s carries %s, which its host\'s provider config '
+                    'file does not give it: lost when Nova re-creates the '
+                    'provider; export again: %s'
+                    % (_where(device), ', '.join(traits),
+                       _export_command(device)))))
+    return result
 
 
 # -- unschedulable-flavor -------------------------------------------------

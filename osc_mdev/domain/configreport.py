@@ -117,18 +117,28 @@ def _and(items):
     return '%s and %s' % (', '.join(items[:-1]), items[-1])
 
 
-def scope(conf, pci_configured=False, sysfs_root=None, host=None):
-    """What a check looked at, in words, for the result row."""
-    types = list(conf.supported_types)
-    checked = ['the section and option names against the options of Nova %s'
-               % nova_options.NOVA_VERSION]
-    if types:
-        checked.append('the mdev type%s %s' % (
-            '' if len(types) == 1 else 's', _and(types)))
-    else:
-        checked.append('no mdev type enabled')
+def scope(conf, pci_configured=False, sysfs_root=None, host=None,
+          provider_configs=False):
+    """What a check looked at, in words, for the result row: the
+    nova.conf files' ``conf`` (None when only provider config files were
+    given) and, with ``provider_configs``, nova-compute's provider config
+    files.
+    """
+    checked = []
+    if conf is not None:
+        types = list(conf.supported_types)
+        checked.append('the section and option names against the options '
+                       'of Nova %s' % nova_options.NOVA_VERSION)
+        if types:
+            checked.append('the mdev type%s %s' % (
+                '' if len(types) == 1 else 's', _and(types)))
+        else:
+            checked.append('no mdev type enabled')
     if pci_configured:
         checked.append('[pci]')
+    if provider_configs:
+        checked.append('the provider config files as nova-compute reads '
+                       'them')
     if sysfs_root:
         checked.append('the devices under %s' % sysfs_root)
     if host:

@@ -164,6 +164,11 @@ def validate_mdev_resource_class(name):
         % (name, CUSTOM_NAME_RULE))
 
 
+def is_custom_name(name):
+    """True for a custom trait or class name Placement accepts."""
+    return len(name) <= MAX_NAME_LENGTH and bool(_CUSTOM_NAME_RE.match(name))
+
+
 def validate_trait_name(name):
     """Return ``name`` if it is a well-formed trait name, else raise.
 

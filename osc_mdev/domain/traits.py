@@ -19,6 +19,11 @@ from osc_mdev.domain import names
 
 OWNER_PREFIX = 'OWNER_'
 DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
+# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
+# i915-GVTg_V5_4, mtty-1); ``trait_for_mdev_type`` makes it
+# ``<prefix><DRIVER>_<TYPE>``.
+TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
+_TYPE_BODY_RE = re.compile(r'^(?:%s)_[A-Z0-9_]+$' % '|'.join(TYPE_DRIVERS))
 
 # The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
 # i915-GVTg_V5_4, mtty-1); osc-mdev's naming (trait_for_mdev_type)
@@ -95,6 +100,16 @@ def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
     body = os_traits.normalize_name(mdev_type)[
         len(os_traits.CUSTOM_NAMESPACE):]
     return names.validate_trait_name(prefix + body)
+
+
+def is_type_trait(trait, prefix=DEFAULT_TRAIT_PREFIX):
+    """True when ``trait`` is what ``trait_for_mdev_type`` names a type of
+    a known mdev driver (``TYPE_DRIVERS``) with ``prefix``:
+    ``CUSTOM_NVIDIA_35``, or ``CUSTOM_VGPU_NVIDIA_35`` with prefix
+    ``CUSTOM_VGPU_``.
+    """
+    return trait.startswith(prefix) and bool(
+        _TYPE_BODY_RE.match(trait[len(prefix):]))
 
 
 def validate_prefix(prefix):

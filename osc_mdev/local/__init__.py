@@ -10,14 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Local layer: what osc-mdev reads from the machine it runs on: nova.conf
-files (read as oslo.config reads them) and sysfs trees; and the files it
-writes there.
+"""Local layer: what osc-mdev reads from (and writes to) the machine it
+runs on: nova.conf files (read as oslo.config reads them), sysfs trees,
+nova-compute's provider config files and the files it writes.
 
 ``novaconf`` finds the files a list of paths stands for (``--config-dir``
 directories included) and reads their text; ``sysfs`` reads a compute
-node's sysfs (``/sys`` or a copy of it); ``textfile`` writes a file
-atomically (the metrics for node_exporter). What is read is handed to
+node's sysfs (``/sys`` or a copy of it); ``provider_config`` reads
+provider config files as nova-compute finds them and writes them
+atomically; ``textfile`` writes a file atomically (the metrics for
+node_exporter). What is read is handed to
 ``osc_mdev.domain`` as data (texts, device records), which parses and
 judges it: nothing here knows Nova's rules. May import only the standard
 library and ``osc_mdev.domain``.

@@ -254,7 +254,8 @@ def _consumer_facts(placement, compute, consumers):
 
 
 def audit(snapshot, confs=None, flavors=True, aliases=None,
-          pci_in_placement=True, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+          pci_in_placement=True, prefix=trait_logic.DEFAULT_TRAIT_PREFIX,
+          provider_configs=None):
     """Every finding of the snapshot, sorted.
 
     ``prefix``: of the type traits (``--trait-prefix``), for lost-trait
@@ -266,7 +267,9 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
     devices flavors ask for with ``pci_passthrough:alias``; without, one
     info finding says how many servers and flavors were not judged. The
     trait checks see mdev devices only (Nova sets a PCI device's traits
-    from ``[pci] device_spec``).
+    from ``[pci] device_spec``). ``provider_configs`` (``{host:
+    [provider_config.Entry]}``) adds the provider-config check and says
+    in each lost-trait finding of those hosts what the file does.
     """
     mdev_devices = [d for d in snapshot.devices
                     if d.kind == providers.MDEV]
@@ -301,7 +304,12 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             mine, theirs + pci_allocations, classes, aliases)
         found += domain.node_mismatches(mine, theirs)
     found += domain.over_capacity(snapshot.devices, snapshot.allocations)
-    found += domain.trait_findings(mdev_devices, confs, prefix)
+    traits = domain.trait_findings(mdev_devices, confs, prefix)
+    if provider_configs:
+        traits = domain.note_provider_configs(traits, provider_configs)
+        traits += domain.provider_config_findings(
+            mdev_devices, provider_configs, traits, prefix)
+    found += traits
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
             snapshot.flavors, snapshot.trees, snapshot.missing_classes,

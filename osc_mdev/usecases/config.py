@@ -19,6 +19,8 @@ Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 
 import dataclasses
 
+from osc_lib import exceptions
+
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
@@ -26,6 +28,7 @@ from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
 from osc_mdev.usecases import allocation as allocations
+from osc_mdev.usecases import provider_config
 
 
 @dataclasses.dataclass
@@ -45,14 +48,21 @@ class Checked:
 
 
 def check(files, sysfs_root=None, host=None, trait_prefix=None,
-          clients=None):
+          clients=None, provider_configs=()):
     """Check the nova.conf ``files`` (read in order, as nova-compute
     reads them), with the node's sysfs under ``sysfs_root`` and, for
     ``host``, against what Placement has for that compute node;
     ``clients`` gives ``(placement, compute)`` when they are first
     needed (the files alone need no credentials). NovaConfError for
-    files nova-compute cannot read.
+    files nova-compute cannot read. ``provider_configs``: the
+    ``--provider-config`` values, checked by ``check_provider_configs``.
     """
+    extra = check_provider_configs(provider_configs, host, clients)
+    config_paths = tuple(p for _, p in provider_config.split(
+        provider_configs or ()))
+    if not files:
+        return Checked(extra, [], config_paths, configreport.scope(
+            None, host=host, provider_configs=True))
     virtual = (sysfs.sysfs_virtual_parent(sysfs_root)
                if sysfs_root else None)
     conf = local_novaconf.parse_files(files, virtual)
@@ -84,9 +94,10 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
             placement, _ = clients()
             findings += pci_placement(placement, pci, pci_devices, node)
         effects += configreport.pci_effects(pci, pci_devices, node)
-    return Checked(findings, effects, conf.settings.files,
+    return Checked(findings + extra, effects,
+                   tuple(conf.settings.files) + config_paths,
                    configreport.scope(conf, pci.configured, sysfs_root,
-                                      host))
+                                      host, bool(config_paths)))
 
 
 def placement_devices(placement, compute, host):
@@ -140,3 +151,25 @@ def node_pci_providers(placement, host):
                 provider['name'], None, 0, 0,
                 tuple(sorted(detail.get('traits') or ()))))
     return result
+
+
+def check_provider_configs(values, host=None, clients=None):
+    """Findings of nova-compute's provider config files (``[HOST=]PATH``
+    values, read together as one nova-compute reads its directory) by
+    Nova's rules and, for the compute node (``HOST=`` or ``host``),
+    against its providers in Placement.
+    """
+    if not values:
+        return []
+    split = provider_config.split(values)
+    named = {h for h, _ in split if h} | ({host} if host else set())
+    if len(named) > 1:
+        raise exceptions.CommandError(
+            'The provider config files are for one compute node, not %s; '
+            'check each node on its own.' % ', '.join(sorted(named)))
+    configs, findings = provider_config.read([p for _, p in split])
+    if named:
+        placement, _ = clients()
+        findings += provider_config.placement_findings(
+            placement, named.pop(), configs)
+    return findings

@@ -538,3 +538,26 @@ def scope_devices(placement, references=(), hosts=(),
         chosen = list({c.uuid: c for c in named.values()}.values())
     return _rows(placement, chosen, summaries, inventory=False,
                  traits=False)
+
+
+def node_devices(placement, hosts=()):
+    """The mdev and PCI devices (with their traits) of the compute nodes
+    ``hosts``, or of every node when none: ``(devices, providers)``,
+    ``providers`` being the provider listing of the trees read.
+
+    The same reads as ``provider list``: one listing and one summaries
+    request for the whole cloud (for named hosts: a name lookup, a tree
+    listing and a summaries request each), and per device only what the
+    summaries lack. Unknown hosts are a CommandError.
+    """
+    roots = None
+    if hosts:
+        hosts = sorted(set(hosts))
+        roots = list(_host_roots(hosts, pool.call_all(
+            _host_root_calls(placement, hosts),
+            placement.max_workers)).values())
+    providers, summaries, _ = _read(placement, roots)
+    candidates = domain.find_candidates(providers, domain.KINDS)
+    devices = _rows(placement, candidates, summaries, inventory=False,
+                    usages=False, traits=True)
+    return sorted(devices, key=domain.sort_key), providers

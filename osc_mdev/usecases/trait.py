@@ -10,19 +10,26 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Trait writes on many devices: checked first, then run at once.
+"""Trait writes on many devices: checked first, then run at once; and the
+provider config files that make the traits durable (``trait export``,
+``--export-dir``).
 
 Every device is read and written in the bounded pool; a device that
 fails does not stop the others.
 """
 
 import dataclasses
+import logging
 
 from osc_lib import exceptions
 
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.domain import provider_config as files
 from osc_mdev.domain import traits as domain
+from osc_mdev.usecases import provider_config
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,3 +100,53 @@ def apply(placement, plans, dry_run=False, on_done=lambda: None):
         return [stop.done[i] if i in stop.done else Outcome(
             plan.device, None, None, 'not changed: interrupted', True, True)
             for i, plan in enumerate(plans)]
+
+
+def export(placement, hosts=(), directory=None, type_traits_only=False,
+           prefix=domain.DEFAULT_TRAIT_PREFIX, dry_run=False):
+    """``trait export``: the provider config file of each compute node.
+
+    ``hosts``: those nodes; none: every node with mdev devices, and the
+    nodes whose file ``directory`` already holds (so a node whose last
+    trait went gets its file emptied). With ``directory`` the files are
+    written there (``[provider_config.Written]``), else returned
+    (``[provider_config.HostFile]``).
+    """
+    existing = ()
+    if directory is not None and not hosts:
+        existing = provider_config.existing_hosts(directory)
+    built = provider_config.build(placement, hosts, type_traits_only,
+                                  prefix, existing)
+    result = built if directory is None else provider_config.write(
+        directory, built, dry_run)
+    left_out = sum(f.pci_left_out for f in built)
+    if left_out:
+        LOG.warning(
+            'Note: %d PCI-in-Placement device(s) left out: Nova sets their '
+            'traits from [pci] device_spec on every update, which keeps '
+            'them; set their traits there.', left_out)
+    return result
+
+
+def check_export_dir(directory, devices):
+    """Before ``trait set/unset --export-dir`` writes a trait: the
+    directory can be written, and no file of it other than the hosts' own
+    defines one of ``devices``.
+    """
+    names = sorted({files.file_name(d.host) for d in devices})
+    provider_config.check_directory(
+        directory, names, [d.candidate.name for d in devices])
+
+
+def export_changed(placement, directory, outcomes, dry_run=False):
+    """``trait set/unset --export-dir``: rewrite the file of each host the
+    ``outcomes`` touched, from Placement as it is after the writes (with
+    ``dry_run``: with each device's traits as the run would leave them).
+    """
+    hosts = sorted({o.device.host for o in outcomes})
+    overrides = None
+    if dry_run:
+        overrides = {o.device.uuid: o.after for o in outcomes
+                     if o.after is not None}
+    built = provider_config.build(placement, hosts, overrides=overrides)
+    return provider_config.write(directory, built, dry_run)

@@ -19,6 +19,7 @@ from osc_mdev.domain import audit as domain
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import audit
 from osc_mdev.usecases import nova_conf
+from osc_mdev.usecases import provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -32,9 +33,10 @@ class Audit(command.Lister):
 
     Answers "is the GPU accounting of this cloud sound?": orphaned and
     missing allocations, servers on another node than their vGPU, usage
-    above capacity, lost or wrong type traits, and flavors no host can
-    serve. One row per finding, whose message says the command that fixes
-    it; --fix repairs orphaned allocations and lost traits. Exit status 1
+    above capacity, lost or wrong type traits, devices whose traits differ
+    from their host's provider config file, and flavors no host can serve.
+    One row per finding, whose message says the command that fixes it;
+    --fix repairs orphaned allocations and lost traits. Exit status 1
     while an error-level finding remains.
     """
 
@@ -63,6 +65,7 @@ Repair what is safe to repair, shown first::
                            'compute_conf')
         options.controller_conf(parser)
         options.trait_prefix(parser)
+        options.provider_config(parser)
         options.long(parser)
         parser.add_argument(
             '--fix', metavar='<check>[,<check>]',
@@ -82,6 +85,13 @@ Repair what is safe to repair, shown first::
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = nova_conf.compute_confs(parsed_args.compute_conf)
+        files = provider_config.host_files(parsed_args.provider_config)
+        outside = sorted(set(files) - set(hosts)) if hosts else []
+        if outside:
+            raise exceptions.CommandError(
+                '--provider-config names %s, which --host leaves out; add '
+                '--host %s or drop the file.'
+                % (', '.join(outside), outside[0]))
         aliases, pci_in_placement = None, True
         if parsed_args.controller_conf:
             aliases, pci_in_placement = nova_conf.controller_aliases(
@@ -90,10 +100,12 @@ Repair what is safe to repair, shown first::
         placement = mdev.placement
         flavors = not hosts
         snapshot = audit.read(placement, mdev.compute, hosts, flavors,
-                              conf_hosts=tuple(confs), aliases=aliases,
+                              conf_hosts=tuple(confs) + tuple(files),
+                              aliases=aliases,
                               pci_in_placement=pci_in_placement)
         findings = audit.audit(snapshot, confs, flavors, aliases,
-                               pci_in_placement, parsed_args.trait_prefix)
+                               pci_in_placement, parsed_args.trait_prefix,
+                               files)
 
         outcomes = {}
         if checks:

@@ -29,14 +29,14 @@ from osc_mdev.v1 import options
 class CheckConfig(command.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
-    Answers "will nova-compute start with this file, and do what it
-    says?": the files are read as nova-compute reads them and judged by
+    Answers "will nova-compute start with these files, and do what they
+    say?": nova.conf files (and nova-compute's provider config files,
+    --provider-config) are read as nova-compute reads them and judged by
     Nova's rules; one row per finding, error where nova-compute refuses to
     start, warning where it silently does something else. --sysfs checks
-    the file against the node's devices, --host against what Placement
-    has for the node; a last result row says what was checked, and
-    --long adds the effective type and class of each device. Exit status
-    1 on any error.
+    against the node's devices, --host against what Placement has for the
+    node; a last result row says what was checked, and --long adds the
+    effective type and class of each device. Exit status 1 on any error.
     """
 
     _epilog = """\
@@ -58,11 +58,12 @@ What will change in Placement when it restarts::
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
-            'files', metavar='<file>', nargs='+',
+            'files', metavar='<file>', nargs='*',
             help='nova.conf file, or a directory whose .conf files are read '
                  'in sorted order like --config-dir. Give them in the order '
                  'nova-compute gets them: later values win.')
         options.host(parser, several=False)
+        options.provider_config(parser)
         parser.add_argument(
             '--sysfs', metavar='<root>',
             help="Root of the compute node's sysfs (/sys there): also check "
@@ -74,6 +75,10 @@ What will change in Placement when it restarts::
 
     def take_action(self, parsed_args):
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        if not parsed_args.files and not parsed_args.provider_config:
+            raise exceptions.CommandError(
+                'The following arguments are required: <file> (nova.conf '
+                'files) or --provider-config, or both.')
         if parsed_args.sysfs and not os.path.isdir(parsed_args.sysfs):
             raise exceptions.CommandError(
                 '--sysfs %s is not a directory; give the root of the '
@@ -81,7 +86,8 @@ What will change in Placement when it restarts::
         try:
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
-                parsed_args.trait_prefix, clients=self._clients)
+                parsed_args.trait_prefix, clients=self._clients,
+                provider_configs=parsed_args.provider_config)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         self.errors = checked.errors

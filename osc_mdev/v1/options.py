@@ -172,3 +172,21 @@ def flavor(parser):
 
 def output(parser):
     parser.add_argument('--output', metavar='<file>', help=OUTPUT)
+
+
+EXPORT_DIR = (
+    "Directory of provider config files as 'trait export --output-dir' "
+    'writes them (<host>.yaml): the file of each host changed is '
+    'rewritten in the same run.')
+PROVIDER_CONFIG = (
+    "A provider config file of nova-compute, or a directory of them, as "
+    'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
+
+
+def export_dir(parser):
+    parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
+
+
+def provider_config(parser):
+    parser.add_argument('--provider-config', metavar='[<host>=]<path>',
+                        action='append', default=[], help=PROVIDER_CONFIG)

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack mdev trait set`` / ``unset``."""
+"""``openstack mdev trait set`` / ``unset`` / ``export``."""
 
 import logging
 import sys
@@ -31,6 +31,7 @@ LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Device', 'Host', 'Traits', 'Result')
 DRY_RUN_COLUMNS = ('Device', 'Host', 'Current Traits', 'Traits', 'Result')
+EXPORT_COLUMNS = ('Host', 'File', 'Devices', 'Traits', 'Result')
 PROGRESS_THRESHOLD = 20
 
 
@@ -50,6 +51,7 @@ class _TraitCommand(command.Lister):
             '--all', action='store_true', dest='all_devices',
             help='Every mdev device in the cloud; not with names, --host '
                  'or --resource-class.')
+        options.export_dir(parser)
         options.dry_run(parser)
         return parser
 
@@ -64,9 +66,13 @@ class _TraitCommand(command.Lister):
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             all_devices=parsed_args.all_devices)
 
-    def _write(self, placement, plans, wanted, dry_run):
-        """Check the traits, create custom ones, update every device."""
+    def _write(self, placement, plans, wanted, dry_run, export_dir=None):
+        """Check the traits, create custom ones, update every device (and
+        with ``export_dir`` the provider config files of their hosts).
+        """
         traits.check_exist(placement, wanted)
+        if export_dir:
+            traits.check_export_dir(export_dir, [p.device for p in plans])
         if not dry_run:
             traits.create_custom(placement, wanted)
         progress = _Progress(len(plans))
@@ -74,6 +80,13 @@ class _TraitCommand(command.Lister):
         progress.done()
         self.failed = [o for o in outcomes if o.failed]
         self.total = len(outcomes)
+        if export_dir and not any(o.interrupted for o in outcomes):
+            self.files = traits.export_changed(placement, export_dir,
+                                               outcomes, dry_run)
+            for written in self.files:
+                LOG.warning('Provider config %s: %s (%d devices with '
+                            'traits).', written.path, written.result,
+                            written.file.devices)
         rows = []
         for o in outcomes:
             after = format_columns.ListColumn(sorted(o.after or ()))
@@ -87,7 +100,7 @@ class _TraitCommand(command.Lister):
         return (DRY_RUN_COLUMNS if dry_run else COLUMNS), rows
 
     def run(self, parsed_args):
-        self.failed = []
+        self.failed, self.files = [], []
         status = super().run(parsed_args)
         stopped = [o for o in self.failed if o.interrupted]
         if stopped:
@@ -101,6 +114,12 @@ class _TraitCommand(command.Lister):
             raise exceptions.CommandError(
                 '%d of the devices could not be changed; see the Result '
                 'column.' % len(self.failed))
+        unwritten = [f for f in self.files if f.failed]
+        if unwritten:
+            raise exceptions.CommandError(
+                'The traits are set, but %d provider config file(s) could not '
+                'be written (%s); run the command again.'
+                % (len(unwritten), unwritten[0].result))
         return status
 
 
@@ -111,7 +130,8 @@ class SetTrait(_TraitCommand):
     badly: every trait already on a device stays (Nova's OWNER_NOVA
     included), custom traits are created, and a device another writer
     changed meanwhile is re-read and written again. --from-nova-conf tags
-    each GPU of a host with the trait of the type its nova.conf gives it.
+    each GPU of a host with the trait of the type its nova.conf gives it;
+    --export-dir keeps the hosts' provider config files in step.
     """
 
     _epilog = """\
@@ -179,7 +199,8 @@ Tag one GPU by hand::
                     % (parsed_args.from_nova_conf, parsed_args.host[0]))
             wanted.update(trait_logic.type_traits(
                 conf, parsed_args.trait_prefix).values())
-        return self._write(placement, plans, wanted, parsed_args.dry_run)
+        return self._write(placement, plans, wanted, parsed_args.dry_run,
+                           parsed_args.export_dir)
 
 
 class UnsetTrait(_TraitCommand):
@@ -220,7 +241,8 @@ Examples:
         plans = [trait_logic.DevicePlan(d, remove=remove,
                                         force=parsed_args.force)
                  for d in selected]
-        return self._write(placement, plans, (), parsed_args.dry_run)
+        return self._write(placement, plans, (), parsed_args.dry_run,
+                           parsed_args.export_dir)
 
 
 class _Progress:
@@ -245,3 +267,86 @@ class _Progress:
     def done(self):
         if self.show:
             sys.stderr.write('\n')
+
+
+class ExportTrait(command.Lister):
+    """Write the provider config files that make the traits durable.
+
+    Answers "how do my type traits survive Nova re-creating a GPU's
+    provider?": per compute node, <host>.yaml with the custom traits its
+    mdev devices carry now (or only type traits), identified by provider
+    name, which nova-compute adds back on every update. Files Nova would
+    refuse are never written; each is replaced atomically. nova-compute
+    reads them at start: install them in its provider_config_location and
+    restart it.
+    """
+
+    _epilog = """\
+Examples:
+
+The files of every compute node, to ship to each::
+
+    openstack mdev trait export --output-dir exports/
+    scp exports/gpu3.yaml gpu3:/etc/nova/provider_config/
+
+One host's file, only its type traits, printed::
+
+    openstack mdev trait export --host gpu3 --type-traits-only
+"""
+
+    def get_parser(self, prog_name):
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        options.host(parser)
+        parser.add_argument(
+            '--output-dir', metavar='<dir>',
+            help='Write one file per compute node, <host>.yaml, in this '
+                 'directory (created if missing); without it, the one '
+                 "--host's file is printed.")
+        parser.add_argument(
+            '--type-traits-only', action='store_true',
+            help='Keep only the traits named after mdev types, as '
+                 "'trait set --from-nova-conf' names them (with "
+                 '--trait-prefix).')
+        options.trait_prefix(parser)
+        options.dry_run(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
+        hosts = tuple(dict.fromkeys(parsed_args.host))
+        directory = parsed_args.output_dir
+        if directory is None:
+            if len(hosts) != 1:
+                raise exceptions.CommandError(
+                    'Give --output-dir for the files of several compute '
+                    'nodes, or one --host to print its file.')
+            if parsed_args.dry_run:
+                raise exceptions.CommandError(
+                    '--dry-run shows what --output-dir would change; give '
+                    '--output-dir too.')
+        placement = self.app.client_manager.mdev.placement
+        done = traits.export(
+            placement, hosts, directory, parsed_args.type_traits_only,
+            parsed_args.trait_prefix, parsed_args.dry_run)
+        if directory is None:
+            self.text = done[0].text
+            return (), []
+        self.failed = [w for w in done if w.failed]
+        return EXPORT_COLUMNS, [
+            (w.file.host, w.path, w.file.devices, w.file.traits, w.result)
+            for w in done]
+
+    def produce_output(self, parsed_args, column_names, data):
+        if self.text is not None:
+            self.app.stdout.write(self.text)
+            return 0
+        return super().produce_output(parsed_args, column_names, data)
+
+    def run(self, parsed_args):
+        self.text, self.failed = None, []
+        status = super().run(parsed_args)
+        if self.failed:
+            raise exceptions.CommandError(
+                '%d file(s) could not be written (the old ones are kept); '
+                'see the Result column.' % len(self.failed))
+        return status

@@ -238,6 +238,14 @@ timeout=120}
     ``compute_requests`` lists the Nova API's.
 ``stop`` {}
     Answers ``{"stopping": true}``, then shuts the cloud down.
+``provider_config`` {host, location=null}
+    Points one host's ``[compute] provider_config_location`` at directory
+    ``location`` (null: one that does not exist, so no file) for this and
+    every later start of its nova-compute, restarts it and runs the
+    periodic update -> ``{"host", "location", "providers"}``:
+    ``providers`` are the names and UUIDs of the provider config entries
+    nova-compute loaded. A file Nova refuses fails the operation with
+    Nova's message, and the host's nova-compute is left stopped.
 
 Migrations
 ==========
@@ -1215,6 +1223,44 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         """Every request the served Placement answered, oldest first."""
         return {'count': len(self.placement_requests),
                 'requests': list(self.placement_requests)}
+
+    def start_service(self, name, host=None, **kwargs):
+        """Start a service; a compute whose host has a provider config
+        location (``op_provider_config``) reads it, as nova-compute reads
+        ``[compute] provider_config_location`` when it starts.
+        """
+        locations = getattr(self, '_provider_config_locations', {})
+        if name != 'compute' or host not in locations:
+            return super().start_service(name, host=host, **kwargs)
+        CONF.set_override('provider_config_location', locations[host],
+                          group='compute')
+        try:
+            return super().start_service(name, host=host, **kwargs)
+        finally:
+            CONF.clear_override('provider_config_location', group='compute')
+
+    def op_provider_config(self, host, location=None):
+        """Give one host's nova-compute a provider config directory and
+        restart it; answers what it loaded.
+        """
+        entry = next((h for h in self.topology['hosts']
+                      if h['name'] == host), None)
+        if entry is None or host not in self.computes:
+            raise BadRequest('no compute named %r' % host)
+        if location is None:
+            location = os.path.join(os.path.dirname(__file__), 'no-such-dir')
+        elif not os.path.isdir(location):
+            raise BadRequest('%r is not a directory' % location)
+        if not hasattr(self, '_provider_config_locations'):
+            self._provider_config_locations = {}
+        self._provider_config_locations[host] = location
+        # The options are process-wide: give the host its own back.
+        self._configure_host(entry)
+        self.restart_compute_service(host)
+        self._run_periodics()
+        return {'host': host, 'location': location,
+                'providers': sorted(
+                    self.computes[host].manager.rt.provider_configs)}
 
 
 def _version_int(version):

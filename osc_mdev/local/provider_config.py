@@ -1,0 +1,199 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Provider config files on disk: read as nova-compute finds them, written
+atomically.
+
+A directory stands for what nova-compute reads from its ``[compute]
+provider_config_location``: its ``*.yaml`` files in sorted order. A file is
+written whole or not at all: the text goes to a hidden temporary file in
+the same directory (which nova-compute never reads: it does not end in
+``.yaml``), is flushed to disk, then renamed over the old file; a failure
+leaves the old file as it was. ``osc_mdev.domain.provider_config`` parses
+and renders the texts.
+"""
+
+import dataclasses
+import glob
+import os
+import tempfile
+
+from osc_mdev.domain import provider_config as domain
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+class FileError(ValueError):
+    """A path that cannot be read or written as asked."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What a list of paths stands for: ``files`` as ``(path, text)`` in
+    the order nova-compute reads them, and the files of the directories
+    it skips (``ignored``).
+    """
+
+    files: tuple
+    ignored: tuple
+
+
+def _read_text(path):
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise FileError('%s is %d bytes: not a provider config file'
+                            % (path, size))
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except UnicodeDecodeError as exc:
+        raise FileError('%s is not UTF-8 text: %s' % (path, exc.reason))
+    except OSError as exc:
+        raise FileError('cannot read %s: %s' % (path, exc.strerror or exc))
+
+
+def yaml_files(directory):
+    """``(files, ignored)`` of a directory: the paths nova-compute reads
+    (``glob('*.yaml')``, sorted, as ``get_provider_configs``) and the
+    other file names in it.
+    """
+    files = sorted(glob.glob(os.path.join(directory, '*' +
+                                          domain.FILE_SUFFIX)))
+    taken = {os.path.basename(p) for p in files}
+    try:
+        others = sorted(n for n in os.listdir(directory) if n not in taken
+                        and os.path.isfile(os.path.join(directory, n)))
+    except OSError as exc:
+        raise FileError('cannot read directory %s: %s'
+                        % (directory, exc.strerror or exc))
+    return files, others
+
+
+def read(paths):
+    """The provider config files ``paths`` stand for (files, or
+    directories read as nova-compute reads them); FileError for a path
+    that does not exist or cannot be read.
+    """
+    files, ignored = [], []
+    for path in paths:
+        if os.path.isdir(path):
+            found, others = yaml_files(path)
+            files.extend((p, _read_text(p)) for p in found)
+            ignored.extend(os.path.join(path, n) for n in others)
+        elif os.path.exists(path):
+            files.append((path, _read_text(path)))
+        else:
+            raise FileError('%s does not exist' % path)
+    return Found(tuple(files), tuple(ignored))
+
+
+def exists(path):
+    return os.path.exists(path)
+
+
+def path_of(directory, name):
+    """The path of file ``name`` in ``directory``."""
+    return os.path.join(directory, name)
+
+
+def other_files(directory, names):
+    """The ``*.yaml`` files of ``directory`` (none when it does not
+    exist) other than ``names``, in nova-compute's order.
+    """
+    if not os.path.isdir(directory):
+        return []
+    files, _ = yaml_files(directory)
+    return [p for p in files if os.path.basename(p) not in set(names)]
+
+
+def existing_hosts(directory):
+    """The host names of the ``<host>.yaml`` files of ``directory`` (none
+    when it does not exist).
+    """
+    if not os.path.isdir(directory):
+        return []
+    files, _ = yaml_files(directory)
+    return [os.path.basename(p)[:-len(domain.FILE_SUFFIX)] for p in files]
+
+
+def check_writable(directory):
+    """FileError unless ``directory`` is (or can be made) a directory
+    this process can write in; nothing is created.
+    """
+    path = os.path.abspath(directory)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    if not os.path.isdir(path):
+        raise FileError('%s is not a directory' % path)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise FileError('cannot write in %s' % path)
+
+
+def current_text(path):
+    """The text of ``path``, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    return _read_text(path)
+
+
+def _mode(path):
+    """The mode the written file gets: the old file's, else what the
+    umask gives a new file (nova-compute reads it as another user).
+    """
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_atomic(path, text):
+    """Replace ``path`` with ``text`` whole, or leave it as it was.
+
+    The text is written to a hidden temporary file in the same directory,
+    flushed and synced, given the old file's mode, and renamed over
+    ``path``; the directory is synced so the rename survives a crash.
+    OSError on failure, with the temporary file removed.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    mode = _mode(path)
+    handle, temporary = tempfile.mkstemp(
+        prefix='.%s.' % os.path.basename(path), suffix='.tmp',
+        dir=directory)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
