@@ -25,9 +25,9 @@ and renders the texts.
 import dataclasses
 import glob
 import os
-import tempfile
 
 from osc_mdev.domain import provider_config as domain
+from osc_mdev.local import textfile
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
@@ -148,52 +148,9 @@ def current_text(path):
     return _read_text(path)
 
 
-def _mode(path):
-    """The mode the written file gets: the old file's, else what the
-    umask gives a new file (nova-compute reads it as another user).
-    """
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def write_atomic(path, text):
-    """Replace ``path`` with ``text`` whole, or leave it as it was.
-
-    The text is written to a hidden temporary file in the same directory,
-    flushed and synced, given the old file's mode, and renamed over
-    ``path``; the directory is synced so the rename survives a crash.
-    OSError on failure, with the temporary file removed.
+    """Replace ``path`` with ``text`` whole, or leave it as it was
+    (``textfile.write_atomically``), making its directory first.
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    mode = _mode(path)
-    handle, temporary = tempfile.mkstemp(
-        prefix='.%s.' % os.path.basename(path), suffix='.tmp',
-        dir=directory)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    textfile.write_atomically(path, text)

@@ -10,12 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Files osc-mdev writes, each written atomically.
+"""Files osc-mdev writes, each written atomically: the metrics for
+node_exporter and the provider config files for nova-compute.
 
-A reader (node_exporter's textfile collector, every minute) sees either
-the old file or the new one, never half of one: the text goes to a
-temporary file in the same directory (a name the collector skips: it
-reads only ``*.prom``), is flushed to disk, then renamed over the file.
+A reader (node_exporter's textfile collector every minute, nova-compute
+when it starts) sees either the old file or the new one, never half of
+one: the text goes to a hidden temporary file in the same directory (a
+name neither reads: the collector reads only ``*.prom``, nova-compute
+only ``*.yaml``), is flushed to disk, then renamed over the file.
 On any failure the temporary file is removed and the old file is left as
 it was.
 """
@@ -38,12 +40,15 @@ def check_writable(path):
         raise PermissionError(13, 'Permission denied', directory)
 
 
-def write_atomically(path, text, mode=0o644):
+def write_atomically(path, text, mode=0o666):
     """Replace the file at ``path`` by ``text`` (UTF-8) in one rename.
 
-    The new file keeps the old one's permission bits, or gets ``mode``
-    (less the umask) when there was none. Raises OSError, with the file
-    at ``path`` unchanged.
+    The text goes to a hidden temporary file in the same directory, is
+    flushed and synced, gets the old file's permission bits (or ``mode``
+    less the umask when there was none: another user, node_exporter or
+    nova-compute, reads it) and is renamed over ``path``; the directory
+    is synced so the rename survives a crash. Raises OSError, with the
+    file at ``path`` unchanged and the temporary file removed.
     """
     path = os.path.abspath(path)
     directory, name = os.path.split(path)
@@ -68,3 +73,17 @@ def write_atomically(path, text, mode=0o644):
         except OSError:
             pass
         raise
+    _sync_directory(directory)
+
+
+def _sync_directory(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
