@@ -186,10 +186,32 @@ def _names_block(names, indent):
     return lines
 
 
+def _shared(options):
+    """``{names: constant}`` for option lists several groups have (the
+    keystoneauth options of every service client group): each is written
+    once, named after the first group that has it.
+    """
+    seen = {}
+    for group, names in options.items():
+        seen.setdefault(tuple(names), []).append(group)
+    return {names: '_%s_OPTIONS' % groups[0].upper().replace('-', '_')
+            for names, groups in seen.items() if len(groups) > 1}
+
+
 def render(values, version):
     out = [HEADER % {'version': version, 'type': TYPE}, '']
+    shared = _shared(values['OPTIONS'])
+    for names, constant in shared.items():
+        out.append('%s = (' % constant)
+        out.extend(_names_block(names, ' ' * 4))
+        out.append(')')
+    if shared:
+        out.append('')
     out.append('OPTIONS = {')
     for group, names in values['OPTIONS'].items():
+        if tuple(names) in shared:
+            out.append('    %r: %s,' % (group, shared[tuple(names)]))
+            continue
         out.append('    %r: (' % group)
         out.extend(_names_block(names, ' ' * 8))
         out.append('    ),')

@@ -30,6 +30,28 @@ stands for the type).
 NOVA_VERSION = '34.0.0'
 
 
+_API_DATABASE_OPTIONS = (
+    'asyncio_connection', 'asyncio_slave_connection', 'backend', 'connection',
+    'connection_debug', 'connection_parameters', 'connection_recycle_time',
+    'connection_trace', 'db_inc_retry_interval', 'db_max_retries',
+    'db_max_retry_interval', 'db_retry_interval', 'max_overflow',
+    'max_pool_size', 'max_retries', 'mysql_sql_mode', 'mysql_wsrep_sync_wait',
+    'pool_timeout', 'retry_interval', 'slave_connection',
+    'sqlite_synchronous', 'synchronous_reader',
+)
+_KEYSTONE_OPTIONS = (
+    'auth_section', 'auth_type', 'auth_url', 'cafile', 'certfile',
+    'collect_timing', 'connect_retries', 'connect_retry_delay',
+    'default_domain_id', 'default_domain_name', 'domain_id', 'domain_name',
+    'endpoint_override', 'insecure', 'keyfile', 'password',
+    'project_domain_id', 'project_domain_name', 'project_id', 'project_name',
+    'region_name', 'retriable_status_codes', 'service_name', 'service_type',
+    'split_loggers', 'status_code_retries', 'status_code_retry_delay',
+    'system_scope', 'tenant_id', 'tenant_name', 'timeout', 'tls_ciphers',
+    'tls_min_version', 'trust_id', 'user_domain_id', 'user_domain_name',
+    'user_id', 'username', 'valid_interfaces',
+)
+
 OPTIONS = {
     'DEFAULT': (
         'allow_resize_to_same_host', 'arq_binding_timeout',
@@ -93,16 +115,7 @@ OPTIONS = {
         'vendordata_dynamic_ssl_certfile', 'vendordata_dynamic_targets',
         'vendordata_jsonfile_path', 'vendordata_providers',
     ),
-    'api_database': (
-        'asyncio_connection', 'asyncio_slave_connection', 'backend',
-        'connection', 'connection_debug', 'connection_parameters',
-        'connection_recycle_time', 'connection_trace',
-        'db_inc_retry_interval', 'db_max_retries', 'db_max_retry_interval',
-        'db_retry_interval', 'max_overflow', 'max_pool_size', 'max_retries',
-        'mysql_sql_mode', 'mysql_wsrep_sync_wait', 'pool_timeout',
-        'retry_interval', 'slave_connection', 'sqlite_synchronous',
-        'synchronous_reader',
-    ),
+    'api_database': _API_DATABASE_OPTIONS,
     'barbican': (
         'auth_endpoint', 'barbican_api_version', 'barbican_endpoint',
         'barbican_endpoint_type', 'barbican_region_name', 'cafile',
@@ -170,16 +183,7 @@ OPTIONS = {
         'status_code_retry_delay', 'timeout', 'tls_ciphers',
         'tls_min_version', 'valid_interfaces',
     ),
-    'database': (
-        'asyncio_connection', 'asyncio_slave_connection', 'backend',
-        'connection', 'connection_debug', 'connection_parameters',
-        'connection_recycle_time', 'connection_trace',
-        'db_inc_retry_interval', 'db_max_retries', 'db_max_retry_interval',
-        'db_retry_interval', 'max_overflow', 'max_pool_size', 'max_retries',
-        'mysql_sql_mode', 'mysql_wsrep_sync_wait', 'pool_timeout',
-        'retry_interval', 'slave_connection', 'sqlite_synchronous',
-        'synchronous_reader',
-    ),
+    'database': _API_DATABASE_OPTIONS,
     'devices': (
         'enabled_mdev_types',
     ),
@@ -244,19 +248,7 @@ OPTIONS = {
         'project_id', 'project_name', 'reauthenticate', 'token', 'trust_id',
         'user_domain_id', 'user_domain_name', 'user_id', 'username',
     ),
-    'keystone': (
-        'auth_section', 'auth_type', 'auth_url', 'cafile', 'certfile',
-        'collect_timing', 'connect_retries', 'connect_retry_delay',
-        'default_domain_id', 'default_domain_name', 'domain_id',
-        'domain_name', 'endpoint_override', 'insecure', 'keyfile', 'password',
-        'project_domain_id', 'project_domain_name', 'project_id',
-        'project_name', 'region_name', 'retriable_status_codes',
-        'service_name', 'service_type', 'split_loggers',
-        'status_code_retries', 'status_code_retry_delay', 'system_scope',
-        'tenant_id', 'tenant_name', 'timeout', 'tls_ciphers',
-        'tls_min_version', 'trust_id', 'user_domain_id', 'user_domain_name',
-        'user_id', 'username', 'valid_interfaces',
-    ),
+    'keystone': _KEYSTONE_OPTIONS,
     'libvirt': (
         'ceph_mount_options', 'ceph_mount_point_base', 'connection_uri',
         'cpu_mode', 'cpu_model_extra_flags', 'cpu_models',
@@ -341,19 +333,7 @@ OPTIONS = {
     'pci': (
         'alias', 'device_spec', 'report_in_placement',
     ),
-    'placement': (
-        'auth_section', 'auth_type', 'auth_url', 'cafile', 'certfile',
-        'collect_timing', 'connect_retries', 'connect_retry_delay',
-        'default_domain_id', 'default_domain_name', 'domain_id',
-        'domain_name', 'endpoint_override', 'insecure', 'keyfile', 'password',
-        'project_domain_id', 'project_domain_name', 'project_id',
-        'project_name', 'region_name', 'retriable_status_codes',
-        'service_name', 'service_type', 'split_loggers',
-        'status_code_retries', 'status_code_retry_delay', 'system_scope',
-        'tenant_id', 'tenant_name', 'timeout', 'tls_ciphers',
-        'tls_min_version', 'trust_id', 'user_domain_id', 'user_domain_name',
-        'user_id', 'username', 'valid_interfaces',
-    ),
+    'placement': _KEYSTONE_OPTIONS,
     'quota': (
         'cores', 'count_usage_from_placement', 'driver',
         'injected_file_content_bytes', 'injected_file_path_length',
