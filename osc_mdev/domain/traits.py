@@ -20,12 +20,6 @@ from osc_mdev.domain import names
 OWNER_PREFIX = 'OWNER_'
 DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
 # The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
-# i915-GVTg_V5_4, mtty-1); ``trait_for_mdev_type`` makes it
-# ``<prefix><DRIVER>_<TYPE>``.
-TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
-_TYPE_BODY_RE = re.compile(r'^(?:%s)_[A-Z0-9_]+$' % '|'.join(TYPE_DRIVERS))
-
-# The kernel names an mdev type ``<parent driver>-<type>`` (nvidia-35,
 # i915-GVTg_V5_4, mtty-1); osc-mdev's naming (trait_for_mdev_type)
 # makes it CUSTOM_[<prefix>]<DRIVER>_<TYPE>.
 TYPE_DRIVERS = ('NVIDIA', 'I915', 'MTTY', 'MDPY', 'MBOCHS', 'MLX5')
@@ -103,13 +97,8 @@ def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
 
 
 def is_type_trait(trait, prefix=DEFAULT_TRAIT_PREFIX):
-    """True when ``trait`` is what ``trait_for_mdev_type`` names a type of
-    a known mdev driver (``TYPE_DRIVERS``) with ``prefix``:
-    ``CUSTOM_NVIDIA_35``, or ``CUSTOM_VGPU_NVIDIA_35`` with prefix
-    ``CUSTOM_VGPU_``.
-    """
-    return trait.startswith(prefix) and bool(
-        _TYPE_BODY_RE.match(trait[len(prefix):]))
+    """True when ``trait`` names an mdev type (``type_key``)."""
+    return type_key(trait, prefix=prefix) is not None
 
 
 def validate_prefix(prefix):
