@@ -24,6 +24,7 @@ from osc_mdev.domain import capacity
 from osc_mdev.domain import names
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 
 ORPHANED_ALLOCATION = 'orphaned-allocation'
 MISSING_ALLOCATION = 'missing-allocation'
@@ -637,10 +638,6 @@ def flavor_requests(flavor_list, classes, aliases=None,
     return found
 
 
-def _plural(n, word):
-    return '%d %s%s' % (n, word, '' if n == 1 else 's')
-
-
 def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                           aliases=None, pci_in_placement=True):
     """``unschedulable-flavor``: flavors whose mdev request no device in
@@ -769,8 +766,9 @@ def pci_alias_unchecked(servers, flavor_list):
                     and has_pci_alias(f.get('extra_specs')))
     if not n_servers and not n_flavors:
         return None
-    what = [_plural(n, word) for n, word in ((n_servers, 'server'),
-                                             (n_flavors, 'flavor')) if n]
+    what = [words.count(n, word)
+            for n, word in ((n_servers, 'server'), (n_flavors, 'flavor'))
+            if n]
     return Finding(
         INFO, PCI_ALIAS_UNCHECKED,
         message='%s ask%s for PCI devices by alias (%s), which %s and %s '

@@ -29,6 +29,7 @@ import dataclasses
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import words
 
 # A safety stop for the per-host count (no host holds this many servers).
 MAX_FITS = 100000
@@ -746,10 +747,6 @@ def _empty(trees):
                        for c in h.children)) for h in trees]
 
 
-def _plural(n, word):
-    return '%d %s%s' % (n, word, '' if n == 1 else 's')
-
-
 def unschedulable_reason(request, trees):
     """Why no server of ``request`` can be placed on ``trees`` even when
     nothing is used, or None when one could be (a cloud that is only full
@@ -775,8 +772,8 @@ def unschedulable_reason(request, trees):
     steps, fix = explain(request, trees)
     last = next((s for s in steps if not s.hosts_left), steps[-1])
     return '%s rules out %s and %s, leaving none%s; smallest change: %s' % (
-        last.constraint, _plural(last.devices_out, 'device'),
-        _plural(last.hosts_out, 'host'), _largest(request, trees)
+        last.constraint, words.count(last.devices_out, 'device'),
+        words.count(last.hosts_out, 'host'), _largest(request, trees)
         if empty.constraint.startswith('room for') else '',
         fix or 'none found on the devices')
 

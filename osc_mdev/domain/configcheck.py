@@ -29,6 +29,7 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 
 ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
 Finding = novaconf.Finding
@@ -742,7 +743,7 @@ def alias_request(alias, count=1, pci_in_placement=True):
         ids = ' or '.join(
             '%s:%s' % (s.get('vendor_id', '*'), s.get('product_id', '*'))
             for s in alias.specs)
-        text = '%d device%s %s' % (count, '' if count == 1 else 's', ids)
+        text = '%s %s' % (words.count(count, 'device'), ids)
         text += ' (PCI filter only, not Placement)'
     return '%s; %s; numa_policy %s' % (text, kind, alias.numa_policy)
 

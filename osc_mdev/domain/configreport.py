@@ -26,6 +26,7 @@ from osc_mdev.domain import configcheck
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import words
 
 COLUMNS = ('Severity', 'Where', 'Message')
 LONG_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Traits')
@@ -106,17 +107,6 @@ def pci_effects(pci, devices=None, root_name='<node>'):
     return found
 
 
-def _count(number, word):
-    return '%d %s%s' % (number, word, '' if number == 1 else 's')
-
-
-def _and(items):
-    items = list(items)
-    if len(items) < 2:
-        return ''.join(items)
-    return '%s and %s' % (', '.join(items[:-1]), items[-1])
-
-
 def scope(conf, pci_configured=False, sysfs_root=None, host=None,
           provider_configs=False):
     """What a check looked at, in words, for the result row: the
@@ -131,7 +121,7 @@ def scope(conf, pci_configured=False, sysfs_root=None, host=None,
                        'of Nova %s' % nova_options.NOVA_VERSION)
         if types:
             checked.append('the mdev type%s %s' % (
-                '' if len(types) == 1 else 's', _and(types)))
+                '' if len(types) == 1 else 's', words.and_list(types)))
         else:
             checked.append('no mdev type enabled')
     if pci_configured:
@@ -155,18 +145,18 @@ def result(files, findings, checked):
                                counts[novaconf.INFO])
     if errors:
         verdict = ('%s: nova-compute will refuse to start with these files'
-                   % _count(errors, 'error'))
+                   % words.count(errors, 'error'))
         if warnings:
-            verdict += ' (and %s)' % _count(warnings, 'warning')
+            verdict += ' (and %s)' % words.count(warnings, 'warning')
     elif warnings:
         verdict = ('%s: nova-compute will start but do something other '
-                   'than written' % _count(warnings, 'warning'))
+                   'than written' % words.count(warnings, 'warning'))
     else:
         verdict = 'Nothing is wrong'
         if infos:
-            verdict += ' (%s)' % _count(infos, 'note')
+            verdict += ' (%s)' % words.count(infos, 'note')
     return (RESULT, ', '.join(files), 'Checked %s. %s.' % (
-        _and(checked), verdict))
+        words.and_list(checked), verdict))
 
 
 def report(findings, effects, files, checked, long=False):

@@ -23,6 +23,7 @@ import dataclasses
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import words
 
 GROUP_POLICY = rr.GROUP_POLICY
 REQUIRED = rr.REQUIRED
@@ -338,8 +339,7 @@ def describe_pci(value):
         return ('invalid: %r is not NAME:COUNT[,NAME:COUNT]; Nova refuses '
                 'to boot servers with it' % value)
     return ', '.join(
-        '%d device%s of PCI alias %s' % (count, '' if count == 1 else 's',
-                                         name)
+        '%s of PCI alias %s' % (words.count(count, 'device'), name)
         for name, count in requests)
 
 

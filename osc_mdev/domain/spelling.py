@@ -35,6 +35,7 @@ import re
 
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import words
 
 WARNING, INFO = novaconf.WARNING, novaconf.INFO
 
@@ -158,13 +159,6 @@ def _options_of(settings, key):
             if novaconf.group_key(o.section) == key]
 
 
-def _and(items):
-    items = list(items)
-    if len(items) < 2:
-        return ''.join(items)
-    return '%s and %s' % (', '.join(items[:-1]), items[-1])
-
-
 def _section_findings(settings, enabled):
     found = []
     seen = set()
@@ -178,7 +172,7 @@ def _section_findings(settings, enabled):
             settings, key)))
         where = '[%s], %s:%d' % (name, file, line)
         ignored = ('so nova-compute reads none of its options (%s)'
-                   % _and(written) if written else
+                   % words.and_list(written) if written else
                    'so nova-compute reads nothing from it')
         meant = _section_suggestion(name, enabled)
         if meant is not None:
@@ -200,7 +194,7 @@ def _section_findings(settings, enabled):
                 'Ignored: Nova has no group [%s], %s; %s.' % (
                     name, ignored, '; '.join(
                         '%s is an option of %s' % (
-                            option, _and('[%s]' % g for g in groups))
+                            option, words.and_list('[%s]' % g for g in groups))
                         for option, groups in misplaced))))
     return found
 
@@ -217,13 +211,13 @@ def _unknown_option(occurrence, known):
                                        OLD_TYPE_GROUP % '')))]
     best = closest(name, known)
     if elsewhere:
-        text += '; it is an option of %s' % _and(
+        text += '; it is an option of %s' % words.and_list(
             '[%s]' % g for g in elsewhere)
     elif best is not None:
         return novaconf.Finding(WARNING, here,
                                 text + '; did you mean %s?' % best)
     elif len(known) <= 5:
-        text += '; its options are %s' % _and(sorted(known))
+        text += '; its options are %s' % words.and_list(sorted(known))
     else:
         text += "; see Nova's configuration reference for [%s]" % (
             section)
@@ -250,7 +244,8 @@ def _option_findings(settings, enabled):
                 WARNING, novaconf.where(occ.section, occ.name, occ),
                 'Ignored: Nova has no option %s in [DEFAULT]; it is an '
                 'option of %s: move it there.' % (
-                    occ.name, _and('[%s]' % g for g in owners(occ.name)))))
+                    occ.name, words.and_list(
+                        '[%s]' % g for g in owners(occ.name)))))
             continue
         else:
             continue

@@ -1,0 +1,26 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""How the messages of the commands count and list things in English."""
+
+
+def count(number, word):
+    """``'1 device'``, ``'3 devices'``."""
+    return '%d %s%s' % (number, word, '' if number == 1 else 's')
+
+
+def and_list(items):
+    """``'a'``, ``'a and b'``, ``'a, b and c'``."""
+    items = list(items)
+    if len(items) < 2:
+        return ''.join(items)
+    return '%s and %s' % (', '.join(items[:-1]), items[-1])
