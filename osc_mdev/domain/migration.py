@@ -243,18 +243,13 @@ def downtime_problem(values):
                      for option, value in off) or None
 
 
-def downtime_settings(settings):
+def downtime_settings(settings: novaconf.Settings) -> dict:
     """``{option: value}`` of the ``[libvirt] live_migration_downtime*``
-    options of nova.conf files (a novaconf.Settings; Nova's defaults where
-    unset, None for a value oslo.config refuses), or None when the files
-    have no ``[libvirt]`` section: a part of a compute's configuration
-    (its ``[devices]`` and ``[mdev_*]`` only), whose downtime settings are
-    elsewhere.
+    options nova-compute uses with these nova.conf files (a
+    novaconf.Settings): Nova's defaults where unset, whether or not the
+    files have a ``[libvirt]`` section; None for a value oslo.config
+    refuses.
     """
-    if settings is None or not any(
-            novaconf.group_key(name) == 'libvirt'
-            for name, _, _ in settings.sections):
-        return None
     return {option: value.value
             for option, value in settings.libvirt.items()}
 
@@ -284,14 +279,13 @@ class Hypervisor:
 class Conf:
     """What a host's nova.conf says (``--compute-conf``): its enabled
     types (``supported_vgpu_types``, as MdevType), the type of each
-    device (libvirt name -> MdevType or None) and its ``[libvirt]``
-    downtime values (``downtime_settings``: None when the file has no
-    ``[libvirt]`` section).
+    device (libvirt name -> MdevType or None) and the ``[libvirt]``
+    downtime values its nova-compute uses (``downtime_settings``).
     """
 
     supported: tuple
     type_of: object              # callable: nodedev -> MdevType | None
-    downtime: dict | None
+    downtime: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -846,10 +840,11 @@ def _mdev_version_refusals(source, target):
     return found
 
 
-def _downtime_notes(server, source, target, warnings):
+def _downtime_notes(server: Server, source: Node, target: Node,
+                    warnings: list) -> list[str]:
     """The ``[libvirt] live_migration_downtime*`` settings NVIDIA vGPUs
-    need, checked in the nova.conf of each host given (a warning), noted
-    for the others.
+    need, checked in the values the nova.conf of each host given makes
+    nova-compute use (a warning), noted for the others.
     """
     if not any(t is not None and t.is_nvidia
                for t in server.mdev_types().values()):
@@ -859,11 +854,6 @@ def _downtime_notes(server, source, target, warnings):
         if node.conf is None:
             notes.append('[libvirt] live_migration_downtime* of %s (give '
                          '--compute-conf %s=FILE)' % (node.name, node.name))
-            continue
-        if node.conf.downtime is None:
-            notes.append('[libvirt] live_migration_downtime* of %s (its '
-                         '--compute-conf file has no [libvirt] section)'
-                         % node.name)
             continue
         problem = downtime_problem(node.conf.downtime)
         if problem:

@@ -264,6 +264,21 @@ def winner(occurrences, names_in_order):
     return None
 
 
+def shown(text: str) -> str:
+    """A written value in one line, as a message quotes it."""
+    return ' '.join(text.split()) or '(empty)'
+
+
+def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
+    """Where the value oslo.config takes is, seen from an ignored
+    occurrence: `` (line N)`` in its file, `` in a later file
+    (FILE:LINE)`` otherwise.
+    """
+    if taken.file != ignored.file:
+        return ' in a later file (%s:%d)' % (taken.file, taken.line)
+    return ' (line %d)' % taken.line
+
+
 class _QuietDeprecations(logging.Filter):
     def filter(self, record):
         return False

@@ -62,6 +62,14 @@ def devices(rows):
             and not r['Message'].startswith('PCI ')]
 
 
+# What Nova's vGPU guide asks of computes with NVIDIA vGPU types.
+NVIDIA_DOWNTIME = """
+[libvirt]
+live_migration_downtime = 500000
+live_migration_downtime_steps = 3
+live_migration_downtime_delay = 3
+"""
+
 GOOD = """[DEFAULT]
 host = compute1
 
@@ -71,7 +79,7 @@ enabled_mdev_types = nvidia-35, nvidia-36
 [mdev_nvidia-35]
 device_addresses = 0000:84:00.0
 mdev_class = CUSTOM_NV35
-"""
+""" + NVIDIA_DOWNTIME
 
 
 def write(tmp_path, text, name='nova.conf'):
@@ -87,9 +95,8 @@ def test_good_file_exits_0_without_credentials(tmp_path):
     rows = result.json()
     assert findings(rows) == [{
         'Severity': 'info', 'Where': '[devices] enabled_mdev_types, %s:5'
-        % path, 'Message': 'Type nvidia-36 has no [mdev_nvidia-36] group: '
-        'it has no device_addresses, so it can only be the default type for '
-        'every device not listed.'}]
+        % path, 'Message': 'Type nvidia-36 has no device_addresses: it is '
+        'the default type, given to every device no other type lists.'}]
     assert devices(rows) == [
         {'Device': '0000:84:00.0', 'Mdev Type': 'nvidia-35',
          'Resource Class': 'CUSTOM_NV35',
@@ -106,8 +113,9 @@ def test_errors_exit_1_with_every_finding(tmp_path):
     assert result.rc == 1
     assert result.stdout.splitlines() == [
         'error [mdev_nvidia-35] device_addresses, %s:8' % path,
-        'error [mdev_nvidia-36] mdev_class, %s:11' % path,
-        'warning [vgpu_nvidia-36] max_instances, %s:13' % path,
+        'error [mdev_nvidia-36] mdev_class, %s:16' % path,
+        'warning [vgpu_nvidia-36] max_instances, %s:18' % path,
+        'info [mdev_nvidia-36], %s:15' % path,
         'result %s' % path]
     assert result.stderr.strip() == (
         '2 error(s): nova-compute will refuse to start with this '
@@ -248,7 +256,7 @@ device_addresses = 0000:84:00.0,0000:85:00.0
 [mdev_nvidia-37]
 device_addresses = 0000:86:00.0
 mdev_class = CUSTOM_OLD
-""")
+""" + NVIDIA_DOWNTIME)
     result = check(path, '--host', name, '-f', 'json', auth=auth)
     assert findings(result.json()) == []
     [verdict] = [r for r in result.json() if r['Severity'] == 'result']
@@ -478,7 +486,7 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
 
 CLEAN = """[DEFAULT]
 host = compute1
-
+""" + NVIDIA_DOWNTIME + """
 [devices]
 enabled_mdev_types = nvidia-35
 
@@ -553,7 +561,7 @@ mdev_clas = CUSTOM_NV35
 
 [mdev-nvidia-36]
 device_addresses = 0000:85:00.0
-""")
+""" + NVIDIA_DOWNTIME)
     result = check(path, '-f', 'json')
     assert result.rc == 0, result.stderr
     warnings = [(f['Where'].split(',')[0], f['Message'])
@@ -561,8 +569,10 @@ device_addresses = 0000:85:00.0
                 if f['Severity'] == 'warning']
     for where, fragment in [
             ('[devices] enabled_vgpu_types',
-             'Ignored: enabled_vgpu_types is the deprecated name of '
-             'enabled_mdev_types, which is set too (line 5)'),
+             'Ignored: enabled_vgpu_types = nvidia-35 is the deprecated '
+             'name of enabled_mdev_types, which is set too (line 5), and '
+             'Nova takes that value, nvidia-35, nvidia-36; remove one of '
+             'them.'),
             ('[device]', 'did you mean [devices]?'),
             ('[mdev_nvidia-35] device_address',
              'did you mean device_addresses?'),

@@ -514,12 +514,19 @@ def test_commands_name_the_service_host():
         '--host gpu2 --wait X && openstack server migration confirm X')
 
 
+NOVA_DEFAULT_DOWNTIME = {'live_migration_downtime': 500,
+                         'live_migration_downtime_steps': 10,
+                         'live_migration_downtime_delay': 75}
+
+
 @pytest.mark.parametrize('text, values', [
-    ('[devices]\nenabled_mdev_types = nvidia-12\n', None),
+    # No [libvirt] section: nova-compute uses Nova's defaults all the same.
+    ('[devices]\nenabled_mdev_types = nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
     ('[libvirt]\nvirt_type = kvm\n[devices]\nenabled_mdev_types = '
-     'nvidia-12\n', {'live_migration_downtime': 500,
-                     'live_migration_downtime_steps': 10,
-                     'live_migration_downtime_delay': 75}),
+     'nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
+    ('[libvirt]\nlive_migration_downtime = 500\n'
+     'live_migration_downtime_steps = 10\n[devices]\n'
+     'enabled_mdev_types = nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
 ])
 def test_compute_conf_downtime(tmp_path, text, values):
     from osc_mdev.local import novaconf as local_novaconf
@@ -534,11 +541,9 @@ def test_compute_conf_downtime(tmp_path, text, values):
     verdict = migration.judge(server(N12), SOURCE, target,
                               {'d1': {'VGPU': 1}})
     assert verdict.live == 'yes'
-    if values is None:
-        assert any('its --compute-conf file has no [libvirt] section' in n
-                   for n in verdict.not_checked)
-    else:
-        assert 'live_migration_downtime = 500,' in verdict.reason
+    assert 'live_migration_downtime = 500, live_migration_downtime_steps = ' \
+        '10, live_migration_downtime_delay = 75 on dst' in verdict.reason
+    assert not any('dst' in n for n in verdict.not_checked)
 
 
 def test_plan_ignores_nodes_without_the_class():
