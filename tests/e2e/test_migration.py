@@ -27,6 +27,7 @@ onto another type, which Nova accepts, in a server with another vGPU
 type, as the Reason says). A whole plan is run command by command.
 """
 
+import pathlib
 import shlex
 
 import pytest
@@ -424,8 +425,9 @@ def test_08_an_upgraded_hypervisor_takes_live_migrations(cloud, ready):
     cloud.control('delete', server=server['id'])
 
 
-def test_09_the_conductor_skipping_the_version_check(cloud, ready,
-                                                     tmp_path):
+def test_09_the_conductor_skipping_the_version_check(
+        cloud: client.EmbeddedCloud, ready: client.EmbeddedCloud,
+        tmp_path: pathlib.Path) -> None:
     """nova-conductor's [workarounds] skip_hypervisor_version_check_on_lm
     lets a live migration onto an older QEMU through where Nova refuses it
     by default; given the controller's nova.conf, check and plan answer

@@ -13,6 +13,7 @@
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
 import json
+import pathlib
 import re
 import uuid
 
@@ -88,7 +89,8 @@ def write(tmp_path, text, name='nova.conf'):
     return str(path)
 
 
-def test_good_file_exits_0_without_credentials(tmp_path):
+def test_good_file_exits_0_without_credentials(
+        tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, GOOD)
     result = check(path, '--long', '-f', 'json')
     assert result.rc == 0, result.stderr
@@ -105,7 +107,7 @@ def test_good_file_exits_0_without_credentials(tmp_path):
          'Resource Class': 'VGPU', 'Why': 'default type'}]
 
 
-def test_errors_exit_1_with_every_finding(tmp_path):
+def test_errors_exit_1_with_every_finding(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, GOOD.replace('0000:84:00.0', '84:00.0') +
                  '[mdev_nvidia-36]\nmdev_class = mlx5\n'
                  '[vgpu_nvidia-36]\nmax_instances = 2\n')
@@ -246,7 +248,9 @@ device_addresses = 0000:85:00.0
         ('0000:87:00.0', 'nvidia-35', 'CUSTOM_NV35')]
 
 
-def test_host_matching_file_is_clean(placement, auth, node, tmp_path):
+def test_host_matching_file_is_clean(placement: object, auth: tuple,
+                                     node: tuple,
+                                     tmp_path: pathlib.Path) -> None:
     name, root, gpus = node
     path = write(tmp_path, """
 [devices]
@@ -544,7 +548,7 @@ def test_long_and_columns_in_every_format(tmp_path, fmt):
     assert '0000:84:00.0' not in narrow.stdout
 
 
-def test_the_slips_of_a_hand_written_file(tmp_path):
+def test_the_slips_of_a_hand_written_file(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, """[DEFAULT]
 host = compute1
 

@@ -16,6 +16,7 @@ ones each get their row, and with ``--host`` the files are compared with
 the node's providers.
 """
 
+import pathlib
 import uuid
 
 import pytest
@@ -163,7 +164,8 @@ def test_against_the_node(tmp_path, placement, auth, node):
             in rows[4][2])
 
 
-def test_with_a_nova_conf(tmp_path, auth, node, exported):
+def test_with_a_nova_conf(tmp_path: pathlib.Path, auth: tuple, node: tuple,
+                          exported: object) -> None:
     name = node[0]
     conf = tmp_path / 'nova.conf'
     conf.write_text('[devices]\nenabled_mdev_types = nvidia-35\n'

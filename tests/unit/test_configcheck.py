@@ -149,7 +149,7 @@ def test_rule_stays_quiet(tmp_path, rule):
     assert not [f for f in findings if f.severity == 'error']
 
 
-def test_where_has_file_and_line(tmp_path):
+def test_where_has_file_and_line(tmp_path: pathlib.Path) -> None:
     _, findings = check(tmp_path, RULES['mdev_class in the old group'][0])
     [hit] = [f for f in findings if f.severity == 'warning'
              and f.where.startswith('[vgpu_')]
@@ -413,7 +413,7 @@ def test_pci_placement_findings_without_devices(tmp_path):
 
 # -- The rows of the command ------------------------------------------------
 
-def test_report_rows_and_result(tmp_path):
+def test_report_rows_and_result(tmp_path: pathlib.Path) -> None:
     from osc_mdev.domain import configreport
     from osc_mdev.domain import novaconf
 
@@ -472,7 +472,8 @@ def test_report_rows_and_result(tmp_path):
     (NVIDIA_DOWNTIME.replace('= 500000', '= 50'),
      'live_migration_downtime = 50 (refused by oslo.config: '),
 ])
-def test_nvidia_downtime_warning(tmp_path, text, fragment):
+def test_nvidia_downtime_warning(tmp_path: pathlib.Path, text: str,
+                                 fragment: str) -> None:
     _, findings = check(tmp_path, GOOD + text)
     found = [f for f in findings if 'NVIDIA vGPU' in f.message]
     assert len(found) == 1, findings
@@ -488,6 +489,6 @@ def test_nvidia_downtime_warning(tmp_path, text, fragment):
     'virt_type = kvm\n',
     '[devices]\nenabled_mdev_types = mlx5_core\n',
 ])
-def test_nvidia_downtime_quiet(tmp_path, text):
+def test_nvidia_downtime_quiet(tmp_path: pathlib.Path, text: str) -> None:
     _, findings = check(tmp_path, text)
     assert not [f for f in findings if 'NVIDIA vGPU' in f.message]

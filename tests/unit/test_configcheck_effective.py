@@ -21,7 +21,9 @@ Nova's own option definitions (marked ``nova``); ``mdev config check``
 must then give both the same findings, the same effective rows and the
 same scope, with and without the node's sysfs. The one difference
 allowed is the note that a name is deprecated (Nova itself logs one for
-it), at the deprecated line only.
+it), at the deprecated line only. (Warnings about text Nova does not
+read as meant, a name it ignores or a trait with a space around it,
+judge the writing: they are not spellings of one value.)
 """
 
 import pathlib

@@ -451,7 +451,7 @@ def test_old_hypervisor_refuses_live_only():
     assert not any('libvirt' in n for n in verdict.not_checked)
 
 
-def test_skipped_version_check_lets_an_older_target_through():
+def test_skipped_version_check_lets_an_older_target_through() -> None:
     source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
                   version=(9, 0, 0))
     target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
@@ -475,7 +475,7 @@ def test_skipped_version_check_lets_an_older_target_through():
     assert 'compute service target are too old' in verdict.live_refusal
 
 
-def test_skipped_version_check_needs_no_versions():
+def test_skipped_version_check_needs_no_versions() -> None:
     unknown = node('dst', [(device('d1', '0000:82:00.0'), N11)],
                    version=None)
     noted = judge(unknown, {'d1': {'VGPU': 1}})
@@ -581,7 +581,7 @@ def test_plan_moves_cold_where_live_cannot():
     assert 'newer hypervisor version' in moves[0].reason
 
 
-def test_plan_carries_the_caveats_of_check():
+def test_plan_carries_the_caveats_of_check() -> None:
     """Each planned move says what ``migration check`` says for that
     target and kind: Not Checked and the warnings.
     """
@@ -602,7 +602,7 @@ def test_plan_carries_the_caveats_of_check():
     assert (move.kind, move.not_checked, move.reason) == ('cold', (), '')
 
 
-def test_plan_with_the_version_check_skipped():
+def test_plan_with_the_version_check_skipped() -> None:
     source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
                   version=(9, 0, 0))
     old = node('a', [(device('a1', '0000:82:00.0'), N11)],
@@ -648,7 +648,8 @@ NOVA_DEFAULT_DOWNTIME = {'live_migration_downtime': 500,
      'live_migration_downtime_steps = 10\n[devices]\n'
      'enabled_mdev_types = nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
 ])
-def test_compute_conf_downtime(tmp_path, text, values):
+def test_compute_conf_downtime(tmp_path: pathlib.Path, text: str,
+                               values: dict) -> None:
     from osc_mdev.local import novaconf as local_novaconf
 
     path = tmp_path / 'nova.conf'
