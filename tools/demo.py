@@ -394,7 +394,7 @@ def migration_tour(t, cloud):
           'Plan live migrations for every server with an mdev on %s:' % node)
     t.sample('migration-plan', 'mdev', 'migration', 'plan', '--host', node,
              '--live', '-c', 'Name', '-c', 'Target Host', '-c', 'Kind',
-             '-c', 'Command')
+             '-c', 'Command', '-c', 'Not Checked')
     rows = json.loads(subprocess.run(
         openstack_command() + ['mdev', 'migration', 'plan', '--host', node,
                                '--live', '-f', 'json'],

@@ -30,13 +30,16 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from osc_mdev.domain import migration  # noqa: E402
+from osc_mdev.domain import traits  # noqa: E402
 from tests.cloud import client  # noqa: E402
 
 
 def nova_conf(info):
     """The ``[devices]`` and ``[mdev_<type>]`` part of a compute host's
-    nova.conf, from its entry in the cloud's ``hosts``; None for a host
-    without mdev types.
+    nova.conf, from its entry in the cloud's ``hosts``, and for NVIDIA
+    types the ``[libvirt]`` live-migration settings of Nova's vGPU
+    guide; None for a host without mdev types.
     """
     if not info['enabled_mdev_types']:
         return None
@@ -51,6 +54,10 @@ def nova_conf(info):
         lines += ['', '[mdev_%s]' % mdev_type,
                   'device_addresses = %s'
                   % ', '.join(by_type.get(mdev_type, []))]
+    if any(traits.mdev_type(t).is_nvidia
+           for t in info['enabled_mdev_types']):
+        lines += ['', '[libvirt]'] + [
+            '%s = %d' % item for item in migration.NVIDIA_DOWNTIME.items()]
     return '\n'.join(lines) + '\n'
 
 

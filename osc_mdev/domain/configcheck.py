@@ -49,7 +49,8 @@ def _where_type(conf, mdev_type, option=None):
 
 # -- The file alone ---------------------------------------------------------
 
-def file_findings(conf, sysfs_checked=False):
+def file_findings(conf: novaconf.MdevConfig,
+                  sysfs_checked: bool = False) -> list[Finding]:
     """Findings about the files themselves, beyond Nova's fatal ones:
     names Nova does not read (``spelling``), then the mdev rules.
     """
@@ -65,6 +66,8 @@ def file_findings(conf, sysfs_checked=False):
     for mdev_type in types:
         found.extend(_group_findings(settings, mdev_type))
     found.extend(_stray_groups(settings, types))
+    if conf.default_type:
+        found.append(_default_type_note(conf))
     for address in conf.unmatched_addresses():
         mdev_type = conf.pgpu_type_mapping[address]
         found.append(_f(
@@ -105,18 +108,35 @@ def file_findings(conf, sysfs_checked=False):
     return found
 
 
-def downtime_findings(conf):
+def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
+    """The type without ``device_addresses`` that Nova gives every
+    device no type lists (``pgpu_type_default``), whether its group is
+    absent, empty or lists no address.
+    """
+    name = conf.default_type
+    addresses = conf.settings.groups.get(name, {}).get('device_addresses')
+    if addresses is not None and addresses.is_set:
+        here = addresses.where
+    elif _section_exists(conf.settings, 'mdev_%s' % name):
+        here = conf.settings.group_line('mdev_%s' % name)
+    else:
+        here = conf.settings.enabled.where
+    return _f(INFO, here,
+              'Type %s has no device_addresses: it is the default type, '
+              'given to every device no other type lists.' % name)
+
+
+def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     """The ``[libvirt] live_migration_downtime*`` settings Nova's vGPU
     guide asks of computes with NVIDIA vGPU types
-    (``migration.downtime_problem``), judged when the files have a
-    ``[libvirt]`` section (``migration.downtime_settings``).
+    (``migration.downtime_problem``), judged on the values nova-compute
+    uses (``migration.downtime_settings``: Nova's defaults where unset).
     """
     nvidia = [t.name for t in conf.types
               if trait_logic.mdev_type(t.name).is_nvidia]
-    values = migration.downtime_settings(conf.settings)
-    if not nvidia or values is None:
+    if not nvidia:
         return []
-    off = migration.downtime_off(values)
+    off = migration.downtime_off(migration.downtime_settings(conf.settings))
     if not off:
         return []
     settings = conf.settings.libvirt
@@ -133,8 +153,8 @@ def downtime_findings(conf):
             if len(nvidia) > 1 else
             'Type %s is an NVIDIA vGPU type' % nvidia[0])
     return [_f(WARNING, here,
-               '%s and [libvirt] has %s: %s; set them on every compute that '
-               'live-migrates these vGPUs.' % (
+               '%s and nova-compute uses [libvirt] %s: %s; set them on every '
+               'compute that live-migrates these vGPUs.' % (
                    what, problem, migration.DOWNTIME_NEEDED))]
 
 
@@ -142,52 +162,51 @@ def where(section, option, occurrence=None):
     return novaconf.where(section, option, occurrence)
 
 
-def _group_findings(settings, mdev_type):
+def _group_findings(settings: novaconf.Settings,
+                    mdev_type: str) -> list[Finding]:
+    """The options of an enabled type's groups under the old name
+    ``[vgpu_<type>]``: Nova reads only ``device_addresses`` there, and
+    from one of the two groups only.
+    """
     found = []
-    opts = settings.groups.get(mdev_type, {})
     new = 'mdev_%s' % mdev_type
     old = 'vgpu_%s' % mdev_type
-    in_new = _options_in(settings, new)
-    in_old = _options_in(settings, old)
-    if not in_new and not in_old and not _section_exists(settings, new) \
-            and not _section_exists(settings, old):
-        found.append(_f(
-            INFO, where('devices', 'enabled_mdev_types') if not
-            settings.enabled.written else settings.enabled.where,
-            'Type %s has no [mdev_%s] group: it has no device_addresses, so '
-            'it can only be the default type for every device not listed.'
-            % (mdev_type, mdev_type)))
-    addresses = opts.get('device_addresses')
+    addresses = settings.groups.get(mdev_type, {}).get('device_addresses')
     taken = addresses.written if addresses is not None else None
-    if taken is not None and novaconf.group_key(taken.section) == \
-            novaconf.group_key(old):
-        for occ in in_new:
+    taken_old = taken is not None and \
+        novaconf.group_key(taken.section) == novaconf.group_key(old)
+    if taken_old:
+        for occ in _options_in(settings, new):
             if occ.name == 'device_addresses':
                 found.append(_f(
                     WARNING, where(occ.section, occ.name, occ),
-                    'Ignored: [%s] device_addresses in a later file (%s:%d) '
-                    'wins: oslo.config reads the newest file first, under '
-                    'either name; remove one of them.'
-                    % (taken.section, taken.file, taken.line)))
-    for occ in in_old:
-        if occ.name == 'device_addresses':
-            if addresses is not None and addresses.written is not None \
-                    and novaconf.group_key(addresses.written.section) == new:
-                found.append(_f(
-                    WARNING, where(occ.section, occ.name, occ),
-                    'Ignored: [%s] device_addresses is set too, and Nova '
-                    'reads the new group first; remove the old group.'
-                    % new))
-            else:
-                found.append(_f(
-                    INFO, where(occ.section, occ.name, occ),
-                    '[%s] is the deprecated name of [%s]; Nova still reads '
-                    'device_addresses from it.' % (old, new)))
-        else:
+                    'Ignored: [%s] device_addresses = %s: [%s] '
+                    'device_addresses%s wins, with %s: oslo.config reads '
+                    'the newest file first, under either name; remove one '
+                    'of them.' % (
+                        occ.section, novaconf.shown(occ.value),
+                        taken.section, novaconf.taken_at(taken, occ),
+                        novaconf.shown(taken.value))))
+    for occ in _options_in(settings, old):
+        if occ.name != 'device_addresses':
             found.append(_f(
                 WARNING, where(occ.section, occ.name, occ),
                 'Ignored: Nova reads %s only from [%s], not from the old '
                 '[%s] group; move it there.' % (occ.name, new, old)))
+        elif taken is not None and not taken_old:
+            found.append(_f(
+                WARNING, where(occ.section, occ.name, occ),
+                'Ignored: [%s] device_addresses = %s: [%s] '
+                'device_addresses is set too%s, and Nova takes that value, '
+                '%s; remove the old group.' % (
+                    occ.section, novaconf.shown(occ.value), taken.section,
+                    novaconf.taken_at(taken, occ),
+                    novaconf.shown(taken.value))))
+        else:
+            found.append(_f(
+                INFO, where(occ.section, occ.name, occ),
+                '[%s] is the deprecated name of [%s]; Nova still reads '
+                'device_addresses from it.' % (old, new)))
     return found
 
 
@@ -500,7 +519,8 @@ def _written_traits(text):
         else []
 
 
-def _name_findings(kind, written, normalized, here, fatal_where):
+def _name_findings(kind: str, written: str, normalized: str, here: str,
+                   fatal_where: str) -> list[Finding]:
     """Findings about one class or trait name as Nova normalizes it."""
     found = []
     problem = pci_rules.placement_name_problem(normalized, kind)
@@ -523,9 +543,8 @@ def _name_findings(kind, written, normalized, here, fatal_where):
             'trait %r is the standard trait %s in lower case: Nova does not '
             'recognise it and reports the custom trait %s instead; write '
             '%s.') % (written, written.upper(), normalized, written.upper())))
-    else:
-        found.append(_f(INFO, here, '%s %r: Nova reports it as %s.' % (
-            kind, written, normalized)))
+    # Else Nova makes of it what was meant (blue: CUSTOM_BLUE), as of the
+    # name written in full: the effective rows show the name.
     return found
 
 
@@ -609,7 +628,9 @@ def alias_problem(alias, specs, in_placement):
     return None
 
 
-def pci_findings(pci, sysfs_devices=None, root_name='<node>'):
+def pci_findings(pci: pci_rules.PciConfig,
+                 sysfs_devices: list | None = None,
+                 root_name: str = '<node>') -> list[Finding]:
     """Findings about ``[pci]`` (and ``[filter_scheduler]
     pci_in_placement``) beyond the errors ``pci.pci_config`` found.
 
@@ -652,13 +673,12 @@ def pci_findings(pci, sysfs_devices=None, root_name='<node>'):
         pis = settings.pci['pci_in_placement']
         if not pci.pci_in_placement:
             found.append(_f(
-                WARNING, pis.where if pis.is_set else
-                where('filter_scheduler', 'pci_in_placement'),
+                WARNING, pis.where,
                 '[pci] report_in_placement is on but [filter_scheduler] '
-                'pci_in_placement is %s here: unless it is True on '
+                'pci_in_placement is off here: unless it is True on '
                 'nova-api, nova-scheduler and nova-conductor, the scheduler '
                 'ignores the PCI devices in Placement and does not allocate '
-                'them there.' % ('off' if pis.is_set else 'not set')))
+                'them there.'))
     else:
         for spec in pci.specs:
             named = [t for t in ('resource_class', 'traits')

@@ -25,8 +25,9 @@ Nova gives:
    down computes excluded (Placement and the ``ComputeFilter``), with
    room on devices and root (the one fit engine of ``capacity``);
 4. live only, the conductor: the target's hypervisor is not older
-   (``_check_compatible_with_source_hypervisor``), PCI alias devices
-   are live-migratable (``_check_can_migrate_pci``);
+   (``_check_compatible_with_source_hypervisor``, unless its
+   ``[workarounds] skip_hypervisor_version_check_on_lm``), PCI alias
+   devices are live-migratable (``_check_can_migrate_pci``);
 5. live only, the libvirt driver: libvirt and QEMU on both hosts can
    migrate mdevs (``_host_can_support_mdev_live_migration``), the
    server's mdev types are enabled on the target and the devices Placement
@@ -170,6 +171,24 @@ def compatible_with_source_hypervisor(source_type, source_version,
     return None
 
 
+def skips_hypervisor_version_check(settings: novaconf.Settings) -> bool:
+    """``[workarounds] skip_hypervisor_version_check_on_lm`` as
+    nova-conductor reads it in
+    ``LiveMigrationTask._check_compatible_with_source_hypervisor``
+    (nova/conductor/tasks/live_migrate.py): the conductor, not
+    nova-compute, checks the versions, so this is the value of the
+    conductor's files (the superconductor's with cells). NovaConfError
+    for a value oslo.config refuses.
+    """
+    value = settings.workarounds[novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
+    if value.error is not None:
+        raise novaconf.NovaConfError(
+            '%s: the value %s is refused by oslo.config (%s), so '
+            'nova-conductor cannot read it; write True or False' % (
+                value.where, value.written.value, value.error))
+    return bool(value.value)
+
+
 def pci_request_live_migratable(aliases):
     """Mirrors ``LiveMigrationTask._check_can_migrate_pci`` for flavor
     PCI requests (``InstancePCIRequest.is_live_migratable``: every spec
@@ -243,18 +262,13 @@ def downtime_problem(values):
                      for option, value in off) or None
 
 
-def downtime_settings(settings):
+def downtime_settings(settings: novaconf.Settings) -> dict:
     """``{option: value}`` of the ``[libvirt] live_migration_downtime*``
-    options of nova.conf files (a novaconf.Settings; Nova's defaults where
-    unset, None for a value oslo.config refuses), or None when the files
-    have no ``[libvirt]`` section: a part of a compute's configuration
-    (its ``[devices]`` and ``[mdev_*]`` only), whose downtime settings are
-    elsewhere.
+    options nova-compute uses with these nova.conf files (a
+    novaconf.Settings): Nova's defaults where unset, whether or not the
+    files have a ``[libvirt]`` section; None for a value oslo.config
+    refuses.
     """
-    if settings is None or not any(
-            novaconf.group_key(name) == 'libvirt'
-            for name, _, _ in settings.sections):
-        return None
     return {option: value.value
             for option, value in settings.libvirt.items()}
 
@@ -284,14 +298,13 @@ class Hypervisor:
 class Conf:
     """What a host's nova.conf says (``--compute-conf``): its enabled
     types (``supported_vgpu_types``, as MdevType), the type of each
-    device (libvirt name -> MdevType or None) and its ``[libvirt]``
-    downtime values (``downtime_settings``: None when the file has no
-    ``[libvirt]`` section).
+    device (libvirt name -> MdevType or None) and the ``[libvirt]``
+    downtime values its nova-compute uses (``downtime_settings``).
     """
 
     supported: tuple
     type_of: object              # callable: nodedev -> MdevType | None
-    downtime: dict | None
+    downtime: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -483,6 +496,9 @@ class Verdict:
     placement: dict = dataclasses.field(default_factory=dict)
     # (the engine's placement on the target: {kind: [(group, provider,
     # amounts)]}, for the plan)
+    caveats: dict = dataclasses.field(default_factory=dict)
+    # (what a move of each kind Nova allows leans on: {kind: (not
+    # checked, warnings)}, for the plan)
 
     @property
     def fits(self):
@@ -493,8 +509,10 @@ class Verdict:
 NOT_ASKED = object()
 
 
-def judge(server, source, target, first=NOT_ASKED, free=None,
-          owner_nova=True, strict_types=False):
+def judge(server: Server, source: Node, target: Node,
+          first: object = NOT_ASKED, free: dict | None = None,
+          owner_nova: bool = True, strict_types: bool = False,
+          skip_version_check: bool = False) -> Verdict:
     """Whether ``server`` can move live and cold to ``target`` (Nodes).
 
     ``first`` is Placement's first allocation request for the server's
@@ -504,6 +522,8 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
     tree as read when None). With ``strict_types`` (the plan), a target
     where the request could land on a device of another type is refused
     even when Placement's first candidate is of the right type now.
+    ``skip_version_check``: the conductor's ``[workarounds]
+    skip_hypervisor_version_check_on_lm``.
     """
     notes = []                 # (LIVE or None for both, what)
     warnings = []              # the same
@@ -561,19 +581,12 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
         notes += type_notes
         warnings += type_warnings
         # 4. The conductor, live only.
-        if hyp is not None and source_hyp is not None:
-            if source_hyp.version is None or hyp.version is None:
-                notes.append((LIVE, 'hypervisor versions (not shown for '
-                              '%s)' % (source.name if source_hyp.version
-                                       is None else name)))
-            else:
-                refusal = compatible_with_source_hypervisor(
-                    source_hyp.hypervisor_type, source_hyp.version,
-                    hyp.hypervisor_type, hyp.version)
-                if refusal:
-                    live.append('%s (QEMU %s here, %s on the source)' % (
-                        refusal, version_text(hyp.version),
-                        version_text(source_hyp.version)))
+        refusal, said, warned = _conductor_versions(source, target,
+                                                    skip_version_check)
+        if refusal:
+            live.append(refusal)
+        notes += [(LIVE, n) for n in said]
+        warnings += [(LIVE, w) for w in warned]
         if server.pci_aliases:
             refusal = pci_request_live_migratable(server.pci_aliases)
             if refusal:
@@ -607,12 +620,54 @@ def judge(server, source, target, first=NOT_ASKED, free=None,
 
     reason = '; '.join(r for r in [_reason(live, cold)] + [
         'warning: %s' % w for w in relevant(warnings)] if r)
+    allowed = [k for k, refused in ((LIVE, live), (COLD, cold))
+               if not refused]
     return Verdict(
         name, target.service_host, NO if live else YES,
         NO if cold else YES, devices, reason, tuple(relevant(notes)),
         live[0] if live else None, cold[0] if cold else None,
-        {k: v for k, v in placement.items()
-         if (k == LIVE and not live) or (k == COLD and not cold)})
+        {k: v for k, v in placement.items() if k in allowed},
+        {k: (_of_kind(notes, k), _of_kind(warnings, k)) for k in allowed})
+
+
+def _of_kind(items: list, kind: str) -> tuple:
+    """The texts of ``(kind or None, text)`` items that concern a move
+    of ``kind``.
+    """
+    return tuple(dict.fromkeys(t for k, t in items if k in (None, kind)))
+
+
+def _conductor_versions(source: Node, target: Node,
+                        skip_version_check: bool
+                        ) -> tuple[str | None, list[str], list[str]]:
+    """``compatible_with_source_hypervisor`` on what the API shows of
+    both hosts: ``(refusal or None, notes, warnings)``. The versions are
+    a note when the API does not show them and the conductor compares
+    them; a warning when only ``skip_version_check`` lets an older
+    target through.
+    """
+    src, dst = source.hypervisor, target.hypervisor
+    if src is None or dst is None:
+        return None, [], []
+    known = src.version is not None and dst.version is not None
+    if not known and not skip_version_check:
+        return None, ['hypervisor versions (not shown for %s)' % (
+            source.name if src.version is None else target.name)], []
+    versions = (' (QEMU %s here, %s on the source)' % (
+        version_text(dst.version), version_text(src.version))
+        if known else '')
+    refusal = compatible_with_source_hypervisor(
+        src.hypervisor_type, src.version, dst.hypervisor_type, dst.version,
+        skip_version_check)
+    if refusal:
+        return refusal + versions, [], []
+    if known and src.version > dst.version:
+        return None, [], [
+            'QEMU %s here is older than %s on the source: the conductor '
+            'lets it through only because of [workarounds] %s' % (
+                version_text(dst.version), version_text(src.version),
+                novaconf.SKIP_HYPERVISOR_VERSION_CHECK)]
+    return None, [], []
 
 
 def _reason(live, cold):
@@ -846,10 +901,11 @@ def _mdev_version_refusals(source, target):
     return found
 
 
-def _downtime_notes(server, source, target, warnings):
+def _downtime_notes(server: Server, source: Node, target: Node,
+                    warnings: list) -> list[str]:
     """The ``[libvirt] live_migration_downtime*`` settings NVIDIA vGPUs
-    need, checked in the nova.conf of each host given (a warning), noted
-    for the others.
+    need, checked in the values the nova.conf of each host given makes
+    nova-compute use (a warning), noted for the others.
     """
     if not any(t is not None and t.is_nvidia
                for t in server.mdev_types().values()):
@@ -859,11 +915,6 @@ def _downtime_notes(server, source, target, warnings):
         if node.conf is None:
             notes.append('[libvirt] live_migration_downtime* of %s (give '
                          '--compute-conf %s=FILE)' % (node.name, node.name))
-            continue
-        if node.conf.downtime is None:
-            notes.append('[libvirt] live_migration_downtime* of %s (its '
-                         '--compute-conf file has no [libvirt] section)'
-                         % node.name)
             continue
         problem = downtime_problem(node.conf.downtime)
         if problem:
@@ -887,17 +938,23 @@ def offers(request, node):
 
 @dataclasses.dataclass
 class Move:
-    """One row of a plan: where a server goes, or why it cannot."""
+    """One row of a plan: where a server goes, or why it cannot; for a
+    move, what it leans on that the APIs cannot show (``not_checked``)
+    and its warnings (``reason``), as ``judge`` says them.
+    """
 
     server: Server
     node: str | None = None
     service_host: str | None = None
     kind: str | None = None
     reason: str = ''
+    not_checked: tuple = ()
 
 
-def plan(servers, source, targets, kinds=(LIVE, COLD), firsts=None,
-         owner_nova=True, fix=None):
+def plan(servers: list, source: Node, targets: list,
+         kinds: tuple = (LIVE, COLD), firsts: dict | None = None,
+         owner_nova: bool = True, fix: object = None,
+         skip_version_check: bool = False) -> list[Move]:
     """Where each of ``servers`` (on ``source``) goes, jointly.
 
     Biggest requests first; each takes the target where it fits best
@@ -907,7 +964,9 @@ def plan(servers, source, targets, kinds=(LIVE, COLD), firsts=None,
     node): Placement's first candidate}``; targets where the server's
     request could land on a device of another type are not used (the plan
     must hold whatever order Placement lists devices in). ``fix(server,
-    nodes)`` says what would let a server that cannot move fit.
+    nodes)`` says what would let a server that cannot move fit;
+    ``skip_version_check`` is as for ``judge``. Each move carries the
+    caveats ``judge`` gives for its kind.
     """
     firsts = firsts or {}
     free = {t.name: capacity.free_map(t.tree) for t in targets
@@ -924,7 +983,8 @@ def plan(servers, source, targets, kinds=(LIVE, COLD), firsts=None,
             verdict = judge(
                 server, source, target,
                 firsts.get((server.id, target.name), NOT_ASKED),
-                free.get(target.name), owner_nova, strict_types=True)
+                free.get(target.name), owner_nova, strict_types=True,
+                skip_version_check=skip_version_check)
             usable = [k for k in kinds
                       if (verdict.live if k == LIVE else verdict.cold) == YES
                       and verdict.placement.get(k)]
@@ -935,16 +995,19 @@ def plan(servers, source, targets, kinds=(LIVE, COLD), firsts=None,
             left = _room_left(verdict.placement[kind], free[target.name])
             rank = (kinds.index(kind), left, target.name)
             if best is None or rank < best[0]:
-                best = (rank, target, kind, verdict.placement[kind])
+                best = (rank, target, kind, verdict)
         if best is None:
             moves.append(Move(server, reason=_no_target(
                 server, refusals, targets, free, fix)))
             continue
-        _, target, kind, placed = best
-        for _, provider, amounts in placed:
+        _, target, kind, verdict = best
+        for _, provider, amounts in verdict.placement[kind]:
             for rc, n in amounts.items():
                 free[target.name][(provider.uuid, rc)] -= n
-        moves.append(Move(server, target.name, target.service_host, kind))
+        not_checked, warnings = verdict.caveats[kind]
+        moves.append(Move(
+            server, target.name, target.service_host, kind,
+            '; '.join('warning: %s' % w for w in warnings), not_checked))
     order = {s.id: i for i, s in enumerate(servers)}
     moves.sort(key=lambda m: order[m.server.id])
     return moves

@@ -20,8 +20,9 @@ the types; each has a group ``[mdev_<type>]`` with ``device_addresses``
 The files' texts (read by ``osc_mdev.local.novaconf``) are parsed by
 oslo.config itself (list options, continuation lines, repeated sections,
 ``$`` interpolation, several files where the later one wins), with the
-options registered as Nova registers them, the ``[pci]`` ones included;
-Nova's rules on those are in ``pci``.
+options registered as Nova registers them, the ``[pci]`` ones included
+(Nova's rules on those are in ``pci``), and the ``[libvirt]`` and
+``[workarounds]`` options of live migration (``migration``).
 Each rule nova-compute applies when it starts is one function below whose
 docstring names the Nova function it mirrors. Addresses are kept as
 written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
@@ -190,6 +191,17 @@ def _libvirt_opts():
             cfg.IntOpt('live_migration_downtime_delay', default=75, min=3)]
 
 
+# The [workarounds] option of nova-conductor's live-migration checks.
+SKIP_HYPERVISOR_VERSION_CHECK = 'skip_hypervisor_version_check_on_lm'
+
+
+def _workarounds_opts() -> list:
+    """``[workarounds] skip_hypervisor_version_check_on_lm`` as
+    nova/conf/workarounds.py registers it.
+    """
+    return [cfg.BoolOpt(SKIP_HYPERVISOR_VERSION_CHECK, default=False)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Value:
     """An option's effective value and where it was written.
@@ -239,6 +251,10 @@ class Settings:
     libvirt: dict = dataclasses.field(default_factory=dict)
     #                                [libvirt] live_migration_downtime*
     #                                options: name -> Value
+    workarounds: dict = dataclasses.field(default_factory=dict)
+    #                                [workarounds]
+    #                                skip_hypervisor_version_check_on_lm:
+    #                                name -> Value
 
     def group_line(self, section):
         for name, file, line in self.sections:
@@ -262,6 +278,21 @@ def winner(occurrences, names_in_order):
             if found:
                 return found[-1]
     return None
+
+
+def shown(text: str) -> str:
+    """A written value in one line, as a message quotes it."""
+    return ' '.join(text.split()) or '(empty)'
+
+
+def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
+    """Where the value oslo.config takes is, seen from an ignored
+    occurrence: `` (line N)`` in its file, `` in a later file
+    (FILE:LINE)`` otherwise.
+    """
+    if taken.file != ignored.file:
+        return ' in a later file (%s:%d)' % (taken.file, taken.line)
+    return ' (line %d)' % taken.line
 
 
 class _QuietDeprecations(logging.Filter):
@@ -311,6 +342,7 @@ def parse_texts(files):
     conf.register_opts(_pci_opts(), group='pci')
     conf.register_opts(_scheduler_opts(), group='filter_scheduler')
     conf.register_opts(_libvirt_opts(), group='libvirt')
+    conf.register_opts(_workarounds_opts(), group='workarounds')
     quiet = _QuietDeprecations()
     oslo_log = logging.getLogger('oslo_config.cfg')
     oslo_log.addFilter(quiet)
@@ -326,6 +358,8 @@ def parse_texts(files):
         pci = _pci_values(conf, occurrences)
         libvirt = {name: _value(conf, occurrences, 'libvirt', name)
                    for name in LIVE_MIGRATION_DOWNTIME_OPTIONS}
+        workarounds = {SKIP_HYPERVISOR_VERSION_CHECK: _value(
+            conf, occurrences, 'workarounds', SKIP_HYPERVISOR_VERSION_CHECK)}
         groups = {}
         for mdev_type in enabled.value or ():
             group = 'mdev_%s' % mdev_type
@@ -349,7 +383,7 @@ def parse_texts(files):
         oslo_log.removeFilter(quiet)
         conf.reset()
     return Settings(tuple(paths), enabled, groups, tuple(occurrences),
-                    tuple(sections), pci, libvirt)
+                    tuple(sections), pci, libvirt, workarounds)
 
 
 def _value(conf, occurrences, group, name, deprecated=()):

@@ -657,11 +657,15 @@ class PciConfig:
     settings: novaconf.Settings | None = None
 
     @property
-    def configured(self):
+    def configured(self) -> bool:
+        """Whether the files give Nova PCI devices to handle: a device
+        spec, an alias, or PCI in Placement turned on (off, written or
+        not, is Nova's default), or a value Nova refuses.
+        """
         pci = self.settings.pci if self.settings else {}
-        return bool(pci.get('device_spec') or pci.get('alias') or any(
-            pci.get(n) is not None and pci[n].is_set
-            for n in ('report_in_placement', 'pci_in_placement')))
+        return bool(pci.get('device_spec') or pci.get('alias') or
+                    self.report_in_placement or self.pci_in_placement or
+                    self.findings)
 
 
 def _entry_where(occ, option):

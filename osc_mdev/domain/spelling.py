@@ -254,7 +254,7 @@ def _option_findings(settings, enabled):
     return found
 
 
-def _renamed_findings(settings):
+def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
     """Options written under more than one of their names (a current and
     a deprecated one): oslo.config takes one value, from the newest file
     and, in one file, from the current name first; the others are
@@ -282,19 +282,44 @@ def _renamed_findings(settings):
             pair = (novaconf.group_key(occ.section), occ.name)
             if pair == taken_pair:
                 continue
-            if pair != (group, name):
-                what = '%s is the deprecated name of %s, which is set too' % (
-                    _label(pair, group), _label((group, name), group))
-            else:
-                what = '%s is set again under its deprecated name %s' % (
-                    _label(pair, group), _label(taken_pair, group))
-            later = (' in a later file (%s:%d)' % (taken.file, taken.line)
-                     if taken.file != occ.file else ' (line %d)' % taken.line)
-            found.append(novaconf.Finding(
-                WARNING, novaconf.where(occ.section, occ.name, occ),
-                'Ignored: %s%s, and Nova takes that value; remove one of '
-                'them.' % (what, later)))
+            found.append(_ignored_name(occ, taken, (group, name)))
     return found
+
+
+def _ignored_name(occ: novaconf.Occurrence, taken: novaconf.Occurrence,
+                  current: tuple) -> novaconf.Finding:
+    """The warning of ``occ``, an option's value oslo.config drops for
+    the one at ``taken`` under another of its names (``current``: the
+    option's current ``(group, name)``), naming both values.
+    """
+    group = current[0]
+    pair = (novaconf.group_key(occ.section), occ.name)
+    taken_pair = (novaconf.group_key(taken.section), taken.name)
+    value = '%s = %s' % (_label(pair, group), novaconf.shown(occ.value))
+    if pair != current:
+        what = '%s is the deprecated name of %s, which is set too' % (
+            value, _label(current, group))
+    else:
+        what = '%s is set again under its deprecated name %s' % (
+            value, _label(taken_pair, group))
+    dropped = ''
+    if current == ('devices', 'enabled_mdev_types'):
+        types = [t for t in _list(occ.value) if t not in _list(taken.value)]
+        if types:
+            dropped = ', so nova-compute does not enable %s' % (
+                words.and_list(types))
+    return novaconf.Finding(
+        WARNING, novaconf.where(occ.section, occ.name, occ),
+        'Ignored: %s%s, and Nova takes that value, %s%s; remove one of '
+        'them.' % (what, novaconf.taken_at(taken, occ),
+                   novaconf.shown(taken.value), dropped))
+
+
+def _list(text: str) -> list[str]:
+    """The items of a list option's text, as oslo.config's ListOpt
+    splits them.
+    """
+    return [item.strip() for item in text.split(',') if item.strip()]
 
 
 def _label(pair, group):

@@ -31,6 +31,7 @@ Requests, whatever the size of the cloud:
    first is the one the scheduler claims.
 """
 
+import dataclasses
 import logging
 
 from osc_lib import exceptions
@@ -40,6 +41,7 @@ from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import migration as domain
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
@@ -54,10 +56,48 @@ HOST = 'OS-EXT-SRV-ATTR:host'
 NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 
-def read_confs(values, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
-    """``{host: domain.Conf}`` of the --compute-conf HOST=FILE options."""
-    return {host: domain.conf_from(conf, prefix)
-            for host, conf in nova_conf.compute_confs(values).items()}
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """What the nova.conf files given say: each compute's (``confs``:
+    host -> domain.Conf, from --compute-conf) and the controller's
+    (``aliases``: ``nova_conf.controller_aliases``, None without
+    --controller-conf; ``skip_version_check``: nova-conductor's
+    ``[workarounds] skip_hypervisor_version_check_on_lm``).
+    """
+
+    confs: dict
+    aliases: tuple | None = None
+    skip_version_check: bool = False
+
+
+def read_inputs(compute_confs: list[str], controller_conf: list[str],
+                prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Inputs:
+    """The Inputs of the --compute-conf HOST=FILE and --controller-conf
+    options, read and judged before any request. A compute's file that
+    turns the conductor's skip_hypervisor_version_check_on_lm on is
+    named in a warning: nova-compute does not read it.
+    """
+    computes = nova_conf.compute_confs(compute_confs)
+    aliases, skip = None, False
+    if controller_conf:
+        settings = nova_conf.controller_settings(controller_conf)
+        aliases = nova_conf.aliases_of(settings)
+        try:
+            skip = domain.skips_hypervisor_version_check(settings)
+        except novaconf.NovaConfError as exc:
+            raise exceptions.CommandError(
+                '--controller-conf: %s.' % exc) from exc
+    for host, conf in sorted(computes.items()):
+        value = conf.settings.workarounds[
+            novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
+        if value.value and not skip:
+            LOG.warning(
+                'Warning: --compute-conf %s: %s turns [workarounds] %s on, '
+                'but nova-conductor reads it, not nova-compute: give the '
+                "controller's nova.conf with --controller-conf.", host,
+                value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
+    return Inputs({host: domain.conf_from(conf, prefix)
+                   for host, conf in computes.items()}, aliases, skip)
 
 
 # -- reading ---------------------------------------------------------------
@@ -170,12 +210,16 @@ def _check_hosts(listing, hosts, option):
 
 # -- check -----------------------------------------------------------------
 
-def check(placement, compute, reference, host=None, confs=None,
-          aliases=None, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def check(placement: object, compute: object, reference: str,
+          host: str | None = None, inputs: Inputs | None = None,
+          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+          ) -> tuple[domain.Server, list[domain.Verdict]]:
     """``(server, [domain.Verdict])``: where the server ``reference``
-    names can move (``host``: only there), best targets first.
+    names can move (``host``: only there), best targets first, with the
+    nova.conf files' ``inputs``.
     """
-    confs = confs or {}
+    inputs = inputs or Inputs({})
+    confs, aliases = inputs.confs, inputs.aliases
     server_id, _ = naming.find_server_id(compute, reference)
     server, allocations, listing, hypervisors = pool.call_all([
         lambda: compute.get_server(server_id, embedded_flavor=True),
@@ -224,8 +268,9 @@ def check(placement, compute, reference, host=None, confs=None,
         first = domain.NOT_ASKED
         if target in asked:
             first = firsts[(request, target.tree.root.uuid)]
-        verdicts.append(domain.judge(found, source, target, first,
-                                     owner_nova=owner_nova))
+        verdicts.append(domain.judge(
+            found, source, target, first, owner_nova=owner_nova,
+            skip_version_check=inputs.skip_version_check))
     verdicts.sort(key=lambda v: (v.live != domain.YES,
                                  v.cold != domain.YES, v.node))
     return found, verdicts
@@ -233,13 +278,17 @@ def check(placement, compute, reference, host=None, confs=None,
 
 # -- plan ------------------------------------------------------------------
 
-def plan(placement, compute, host, kinds=(domain.LIVE, domain.COLD),
-         targets=(), confs=None, aliases=None,
-         prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def plan(placement: object, compute: object, host: str,
+         kinds: tuple = (domain.LIVE, domain.COLD), targets: tuple = (),
+         inputs: Inputs | None = None,
+         prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+         ) -> list[domain.Move]:
     """``[domain.Move]``: where each server with devices on compute node
-    ``host`` goes (``targets``: only there), jointly.
+    ``host`` goes (``targets``: only there), jointly, with the nova.conf
+    files' ``inputs``.
     """
-    confs = confs or {}
+    inputs = inputs or Inputs({})
+    confs, aliases = inputs.confs, inputs.aliases
     listing, hypervisors, on_node = pool.call_all([
         placement.list_providers, compute.list_hypervisors,
         lambda: compute.servers_on_node(host, embedded_flavor=True)],
@@ -308,4 +357,5 @@ def plan(placement, compute, host, kinds=(domain.LIVE, domain.COLD),
     firsts = {key: answers[pair] for key, pair in keys.items()}
     return domain.plan(
         found, source, target_nodes, kinds, firsts, owner_nova,
-        fix=lambda s, ns: domain.smallest_fix(s, ns, owner_nova))
+        fix=lambda s, ns: domain.smallest_fix(s, ns, owner_nova),
+        skip_version_check=inputs.skip_version_check)

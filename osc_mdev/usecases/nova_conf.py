@@ -45,16 +45,33 @@ def read_nova_conf(path):
     return conf
 
 
-def controller_aliases(paths, option='--controller-conf'):
-    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
-    (files or directories, read in order as oslo.config reads them); a
-    CommandError (one line) for files that cannot be read or aliases Nova
-    refuses.
+def controller_settings(paths: list[str],
+                        option: str = '--controller-conf'
+                        ) -> novaconf.Settings:
+    """The Settings of the controller's nova.conf (files or directories,
+    read in order as oslo.config reads them); a CommandError (one line)
+    for files that cannot be read.
     """
     try:
-        settings = local_novaconf.load(paths)
+        return local_novaconf.load(paths)
     except novaconf.NovaConfError as exc:
         raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+
+
+def controller_aliases(paths: list[str], option: str = '--controller-conf'
+                       ) -> tuple[dict, bool]:
+    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
+    (``controller_settings``); a CommandError (one line) for files that
+    cannot be read or aliases Nova refuses.
+    """
+    return aliases_of(controller_settings(paths, option), option)
+
+
+def aliases_of(settings: novaconf.Settings,
+               option: str = '--controller-conf') -> tuple[dict, bool]:
+    """``({name: Alias}, pci_in_placement)`` of the controller's
+    Settings; a CommandError (one line) for aliases Nova refuses.
+    """
     pci = pci_rules.pci_config(settings)
     errors = [f for f in pci.findings if f.severity == novaconf.ERROR
               and 'alias' in f.where]

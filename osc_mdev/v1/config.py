@@ -12,6 +12,7 @@
 
 """``openstack mdev config check``."""
 
+import argparse
 import os
 
 from osc_lib.command import command
@@ -55,13 +56,14 @@ What will change in Placement when it restarts::
     # with no credentials at all.
     auth_required = False
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'files', metavar='<file>', nargs='*',
-            help='nova.conf file, or a directory whose .conf files are read '
-                 'in sorted order like --config-dir. Give them in the order '
-                 'nova-compute gets them: later values win.')
+            help='nova.conf file, or a directory read like --config-dir. '
+                 'Give every file nova-compute reads, in its order: later '
+                 "values win, an option in none is judged at Nova's "
+                 'default.')
         options.host(parser, several=False)
         options.provider_config(parser)
         parser.add_argument(

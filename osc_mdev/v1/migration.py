@@ -12,6 +12,8 @@
 
 """``openstack mdev migration check`` / ``plan``."""
 
+import argparse
+
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -19,26 +21,22 @@ from osc_lib import exceptions
 from osc_mdev.domain import migration as domain
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import migration
-from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
 CHECK_COLUMNS = ('Host', 'Live', 'Cold', 'Devices', 'Reason', 'Not Checked')
 PLAN_COLUMNS = ('Server', 'Name', 'Target Host', 'Kind', 'Command',
-                'Reason')
+                'Reason', 'Not Checked')
 
 
-def _inputs(parsed_args):
-    """The --compute-conf files (as domain.Conf) and the controller's
-    aliases, read and judged before any request.
+def _inputs(parsed_args: argparse.Namespace) -> migration.Inputs:
+    """The --compute-conf and --controller-conf files, read and judged
+    before any request.
     """
     common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
-    confs = migration.read_confs(parsed_args.compute_conf,
+    return migration.read_inputs(parsed_args.compute_conf,
+                                 parsed_args.controller_conf,
                                  parsed_args.trait_prefix)
-    aliases = None
-    if parsed_args.controller_conf:
-        aliases = nova_conf.controller_aliases(parsed_args.controller_conf)
-    return confs, aliases
 
 
 def _shared(parser):
@@ -54,8 +52,10 @@ class CheckMigration(command.Lister):
     is asked: one row per compute node with devices of the server's
     classes (or --host) saying Live and Cold yes or no, the devices of its
     type with room, the first of Nova's rules that fails, in Nova's words,
-    and what the APIs cannot show (Not Checked). Exit status 0 when some
-    node takes the server, 1 when none does.
+    and what the APIs cannot show (Not Checked). Give the controller's
+    nova.conf (--controller-conf) when its nova-conductor has [workarounds]
+    skip_hypervisor_version_check_on_lm. Exit status 0 when some node
+    takes the server, 1 when none does.
     """
 
     _epilog = """\
@@ -69,6 +69,11 @@ One target, its and the source's nova.conf checked too::
 
     openstack mdev migration check vm-1 --host gpu2 --compute-conf \\
         gpu1=/etc/nova/gpu1.conf --compute-conf gpu2=/etc/nova/gpu2.conf
+
+With the settings of the controller's nova-conductor::
+
+    openstack mdev migration check vm-1 --controller-conf \\
+        /etc/nova/nova.conf
 """
 
     def get_parser(self, prog_name):
@@ -80,12 +85,12 @@ One target, its and the source's nova.conf checked too::
         _shared(parser)
         return parser
 
-    def take_action(self, parsed_args):
-        confs, aliases = _inputs(parsed_args)
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
+        inputs = _inputs(parsed_args)
         mdev = self.app.client_manager.mdev
         _, verdicts = migration.check(
             mdev.placement, mdev.compute, parsed_args.server,
-            parsed_args.host, confs, aliases, parsed_args.trait_prefix)
+            parsed_args.host, inputs, parsed_args.trait_prefix)
         self.fits = any(v.fits for v in verdicts)
         rows = [(v.node, v.live, v.cold,
                  format_columns.ListColumn(v.devices), v.reason,
@@ -105,9 +110,11 @@ class PlanMigration(command.Lister):
     Answers "where does each server of this host go?": one row per server
     holding mdevs (or PCI-in-Placement devices) on --host, with the node
     it goes to, live or cold, and the exact 'openstack server migrate'
-    command, or why it cannot move and the smallest change that would let
-    it. The plan is joint, biggest first; it never migrates. Exit status
-    1 when a server has no target.
+    command with what it leans on (Reason: warnings; Not Checked: what
+    the APIs cannot show, as 'migration check' says), or why it cannot
+    move and the smallest change that would let it. The plan is joint,
+    biggest first; it never migrates. Exit status 1 when a server has no
+    target.
     """
 
     _epilog = """\
@@ -142,18 +149,18 @@ Live migrations only, onto two nodes, the commands alone::
         _shared(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
         if not parsed_args.host:
             raise exceptions.CommandError(
                 'Name the compute node to drain with --host.')
-        confs, aliases = _inputs(parsed_args)
+        inputs = _inputs(parsed_args)
         kinds = ((domain.LIVE,) if parsed_args.live else
                  (domain.COLD,) if parsed_args.cold else
                  (domain.LIVE, domain.COLD))
         mdev = self.app.client_manager.mdev
         moves = migration.plan(
             mdev.placement, mdev.compute, parsed_args.host, kinds,
-            tuple(dict.fromkeys(parsed_args.target)), confs, aliases,
+            tuple(dict.fromkeys(parsed_args.target)), inputs,
             parsed_args.trait_prefix)
         self.stuck = sum(1 for m in moves if m.node is None)
         rows = []
@@ -162,7 +169,8 @@ Live migrations only, onto two nodes, the commands alone::
                 move.server.id, move.server.name, move.node or '',
                 move.kind or '',
                 domain.command(move.kind, move.service_host, move.server.id)
-                if move.node else '', move.reason))
+                if move.node else '', move.reason,
+                format_columns.ListColumn(move.not_checked)))
         return PLAN_COLUMNS, rows
 
     def run(self, parsed_args):

@@ -1219,6 +1219,18 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                 'qemu_version': connection.fakeVersion,
                 'hypervisor_version': hypervisor['hypervisor_version']}
 
+    def op_conductor_workarounds(
+            self, skip_hypervisor_version_check_on_lm: bool) -> dict:
+        """Set nova-conductor's ``[workarounds]
+        skip_hypervisor_version_check_on_lm``, which it reads at each
+        live migration (``LiveMigrationTask``); answers the value set.
+        """
+        value = bool(skip_hypervisor_version_check_on_lm)
+        self.flags(skip_hypervisor_version_check_on_lm=value,
+                   group='workarounds')
+        return {'skip_hypervisor_version_check_on_lm':
+                CONF.workarounds.skip_hypervisor_version_check_on_lm}
+
     def op_placement_requests(self):
         """Every request the served Placement answered, oldest first."""
         return {'count': len(self.placement_requests),

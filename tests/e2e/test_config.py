@@ -61,6 +61,11 @@ mdev_class = CUSTOM_NV12
 
 [mdev_nvidia-11]
 device_addresses = 0000:85:01.0, 0000:85:03.0
+
+[libvirt]
+live_migration_downtime = 500000
+live_migration_downtime_steps = 3
+live_migration_downtime_delay = 3
 """
 
 

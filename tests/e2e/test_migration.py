@@ -27,6 +27,7 @@ onto another type, which Nova accepts, in a server with another vGPU
 type, as the Reason says). A whole plan is run command by command.
 """
 
+import pathlib
 import shlex
 
 import pytest
@@ -422,3 +423,74 @@ def test_08_an_upgraded_hypervisor_takes_live_migrations(cloud, ready):
     assert (rows['old']['Live'], rows['old']['Cold']) == ('yes', 'yes')
     put_to_nova(cloud, server['id'], rows)
     cloud.control('delete', server=server['id'])
+
+
+def test_09_the_conductor_skipping_the_version_check(
+        cloud: client.EmbeddedCloud, ready: client.EmbeddedCloud,
+        tmp_path: pathlib.Path) -> None:
+    """nova-conductor's [workarounds] skip_hypervisor_version_check_on_lm
+    lets a live migration onto an older QEMU through where Nova refuses it
+    by default; given the controller's nova.conf, check and plan answer
+    as Nova does either way, and what the option does not skip (the mdev
+    versions of the libvirt driver) stays a no.
+    """
+    server = boot(cloud, PINNED)
+    controller = tmp_path / 'controller.conf'
+    controller.write_text('[workarounds]\n'
+                          'skip_hypervisor_version_check_on_lm = True\n')
+    conductor = ('--controller-conf', str(controller))
+    newer = cloud.control('hypervisor_versions', host='src',
+                          libvirt_version='9.0.0', qemu_version='9.0.0')
+    assert newer['hypervisor_version'] == 9000000
+    try:
+        # Nova's default: same (QEMU 8.1.0) is older than src.
+        rc, rows = check_rows(server['id'], '--host', 'same')
+        assert (rows['same']['Live'], rows['same']['Cold']) == ('no', 'yes')
+        assert 'requires a newer hypervisor version' in (
+            rows['same']['Reason'])
+        put_to_nova(cloud, server['id'], rows)
+        plan = mdev('migration', 'plan', '--host', 'src', '--live',
+                    '--target', 'same', '-f', 'json')
+        assert plan.rc == 1
+        [row] = cli.Result(0, plan.stdout, '').json()
+        assert not row['Target Host'] and row['Not Checked'] == []
+
+        cloud.control('conductor_workarounds',
+                      skip_hypervisor_version_check_on_lm=True)
+        # Without the controller's file the answer cannot know.
+        rc, rows = check_rows(server['id'], '--host', 'same')
+        assert rows['same']['Live'] == 'no'
+        rc, rows = check_rows(server['id'], '--host', 'same', *conductor)
+        assert rc == 0
+        row = rows['same']
+        assert (row['Live'], row['Cold']) == ('yes', 'yes')
+        assert 'lets it through only because of [workarounds] ' \
+            'skip_hypervisor_version_check_on_lm' in row['Reason']
+        put_to_nova(cloud, server['id'], rows)
+
+        # The plan says the same and carries the caveats of check.
+        rows = mdev_json('migration', 'plan', '--host', 'src', '--live',
+                         '--target', 'same', *conductor)
+        [row] = rows
+        assert (row['Target Host'], row['Kind']) == ('same', 'live')
+        assert row['Not Checked'] == check_rows(
+            server['id'], '--host', 'same', *conductor)[1]['same'][
+                'Not Checked']
+        assert row['Not Checked'][0].startswith('libvirt >= 8.6.0')
+        assert 'skip_hypervisor_version_check_on_lm' in row['Reason']
+        run_plan_commands(rows)
+        assert where(cloud, server['id'])[0] == 'same'
+        back_to_src(cloud, server['id'])
+
+        # QEMU too old for mdevs: the libvirt driver still refuses.
+        cloud.control('hypervisor_versions', host='old',
+                      libvirt_version='8.5.0', qemu_version='8.0.0')
+        rc, rows = check_rows(server['id'], '--host', 'old', *conductor)
+        assert (rows['old']['Live'], rows['old']['Cold']) == ('no', 'yes')
+        assert 'compute service target are too old' in rows['old']['Reason']
+        put_to_nova(cloud, server['id'], rows)
+    finally:
+        cloud.control('conductor_workarounds',
+                      skip_hypervisor_version_check_on_lm=False)
+        cloud.control('hypervisor_versions', host='src', **V)
+        cloud.control('delete', server=server['id'])

@@ -13,6 +13,7 @@
 """``openstack mdev config check`` with the real CLI, real Placement."""
 
 import json
+import pathlib
 import re
 import uuid
 
@@ -62,6 +63,14 @@ def devices(rows):
             and not r['Message'].startswith('PCI ')]
 
 
+# What Nova's vGPU guide asks of computes with NVIDIA vGPU types.
+NVIDIA_DOWNTIME = """
+[libvirt]
+live_migration_downtime = 500000
+live_migration_downtime_steps = 3
+live_migration_downtime_delay = 3
+"""
+
 GOOD = """[DEFAULT]
 host = compute1
 
@@ -71,7 +80,7 @@ enabled_mdev_types = nvidia-35, nvidia-36
 [mdev_nvidia-35]
 device_addresses = 0000:84:00.0
 mdev_class = CUSTOM_NV35
-"""
+""" + NVIDIA_DOWNTIME
 
 
 def write(tmp_path, text, name='nova.conf'):
@@ -80,16 +89,16 @@ def write(tmp_path, text, name='nova.conf'):
     return str(path)
 
 
-def test_good_file_exits_0_without_credentials(tmp_path):
+def test_good_file_exits_0_without_credentials(
+        tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, GOOD)
     result = check(path, '--long', '-f', 'json')
     assert result.rc == 0, result.stderr
     rows = result.json()
     assert findings(rows) == [{
         'Severity': 'info', 'Where': '[devices] enabled_mdev_types, %s:5'
-        % path, 'Message': 'Type nvidia-36 has no [mdev_nvidia-36] group: '
-        'it has no device_addresses, so it can only be the default type for '
-        'every device not listed.'}]
+        % path, 'Message': 'Type nvidia-36 has no device_addresses: it is '
+        'the default type, given to every device no other type lists.'}]
     assert devices(rows) == [
         {'Device': '0000:84:00.0', 'Mdev Type': 'nvidia-35',
          'Resource Class': 'CUSTOM_NV35',
@@ -98,7 +107,7 @@ def test_good_file_exits_0_without_credentials(tmp_path):
          'Resource Class': 'VGPU', 'Why': 'default type'}]
 
 
-def test_errors_exit_1_with_every_finding(tmp_path):
+def test_errors_exit_1_with_every_finding(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, GOOD.replace('0000:84:00.0', '84:00.0') +
                  '[mdev_nvidia-36]\nmdev_class = mlx5\n'
                  '[vgpu_nvidia-36]\nmax_instances = 2\n')
@@ -106,8 +115,9 @@ def test_errors_exit_1_with_every_finding(tmp_path):
     assert result.rc == 1
     assert result.stdout.splitlines() == [
         'error [mdev_nvidia-35] device_addresses, %s:8' % path,
-        'error [mdev_nvidia-36] mdev_class, %s:11' % path,
-        'warning [vgpu_nvidia-36] max_instances, %s:13' % path,
+        'error [mdev_nvidia-36] mdev_class, %s:16' % path,
+        'warning [vgpu_nvidia-36] max_instances, %s:18' % path,
+        'info [mdev_nvidia-36], %s:15' % path,
         'result %s' % path]
     assert result.stderr.strip() == (
         '2 error(s): nova-compute will refuse to start with this '
@@ -238,7 +248,9 @@ device_addresses = 0000:85:00.0
         ('0000:87:00.0', 'nvidia-35', 'CUSTOM_NV35')]
 
 
-def test_host_matching_file_is_clean(placement, auth, node, tmp_path):
+def test_host_matching_file_is_clean(placement: object, auth: tuple,
+                                     node: tuple,
+                                     tmp_path: pathlib.Path) -> None:
     name, root, gpus = node
     path = write(tmp_path, """
 [devices]
@@ -248,7 +260,7 @@ device_addresses = 0000:84:00.0,0000:85:00.0
 [mdev_nvidia-37]
 device_addresses = 0000:86:00.0
 mdev_class = CUSTOM_OLD
-""")
+""" + NVIDIA_DOWNTIME)
     result = check(path, '--host', name, '-f', 'json', auth=auth)
     assert findings(result.json()) == []
     [verdict] = [r for r in result.json() if r['Severity'] == 'result']
@@ -478,7 +490,7 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
 
 CLEAN = """[DEFAULT]
 host = compute1
-
+""" + NVIDIA_DOWNTIME + """
 [devices]
 enabled_mdev_types = nvidia-35
 
@@ -536,7 +548,7 @@ def test_long_and_columns_in_every_format(tmp_path, fmt):
     assert '0000:84:00.0' not in narrow.stdout
 
 
-def test_the_slips_of_a_hand_written_file(tmp_path):
+def test_the_slips_of_a_hand_written_file(tmp_path: pathlib.Path) -> None:
     path = write(tmp_path, """[DEFAULT]
 host = compute1
 
@@ -553,7 +565,7 @@ mdev_clas = CUSTOM_NV35
 
 [mdev-nvidia-36]
 device_addresses = 0000:85:00.0
-""")
+""" + NVIDIA_DOWNTIME)
     result = check(path, '-f', 'json')
     assert result.rc == 0, result.stderr
     warnings = [(f['Where'].split(',')[0], f['Message'])
@@ -561,8 +573,10 @@ device_addresses = 0000:85:00.0
                 if f['Severity'] == 'warning']
     for where, fragment in [
             ('[devices] enabled_vgpu_types',
-             'Ignored: enabled_vgpu_types is the deprecated name of '
-             'enabled_mdev_types, which is set too (line 5)'),
+             'Ignored: enabled_vgpu_types = nvidia-35 is the deprecated '
+             'name of enabled_mdev_types, which is set too (line 5), and '
+             'Nova takes that value, nvidia-35, nvidia-36; remove one of '
+             'them.'),
             ('[device]', 'did you mean [devices]?'),
             ('[mdev_nvidia-35] device_address',
              'did you mean device_addresses?'),

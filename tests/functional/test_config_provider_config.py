@@ -16,6 +16,7 @@ ones each get their row, and with ``--host`` the files are compared with
 the node's providers.
 """
 
+import pathlib
 import uuid
 
 import pytest
@@ -163,10 +164,14 @@ def test_against_the_node(tmp_path, placement, auth, node):
             in rows[4][2])
 
 
-def test_with_a_nova_conf(tmp_path, auth, node, exported):
+def test_with_a_nova_conf(tmp_path: pathlib.Path, auth: tuple, node: tuple,
+                          exported: object) -> None:
     name = node[0]
     conf = tmp_path / 'nova.conf'
-    conf.write_text('[devices]\nenabled_mdev_types = nvidia-35\n')
+    conf.write_text('[devices]\nenabled_mdev_types = nvidia-35\n'
+                    '[libvirt]\nlive_migration_downtime = 500000\n'
+                    'live_migration_downtime_steps = 3\n'
+                    'live_migration_downtime_delay = 3\n')
     result = check(auth, str(conf), '--provider-config', str(exported),
                    '-f', 'json')
     assert result.rc == 0, result.stderr

@@ -14,6 +14,8 @@
 that does not, sysfs trees built like a node's /sys, Placement views.
 """
 
+import pathlib
+
 import pytest
 
 from osc_mdev.domain import configcheck
@@ -25,6 +27,10 @@ from tests.fixtures import sysfs
 
 D2 = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-36\n'
 GOOD = D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
+# What Nova's vGPU guide asks of computes with NVIDIA types.
+NVIDIA_DOWNTIME = ('[libvirt]\nlive_migration_downtime = 500000\n'
+                   'live_migration_downtime_steps = 3\n'
+                   'live_migration_downtime_delay = 3\n')
 
 
 def check(tmp_path, text, virtual=None, sysfs_checked=False):
@@ -52,13 +58,17 @@ RULES = {
         '[vgpu_nvidia-35] is the deprecated name of [mdev_nvidia-35]'),
     'old group shadowed by the new one': (
         GOOD + '[vgpu_nvidia-35]\ndevice_addresses = 0000:85:00.0\n',
-        'warning', 'Ignored: [mdev_nvidia-35] device_addresses is set too'),
+        'warning', 'Ignored: [vgpu_nvidia-35] device_addresses = '
+        '0000:85:00.0: [mdev_nvidia-35] device_addresses is set too (line '
+        '4), and Nova takes that value, 0000:84:00.0; remove the old '
+        'group.'),
     'mdev_class in the old group': (
         D2 + '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'
         'mdev_class = CUSTOM_X\n', 'warning',
         'Nova reads mdev_class only from [mdev_nvidia-35]'),
-    'type without a group': (
-        GOOD, 'info', 'Type nvidia-36 has no [mdev_nvidia-36] group'),
+    'default type': (
+        GOOD, 'info', 'Type nvidia-36 has no device_addresses: it is the '
+        'default type, given to every device no other type lists.'),
     'group of a type not enabled': (
         GOOD + '[mdev_nvidia-99]\ndevice_addresses = 0000:99:00.0\n',
         'warning', 'type nvidia-99 is not in [devices] enabled_mdev_types'),
@@ -101,7 +111,8 @@ CLEAN = {
         '[vgpu_nvidia-35]\ndevice_addresses = 0000:85:00.0\n'),
     'mdev_class in the old group': GOOD + (
         '[mdev_nvidia-35]\nmdev_class = CUSTOM_X\n'),
-    'type without a group': GOOD + '[mdev_nvidia-36]\nmax_instances = 2\n',
+    'default type': GOOD + (
+        '[mdev_nvidia-36]\ndevice_addresses = 0000:85:00.0\n'),
     'group of a type not enabled': GOOD,
     'upper-case address': GOOD,
     'default type with a custom class': GOOD + (
@@ -138,11 +149,28 @@ def test_rule_stays_quiet(tmp_path, rule):
     assert not [f for f in findings if f.severity == 'error']
 
 
-def test_where_has_file_and_line(tmp_path):
+def test_where_has_file_and_line(tmp_path: pathlib.Path) -> None:
     _, findings = check(tmp_path, RULES['mdev_class in the old group'][0])
-    [hit] = [f for f in findings if f.severity == 'warning']
+    [hit] = [f for f in findings if f.severity == 'warning'
+             and f.where.startswith('[vgpu_')]
     assert hit.where == '[vgpu_nvidia-35] mdev_class, %s:5' % (
         tmp_path / 'nova.conf')
+
+
+def test_old_group_of_a_later_file_wins(tmp_path: pathlib.Path) -> None:
+    first, second = tmp_path / '10.conf', tmp_path / '20.conf'
+    first.write_text(GOOD)
+    second.write_text('[vgpu_nvidia-35]\ndevice_addresses = 0000:85:00.0\n')
+    conf = local_novaconf.parse_files([str(first), str(second)])
+    assert conf.pgpu_type_mapping == {'0000:85:00.0': 'nvidia-35'}
+    found = [f for f in configcheck.file_findings(conf)
+             if f.severity == 'warning' and 'device_addresses' in f.where]
+    assert [(f.where, f.message) for f in found] == [(
+        '[mdev_nvidia-35] device_addresses, %s:4' % first,
+        'Ignored: [mdev_nvidia-35] device_addresses = 0000:84:00.0: '
+        '[vgpu_nvidia-35] device_addresses in a later file (%s:2) wins, '
+        'with 0000:85:00.0: oslo.config reads the newest file first, under '
+        'either name; remove one of them.' % second)]
 
 
 def test_effective_without_devices(tmp_path):
@@ -385,11 +413,11 @@ def test_pci_placement_findings_without_devices(tmp_path):
 
 # -- The rows of the command ------------------------------------------------
 
-def test_report_rows_and_result(tmp_path):
+def test_report_rows_and_result(tmp_path: pathlib.Path) -> None:
     from osc_mdev.domain import configreport
     from osc_mdev.domain import novaconf
 
-    conf, found = check(tmp_path, GOOD)
+    conf, found = check(tmp_path, GOOD + NVIDIA_DOWNTIME)
     files = conf.settings.files
     checked = configreport.scope(conf, sysfs_root='/sys', host='compute1')
     effects = configreport.device_effects(conf)
@@ -429,23 +457,23 @@ def test_report_rows_and_result(tmp_path):
 # -- [libvirt] live_migration_downtime* for NVIDIA types (Nova's vGPU
 # guide) --------------------------------------------------------------------
 
-NVIDIA_DOWNTIME = ('[libvirt]\nlive_migration_downtime = 500000\n'
-                   'live_migration_downtime_steps = 3\n'
-                   'live_migration_downtime_delay = 3\n')
-
-
 @pytest.mark.parametrize('text, fragment', [
     ('[libvirt]\nvirt_type = kvm\n',
-     'Types nvidia-35, nvidia-36 are NVIDIA vGPU types and [libvirt] has '
-     'live_migration_downtime = 500, live_migration_downtime_steps = 10, '
-     'live_migration_downtime_delay = 75: NVIDIA vGPUs need '
-     'live_migration_downtime = 500000'),
+     'Types nvidia-35, nvidia-36 are NVIDIA vGPU types and nova-compute '
+     'uses [libvirt] live_migration_downtime = 500, '
+     'live_migration_downtime_steps = 10, live_migration_downtime_delay = '
+     '75: NVIDIA vGPUs need live_migration_downtime = 500000'),
+    # No [libvirt] section: nova-compute uses the same defaults.
+    ('', 'nova-compute uses [libvirt] live_migration_downtime = 500, '
+     'live_migration_downtime_steps = 10, live_migration_downtime_delay = '
+     '75: '),
     (NVIDIA_DOWNTIME.replace('= 3\n', '= 10\n', 1),
-     'has live_migration_downtime_steps = 10:'),
+     'uses [libvirt] live_migration_downtime_steps = 10:'),
     (NVIDIA_DOWNTIME.replace('= 500000', '= 50'),
      'live_migration_downtime = 50 (refused by oslo.config: '),
 ])
-def test_nvidia_downtime_warning(tmp_path, text, fragment):
+def test_nvidia_downtime_warning(tmp_path: pathlib.Path, text: str,
+                                 fragment: str) -> None:
     _, findings = check(tmp_path, GOOD + text)
     found = [f for f in findings if 'NVIDIA vGPU' in f.message]
     assert len(found) == 1, findings
@@ -456,10 +484,11 @@ def test_nvidia_downtime_warning(tmp_path, text, fragment):
 
 @pytest.mark.parametrize('text', [
     GOOD + NVIDIA_DOWNTIME,
-    GOOD,     # no [libvirt] section: a part of the configuration
+    GOOD + NVIDIA_DOWNTIME.replace('500000', '600000'),
     '[devices]\nenabled_mdev_types = mlx5_core\n[libvirt]\n'
     'virt_type = kvm\n',
+    '[devices]\nenabled_mdev_types = mlx5_core\n',
 ])
-def test_nvidia_downtime_quiet(tmp_path, text):
+def test_nvidia_downtime_quiet(tmp_path: pathlib.Path, text: str) -> None:
     _, findings = check(tmp_path, text)
     assert not [f for f in findings if 'NVIDIA vGPU' in f.message]

@@ -15,6 +15,7 @@
 """
 
 import datetime
+import pathlib
 import types
 
 import pytest
@@ -71,43 +72,94 @@ def test_libvirt_version_unknown_leans_on_qemu():
     assert not migration.host_can_support_mdev_live_migration((8, 0, 9))
 
 
-@pytest.mark.nova
-@pytest.mark.parametrize('source, dest, skip', [
-    (('QEMU', 8001000), ('QEMU', 8001000), False),
-    (('QEMU', 8001000), ('QEMU', 9000000), False),
-    (('QEMU', 8001000), ('QEMU', 6002000), False),
-    (('QEMU', 8001000), ('QEMU', 6002000), True),
-    (('QEMU', 8001000), ('VMware vCenter Server', 8001000), False),
-])
-def test_compatible_with_source_hypervisor_as_nova(source, dest, skip,
-                                                   monkeypatch):
+# The controller's files: what nova-conductor reads for
+# [workarounds] skip_hypervisor_version_check_on_lm.
+CONDUCTOR_FILES = {
+    'unset': ['[DEFAULT]\ndebug = true\n'],
+    'True': ['[workarounds]\nskip_hypervisor_version_check_on_lm = True\n'],
+    'yes': ['[workarounds]\nskip_hypervisor_version_check_on_lm = yes\n'],
+    'False': ['[workarounds]\nskip_hypervisor_version_check_on_lm = '
+              'False\n'],
+    'upper-case group, on': [
+        '[WORKAROUNDS]\nskip_hypervisor_version_check_on_lm = on\n'],
+    'on, then off in a later file': [
+        '[workarounds]\nskip_hypervisor_version_check_on_lm = 1\n',
+        '[workarounds]\nskip_hypervisor_version_check_on_lm = 0\n'],
+}
+HYPERVISORS = [
+    (('QEMU', 8001000), ('QEMU', 8001000)),
+    (('QEMU', 9000000), ('QEMU', 8001000)),
+    (('QEMU', 8001000), ('QEMU', 6002000)),
+    (('QEMU', 8001000), ('QEMU', 9000000)),
+    (('QEMU', 8001000), ('VMware vCenter Server', 8001000)),
+    (('QEMU', 8001000), ('VMware vCenter Server', 6002000)),
+]
+
+
+def nova_check_compatible(monkeypatch: pytest.MonkeyPatch, paths: list,
+                          source: tuple, dest: tuple) -> str | None:
+    """Nova's own ``_check_compatible_with_source_hypervisor``, its CONF
+    read from ``paths`` with Nova's option definitions, as nova-conductor
+    reads its files: None or the refusal.
+    """
     from nova.conductor.tasks import live_migrate
     from nova import exception
+    from tests.fixtures import nova_driver
 
-    monkeypatch.setattr(live_migrate.CONF.workarounds,
-                        'skip_hypervisor_version_check_on_lm', skip,
-                        raising=False)
-    live_migrate.CONF.set_override(
-        'skip_hypervisor_version_check_on_lm', skip, group='workarounds')
+    monkeypatch.setattr(live_migrate, 'CONF',
+                        nova_driver.nova_config(paths))
+    task = object.__new__(live_migrate.LiveMigrationTask)
+    task.source = 'src'
+    info = {'src': source, 'dst': dest}
+    task._get_compute_info = lambda host: types.SimpleNamespace(
+        hypervisor_type=info[host][0], hypervisor_version=info[host][1])
     try:
-        task = object.__new__(live_migrate.LiveMigrationTask)
-        task.source = 'src'
-        info = {'src': source, 'dst': dest}
-        task._get_compute_info = lambda host: types.SimpleNamespace(
-            hypervisor_type=info[host][0], hypervisor_version=info[host][1])
-        try:
-            task._check_compatible_with_source_hypervisor('dst')
-            nova = None
-        except (exception.InvalidHypervisorType,
-                exception.DestinationHypervisorTooOld) as exc:
-            nova = str(exc)
-    finally:
-        live_migrate.CONF.clear_override(
-            'skip_hypervisor_version_check_on_lm', group='workarounds')
+        task._check_compatible_with_source_hypervisor('dst')
+    except (exception.InvalidHypervisorType,
+            exception.DestinationHypervisorTooOld) as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('source, dest', HYPERVISORS)
+@pytest.mark.parametrize('files', sorted(CONDUCTOR_FILES))
+def test_conductor_files_as_nova(tmp_path: pathlib.Path,
+                                 monkeypatch: pytest.MonkeyPatch,
+                                 files: str, source: tuple,
+                                 dest: tuple) -> None:
+    """The controller's files read as nova-conductor reads them, and the
+    versions judged as its check judges them, on the same inputs.
+    """
+    from osc_mdev.local import novaconf as local_novaconf
+    from tests.fixtures import nova_driver
+
+    paths = nova_driver.write_files(tmp_path, CONDUCTOR_FILES[files])
+    nova = nova_check_compatible(monkeypatch, paths, source, dest)
+    skip = migration.skips_hypervisor_version_check(
+        local_novaconf.load(paths))
+    assert skip == nova_driver.nova_config(paths).workarounds[
+        'skip_hypervisor_version_check_on_lm']
     ours = migration.compatible_with_source_hypervisor(
         source[0], migration.version_tuple(source[1]), dest[0],
         migration.version_tuple(dest[1]), skip)
     assert ours == nova
+
+
+def test_conductor_value_nova_refuses(tmp_path: pathlib.Path) -> None:
+    from osc_mdev.domain import novaconf
+    from osc_mdev.local import novaconf as local_novaconf
+
+    path = tmp_path / 'nova.conf'
+    path.write_text('[workarounds]\nskip_hypervisor_version_check_on_lm = '
+                    'maybe\n')
+    with pytest.raises(novaconf.NovaConfError) as err:
+        migration.skips_hypervisor_version_check(
+            local_novaconf.load([str(path)]))
+    assert str(err.value) == (
+        '[workarounds] skip_hypervisor_version_check_on_lm, %s:2: the value '
+        "maybe is refused by oslo.config (Unexpected boolean value 'maybe'), "
+        'so nova-conductor cannot read it; write True or False' % path)
 
 
 MAPPINGS = {
@@ -399,6 +451,40 @@ def test_old_hypervisor_refuses_live_only():
     assert not any('libvirt' in n for n in verdict.not_checked)
 
 
+def test_skipped_version_check_lets_an_older_target_through() -> None:
+    source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
+                  version=(9, 0, 0))
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  version=(8, 1, 0))
+    refused = migration.judge(server(), source, target, {'d1': {'VGPU': 1}})
+    assert (refused.live, refused.cold) == ('no', 'yes')
+    assert 'requires a newer hypervisor version' in refused.live_refusal
+    verdict = migration.judge(server(), source, target, {'d1': {'VGPU': 1}},
+                              skip_version_check=True)
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert verdict.reason == (
+        'warning: QEMU 8.1.0 here is older than 9.0.0 on the source: the '
+        'conductor lets it through only because of [workarounds] '
+        'skip_hypervisor_version_check_on_lm')
+    # Nova's own mdev check does not depend on it.
+    old = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+               version=(8, 0, 0))
+    verdict = migration.judge(server(), source, old, {'d1': {'VGPU': 1}},
+                              skip_version_check=True)
+    assert verdict.live == 'no'
+    assert 'compute service target are too old' in verdict.live_refusal
+
+
+def test_skipped_version_check_needs_no_versions() -> None:
+    unknown = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                   version=None)
+    noted = judge(unknown, {'d1': {'VGPU': 1}})
+    assert 'hypervisor versions (not shown for dst)' in noted.not_checked
+    skipped = judge(unknown, {'d1': {'VGPU': 1}}, skip_version_check=True)
+    assert skipped.live == 'yes'
+    assert not any('hypervisor versions' in n for n in skipped.not_checked)
+
+
 def test_newer_but_too_old_for_mdevs():
     source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
                   version=(7, 2, 0))
@@ -495,6 +581,40 @@ def test_plan_moves_cold_where_live_cannot():
     assert 'newer hypervisor version' in moves[0].reason
 
 
+def test_plan_carries_the_caveats_of_check() -> None:
+    """Each planned move says what ``migration check`` says for that
+    target and kind: Not Checked and the warnings.
+    """
+    conf = migration.Conf((N11,), lambda nodedev: N11, {
+        'live_migration_downtime': 500, 'live_migration_downtime_steps': 10,
+        'live_migration_downtime_delay': 75})
+    target = node('a', [(device('a1', '0000:82:00.0'), N11)], conf=conf)
+    verdict = migration.judge(servers(1)[0], SOURCE, target)
+    [move] = migration.plan(servers(1), SOURCE, [target])
+    assert (move.node, move.kind) == ('a', 'live')
+    assert move.not_checked == verdict.not_checked
+    assert any(n.startswith('libvirt >= 8.6.0') for n in move.not_checked)
+    assert move.reason == verdict.reason
+    assert move.reason.startswith('warning: [libvirt] '
+                                  'live_migration_downtime = 500')
+    # A cold move leans on neither.
+    [move] = migration.plan(servers(1), SOURCE, [target], kinds=('cold',))
+    assert (move.kind, move.not_checked, move.reason) == ('cold', (), '')
+
+
+def test_plan_with_the_version_check_skipped() -> None:
+    source = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)],
+                  version=(9, 0, 0))
+    old = node('a', [(device('a1', '0000:82:00.0'), N11)],
+               version=(8, 1, 0))
+    [move] = migration.plan(servers(1), source, [old], kinds=('live',))
+    assert move.node is None
+    [move] = migration.plan(servers(1), source, [old], kinds=('live',),
+                            skip_version_check=True)
+    assert (move.node, move.kind) == ('a', 'live')
+    assert 'skip_hypervisor_version_check_on_lm' in move.reason
+
+
 def test_plan_names_what_would_free_room():
     flavor = dict(FLAVOR, extra_specs={
         'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'required'})
@@ -514,14 +634,22 @@ def test_commands_name_the_service_host():
         '--host gpu2 --wait X && openstack server migration confirm X')
 
 
+NOVA_DEFAULT_DOWNTIME = {'live_migration_downtime': 500,
+                         'live_migration_downtime_steps': 10,
+                         'live_migration_downtime_delay': 75}
+
+
 @pytest.mark.parametrize('text, values', [
-    ('[devices]\nenabled_mdev_types = nvidia-12\n', None),
+    # No [libvirt] section: nova-compute uses Nova's defaults all the same.
+    ('[devices]\nenabled_mdev_types = nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
     ('[libvirt]\nvirt_type = kvm\n[devices]\nenabled_mdev_types = '
-     'nvidia-12\n', {'live_migration_downtime': 500,
-                     'live_migration_downtime_steps': 10,
-                     'live_migration_downtime_delay': 75}),
+     'nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
+    ('[libvirt]\nlive_migration_downtime = 500\n'
+     'live_migration_downtime_steps = 10\n[devices]\n'
+     'enabled_mdev_types = nvidia-12\n', NOVA_DEFAULT_DOWNTIME),
 ])
-def test_compute_conf_downtime(tmp_path, text, values):
+def test_compute_conf_downtime(tmp_path: pathlib.Path, text: str,
+                               values: dict) -> None:
     from osc_mdev.local import novaconf as local_novaconf
 
     path = tmp_path / 'nova.conf'
@@ -534,11 +662,9 @@ def test_compute_conf_downtime(tmp_path, text, values):
     verdict = migration.judge(server(N12), SOURCE, target,
                               {'d1': {'VGPU': 1}})
     assert verdict.live == 'yes'
-    if values is None:
-        assert any('its --compute-conf file has no [libvirt] section' in n
-                   for n in verdict.not_checked)
-    else:
-        assert 'live_migration_downtime = 500,' in verdict.reason
+    assert 'live_migration_downtime = 500, live_migration_downtime_steps = ' \
+        '10, live_migration_downtime_delay = 75 on dst' in verdict.reason
+    assert not any('dst' in n for n in verdict.not_checked)
 
 
 def test_plan_ignores_nodes_without_the_class():
@@ -550,3 +676,38 @@ def test_plan_ignores_nodes_without_the_class():
     assert moves[0].node is None
     assert moves[0].reason == ('no other compute node has a device of '
                                'VGPU')
+
+
+def test_inputs_read_the_conductor_option_from_the_controller(
+        tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    from osc_lib import exceptions
+
+    from osc_mdev.usecases import migration as usecase
+
+    compute = tmp_path / 'gpu1.conf'
+    compute.write_text('[devices]\nenabled_mdev_types = nvidia-11\n'
+                       '[workarounds]\n'
+                       'skip_hypervisor_version_check_on_lm = True\n')
+    controller = tmp_path / 'controller.conf'
+    controller.write_text('[workarounds]\n'
+                          'skip_hypervisor_version_check_on_lm = True\n')
+    # nova-compute does not read it: without the controller's files the
+    # conductor's default holds, and the compute's line is named.
+    inputs = usecase.read_inputs(['gpu1=%s' % compute], [])
+    assert (inputs.skip_version_check, inputs.aliases) == (False, None)
+    assert list(inputs.confs) == ['gpu1']
+    assert 'nova-conductor reads it, not nova-compute' in caplog.text
+    assert '%s:4' % compute in caplog.text
+    caplog.clear()
+    inputs = usecase.read_inputs(['gpu1=%s' % compute], [str(controller)])
+    assert inputs.skip_version_check is True
+    assert inputs.aliases == ({}, False)
+    assert caplog.text == ''
+    controller.write_text('[workarounds]\n'
+                          'skip_hypervisor_version_check_on_lm = maybe\n')
+    with pytest.raises(exceptions.CommandError) as err:
+        usecase.read_inputs([], [str(controller)])
+    assert str(err.value).startswith(
+        '--controller-conf: [workarounds] '
+        'skip_hypervisor_version_check_on_lm, %s:2: the value maybe is '
+        'refused' % controller)

@@ -103,17 +103,18 @@ SLIPS = {
          'enabled_mdev_types = nvidia-35\n'],
         ('renamed', 'devices', 'enabled_vgpu_types', 'enabled_mdev_types'),
         '[devices] enabled_vgpu_types, ',
-        'Ignored: enabled_vgpu_types is the deprecated name of '
+        'Ignored: enabled_vgpu_types = nvidia-36 is the deprecated name of '
         'enabled_mdev_types, which is set too (line 3), and Nova takes that '
-        'value',
+        'value, nvidia-35, so nova-compute does not enable nvidia-36; remove '
+        'one of them.',
         _value('devices', 'enabled_mdev_types', ['nvidia-35'])),
     'old name in a later file': (
         ['[devices]\nenabled_mdev_types = nvidia-35\n',
          '[devices]\nenabled_vgpu_types = nvidia-36\n'],
         ('renamed', 'devices', 'enabled_vgpu_types', 'enabled_mdev_types'),
         '[devices] enabled_mdev_types, ',
-        'Ignored: enabled_mdev_types is set again under its deprecated name '
-        'enabled_vgpu_types in a later file (',
+        'Ignored: enabled_mdev_types = nvidia-35 is set again under its '
+        'deprecated name enabled_vgpu_types in a later file (',
         _value('devices', 'enabled_mdev_types', ['nvidia-36'])),
     '[default] in lower case': (
         ['[default]\nhost = compute1\n'],
