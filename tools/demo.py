@@ -113,6 +113,24 @@ class Tour:
         print(text, end='')
         self.record(name, text)
 
+    def shell(self, name, *commands):
+        """Run commands other than ``openstack`` (argument lists) in the
+        work directory; record them and their output as one sample
+        ``name``.
+        """
+        text = ''
+        for argv in commands:
+            proc = subprocess.run(argv, cwd=self.workdir, text=True,
+                                  capture_output=True,
+                                  env=dict(self.env, LC_ALL='C'))
+            if proc.returncode != 0:
+                self.failures += 1
+            text += samples.sample_text(
+                ' '.join(shlex.quote(a) for a in argv), proc.stdout,
+                proc.stderr)
+        print(text, end='')
+        self.record(name, text)
+
     def record(self, name, text):
         if self.recorder is not None:
             names = samples.cloud_names(self.cloud)
@@ -167,6 +185,7 @@ def tour_with(t):
 
     host = 'compute2'
     sys_root = t.sysfs(host)
+    sysfs_tour(t, sys_root)
     t.say('A nova.conf for %s with a mistake, checked on the host before '
           'nova-compute\nreads it (%s is a copy of its /sys):'
           % (host, sys_root.name))
@@ -250,7 +269,23 @@ def tour_with(t):
     errors_tour(t)
     durable_tour(t, cloud)
     migration_tour(t, cloud)
+    config_check_tour(t, cloud)
+    drain_tour(t, cloud)
+    tags_tour(t)
     return t.failures
+
+
+def sysfs_tour(t, root):
+    """What the kernel of a GPU host lists: the mdev-capable devices and
+    the types they offer (doc/source/admin/walkthrough.rst).
+    """
+    t.say('On the host, the kernel lists the mdev-capable devices and the '
+          'types each offers\n(%s is a copy of its /sys):' % root.name)
+    bus = '%s/class/mdev_bus/' % root.name
+    first = sorted(p.name for p in (root / 'class' / 'mdev_bus').iterdir())
+    types = '%s%s/mdev_supported_types/' % (bus, first[0])
+    t.shell('sysfs-mdev-bus', ['ls', bus], ['ls', types],
+            ['cat', types + 'nvidia-11/available_instances'])
 
 
 def capacity_tour(t, cloud):
@@ -447,6 +482,121 @@ def durable_tour(t, cloud):
           'Nova deleted its\nprovider and created a new one (new UUID), '
           'with the exported traits:')
     show()
+
+
+def config_check_tour(t, cloud):
+    """``config check`` on whole nova.conf files: a clean one, an option
+    name Nova does not read, and the live-migration settings NVIDIA vGPUs
+    need (doc/source/admin/config-check.rst).
+    """
+    host = 'compute2'
+    devices = sandbox.nova_conf(cloud.hosts[host], downtime=False)
+    head = '[DEFAULT]\nhost = %s\n\n[libvirt]\nvirt_type = kvm\n' % host
+    downtime = ('live_migration_downtime = 500000\n'
+                'live_migration_downtime_steps = 3\n'
+                'live_migration_downtime_delay = 3\n')
+    conf = t.workdir / 'nova.conf'
+    conf.write_text(head + downtime + '\n' + devices)
+    t.say("The whole nova.conf of %s; a clean file gives the result row "
+          "alone:" % host)
+    t.show_file('nova-conf-whole', conf)
+    t.sample('config-check-clean', 'mdev', 'config', 'check', conf.name,
+             '-f', 'value', '-c', 'Message')
+    names = t.workdir / 'nova-names.conf'
+    names.write_text(conf.read_text().replace(
+        '= 0000:84:01.0\n', '= 0000:84:01.0\nmdev_clas = CUSTOM_NVIDIA_12\n'))
+    t.say('An option name Nova does not know is ignored by nova-compute '
+          'without a word;\nthe check names it (mdev_clas under '
+          '[mdev_nvidia-12]):')
+    t.sample('config-check-names', 'mdev', 'config', 'check', names.name,
+             '--max-width', '100')
+    t.sample('config-check-json', 'mdev', 'config', 'check', names.name,
+             '--long', '-f', 'json')
+    untuned = t.workdir / 'nova-untuned.conf'
+    untuned.write_text(head + '\n' + devices)
+    t.say('NVIDIA vGPUs need other live-migration downtime settings than '
+          "Nova's defaults:")
+    t.show_file('nova-conf-untuned', untuned)
+    t.sample('config-check-downtime', 'mdev', 'config', 'check',
+             untuned.name, '-f', 'yaml')
+
+
+def drain_tour(t, cloud):
+    """Drain a GPU host: check its servers, plan them jointly, run the
+    plan (doc/source/admin/migration.rst). Every request names its type
+    or has a single device to land on, so that no answer depends on the
+    order in which Placement lists equal devices.
+    """
+    source, tight, old = 'gpu4', 'gpu_node.rack3', 'compute2'
+    node = t.node(source)
+    cloud.control('create_flavor', name='vgpu.any',
+                  extra_specs={'resources:VGPU': '1'})
+    cloud.control('create_flavor', name='vgpu.nvidia-12x5', extra_specs={
+        'resources:VGPU': '5', 'trait:CUSTOM_NVIDIA_12': 'required'})
+    t.say('Drain %s again: three training servers of vgpu.nvidia-12 run '
+          'there.' % node)
+    t.boot('vgpu.nvidia-12', 'train', source, count=3)
+    t.say("Five more mdevs are used on %s's nvidia-12 GPU, and %s is "
+          'back on libvirt 8.0.0\nand QEMU 6.2.0:' % (tight, old))
+    t.boot('vgpu.nvidia-12x5', 'busy', tight)
+    cloud.control('hypervisor_versions', host=old,
+                  libvirt_version='8.0.0', qemu_version='6.2.0')
+    cloud.control('set_service', host=source, disabled=True,
+                  reason='maintenance')
+    t.say('(nova-compute of %s disabled: no new server lands there)'
+          % source)
+    t.sample('drain-check', 'mdev', 'migration', 'check', 'train-1', '-c',
+             'Host', '-c', 'Live', '-c', 'Cold', '-c', 'Devices', '-c',
+             'Reason')
+    t.sample('drain-check-not-checked', 'mdev', 'migration', 'check',
+             'train-1', '--host', tight, '-f', 'yaml', '-c', 'Not Checked')
+    t.say('A server whose flavor asks for any VGPU, on an nvidia-11 GPU of '
+          'compute1; the one\nVGPU device of %s is an nvidia-12:' % tight)
+    t.boot('vgpu.any', 'render', 'compute1')
+    t.sample('drain-check-any-type', 'mdev', 'migration', 'check',
+             'render', '--host', tight, '-f', 'yaml', expect_failure=True)
+    t.say('Plan the whole host, first onto two nodes only, then onto any:')
+    t.sample('drain-plan-targets', 'mdev', 'migration', 'plan', '--host',
+             node, '--live', '--target', old, '--target', tight, '-c',
+             'Name', '-c', 'Target Host', '-c', 'Kind', '-c', 'Reason',
+             expect_failure=True)
+    t.sample('drain-plan', 'mdev', 'migration', 'plan', '--host', node,
+             '-c', 'Name', '-c', 'Target Host', '-c', 'Kind')
+    plan = t.sample('drain-plan-commands', 'mdev', 'migration', 'plan',
+                    '--host', node, '-f', 'value', '-c', 'Command')
+    t.say('Run the commands in order:')
+    for i, line in enumerate(plan.stdout.splitlines()):
+        for j, command in enumerate(line.split(' && ')):
+            args = shlex.split(command)[1:]
+            if i == 0 and j == 0:
+                t.sample('drain-migrate', *args)
+            else:
+                t.run(*args)
+    t.sample('drain-plan-empty', 'mdev', 'migration', 'plan', '--host',
+             node)
+    t.sample('drain-allocations', 'mdev', 'allocation', 'list', '--host',
+             old, '-c', 'Server Name', '-c', 'Host', '-c', 'Device',
+             '--sort-column', 'Server Name')
+    cloud.control('set_service', host=source, disabled=False)
+    t.say('(nova-compute of %s enabled again)' % source)
+
+
+def tags_tour(t):
+    """A trait set by hand, the provider config file that lacks it, and
+    the trait removed again (doc/source/admin/tag-gpus.rst, audit.rst).
+    """
+    node, device = 'compute1', 'compute1:0000:81:01.0'
+    t.say('Tag one GPU by hand; the trait is not in the exported provider '
+          'config file,\nso the audit says it would be lost if Nova '
+          're-created the provider:')
+    t.sample('trait-set-device', 'mdev', 'trait', 'set', '--trait',
+             'CUSTOM_TRAINING', device)
+    t.sample('audit-provider-config', 'mdev', 'audit', '--host', node,
+             '--provider-config', '%s=exports/%s.yaml' % (node, node),
+             '-c', 'Severity', '-c', 'Check', '-c', 'Device', '-c',
+             'Message')
+    t.sample('trait-unset-device', 'mdev', 'trait', 'unset', '--trait',
+             'CUSTOM_TRAINING', device)
 
 
 def main():

@@ -35,11 +35,11 @@ from osc_mdev.domain import traits  # noqa: E402
 from tests.cloud import client  # noqa: E402
 
 
-def nova_conf(info):
+def nova_conf(info, downtime=True):
     """The ``[devices]`` and ``[mdev_<type>]`` part of a compute host's
     nova.conf, from its entry in the cloud's ``hosts``, and for NVIDIA
-    types the ``[libvirt]`` live-migration settings of Nova's vGPU
-    guide; None for a host without mdev types.
+    types (unless not ``downtime``) the ``[libvirt]`` live-migration
+    settings of Nova's vGPU guide; None for a host without mdev types.
     """
     if not info['enabled_mdev_types']:
         return None
@@ -54,8 +54,8 @@ def nova_conf(info):
         lines += ['', '[mdev_%s]' % mdev_type,
                   'device_addresses = %s'
                   % ', '.join(by_type.get(mdev_type, []))]
-    if any(traits.mdev_type(t).is_nvidia
-           for t in info['enabled_mdev_types']):
+    if downtime and any(traits.mdev_type(t).is_nvidia
+                        for t in info['enabled_mdev_types']):
         lines += ['', '[libvirt]'] + [
             '%s = %d' % item for item in migration.NVIDIA_DOWNTIME.items()]
     return '\n'.join(lines) + '\n'

@@ -53,23 +53,55 @@ def test_spread_of_one_is_a_single_group():
         'resources:VGPU': '1'}
 
 
-@pytest.mark.parametrize('request_', [
+WRITTEN = [
     req('VGPU', 1),
     req('CUSTOM_MLX5', 3, ('CUSTOM_A', 'CUSTOM_B'), ('CUSTOM_C',)),
     req('VGPU', 3, ('CUSTOM_A',), spread=True),
-])
-def test_written_specs_read_back_as_nova_reads_them(request_):
+]
+
+
+def _device_groups(groups):
+    """``{suffix: (mdev amounts, required, forbidden)}`` of the groups
+    that ask for mdev classes; ``groups`` as ``(suffix, resources,
+    required, forbidden)``.
+    """
+    found = {}
+    for suffix, resources, required, forbidden in groups:
+        amounts = {rc: n for rc, n in dict(resources).items() if rc in MDEV}
+        if amounts:
+            found[suffix] = (amounts, set(required), set(forbidden))
+    return found
+
+
+@pytest.mark.parametrize('request_', WRITTEN)
+def test_written_specs_read_back_as_written(request_):
     specs = flavors.to_extra_specs(request_)
     specs['hw:cpu_policy'] = 'dedicated'
     read = rr.request_from_flavor({'vcpus': 2, 'extra_specs': specs})
 
     def devices(request):
-        return sorted((g.numbered, tuple(
-            rc for rc in g.resources if rc[0] in MDEV), g.required,
-            g.forbidden) for g in request.device_groups())
+        return _device_groups((g.suffix, g.resources, g.required,
+                               g.forbidden) for g in request.groups)
 
     assert devices(read) == devices(request_)
     assert read.group_policy == request_.group_policy
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('request_', WRITTEN)
+def test_written_specs_are_what_nova_reads(request_):
+    from tests.unit.test_request_vs_nova import nova_request
+
+    specs = flavors.to_extra_specs(request_)
+    specs['hw:cpu_policy'] = 'dedicated'
+    groups, policy = nova_request(
+        dict(vcpus=2, ram=512, disk=1, ephemeral=0, swap=''), specs, False)
+    assert _device_groups(
+        (suffix, resources, required, forbidden)
+        for suffix, (resources, required, forbidden) in groups.items()
+    ) == _device_groups((g.suffix, g.resources, g.required, g.forbidden)
+                        for g in request_.groups)
+    assert policy == request_.group_policy
 
 
 @pytest.mark.parametrize('specs,text', [
