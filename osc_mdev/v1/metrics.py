@@ -12,6 +12,8 @@
 
 """``openstack mdev metrics``."""
 
+import argparse
+
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -26,11 +28,12 @@ class Metrics(command.Command):
 
     Answers "how full are the GPUs, and how many more servers of my
     flavors fit?" every minute, for Prometheus: per device and per compute
-    node capacity, used and free, with --flavor the servers that still fit
-    (what 'openstack mdev capacity --flavor' counts), and
-    openstack_mdev_scrape_success. It costs what 'openstack mdev provider
-    list' costs, a few requests whatever the size of the cloud. With
-    --output the file is replaced atomically and kept on any failure.
+    node capacity, used and free, with --flavor the servers that still
+    fit (what 'openstack mdev capacity --flavor' counts). It costs what
+    'openstack mdev provider list' costs, a few requests whatever the size
+    of the cloud. A flavor or device that cannot be read gets its _up
+    series at 0; the rest is written all the same and the command exits
+    non-zero.
     """
 
     _epilog = """\
@@ -46,14 +49,14 @@ For node_exporter's textfile collector, from cron every minute::
         --output /var/lib/node_exporter/textfile/openstack_mdev.prom
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
         options.kind(parser)
         options.output(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
         if parsed_args.output:
             metrics.check_output(parsed_args.output)
         mdev = self.app.client_manager.mdev
@@ -61,16 +64,11 @@ For node_exporter's textfile collector, from cron every minute::
         result = metrics.scrape(
             mdev.placement, compute, flavors=parsed_args.flavor,
             kinds=domain.KIND_CHOICES[parsed_args.kind])
-        if result.error is not None:
-            if not parsed_args.output:
-                self.app.stdout.write(result.text)
-            raise exceptions.CommandError(
-                'Reading the cloud failed: %s%s' % (
-                    result.error.rstrip('.'),
-                    '; %s was left as it was.' % parsed_args.output
-                    if parsed_args.output else '.'))
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:
             self.app.stdout.write(result.text)
+        if result.failed:
+            raise exceptions.CommandError(
+                metrics.failure_message(result, parsed_args.output))
         return 0

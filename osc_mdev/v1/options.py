@@ -62,8 +62,8 @@ KIND = ('Which devices: mdev (the default), pci (PCI-in-Placement '
 FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
           'now. Repeat for several flavors.')
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
-          'reader sees the old file or the new one, and on failure the old '
-          'file stays.')
+          'reader sees the old file or the new one, and a failed write '
+          'leaves the old file.')
 
 
 class _Deprecated(argparse.Action):

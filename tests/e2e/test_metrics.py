@@ -15,11 +15,13 @@
 Each flavor's ``openstack_mdev_flavor_fits`` is the Total that ``mdev
 capacity --flavor`` prints, before and after servers boot and until one
 flavor no longer fits; the used mdevs per device are those the fake
-hypervisor created.
+hypervisor created. A flavor deleted meanwhile costs its own series
+only: the rest is written and the command exits non-zero.
 """
 
 from prometheus_client import parser
 import pytest
+import requests
 
 from tests.cloud import client
 from tests.e2e.helpers import fits
@@ -87,3 +89,50 @@ def test_flavor_fits_follow_the_servers(cloud, flavors):
     # A device still empty takes one more big server.
     empty = 3 - len(used_per_device(cloud))
     assert after == {small: 14, big: empty}
+
+
+def delete_flavor(cloud: client.EmbeddedCloud, name: str) -> None:
+    """Delete a flavor through the Nova API, as another admin would."""
+    found = requests.get('%s/flavors' % cloud.compute_url, timeout=30,
+                         headers={'X-Auth-Token': 'admin'}).json()
+    flavor_id, = [f['id'] for f in found['flavors'] if f['name'] == name]
+    requests.delete('%s/flavors/%s' % (cloud.compute_url, flavor_id),
+                    headers={'X-Auth-Token': 'admin'},
+                    timeout=30).raise_for_status()
+
+
+def test_a_deleted_flavor_costs_its_own_series_only(cloud, flavors,
+                                                    tmp_path):
+    small, _ = flavors
+    cloud.control('create_flavor', name='met-deleted',
+                  extra_specs={'resources:VGPU': '1'})
+    delete_flavor(cloud, 'met-deleted')
+    target = tmp_path / 'openstack_mdev.prom'
+    target.write_text('openstack_mdev_flavor_fits{flavor="old"} 7\n')
+
+    result = mdev('metrics', '--flavor', small, '--flavor', 'met-deleted',
+                  '--flavor', 'met-never-created', '--output', str(target))
+
+    # Non-zero for cron and systemd, one line per flavor and the summary.
+    assert result.rc == 1, result.stderr
+    assert 'Traceback' not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len([line for line in lines if 'met-deleted' in line]) == 2
+    assert len([line for line in lines
+                if 'met-never-created' in line]) == 2
+    # The file was replaced: everything that could be read is there.
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        target.read_text())}
+    assert {s.labels['flavor']: s.value
+            for s in found['openstack_mdev_flavor_fits'].samples} == {
+        small: fits(small)}
+    assert {s.labels['flavor']: s.value
+            for s in found['openstack_mdev_flavor_up'].samples} == {
+        small: 1, 'met-deleted': 0, 'met-never-created': 0}
+    used = {(s.labels['host'], s.labels['device']): s.value
+            for s in found['openstack_mdev_device_used'].samples}
+    assert {k: v for k, v in used.items() if v} == used_per_device(cloud)
+    assert len(used) == 3
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == '.tmp'] == []

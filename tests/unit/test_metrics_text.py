@@ -18,6 +18,7 @@ import json
 import pathlib
 import re
 
+from prometheus_client import metrics_core
 from prometheus_client import parser
 import pytest
 
@@ -28,18 +29,28 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev.json'
 
 
-def _device(host, nodedev, rc='VGPU', capacity=4, used=1, traits=(),
-            kind=providers.MDEV):
-    address = None
-    if nodedev.startswith('pci_'):
-        address = '0000:%s:00.0' % nodedev.split('_')[1]
-    candidate = providers.Candidate(
+def _candidate(host: str, bus: str,
+               kind: str = providers.MDEV) -> providers.Candidate:
+    """``bus`` 'pci_84' is libvirt's pci_0000_84_00_0."""
+    nodedev, address = bus, None
+    if bus.startswith('pci_'):
+        address = '0000:%s:00.0' % bus.split('_')[1]
+        nodedev = 'pci_0000_%s_00_0' % bus.split('_')[1]
+    elif kind == providers.PCI:
+        address = nodedev.lower()
+    return providers.Candidate(
         uuid='u-%s-%s' % (host, nodedev), name='%s_%s' % (host, nodedev),
         host=host, root_uuid='r-' + host, nodedev=nodedev,
         pci_address=address, generation=1, kind=kind)
+
+
+def _device(host: str, bus: str, rc: str = 'VGPU', capacity: int = 4,
+            used: int = 1, traits: tuple = (),
+            kind: str = providers.MDEV) -> providers.Device:
     return providers.Device(
-        candidate=candidate, resource_class=rc, inventory=None, used=used,
-        generation=1, traits=tuple(traits), summary_capacity=capacity)
+        candidate=_candidate(host, bus, kind), resource_class=rc,
+        inventory=None, used=used, generation=1, traits=tuple(traits),
+        summary_capacity=capacity)
 
 
 DEVICES = [
@@ -54,6 +65,10 @@ DEVICES = [
 ]
 
 
+def reading(devices: list = DEVICES, **kwargs: object) -> metrics.Reading:
+    return metrics.Reading(devices=devices, **kwargs)
+
+
 def parsed(text):
     return {f.name: f for f in parser.text_string_to_metric_families(text)}
 
@@ -62,9 +77,14 @@ def samples(family):
     return {tuple(sorted(s.labels.items())): s.value for s in family.samples}
 
 
+def by_device(family: metrics_core.Metric, label: str = 'device') -> dict:
+    return {s.labels[label]: s.value for s in family.samples}
+
+
 def test_every_family_is_a_gauge_with_help_and_type():
-    text = metrics.render(metrics.families(
-        DEVICES, {'vgpu.small': 3}, duration=0.5, timestamp=1.7e9))
+    text = metrics.render(metrics.families(reading(
+        fits={'vgpu.small': 3}, unread_flavors=('gone',)), duration=0.5,
+        timestamp=1.7e9))
     found = parsed(text)
     assert sorted(found) == sorted(metrics.FAMILIES)
     for name, (help_text, _) in metrics.FAMILIES.items():
@@ -75,16 +95,20 @@ def test_every_family_is_a_gauge_with_help_and_type():
 
 
 def test_device_values_and_labels():
-    found = parsed(metrics.render(metrics.families(DEVICES)))
+    found = parsed(metrics.render(metrics.families(reading())))
     used = samples(found['openstack_mdev_device_used'])
     assert used[(('device', '0000:84:00.0'), ('host', 'gpu1.example.net'),
                  ('kind', 'mdev'), ('resource_class', 'VGPU'),
                  ('type', 'NVIDIA_35'))] == 4
-    free = {dict(k)['device']: v for k, v in samples(
-        found['openstack_mdev_device_free']).items()}
     # Used beyond capacity: free is 0, never negative.
-    assert free == {'0000:84:00.0': 0, '0000:85:00.0': 3, 'mtty_mtty': 0,
-                    '0000:3b:00.0': 8}
+    assert by_device(found['openstack_mdev_device_free']) == {
+        '0000:84:00.0': 0, '0000:85:00.0': 3, 'mtty_mtty': 0,
+        '0000:3b:00.0': 8}
+    assert by_device(found['openstack_mdev_device_up']) == {
+        '0000:84:00.0': 1, '0000:85:00.0': 1, 'mtty_mtty': 1,
+        '0000:3b:00.0': 1}
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [1]
     types = {dict(k)['device']: dict(k)['type'] for k in samples(
         found['openstack_mdev_device_capacity'])}
     assert types == {'0000:84:00.0': 'NVIDIA_35', '0000:85:00.0':
@@ -93,7 +117,7 @@ def test_device_values_and_labels():
 
 
 def test_host_totals_per_resource_class():
-    found = parsed(metrics.render(metrics.families(DEVICES)))
+    found = parsed(metrics.render(metrics.families(reading())))
     for family, want in (
             ('openstack_mdev_host_capacity', {
                 ('gpu1.example.net', 'VGPU'): 8,
@@ -109,23 +133,52 @@ def test_host_totals_per_resource_class():
                 for k, v in samples(found[family]).items()} == want
 
 
+def test_a_device_not_read_costs_its_series_and_its_node_s_sums():
+    unread = _candidate('gpu2', 'pci_3c')
+    found = parsed(metrics.render(metrics.families(reading(
+        unread_devices=[unread]))))
+    assert by_device(found['openstack_mdev_device_up'])[
+        '0000:3c:00.0'] == 0
+    assert '0000:3c:00.0' not in by_device(
+        found['openstack_mdev_device_used'])
+    assert {s.labels['host'] for s in found[
+        'openstack_mdev_host_used'].samples} == {'gpu1.example.net'}
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
+
+
 def test_flavor_fits_only_when_asked():
-    found = parsed(metrics.render(metrics.families(DEVICES)))
+    found = parsed(metrics.render(metrics.families(reading())))
     assert 'openstack_mdev_flavor_fits' not in found
-    found = parsed(metrics.render(metrics.families(
-        DEVICES, {'vgpu.small': 3, 'vgpu "big"': 0})))
+    assert 'openstack_mdev_flavor_up' not in found
+    found = parsed(metrics.render(metrics.families(reading(
+        fits={'vgpu.small': 3, 'vgpu "big"': 0}))))
     assert samples(found['openstack_mdev_flavor_fits']) == {
         (('flavor', 'vgpu.small'),): 3, (('flavor', 'vgpu "big"'),): 0}
+    assert set(by_device(found['openstack_mdev_flavor_up'],
+                         'flavor').values()) == {1}
     # An empty family still says what it is: no flavor fits is not "no
     # data".
-    found = parsed(metrics.render(metrics.families(DEVICES, {})))
+    found = parsed(metrics.render(metrics.families(reading(fits={}))))
     assert 'openstack_mdev_flavor_fits' in found
+
+
+def test_a_flavor_not_read_is_up_0_without_fits():
+    found = parsed(metrics.render(metrics.families(reading(
+        fits={'vgpu.small': 3}, unread_flavors=('deleted',)))))
+    assert by_device(found['openstack_mdev_flavor_fits'], 'flavor') == {
+        'vgpu.small': 3}
+    assert by_device(found['openstack_mdev_flavor_up'], 'flavor') == {
+        'vgpu.small': 1, 'deleted': 0}
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
 
 
 @pytest.mark.parametrize('host', [
     'gpu"1', 'back\\slash', 'new\nline', 'plain.example.net'])
 def test_label_values_are_escaped(host):
-    text = metrics.render(metrics.families([_device(host, 'pci_84')]))
+    text = metrics.render(metrics.families(reading(
+        devices=[_device(host, 'pci_84')])))
     found = parsed(text)
     hosts = {dict(k)['host'] for k in samples(
         found['openstack_mdev_device_used'])}
@@ -148,7 +201,8 @@ def test_failed_run_says_so_and_nothing_else():
 
 
 def test_successful_run():
-    found = parsed(metrics.render(metrics.families([], duration=0.1)))
+    found = parsed(metrics.render(metrics.families(reading(devices=[]),
+                                                   duration=0.1)))
     assert [s.value for s in found[
         'openstack_mdev_scrape_success'].samples] == [1]
     assert 'openstack_mdev_scrape_timestamp_seconds' not in found
