@@ -12,12 +12,12 @@
 
 """The cloud's mdev state as Prometheus metrics.
 
-Pure: what one run read (a ``Reading``: device rows, flavor counts, and
-the devices and flavors whose reads failed) in, metric families and the
-text exposition format that node_exporter's textfile collector reads
-out. The families and the text are ``prometheus_client``'s own
-(``GaugeMetricFamily``, ``generate_latest``), which escape label values
-and help texts.
+Pure: what one run read (a ``Reading``: device rows, the devices and
+flavors whose reads failed, flavor counts, allocations and the servers
+holding them) in, metric families and the text exposition format that
+node_exporter's textfile collector reads out. The families and the text
+are ``prometheus_client``'s own (``GaugeMetricFamily``,
+``generate_latest``), which escape label values and help texts.
 
 Every metric this module emits is named in ``FAMILIES``; the dashboard
 shipped in the docs queries only those (a test holds it to that).
@@ -27,6 +27,8 @@ import collections
 from collections import abc
 import dataclasses
 
+from osc_mdev.domain import allocations as alloc_logic
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 
@@ -35,6 +37,8 @@ PREFIX = 'openstack_mdev_'
 DEVICE_LABELS = ('host', 'device', 'kind', 'resource_class', 'type')
 HOST_LABELS = ('host', 'resource_class')
 UP_LABELS = ('host', 'device', 'kind')
+ALLOCATION_LABELS = DEVICE_LABELS + (
+    'pci_bus_id', 'server', 'server_name', 'project', 'flavor')
 
 #: ``{name: (help, labels)}`` of every family, in the order printed.
 FAMILIES = {
@@ -61,6 +65,11 @@ FAMILIES = {
     PREFIX + 'host_free': (
         'Free on the devices of a compute node, per resource class.',
         HOST_LABELS),
+    PREFIX + 'allocation_used': (
+        'With --allocations: what one server (consumer) holds on the '
+        'device, one series per server, device and class; the labels join '
+        'it to servers, projects, flavors and per-GPU series by PCI '
+        'address.', ALLOCATION_LABELS),
     PREFIX + 'flavor_fits': (
         'How many more servers of the flavor fit now, as '
         "'openstack mdev capacity --flavor' counts them.", ('flavor',)),
@@ -85,32 +94,67 @@ class Reading:
     """What one run read.
 
     ``devices``: ``providers.Device`` rows; ``unread_devices``: the
-    ``providers.Candidate`` of each device a read of which failed.
-    ``fits``: ``{flavor: count}`` of the flavors counted, None when no
-    flavor was asked for; ``unread_flavors``: the flavors that could not
-    be.
+    ``providers.Candidate`` of each device a read of which failed (it may
+    have rows too, when only its allocations could not be read);
+    ``confs``: ``{host: novaconf.MdevConfig}`` of the compute nodes whose
+    nova.conf was given. ``fits``: ``{flavor: count}`` of the flavors
+    counted, None when no flavor was asked for; ``unread_flavors``: the
+    flavors that could not be. ``allocations``: the
+    ``allocations.MdevAllocation`` of the devices, None when not asked
+    for, with ``servers`` (``{consumer: allocations.ServerView}``);
+    ``allocations_unread``: they were asked for but could not be read.
     """
 
     devices: abc.Sequence[providers.Device] = ()
     unread_devices: abc.Sequence[providers.Candidate] = ()
+    confs: abc.Mapping[str, novaconf.MdevConfig] = dataclasses.field(
+        default_factory=dict)
     fits: abc.Mapping[str, int] | None = None
     unread_flavors: abc.Sequence[str] = ()
+    allocations: abc.Sequence[alloc_logic.MdevAllocation] | None = None
+    servers: abc.Mapping[str, alloc_logic.ServerView] = dataclasses.field(
+        default_factory=dict)
+    allocations_unread: bool = False
 
     @property
     def complete(self) -> bool:
         """Every read of the run succeeded."""
-        return not (self.unread_devices or self.unread_flavors)
+        return not (self.unread_devices or self.unread_flavors
+                    or self.allocations_unread)
 
 
-def device_type(traits: abc.Iterable[str] | None) -> str:
-    """The mdev type the device's type traits name (``NVIDIA_35`` for
-    ``CUSTOM_NVIDIA_35``, see ``traits.type_key``): '' when none does,
-    the types joined with ',' when several do (a contradiction the audit
-    reports as wrong-trait).
+def type_label(device: providers.Device,
+               conf: novaconf.MdevConfig | None = None) -> str:
+    """The ``type`` label of a device.
+
+    The mdev type as the compute node's nova.conf names it
+    (``nvidia-35``, Nova's rule ``novaconf.vgpu_type_per_pgpu``) when
+    ``conf`` is that file and gives the device a type; otherwise the name
+    of the device's type trait (``CUSTOM_NVIDIA_35``, see
+    ``traits.type_key``), the names joined with ',' when several types'
+    traits contradict each other (the audit reports it as wrong-trait);
+    '' when neither says.
     """
-    keys = sorted({k for k in (trait_logic.type_key(t) for t in traits or ())
-                   if k})
-    return ','.join(keys)
+    if conf is not None and device.kind == providers.MDEV:
+        name = conf.type_for(device.candidate.nodedev)
+        if name:
+            return name
+    found = trait_logic.mdev_type_of_traits(device.traits or ())
+    if found is not None:
+        return found.name
+    return ','.join(sorted(t for t in device.traits or ()
+                           if trait_logic.is_type_trait(t)))
+
+
+def dcgm_bus_id(address: str | None) -> str:
+    """A PCI address as NVML, and so DCGM exporter's ``pci_bus_id``
+    label, writes it: ``0000:3b:00.0`` -> ``00000000:3B:00.0`` (an
+    8-digit domain, upper case); '' for a device without one.
+    """
+    if not address:
+        return ''
+    domain, _, rest = address.partition(':')
+    return ('%08x:%s' % (int(domain, 16), rest)).upper()
 
 
 def _family(name: str) -> object:
@@ -128,11 +172,18 @@ def families(reading: Reading, duration: float | None = None,
     A device that could not be read has ``device_up`` 0 and no other
     series; a compute node with such a device has no ``host_*`` series
     (its sums would be short). ``flavor_fits`` and ``flavor_up`` are
-    there when flavors were asked for.
+    there when flavors were asked for, ``allocation_used`` when
+    allocations were.
     """
     found = {name: _family(name) for name in FAMILIES}
-    _device_series(found, reading)
+    types = {d.uuid: type_label(d, reading.confs.get(d.host))
+             for d in reading.devices}
+    _device_series(found, reading, types)
     _host_series(found, reading)
+    if reading.allocations is None:
+        del found[PREFIX + 'allocation_used']
+    else:
+        _allocation_series(found, reading, types)
     if reading.fits is None and not reading.unread_flavors:
         del found[PREFIX + 'flavor_fits']
         del found[PREFIX + 'flavor_up']
@@ -149,12 +200,13 @@ def families(reading: Reading, duration: float | None = None,
     return list(found.values())
 
 
-def _device_series(found: dict, reading: Reading) -> None:
+def _device_series(found: dict, reading: Reading,
+                   types: abc.Mapping[str, str]) -> None:
     unread = {c.uuid for c in reading.unread_devices}
     up = {}
     for device in sorted(reading.devices, key=providers.sort_key):
         labels = [device.host, device.device, device.kind,
-                  device.resource_class, device_type(device.traits)]
+                  device.resource_class, types[device.uuid]]
         found[PREFIX + 'device_capacity'].add_metric(labels, device.capacity)
         found[PREFIX + 'device_used'].add_metric(labels, device.used)
         found[PREFIX + 'device_free'].add_metric(labels, device.free)
@@ -182,6 +234,24 @@ def _host_series(found: dict, reading: Reading) -> None:
         found[PREFIX + 'host_capacity'].add_metric(list(key), capacity)
         found[PREFIX + 'host_used'].add_metric(list(key), used)
         found[PREFIX + 'host_free'].add_metric(list(key), free)
+
+
+def _allocation_series(found: dict, reading: Reading,
+                       types: abc.Mapping[str, str]) -> None:
+    unread = {c.uuid for c in reading.unread_devices}
+    for allocation in sorted(reading.allocations,
+                             key=alloc_logic.sort_key):
+        candidate = allocation.candidate
+        if candidate.uuid in unread:
+            continue
+        server = reading.servers.get(allocation.consumer)
+        found[PREFIX + 'allocation_used'].add_metric([
+            allocation.host, allocation.device, allocation.kind,
+            allocation.resource_class, types.get(candidate.uuid, ''),
+            dcgm_bus_id(candidate.pci_address), allocation.consumer,
+            server.name if server else '',
+            (server.project if server else None) or '',
+            (server.flavor if server else None) or ''], allocation.amount)
 
 
 def failed(duration: float | None = None,

@@ -17,15 +17,20 @@ The devices are read as ``mdev provider list`` reads its default view
 listing and the allocation candidate summaries, a few requests at any
 size); each flavor is counted by ``capacity.count``, as ``mdev capacity
 --flavor`` counts it (its 3 Placement requests, and Nova's flavor and
-services). All of it runs at once in the bounded pool; the text is
-``domain.metrics``'s, the file is written by ``local.textfile``.
+services); with ``allocations``, the allocations of the devices in use
+and the servers holding them are read as ``mdev allocation list`` reads
+them (``allocation.allocations_on``: one request per device in use, one
+server listing per compute node). The devices and the flavors run at
+once in the bounded pool; the text is ``domain.metrics``'s, the file is
+written by ``local.textfile``.
 
-A run degrades instead of dying: a flavor that cannot be counted or a
-device whose reads fail (``PartialReads``) cost their own series only,
-and the run says so (``openstack_mdev_flavor_up`` and
-``openstack_mdev_device_up`` 0, ``openstack_mdev_scrape_success`` 0, one
-warning each). Only a run that reads no device list at all (Placement
-down) is a failed run, whose text holds the run's own series only.
+A run degrades instead of dying: a flavor that cannot be counted, a
+device whose reads fail (``PartialReads``) or the servers of the
+allocations cost their own series only, and the run says so
+(``openstack_mdev_flavor_up`` and ``openstack_mdev_device_up`` 0,
+``openstack_mdev_scrape_success`` 0, one warning each). Only a run that
+reads no device list at all (Placement down) is a failed run, whose text
+holds the run's own series only.
 """
 
 from collections import abc
@@ -41,6 +46,7 @@ from osc_lib import exceptions
 
 from osc_mdev.api import pool
 from osc_mdev.domain import metrics as domain
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import words
 from osc_mdev.local import textfile
@@ -68,8 +74,8 @@ class PartialReads:
     Every method is the client's own, run on this object, so the reads
     the client makes of itself come here too. Here:
 
-    * a read of one provider (its inventories, usages or traits) that
-      fails for good (after the client's retries) is
+    * a read of one provider (its inventories, usages, traits or
+      allocations) that fails for good (after the client's retries) is
       recorded in ``unread`` and answered as Placement answers a provider
       deleted meanwhile (NotFound): the readers leave that device out;
     * an allocation candidates read limited to one tree (``in_tree=``)
@@ -120,6 +126,9 @@ class PartialReads:
 
     def get_traits_and_generation(self, uuid: str) -> tuple:
         return self._provider_read('get_traits_and_generation', uuid)
+
+    def get_provider_allocations(self, uuid: str) -> dict:
+        return self._provider_read('get_provider_allocations', uuid)
 
     def get_allocation_candidates(self, resources: str,
                                   in_tree: str | None = None) -> dict:
@@ -180,15 +189,40 @@ def _count(placement: 'placement_client.PlacementClient',
         return _Unread(str(exc) or repr(exc))
 
 
+def _allocations(reads: PartialReads,
+                 compute: 'compute_client.ComputeClient',
+                 devices: list) -> tuple:
+    """``(allocations, servers, unread)`` of the devices, as ``mdev
+    allocation list`` reads them; a failed read of Nova's servers (or of
+    Placement's consumers) leaves them out.
+    """
+    from osc_mdev.usecases import allocation
+
+    try:
+        found, servers = allocation.allocations_on(reads, compute, devices)
+    except (exceptions.CommandError, _errors().NotFound) as exc:
+        LOG.debug('Reading the allocations failed', exc_info=True)
+        LOG.warning('The servers holding the allocations could not be '
+                    'read (%s); openstack_mdev_allocation_used is left '
+                    'out.', str(exc).rstrip('.'))
+        return [], {}, True
+    return found, servers, False
+
+
 def scrape(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None' = None,
            flavors: abc.Sequence[str] = (),
-           kinds: abc.Sequence[str] = (providers.MDEV,)) -> Scrape:
+           kinds: abc.Sequence[str] = providers.KINDS,
+           confs: dict[str, novaconf.MdevConfig] | None = None,
+           allocations: bool = False) -> Scrape:
     """Read the cloud and render its metrics, never raising for a failed
     read: what could be read is rendered (``Scrape.reading``), each
-    flavor or device that could not be with a warning; a run that could
-    not read the devices at all gives the text of a failed run
-    (``openstack_mdev_scrape_success 0`` only) and its error.
+    flavor, device or the allocations that could not be with a warning;
+    a run that could not read the devices at all gives the text of a
+    failed run (``openstack_mdev_scrape_success 0`` only) and its error.
+
+    ``confs``: ``{host: MdevConfig}`` of --compute-conf, for the type
+    labels; ``allocations``: also the allocations and their servers.
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -200,25 +234,33 @@ def scrape(placement: 'placement_client.PlacementClient',
     calls += [lambda f=f: _count(placement, compute, f) for f in flavors]
     try:
         results = pool.call_all(calls, placement.max_workers)
+        devices = results[0]
+        found, servers, unread = (
+            _allocations(reads, compute, devices) if allocations
+            else (None, {}, False))
     except Exception as exc:  # noqa: B902 - any failure is a failed run
         LOG.debug('Reading the cloud failed', exc_info=True)
         return Scrape(domain.render(domain.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
     counts = dict(zip(flavors, results[1:]))
     reading = domain.Reading(
-        devices=results[0], unread_devices=reads.unread_candidates(kinds),
+        devices=devices, unread_devices=reads.unread_candidates(kinds),
+        confs=confs or {},
         fits={f: n for f, n in counts.items() if not isinstance(n, _Unread)}
         if flavors else None,
         unread_flavors=tuple(f for f, n in counts.items()
-                             if isinstance(n, _Unread)))
-    _warn(reading, counts, reads)
+                             if isinstance(n, _Unread)),
+        allocations=found, servers=servers, allocations_unread=unread)
+    _warn(reading, counts, reads, providers.hosts_of(reads.listed.values()))
     return Scrape(domain.render(domain.families(
         reading, time.monotonic() - start, stamp)), reading)
 
 
-def _warn(reading: domain.Reading, counts: dict,
-          reads: PartialReads) -> None:
-    """One warning per flavor and device that could not be read."""
+def _warn(reading: domain.Reading, counts: dict, reads: PartialReads,
+          hosts: abc.Set[str]) -> None:
+    """One warning per flavor and device that could not be read, and per
+    --compute-conf host Placement does not have.
+    """
     for flavor in reading.unread_flavors:
         LOG.warning('Flavor %s could not be counted (%s); its '
                     'openstack_mdev_flavor_up is 0.', flavor,
@@ -228,6 +270,10 @@ def _warn(reading: domain.Reading, counts: dict,
                     'openstack_mdev_device_up is 0.', candidate.host,
                     candidate.device,
                     reads.unread[candidate.uuid].rstrip('.'))
+    for host in sorted(set(reading.confs) - hosts):
+        LOG.warning("--compute-conf names %s, which is no compute node in "
+                    "Placement; its file was not used (hosts are named as "
+                    "in 'openstack hypervisor list').", host)
 
 
 def failure_message(result: Scrape, output: str | None) -> str:
@@ -246,20 +292,32 @@ def failure_message(result: Scrape, output: str | None) -> str:
             words.and_list(reading.unread_flavors)))
     if reading.unread_devices:
         parts.append(words.count(len(reading.unread_devices), 'device'))
+    if reading.allocations_unread:
+        parts.append("the allocations' servers")
     return ('Reading the cloud failed for %s (see the warnings); every '
             'other series was %s, with openstack_mdev_scrape_success 0.'
             % (words.and_list(parts),
                'written to %s' % output if output else 'printed'))
 
 
-def check_output(path: str) -> None:
-    """Refuse an output file that cannot be written, before any read."""
-    try:
-        textfile.check_writable(path)
-    except OSError as exc:
-        raise exceptions.CommandError(
-            'Cannot write %s (%s); give a file in an existing directory '
-            'this user may write to.' % (path, exc.strerror or exc)) from exc
+def check_input(output: str | None,
+                compute_conf: abc.Sequence[str]
+                ) -> dict[str, novaconf.MdevConfig]:
+    """Refuse bad input before any read: an output file that cannot be
+    written, a --compute-conf that cannot be read or that Nova would
+    refuse. Returns the ``{host: MdevConfig}`` of --compute-conf.
+    """
+    from osc_mdev.usecases import nova_conf
+
+    if output:
+        try:
+            textfile.check_writable(output)
+        except OSError as exc:
+            raise exceptions.CommandError(
+                'Cannot write %s (%s); give a file in an existing directory '
+                'this user may write to.' % (output, exc.strerror or exc)
+            ) from exc
+    return nova_conf.compute_confs(compute_conf)
 
 
 def write(path: str, text: str) -> None:

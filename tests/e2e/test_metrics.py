@@ -16,7 +16,10 @@ Each flavor's ``openstack_mdev_flavor_fits`` is the Total that ``mdev
 capacity --flavor`` prints, before and after servers boot and until one
 flavor no longer fits; the used mdevs per device are those the fake
 hypervisor created. A flavor deleted meanwhile costs its own series
-only: the rest is written and the command exits non-zero.
+only: the rest is written and the command exits non-zero. With
+``--allocations`` each server's series names the GPU the fake hypervisor
+gave it (an mdev's parent device, a VF's PF) and the project and flavor
+Nova has for it; PCI-in-Placement GPUs are in the default run.
 """
 
 from prometheus_client import parser
@@ -26,13 +29,26 @@ import requests
 from tests.cloud import client
 from tests.e2e.helpers import fits
 from tests.e2e.helpers import mdev
+from tools import sandbox
 
-TOPOLOGY = {'hosts': [
-    {'name': 'met1', 'gpus': 2, 'bus': '0x84',
-     'enabled_mdev_types': ['nvidia-12']},
-    {'name': 'met2.rack1', 'gpus': 1, 'bus': '0x85',
-     'enabled_mdev_types': ['nvidia-12']},
-]}
+L40S = 'CUSTOM_NVIDIA_L40S_VF'
+TOPOLOGY = {
+    'hosts': [
+        {'name': 'met1', 'gpus': 2, 'bus': '0x84',
+         'enabled_mdev_types': ['nvidia-12']},
+        {'name': 'met2.rack1', 'gpus': 1, 'bus': '0x85',
+         'enabled_mdev_types': ['nvidia-12']},
+        {'name': 'metvf', 'gpus': 0, 'bus': '0xc1',
+         'pci': {
+             'pfs': [{'pfs': 1, 'vfs_per_pf': 2, 'product_id': '26b9',
+                      'pf_product_id': '26b8'}],
+             'device_spec': [{'vendor_id': '10de', 'product_id': '26b9',
+                              'resource_class': L40S}]}},
+    ],
+    'pci_alias': [
+        {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
+         'device_type': 'type-VF', 'resource_class': L40S}],
+}
 
 
 @pytest.fixture(scope='module')
@@ -72,7 +88,8 @@ def check(cloud, flavors):
            for s in found['openstack_mdev_flavor_fits'].samples}
     assert got == {f: fits(f) for f in flavors}
     used = {(s.labels['host'], s.labels['device']): s.value
-            for s in found['openstack_mdev_device_used'].samples}
+            for s in found['openstack_mdev_device_used'].samples
+            if s.labels['kind'] == 'mdev'}
     truth = used_per_device(cloud)
     assert {k: v for k, v in used.items() if v} == truth
     assert len(used) == 3
@@ -130,9 +147,83 @@ def test_a_deleted_flavor_costs_its_own_series_only(cloud, flavors,
             for s in found['openstack_mdev_flavor_up'].samples} == {
         small: 1, 'met-deleted': 0, 'met-never-created': 0}
     used = {(s.labels['host'], s.labels['device']): s.value
-            for s in found['openstack_mdev_device_used'].samples}
+            for s in found['openstack_mdev_device_used'].samples
+            if s.labels['kind'] == 'mdev'}
     assert {k: v for k, v in used.items() if v} == used_per_device(cloud)
     assert len(used) == 3
     assert [s.value for s in found[
         'openstack_mdev_scrape_success'].samples] == [0]
     assert [p.name for p in tmp_path.iterdir() if p.suffix == '.tmp'] == []
+
+
+def nova_servers(cloud: client.EmbeddedCloud) -> dict:
+    """Every server as the Nova API has it: ``{id: server}``, each with
+    its flavor (microversion 2.47).
+    """
+    body = requests.get(
+        '%s/servers/detail?all_tenants=1' % cloud.compute_url, timeout=30,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute 2.47'}).json()
+    return {s['id']: s for s in body['servers']}
+
+
+def gpus_of_servers(cloud: client.EmbeddedCloud) -> dict:
+    """``{(server, node, GPU address, kind): units}`` from the fake
+    hypervisor: each mdev on its parent device, each VF on its PF (the
+    provider Nova reports a PF's VFs under).
+    """
+    truth = {}
+    for found in cloud.control('mdev_truth'):
+        key = (found['server'], found['node'], found['pci_address'],
+               'mdev')
+        truth[key] = truth.get(key, 0) + 1
+    for found in cloud.control('pci_truth'):
+        key = (found['server'], found['node'], found['parent_addr'], 'pci')
+        truth[key] = truth.get(key, 0) + 1
+    return truth
+
+
+def test_allocations_join_each_server_to_its_gpu(cloud, flavors, tmp_path):
+    small, _ = flavors
+    cloud.control('create_flavor', name='met-l40s',
+                  extra_specs={'pci_passthrough:alias': 'l40s-vf:2'})
+    cloud.control('boot', flavor=small, name='met-join')
+    vf_server, = cloud.control('boot', flavor='met-l40s', name='met-vf')
+    assert vf_server['status'] == 'ACTIVE', vf_server['fault']
+    conf = tmp_path / 'met1.conf'
+    conf.write_text(sandbox.nova_conf(cloud.hosts['met1']))
+
+    result = mdev('metrics', '--allocations', '--compute-conf',
+                  'met1=%s' % conf)
+
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+    samples = found['openstack_mdev_allocation_used'].samples
+    assert {(s.labels['server'], s.labels['host'], s.labels['device'],
+             s.labels['kind']): s.value
+            for s in samples} == gpus_of_servers(cloud)
+    servers = nova_servers(cloud)
+    for sample in samples:
+        server = servers[sample.labels['server']]
+        assert sample.labels['server_name'] == server['name']
+        assert sample.labels['project'] == server['tenant_id']
+        assert sample.labels['flavor'] == server['flavor']['original_name']
+        assert sample.labels['pci_bus_id'] == '0000%s' % (
+            sample.labels['device'].upper())
+    # The servers' units on a device are the device's used units.
+    per_device = {}
+    for sample in samples:
+        key = (sample.labels['host'], sample.labels['device'])
+        per_device[key] = per_device.get(key, 0) + sample.value
+    assert per_device == {
+        (s.labels['host'], s.labels['device']): s.value
+        for s in found['openstack_mdev_device_used'].samples if s.value}
+    # The type as met1's nova.conf names it; no file and no trait for
+    # met2's device; the VFs' PF has no mdev type.
+    types = {(s.labels['host'], s.labels['kind']): s.labels['type']
+             for s in found['openstack_mdev_device_capacity'].samples}
+    assert types == {('met1', 'mdev'): 'nvidia-12',
+                     ('met2.rack1', 'mdev'): '', ('metvf', 'pci'): ''}
+    assert {s.labels['resource_class'] for s in samples
+            if s.labels['kind'] == 'pci'} == {L40S}

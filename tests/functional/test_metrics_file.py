@@ -82,7 +82,8 @@ def test_every_family_has_help_and_type(cloud, auth):
             for s in found['openstack_mdev_device_used'].samples}
     assert used['0000:84:00.0'] == ({
         'host': 'metrics-1.example.com', 'device': '0000:84:00.0',
-        'kind': 'mdev', 'resource_class': 'VGPU', 'type': 'NVIDIA_35'}, 1)
+        'kind': 'mdev', 'resource_class': 'VGPU',
+        'type': 'CUSTOM_NVIDIA_35'}, 1)
     # A virtual parent has no PCI address: its libvirt name.
     assert used['mtty_mtty'][0]['resource_class'] == 'CUSTOM_MTTY'
     assert [s.value for s in found['openstack_mdev_host_free'].samples
