@@ -104,10 +104,11 @@ class PartialReads:
     def _own(self, name: str) -> abc.Callable:
         return types.MethodType(getattr(type(self._placement), name), self)
 
-    def _provider_read(self, name: str, uuid: str) -> object:
+    def _provider_read(self, name: str, uuid: str, *args: object,
+                       **kwargs: object) -> object:
         errors = _errors()
         try:
-            return self._own(name)(uuid)
+            return self._own(name)(uuid, *args, **kwargs)
         except errors.MicroversionUnsupported:
             raise
         except exceptions.CommandError as exc:
@@ -115,28 +116,34 @@ class PartialReads:
                 self.unread.setdefault(uuid, str(exc))
             raise errors.NotFound(str(exc)) from exc
 
-    def get_inventories(self, uuid: str) -> tuple:
-        return self._provider_read('get_inventories', uuid)
+    def get_inventories(self, uuid: str, *args: object,
+                        **kwargs: object) -> tuple:
+        return self._provider_read('get_inventories', uuid, *args, **kwargs)
 
-    def get_usages(self, uuid: str) -> dict:
-        return self._provider_read('get_usages', uuid)
+    def get_usages(self, uuid: str, *args: object, **kwargs: object) -> dict:
+        return self._provider_read('get_usages', uuid, *args, **kwargs)
 
-    def get_traits(self, uuid: str) -> list:
-        return self._provider_read('get_traits', uuid)
+    def get_traits(self, uuid: str, *args: object, **kwargs: object) -> list:
+        return self._provider_read('get_traits', uuid, *args, **kwargs)
 
-    def get_traits_and_generation(self, uuid: str) -> tuple:
-        return self._provider_read('get_traits_and_generation', uuid)
+    def get_traits_and_generation(self, uuid: str, *args: object,
+                                  **kwargs: object) -> tuple:
+        return self._provider_read('get_traits_and_generation', uuid,
+                                   *args, **kwargs)
 
-    def get_provider_allocations(self, uuid: str) -> dict:
-        return self._provider_read('get_provider_allocations', uuid)
+    def get_provider_allocations(self, uuid: str, *args: object,
+                                 **kwargs: object) -> dict:
+        return self._provider_read('get_provider_allocations', uuid,
+                                   *args, **kwargs)
 
     def get_allocation_candidates(self, resources: str,
-                                  in_tree: str | None = None) -> dict:
+                                  in_tree: str | None = None,
+                                  **kwargs: object) -> dict:
         read = self._own('get_allocation_candidates')
         if in_tree is None:
-            return read(resources)
+            return read(resources, **kwargs)
         try:
-            return read(resources, in_tree=in_tree)
+            return read(resources, in_tree=in_tree, **kwargs)
         except _errors().MicroversionUnsupported:
             raise
         except exceptions.CommandError as exc:
