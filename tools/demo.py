@@ -293,8 +293,12 @@ def capacity_tour(t, cloud):
     t.say('How many more servers of the flavor fit, and where?')
     t.sample('capacity', 'mdev', 'capacity', '--flavor', 'vgpu.nvidia-12',
              '--long')
-    t.say('The same figures for Prometheus, every minute from cron:')
-    t.sample('metrics', 'mdev', 'metrics', '--flavor', 'vgpu.nvidia-12')
+    t.say('The same figures for Prometheus, every minute from cron, with '
+          'the servers on\neach GPU and the types as compute2\'s nova.conf '
+          'names them:')
+    t.sample('metrics', 'mdev', 'metrics', '--flavor', 'vgpu.nvidia-12',
+             '--allocations', '--compute-conf',
+             'compute2=%s' % t.nova_conf('compute2').name)
     t.say('A flavor asking a trait no GPU has gets NoValidHost; the '
           'explainer says why\nand what would change it:')
     cloud.control('create_flavor', name='vgpu.gold', vcpus=2, ram=2048,

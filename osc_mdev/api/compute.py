@@ -16,6 +16,7 @@ Requests go through ``api.http.Service`` (keystoneauth's Adapter, the
 shared retry policy and error mapper).
 """
 
+from collections import abc
 import re
 import urllib.parse
 
@@ -114,8 +115,11 @@ class ComputeClient(pool.ServiceClient):
                 return servers
             marker = page[-1]['id']
 
-    def servers_by_id(self, server_ids, nodes=()):
-        """``{id: server}`` for the IDs Nova knows, in few requests.
+    def servers_by_id(self, server_ids: abc.Iterable[str],
+                      nodes: abc.Iterable[str] = (),
+                      embedded_flavor: bool = False) -> dict:
+        """``{id: server}`` for the IDs Nova knows, in few requests (with
+        ``embedded_flavor``, each with its own copy of its flavor).
 
         Nova's server list filters on one ``uuid`` at a time, so servers
         are listed per compute node (``nodes``: the root provider names
@@ -126,12 +130,15 @@ class ComputeClient(pool.ServiceClient):
         """
         wanted = set(server_ids)
         found = {}
-        for servers in self.map(self.servers_on_node, sorted(set(nodes))):
+        for servers in self.map(
+                lambda node: self.servers_on_node(node, embedded_flavor),
+                sorted(set(nodes))):
             for server in servers:
                 if server['id'] in wanted:
                     found[server['id']] = server
         rest = sorted(wanted - set(found))
-        for server_id, server in zip(rest, self.map(self.get_server, rest)):
+        for server_id, server in zip(rest, self.map(
+                lambda s: self.get_server(s, embedded_flavor), rest)):
             if server is not None:
                 found[server_id] = server
         return found

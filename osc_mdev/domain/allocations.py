@@ -89,20 +89,27 @@ class ServerView:
     (``OS-EXT-SRV-ATTR:host``), ``nova_node`` its compute node
     (``OS-EXT-SRV-ATTR:hypervisor_hostname``), which names the root
     provider in Placement; both None when Nova has no such server.
+    ``project`` is the server's project ID, ``flavor`` the name of its
+    flavor as it was booted (Nova embeds it from microversion 2.47); None
+    when unknown.
     """
 
     name: str
     status: str
     nova_host: str | None
     nova_node: str | None = None
+    project: str | None = None
+    flavor: str | None = None
 
     @classmethod
-    def from_server(cls, server):
+    def from_server(cls, server: dict) -> 'ServerView':
         return cls(name=server.get('name', ''),
                    status=server.get('status', ''),
                    nova_host=server.get('OS-EXT-SRV-ATTR:host'),
                    nova_node=server.get(
-                       'OS-EXT-SRV-ATTR:hypervisor_hostname'))
+                       'OS-EXT-SRV-ATTR:hypervisor_hostname'),
+                   project=server.get('tenant_id'),
+                   flavor=(server.get('flavor') or {}).get('original_name'))
 
     @classmethod
     def unknown(cls, consumer_type=None, migration=None):

@@ -21,6 +21,7 @@ import dataclasses
 
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as domain
@@ -99,8 +100,11 @@ def _unknown_views(placement, compute, consumers):
             for c, t in zip(consumers, results)}
 
 
-def list_allocations(placement, compute, hosts=(), references=(),
-                     resource_class=None, kinds=(providers.MDEV,)):
+def list_allocations(placement: placement_client.PlacementClient,
+                     compute: compute_client.ComputeClient,
+                     hosts: tuple = (), references: tuple = (),
+                     resource_class: str | None = None,
+                     kinds: tuple = (providers.MDEV,)) -> tuple:
     """Every allocation on the selected devices (of ``kinds``, or named),
     and a ServerView per consumer: ``(allocations, {consumer:
     ServerView})``.
@@ -108,6 +112,17 @@ def list_allocations(placement, compute, hosts=(), references=(),
     Allocations are read only for devices the summaries show in use.
     """
     rows = devices.scope_devices(placement, references, hosts, kinds)
+    return allocations_on(placement, compute, rows, resource_class)
+
+
+def allocations_on(placement: placement_client.PlacementClient,
+                   compute: compute_client.ComputeClient, rows: list,
+                   resource_class: str | None = None) -> tuple:
+    """``list_allocations`` of device rows (``providers.Device``) read
+    before: one allocations read per device in use, and Nova's servers
+    of the nodes holding them (one listing per node; each server with
+    its flavor).
+    """
     in_use = {d.uuid: d.candidate for d in rows if d.used > 0 and (
         not resource_class or d.resource_class == resource_class)}
     uuids = sorted(in_use)
@@ -119,7 +134,8 @@ def list_allocations(placement, compute, hosts=(), references=(),
 
     consumers = sorted({a.consumer for a in found})
     known = compute.servers_by_id(
-        consumers, nodes={a.host for a in found}) if consumers else {}
+        consumers, nodes={a.host for a in found},
+        embedded_flavor=True) if consumers else {}
     unknown = [c for c in consumers if c not in known]
     views = {c: domain.ServerView.from_server(s) for c, s in known.items()}
     views.update(_unknown_views(placement, compute, unknown))

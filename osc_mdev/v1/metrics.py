@@ -12,6 +12,8 @@
 
 """``openstack mdev metrics``."""
 
+import argparse
+
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -20,17 +22,21 @@ from osc_mdev.usecases import metrics
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
+ALLOCATIONS = (
+    'Also a series per server and GPU (openstack_mdev_allocation_used), '
+    'with its project, flavor and PCI address. Costs one request per GPU '
+    'in use and per compute node with servers.')
+
 
 class Metrics(command.Command):
     """Print the cloud's GPU usage as Prometheus metrics.
 
     Answers "how full are the GPUs, and how many more servers of my
-    flavors fit?" every minute, for Prometheus: per device and per compute
-    node capacity, used and free, with --flavor the servers that still fit
-    (what 'openstack mdev capacity --flavor' counts), and
-    openstack_mdev_scrape_success. It costs what 'openstack mdev provider
-    list' costs, a few requests whatever the size of the cloud. With
-    --output the file is replaced atomically and kept on any failure.
+    flavors fit?" every minute, for Prometheus: capacity, used and free
+    per GPU (mdev and PCI-in-Placement) and compute node, with --flavor
+    the servers that still fit, with --allocations the servers on each
+    GPU. A flavor or device that cannot be read gets its _up series at 0;
+    the rest is written all the same and the command exits non-zero.
     """
 
     _epilog = """\
@@ -44,33 +50,39 @@ For node_exporter's textfile collector, from cron every minute::
 
     openstack mdev metrics --flavor vgpu.small \\
         --output /var/lib/node_exporter/textfile/openstack_mdev.prom
+
+With the servers on each GPU, and types as compute1's nova.conf names
+them::
+
+    openstack mdev metrics --allocations \\
+        --compute-conf compute1=/etc/nova/compute1.conf
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
-        options.kind(parser)
+        options.kind(parser, default='all')
+        options.compute_conf(parser)
+        parser.add_argument('--allocations', action='store_true',
+                            help=ALLOCATIONS)
         options.output(parser)
         return parser
 
-    def take_action(self, parsed_args):
-        if parsed_args.output:
-            metrics.check_output(parsed_args.output)
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        confs = metrics.check_input(parsed_args.output,
+                                    parsed_args.compute_conf)
         mdev = self.app.client_manager.mdev
-        compute = mdev.compute if parsed_args.flavor else None
+        compute = mdev.compute if (
+            parsed_args.flavor or parsed_args.allocations) else None
         result = metrics.scrape(
             mdev.placement, compute, flavors=parsed_args.flavor,
-            kinds=domain.KIND_CHOICES[parsed_args.kind])
-        if result.error is not None:
-            if not parsed_args.output:
-                self.app.stdout.write(result.text)
-            raise exceptions.CommandError(
-                'Reading the cloud failed: %s%s' % (
-                    result.error.rstrip('.'),
-                    '; %s was left as it was.' % parsed_args.output
-                    if parsed_args.output else '.'))
+            kinds=domain.KIND_CHOICES[parsed_args.kind], confs=confs,
+            allocations=parsed_args.allocations)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:
             self.app.stdout.write(result.text)
+        if result.failed:
+            raise exceptions.CommandError(
+                metrics.failure_message(result, parsed_args.output))
         return 0

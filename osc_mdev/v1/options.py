@@ -56,14 +56,14 @@ FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
          'Nova puts back when nova-compute restarts or refreshes its '
          'provider cache.')
 
-KIND = ('Which devices: mdev (the default), pci (PCI-in-Placement '
-        'devices: whole GPUs, and the VFs of each PF as one device) or '
-        'all, with a Kind column.')
+KIND = ('Which devices: mdev, pci (PCI-in-Placement devices: whole '
+        'GPUs, and the VFs of each PF as one device) or all, with a Kind '
+        'column. Default: mdev; all in metrics.')
 FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
           'now. Repeat for several flavors.')
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
-          'reader sees the old file or the new one, and on failure the old '
-          'file stays.')
+          'reader sees the old file or the new one, and a failed write '
+          'leaves the old file.')
 
 
 class _Deprecated(argparse.Action):
@@ -159,10 +159,10 @@ def force(parser):
     parser.add_argument('--force', action='store_true', help=FORCE)
 
 
-def kind(parser):
+def kind(parser, default: str = providers.MDEV) -> None:
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
-        default=providers.MDEV, help=KIND)
+        default=default, help=KIND)
 
 
 def flavor(parser):

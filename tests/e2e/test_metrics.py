@@ -15,21 +15,39 @@
 Each flavor's ``openstack_mdev_flavor_fits`` follows the servers that
 boot, and is the number of servers Nova's scheduler then boots before it
 answers NoValidHost; the used mdevs per device are those the fake
-hypervisor created.
+hypervisor created. A flavor deleted meanwhile costs its own series
+only: the rest is written and the command exits non-zero. With ``--allocations`` each server's series names the GPU the
+fake hypervisor gave it (an mdev's parent device, a VF's PF) and the
+project and flavor Nova has for it; PCI-in-Placement GPUs are in the
+default run.
 """
 
 from prometheus_client import parser
 import pytest
+import requests
 
 from tests.cloud import client
 from tests.e2e.helpers import mdev
+from tools import sandbox
 
-TOPOLOGY = {'hosts': [
-    {'name': 'met1', 'gpus': 2, 'bus': '0x84',
-     'enabled_mdev_types': ['nvidia-12']},
-    {'name': 'met2.rack1', 'gpus': 1, 'bus': '0x85',
-     'enabled_mdev_types': ['nvidia-12']},
-]}
+L40S = 'CUSTOM_NVIDIA_L40S_VF'
+TOPOLOGY = {
+    'hosts': [
+        {'name': 'met1', 'gpus': 2, 'bus': '0x84',
+         'enabled_mdev_types': ['nvidia-12']},
+        {'name': 'met2.rack1', 'gpus': 1, 'bus': '0x85',
+         'enabled_mdev_types': ['nvidia-12']},
+        {'name': 'metvf', 'gpus': 0, 'bus': '0xc1',
+         'pci': {
+             'pfs': [{'pfs': 1, 'vfs_per_pf': 2, 'product_id': '26b9',
+                      'pf_product_id': '26b8'}],
+             'device_spec': [{'vendor_id': '10de', 'product_id': '26b9',
+                              'resource_class': L40S}]}},
+    ],
+    'pci_alias': [
+        {'name': 'l40s-vf', 'vendor_id': '10de', 'product_id': '26b9',
+         'device_type': 'type-VF', 'resource_class': L40S}],
+}
 
 
 @pytest.fixture(scope='module')
@@ -68,7 +86,8 @@ def check(cloud, flavors):
     got = {s.labels['flavor']: s.value
            for s in found['openstack_mdev_flavor_fits'].samples}
     used = {(s.labels['host'], s.labels['device']): s.value
-            for s in found['openstack_mdev_device_used'].samples}
+            for s in found['openstack_mdev_device_used'].samples
+            if s.labels['kind'] == 'mdev'}
     truth = used_per_device(cloud)
     assert {k: v for k, v in used.items() if v} == truth
     assert len(used) == 3
@@ -92,3 +111,126 @@ def test_flavor_fits_follow_the_servers(cloud, flavors):
     assert [s['status'] for s in booted] == ['ACTIVE'] * more + ['ERROR']
     assert 'No valid host' in booted[-1]['fault']
     assert check(cloud, flavors)[big] == 0
+
+
+def delete_flavor(cloud: client.EmbeddedCloud, name: str) -> None:
+    """Delete a flavor through the Nova API, as another admin would."""
+    found = requests.get('%s/flavors' % cloud.compute_url, timeout=30,
+                         headers={'X-Auth-Token': 'admin'}).json()
+    flavor_id, = [f['id'] for f in found['flavors'] if f['name'] == name]
+    requests.delete('%s/flavors/%s' % (cloud.compute_url, flavor_id),
+                    headers={'X-Auth-Token': 'admin'},
+                    timeout=30).raise_for_status()
+
+
+def test_a_deleted_flavor_costs_its_own_series_only(cloud, flavors,
+                                                    tmp_path):
+    small, _ = flavors
+    # What a run without the bad flavors counts for the good one.
+    alone = check(cloud, (small,))[small]
+    cloud.control('create_flavor', name='met-deleted',
+                  extra_specs={'resources:VGPU': '1'})
+    delete_flavor(cloud, 'met-deleted')
+    target = tmp_path / 'openstack_mdev.prom'
+    target.write_text('openstack_mdev_flavor_fits{flavor="old"} 7\n')
+
+    result = mdev('metrics', '--flavor', small, '--flavor', 'met-deleted',
+                  '--flavor', 'met-never-created', '--output', str(target))
+
+    # Non-zero for cron and systemd, one line per flavor and the summary.
+    assert result.rc == 1, result.stderr
+    assert 'Traceback' not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len([line for line in lines if 'met-deleted' in line]) == 2
+    assert len([line for line in lines
+                if 'met-never-created' in line]) == 2
+    # The file was replaced: everything that could be read is there.
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        target.read_text())}
+    assert {s.labels['flavor']: s.value
+            for s in found['openstack_mdev_flavor_fits'].samples} == {
+        small: alone}
+    assert {s.labels['flavor']: s.value
+            for s in found['openstack_mdev_flavor_up'].samples} == {
+        small: 1, 'met-deleted': 0, 'met-never-created': 0}
+    used = {(s.labels['host'], s.labels['device']): s.value
+            for s in found['openstack_mdev_device_used'].samples
+            if s.labels['kind'] == 'mdev'}
+    assert {k: v for k, v in used.items() if v} == used_per_device(cloud)
+    assert len(used) == 3
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == '.tmp'] == []
+
+
+def nova_servers(cloud: client.EmbeddedCloud) -> dict:
+    """Every server as the Nova API has it: ``{id: server}``, each with
+    its flavor (microversion 2.47).
+    """
+    body = requests.get(
+        '%s/servers/detail?all_tenants=1' % cloud.compute_url, timeout=30,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute 2.47'}).json()
+    return {s['id']: s for s in body['servers']}
+
+
+def gpus_of_servers(cloud: client.EmbeddedCloud) -> dict:
+    """``{(server, node, GPU address, kind): units}`` from the fake
+    hypervisor: each mdev on its parent device, each VF on its PF (the
+    provider Nova reports a PF's VFs under).
+    """
+    truth = {}
+    for found in cloud.control('mdev_truth'):
+        key = (found['server'], found['node'], found['pci_address'],
+               'mdev')
+        truth[key] = truth.get(key, 0) + 1
+    for found in cloud.control('pci_truth'):
+        key = (found['server'], found['node'], found['parent_addr'], 'pci')
+        truth[key] = truth.get(key, 0) + 1
+    return truth
+
+
+def test_allocations_join_each_server_to_its_gpu(cloud, flavors, tmp_path):
+    small, _ = flavors
+    cloud.control('create_flavor', name='met-l40s',
+                  extra_specs={'pci_passthrough:alias': 'l40s-vf:2'})
+    cloud.control('boot', flavor=small, name='met-join')
+    vf_server, = cloud.control('boot', flavor='met-l40s', name='met-vf')
+    assert vf_server['status'] == 'ACTIVE', vf_server['fault']
+    conf = tmp_path / 'met1.conf'
+    conf.write_text(sandbox.nova_conf(cloud.hosts['met1']))
+
+    result = mdev('metrics', '--allocations', '--compute-conf',
+                  'met1=%s' % conf)
+
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+    samples = found['openstack_mdev_allocation_used'].samples
+    assert {(s.labels['server'], s.labels['host'], s.labels['device'],
+             s.labels['kind']): s.value
+            for s in samples} == gpus_of_servers(cloud)
+    servers = nova_servers(cloud)
+    for sample in samples:
+        server = servers[sample.labels['server']]
+        assert sample.labels['server_name'] == server['name']
+        assert sample.labels['project'] == server['tenant_id']
+        assert sample.labels['flavor'] == server['flavor']['original_name']
+        assert sample.labels['pci_bus_id'] == '0000%s' % (
+            sample.labels['device'].upper())
+    # The servers' units on a device are the device's used units.
+    per_device = {}
+    for sample in samples:
+        key = (sample.labels['host'], sample.labels['device'])
+        per_device[key] = per_device.get(key, 0) + sample.value
+    assert per_device == {
+        (s.labels['host'], s.labels['device']): s.value
+        for s in found['openstack_mdev_device_used'].samples if s.value}
+    # The type as met1's nova.conf names it; no file and no trait for
+    # met2's device; the VFs' PF has no mdev type.
+    types = {(s.labels['host'], s.labels['kind']): s.labels['type']
+             for s in found['openstack_mdev_device_capacity'].samples}
+    assert types == {('met1', 'mdev'): 'nvidia-12',
+                     ('met2.rack1', 'mdev'): '', ('metvf', 'pci'): ''}
+    assert {s.labels['resource_class'] for s in samples
+            if s.labels['kind'] == 'pci'} == {L40S}

@@ -13,6 +13,7 @@
 import pytest
 
 from tests.fixtures import cli
+from tests.fixtures import faults
 from tests.fixtures import placement_data
 from tests.fixtures import servers
 
@@ -45,3 +46,23 @@ def pg_placement():
     from tests.fixtures import pg_placement as pg
     with pg.running() as server:
         yield server
+
+
+@pytest.fixture
+def proxy(placement_url):
+    """A fault proxy (tests.fixtures.faults) in front of the module's
+    Placement; it forwards everything until given a rule.
+    """
+    with faults.FaultProxy(placement_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def faulty(proxy, tmp_path, monkeypatch):
+    """The CLI's arguments for a clouds.yaml entry that reaches Placement
+    through ``proxy``, with short retry delays (the cloud's own retry
+    settings are honoured).
+    """
+    path = tmp_path / 'clouds.yaml'
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(path))
+    return faults.write_clouds_yaml(proxy, path)

@@ -435,7 +435,7 @@ def test_metrics_equal_per_device_reads(cloud, truncating, truncated):
             for r in expected}
     types = {s.labels['device']: s.labels['type']
              for s in families['openstack_mdev_device_used'].samples}
-    assert types['0000:84:00.0'] == 'NVIDIA_35'
+    assert types['0000:84:00.0'] == 'CUSTOM_NVIDIA_35'
     assert types['0000:86:00.0'] == ''
     free = {}
     for r in expected:

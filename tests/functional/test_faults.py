@@ -28,7 +28,6 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from tests.fixtures import cli
 from tests.fixtures import faults
@@ -38,26 +37,9 @@ TRAITS_PUT = '/traits'
 
 
 @pytest.fixture
-def proxy(placement_url):
-    with faults.FaultProxy(placement_url) as proxy:
-        yield proxy
-
-
-@pytest.fixture
-def cloud(proxy, tmp_path, monkeypatch):
-    """A clouds.yaml entry that reaches Placement through the proxy, with
-    short retry delays (the cloud's own retry settings are honoured).
-    """
-    path = tmp_path / 'clouds.yaml'
-    path.write_text(yaml.safe_dump({'clouds': {'faulty': {
-        'auth_type': 'admin_token',
-        'auth': {'token': 'admin', 'endpoint': proxy.url},
-        'placement_endpoint_override': proxy.url,
-        'connect_retry_delay': 0.05,
-        'status_code_retry_delay': 0.05,
-    }}}))
-    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(path))
-    return ['--os-cloud', 'faulty']
+def cloud(faulty):
+    """The CLI's arguments for Placement behind the fault proxy."""
+    return faulty
 
 
 @pytest.fixture

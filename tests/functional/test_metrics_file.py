@@ -12,21 +12,26 @@
 
 """``openstack mdev metrics`` against a real Placement: the text parses
 with prometheus_client's own parser, ``--output`` replaces the file in one
-rename, and a failed run is visible and leaves the old file as it was.
-(The data against per-device reads and the request counts are in
-test_bulk_reads; the flavor counts against ``capacity`` with real Nova in
-tests/e2e/test_metrics.py.)
+rename; a device or a compute node whose reads fail (a fault proxy answers
+500 for them) costs its own series only, and a run that reads nothing
+says so in the file. (The data against per-device reads and the request
+counts are in test_bulk_reads; the flavor counts against ``capacity`` with
+real Nova in tests/e2e/test_metrics.py.)
 """
 
+import collections.abc
 import errno
 import os
 import socket
 
+from prometheus_client import metrics_core
 from prometheus_client import parser
 import pytest
 
 from osc_mdev.local import textfile
 from tests.fixtures import cli
+from tests.fixtures import faults
+from tests.fixtures import placement_data
 from tests.fixtures.placement_data import Gpu
 
 
@@ -77,11 +82,13 @@ def test_every_family_has_help_and_type(cloud, auth):
             for s in found['openstack_mdev_device_used'].samples}
     assert used['0000:84:00.0'] == ({
         'host': 'metrics-1.example.com', 'device': '0000:84:00.0',
-        'kind': 'mdev', 'resource_class': 'VGPU', 'type': 'NVIDIA_35'}, 1)
+        'kind': 'mdev', 'resource_class': 'VGPU',
+        'type': 'CUSTOM_NVIDIA_35'}, 1)
     # A virtual parent has no PCI address: its libvirt name.
     assert used['mtty_mtty'][0]['resource_class'] == 'CUSTOM_MTTY'
     assert [s.value for s in found['openstack_mdev_host_free'].samples
-            if s.labels['resource_class'] == 'VGPU'] == [3]
+            if s.labels['resource_class'] == 'VGPU'
+            and s.labels['host'] == 'metrics-1.example.com'] == [3]
 
 
 def test_output_replaces_the_file_atomically(cloud, auth, tmp_path):
@@ -106,13 +113,20 @@ def test_a_new_file_is_readable_by_the_collector(cloud, auth, tmp_path):
     assert os.stat(target).st_mode & 0o044 == 0o044
 
 
-def test_failed_read_keeps_the_old_file(tmp_path):
+def test_a_run_that_reads_nothing_replaces_the_file(tmp_path):
     target = tmp_path / 'openstack_mdev.prom'
-    target.write_text('openstack_mdev_scrape_success 1\n')
+    target.write_text('openstack_mdev_device_used{host="old"} 1\n'
+                      'openstack_mdev_scrape_success 1\n')
     result = metrics(dead_auth(), '--output', str(target))
     cli.assert_one_line_error(result, 'Reading the cloud failed',
-                              'left as it was')
-    assert target.read_text() == 'openstack_mdev_scrape_success 1\n'
+                              'openstack_mdev_scrape_success 0')
+    # The old numbers are gone: Prometheus no longer reads them as now.
+    found = families(target.read_text())
+    assert sorted(found) == ['openstack_mdev_scrape_duration_seconds',
+                             'openstack_mdev_scrape_success',
+                             'openstack_mdev_scrape_timestamp_seconds']
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
     assert leftovers(tmp_path) == []
 
 
@@ -151,3 +165,98 @@ def test_failed_write_keeps_the_old_file(cloud, auth, tmp_path,
                               'left as it was')
     assert target.read_text() == 'old\n'
     assert leftovers(tmp_path) == []
+
+
+# -- devices and compute nodes whose reads fail ----------------------------
+
+@pytest.fixture(scope='module')
+def full_node(placement, cloud):
+    """A compute node with nothing free (VCPU, memory, disk and its two
+    GPUs): no allocation candidate reaches its tree, so its devices are
+    read one by one. Returns ``(root uuid, gpus)``.
+    """
+    host = 'metrics-full.example.com'
+    root = placement.create_provider(host)
+    placement.set_inventory(root, {'VCPU': {'total': 2},
+                                   'MEMORY_MB': {'total': 2048},
+                                   'DISK_GB': {'total': 20}})
+    placement.set_traits(root, placement_data.ROOT_TRAITS)
+    gpus = []
+    for nodedev in ('pci_0000_a1_00_0', 'pci_0000_a2_00_0'):
+        gpu = Gpu(nodedev, 'VGPU', 1, ('CUSTOM_NVIDIA_35',))
+        gpu.name = '%s_%s' % (host, nodedev)
+        gpu.uuid = placement.create_provider(gpu.name, parent=root)
+        placement.set_inventory(gpu.uuid, {'VGPU': {'total': 1,
+                                                    'max_unit': 1}})
+        placement.set_traits(gpu.uuid, ['OWNER_NOVA', *gpu.traits])
+        gpus.append(gpu)
+    placement.boot_server(root, gpus[0])
+    placement.allocate('6c1b0a4e-3f5d-4f0e-9d7a-2b8c1e4f6a01',
+                       {gpus[1].uuid: {'VGPU': 1}})
+    return root, gpus
+
+
+def fail_paths_with(*uuids: str) -> collections.abc.Callable:
+    """A proxy rule: 500 for every request whose path names one of
+    ``uuids`` (a device's reads, a tree's ``in_tree=`` reads).
+    """
+    return lambda req: faults.status(500) if any(
+        u in req.path for u in uuids) else None
+
+
+def by_device(family: metrics_core.Metric) -> dict:
+    return {(s.labels['host'], s.labels['device']): s.value
+            for s in family.samples}
+
+
+def test_a_device_whose_reads_fail_costs_its_own_series_only(
+        cloud, full_node, faulty, proxy, tmp_path):
+    _, (broken, fine) = full_node
+    proxy.reset(fail_paths_with(broken.uuid))
+    target = tmp_path / 'openstack_mdev.prom'
+    target.write_text('old\n')
+    result = metrics(faulty, '--output', str(target))
+
+    assert proxy.actions(), 'no read of the device met the fault'
+    assert result.rc == 1, result.stderr
+    assert 'Traceback' not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2, result.stderr
+    assert 'metrics-full.example.com:0000:a1:00.0' in lines[0]
+    found = families(target.read_text())
+    host = 'metrics-full.example.com'
+    assert by_device(found['openstack_mdev_device_up']) == {
+        ('metrics-1.example.com', '0000:84:00.0'): 1,
+        ('metrics-1.example.com', 'mtty_mtty'): 1,
+        (host, '0000:a1:00.0'): 0, (host, '0000:a2:00.0'): 1}
+    assert by_device(found['openstack_mdev_device_used']) == {
+        ('metrics-1.example.com', '0000:84:00.0'): 1,
+        ('metrics-1.example.com', 'mtty_mtty'): 0,
+        (host, '0000:a2:00.0'): 1}
+    # A node's sums would be short of the device not read: left out.
+    assert {s.labels['host'] for s in found[
+        'openstack_mdev_host_used'].samples} == {'metrics-1.example.com'}
+    assert [s.value for s in found[
+        'openstack_mdev_scrape_success'].samples] == [0]
+    assert leftovers(tmp_path) == []
+
+
+def test_a_node_whose_reads_fail_costs_its_own_devices_only(
+        cloud, full_node, faulty, proxy):
+    root, gpus = full_node
+    proxy.reset(fail_paths_with(root, *(g.uuid for g in gpus)))
+    result = metrics(faulty)
+
+    assert proxy.actions(), 'no read of the node met the fault'
+    assert result.rc == 1, result.stderr
+    found = families(result.stdout)
+    host = 'metrics-full.example.com'
+    up = by_device(found['openstack_mdev_device_up'])
+    assert {k: v for k, v in up.items() if k[0] == host} == {
+        (host, '0000:a1:00.0'): 0, (host, '0000:a2:00.0'): 0}
+    assert by_device(found['openstack_mdev_device_free']) == {
+        ('metrics-1.example.com', '0000:84:00.0'): 3,
+        ('metrics-1.example.com', 'mtty_mtty'): 2}
+    # One warning per device (the node's own read costs no series).
+    assert len([line for line in result.stderr.splitlines()
+                if host in line]) == 2

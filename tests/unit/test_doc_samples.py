@@ -184,7 +184,7 @@ def _shell(text):
 HELP_COMMAND = re.compile(r'^(openstack|scp|ssh) ')
 #: The languages of file blocks, and how each is read.
 FILE_LANGUAGES = {'ini': _ini, 'yaml': _yaml, 'shell': _shell,
-                  'rst': None, 'text': None}
+                  'rst': None, 'text': None, 'promql': None}
 
 
 def _indent(line):
