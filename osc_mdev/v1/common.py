@@ -16,10 +16,25 @@ Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
+from __future__ import annotations
+
+import typing
 
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
+
+if typing.TYPE_CHECKING:
+    from osc_lib import shell
+
+    from osc_mdev import api
+
+
+def client(app: shell.OpenStackShell) -> api.MdevClient:
+    """``client_manager.mdev``: the client ``plugin.make_client`` builds
+    (osc-lib's ClientManager does not declare a plugin's attribute).
+    """
+    return app.client_manager.mdev  # type: ignore[attr-defined]
 
 
 def check(func, *args):
