@@ -89,6 +89,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
             raise exceptions.CommandError(
                 '--controller-conf: %s.' % exc) from exc
     for host, conf in sorted(computes.items()):
+        assert conf.settings is not None    # parsed from the host's file
         value = conf.settings.workarounds[
             novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
         if value.value and not skip:
