@@ -25,12 +25,12 @@ _REASONS = (
 )
 
 
-def first_line(exc):
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else exc.__class__.__name__
 
 
-def connection_problem(exc):
+def connection_problem(exc: BaseException) -> str:
     """``http://host:port/path: connection refused`` from a keystoneauth
     connection error, instead of urllib3's nested repr.
     """

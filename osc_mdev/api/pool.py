@@ -12,9 +12,20 @@
 
 """Bounded concurrency for independent API requests."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
 from concurrent import futures
+import typing
+
+if typing.TYPE_CHECKING:
+    from osc_mdev.api import http
 
 DEFAULT_MAX_WORKERS = 8
+
+T = typing.TypeVar('T')
+R = typing.TypeVar('R')
 
 
 class Interrupted(KeyboardInterrupt):
@@ -23,19 +34,21 @@ class Interrupted(KeyboardInterrupt):
     finished item to its result.
     """
 
-    def __init__(self, done):
+    def __init__(self, done: dict[int, typing.Any]) -> None:
         super().__init__()
         self.done = done
 
 
-def call_all(calls, max_workers=DEFAULT_MAX_WORKERS):
+def call_all(calls: Iterable[Callable[[], R]],
+             max_workers: int = DEFAULT_MAX_WORKERS) -> list[R]:
     """Run independent zero-argument ``calls`` at once; their results in
     order.
     """
     return bounded_map(lambda call: call(), calls, max_workers)
 
 
-def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
+def bounded_map(func: Callable[[T], R], items: Iterable[T],
+                max_workers: int = DEFAULT_MAX_WORKERS) -> list[R]:
     """Return ``[func(item) for item in items]``, run at most N at a time.
 
     Results keep the order of ``items``. The first exception cancels the
@@ -52,7 +65,7 @@ def bounded_map(func, items, max_workers=DEFAULT_MAX_WORKERS):
     pooled = func
 
     if workers == 1:
-        results = []
+        results: list[R] = []
         try:
             for item in items:
                 results.append(pooled(item))
@@ -81,15 +94,17 @@ class ServiceClient:
     keystoneauth Adapter path) and the bounded pool of the command.
     """
 
-    def __init__(self, service, max_workers=DEFAULT_MAX_WORKERS):
+    def __init__(self, service: http.Service,
+                 max_workers: int = DEFAULT_MAX_WORKERS) -> None:
         self._http = service
         self.max_workers = max_workers
 
-    def _request(self, method, url, version, **kwargs):
+    def _request(self, method: str, url: str, version: str,
+                 **kwargs: typing.Any) -> typing.Any:
         return self._http.request(method, url, version,
                                   json_body=kwargs.pop('json', None),
                                   **kwargs)
 
-    def map(self, func, items):
+    def map(self, func: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """Run ``func`` over ``items`` with this client's bounded pool."""
         return bounded_map(func, items, self.max_workers)

@@ -31,7 +31,7 @@ INSTANCE = 'INSTANCE'
 @dataclasses.dataclass(frozen=True)
 class MdevAllocation(providers.OnCandidate):
     consumer: str
-    candidate: object        # providers.Candidate
+    candidate: providers.Candidate
     resource_class: str
     amount: int
 

@@ -45,7 +45,8 @@ class Inventory(providers.Inventory):
     the units refuse (when the units themselves were not read).
     """
 
-    max_unit: int | None = None
+    # None where providers.Inventory always has a number.
+    max_unit: int | None = None  # type: ignore[assignment]
     refused: frozenset = frozenset()
 
     def allows(self, amount):

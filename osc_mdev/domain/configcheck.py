@@ -20,8 +20,10 @@ sysfs tree and with what Placement shows for the node. Pure logic apart
 from reading the sysfs tree.
 """
 
+from collections.abc import Iterable
 import dataclasses
 import re
+import typing
 
 from osc_mdev.domain import migration
 from osc_mdev.domain import names
@@ -54,7 +56,7 @@ def file_findings(conf: novaconf.MdevConfig,
     """Findings about the files themselves, beyond Nova's fatal ones:
     names Nova does not read (``spelling``), then the mdev rules.
     """
-    settings = conf.settings
+    settings = _settings(conf)
     found = spelling.findings(settings)
     enabled = settings.enabled
     if not enabled.value and enabled.error is None:
@@ -62,7 +64,8 @@ def file_findings(conf: novaconf.MdevConfig,
                         'No mdev type is enabled: nova-compute offers no '
                         'mediated devices from this configuration.'))
         return found + _stray_groups(settings, ())
-    types = list(dict.fromkeys(enabled.value or ()))
+    types = list(dict.fromkeys(
+        typing.cast('Iterable[str]', enabled.value or ())))
     for mdev_type in types:
         found.extend(_group_findings(settings, mdev_type))
     found.extend(_stray_groups(settings, types))
@@ -114,13 +117,14 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
     absent, empty or lists no address.
     """
     name = conf.default_type
-    addresses = conf.settings.groups.get(name, {}).get('device_addresses')
+    settings = _settings(conf)
+    addresses = settings.groups.get(name, {}).get('device_addresses')
     if addresses is not None and addresses.is_set:
         here = addresses.where
-    elif _section_exists(conf.settings, 'mdev_%s' % name):
-        here = conf.settings.group_line('mdev_%s' % name)
+    elif _section_exists(settings, 'mdev_%s' % name):
+        here = settings.group_line('mdev_%s' % name)
     else:
-        here = conf.settings.enabled.where
+        here = settings.enabled.where
     return _f(INFO, here,
               'Type %s has no device_addresses: it is the default type, '
               'given to every device no other type lists.' % name)
@@ -136,19 +140,19 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
               if trait_logic.mdev_type(t.name).is_nvidia]
     if not nvidia:
         return []
-    off = migration.downtime_off(migration.downtime_settings(conf.settings))
+    settings = _settings(conf)
+    off = migration.downtime_off(migration.downtime_settings(settings))
     if not off:
         return []
-    settings = conf.settings.libvirt
+    libvirt = settings.libvirt
     problem = ', '.join(
         '%s = %s (refused by oslo.config: %s)' % (
-            option, settings[option].written.value, settings[option].error)
-        if settings[option].error else '%s = %s' % (option, value)
+            option, libvirt[option].written.value, libvirt[option].error)
+        if libvirt[option].error else '%s = %s' % (option, value)
         for option, value in off)
-    written = [settings[option] for option, _ in off
-               if settings[option].is_set]
-    here = (written[0].where if written
-            else conf.settings.group_line('libvirt'))
+    written = [libvirt[option] for option, _ in off
+               if libvirt[option].is_set]
+    here = written[0].where if written else settings.group_line('libvirt')
     what = ('Types %s are NVIDIA vGPU types' % ', '.join(nvidia)
             if len(nvidia) > 1 else
             'Type %s is an NVIDIA vGPU type' % nvidia[0])
@@ -160,6 +164,12 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
 
 def where(section, option, occurrence=None):
     return novaconf.where(section, option, occurrence)
+
+
+def _settings(conf: novaconf.MdevConfig) -> novaconf.Settings:
+    """The settings ``novaconf.supported_vgpu_types`` always gives."""
+    assert conf.settings is not None
+    return conf.settings
 
 
 def _group_findings(settings: novaconf.Settings,
@@ -175,7 +185,7 @@ def _group_findings(settings: novaconf.Settings,
     taken = addresses.written if addresses is not None else None
     taken_old = taken is not None and \
         novaconf.group_key(taken.section) == novaconf.group_key(old)
-    if taken_old:
+    if taken is not None and taken_old:
         for occ in _options_in(settings, new):
             if occ.name == 'device_addresses':
                 found.append(_f(
@@ -638,6 +648,7 @@ def pci_findings(pci: pci_rules.PciConfig,
     when known.
     """
     settings = pci.settings
+    assert settings is not None     # pci.pci_config always sets it
     found = list(pci.findings)
     for occ in settings.occurrences:
         new = _DEPRECATED_PCI.get((novaconf.group_key(occ.section),

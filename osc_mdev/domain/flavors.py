@@ -19,6 +19,11 @@ change from one to the other. Reading a flavor's request and judging
 whether the cloud can serve it is ``resource_request`` and ``capacity``.
 """
 
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.domain import capacity
@@ -30,8 +35,12 @@ REQUIRED = rr.REQUIRED
 FORBIDDEN = rr.FORBIDDEN
 CUSTOM = 'CUSTOM_'
 
+#: A flavor's extra specs: key -> value.
+Specs = Mapping[str, str]
 
-def to_extra_specs(request, used_groups=()):
+
+def to_extra_specs(request: rr.Request,
+                   used_groups: Container[str] = ()) -> dict[str, str]:
     """The extra specs that make Nova ask Placement for ``request`` (a
     ``resource_request.Request`` of device groups, as ``bare_request``
     builds it).
@@ -40,7 +49,7 @@ def to_extra_specs(request, used_groups=()):
     get the lowest numbers not in ``used_groups`` (groups of other
     requests already in the flavor), and the request's group policy.
     """
-    specs = {}
+    specs: dict[str, str] = {}
     numbers = (str(n) for n in range(1, 1 << 16)
                if str(n) not in used_groups)
     for group in request.groups:
@@ -56,9 +65,10 @@ def to_extra_specs(request, used_groups=()):
     return specs
 
 
-def _keys_by_group(specs):
+def _keys_by_group(specs: Iterable[str]
+                   ) -> dict[str, list[tuple[rr.SpecKey, str]]]:
     """``{suffix: [SpecKey and key]}`` of the request group keys."""
-    groups = {}
+    groups: dict[str, list[tuple[rr.SpecKey, str]]] = {}
     for key in specs:
         parsed = rr.spec_key(key)
         if parsed is not None:
@@ -66,7 +76,8 @@ def _keys_by_group(specs):
     return groups
 
 
-def managed_keys(specs, mdev_classes, device_traits=()):
+def managed_keys(specs: Specs, mdev_classes: Container[str],
+                 device_traits: Container[str] = ()) -> set[str]:
     """The keys of ``specs`` that make up its mdev request, in whatever
     group it is written (unnumbered, numbered or named):
 
@@ -78,7 +89,7 @@ def managed_keys(specs, mdev_classes, device_traits=()):
       node's VCPU/MEMORY_MB, so its other traits are not ours;
     * ``group_policy`` when the mdev request uses suffixed groups.
     """
-    keys = set()
+    keys: set[str] = set()
     suffixed_mdev = False
     for suffix, group in _keys_by_group(specs).items():
         mdev = [key for parsed, key in group
@@ -105,7 +116,7 @@ class SpecChange:
     note: str = ''
 
     @property
-    def action(self):
+    def action(self) -> str:
         if self.before is None:
             return 'added'
         if self.after is None:
@@ -113,7 +124,12 @@ class SpecChange:
         return 'changed' if self.before != self.after else 'unchanged'
 
 
-def stale_keys(specs, carried, existing=None):
+#: What ``plan`` and ``plan_pci`` write: ``(to_set, to_delete, changes)``.
+Plan = tuple[dict[str, str], list[str], list[SpecChange]]
+
+
+def stale_keys(specs: Specs, carried: Container[str],
+               existing: Container[str] | None = None) -> dict[str, str]:
     """``{key: why}`` for the stale mdev keys of ``specs``.
 
     ``carried``: the traits at least one resource provider of the cloud
@@ -147,8 +163,11 @@ def stale_keys(specs, carried, existing=None):
     return stale
 
 
-def _replaced(current, request, mdev_classes, device_traits, carried,
-              existing):
+def _replaced(current: Specs, request: rr.Request | None,
+              mdev_classes: Iterable[str], device_traits: Container[str],
+              carried: Container[str] | None,
+              existing: Container[str] | None
+              ) -> tuple[set[str], dict[str, str]]:
     """``(keys of the current mdev request and stale keys, stale)``."""
     old = managed_keys(current, set(mdev_classes) | set(
         request.mdev_classes() if request else ()), device_traits)
@@ -157,8 +176,10 @@ def _replaced(current, request, mdev_classes, device_traits, carried,
     return old | set(stale), stale
 
 
-def plan(current, request, mdev_classes, device_traits=(), carried=None,
-         existing=None):
+def plan(current: Specs, request: rr.Request, mdev_classes: Iterable[str],
+         device_traits: Container[str] = (),
+         carried: Container[str] | None = None,
+         existing: Container[str] | None = None) -> Plan:
     """What to set and delete on a flavor for ``request``.
 
     Returns ``(to_set, to_delete, changes)``: the managed keys of the
@@ -182,15 +203,19 @@ def plan(current, request, mdev_classes, device_traits=(), carried=None,
     return to_set, to_delete, changes
 
 
-def other_groups(specs, managed):
+def other_groups(specs: Iterable[str], managed: Container[str]) -> set[str]:
     """Suffixes of the suffixed request groups that are not ``managed``.
     """
     return {parsed.suffix for k in specs if k not in managed
             for parsed in [rr.spec_key(k)] if parsed and parsed.suffix}
 
 
-def isolate_reaches_others(current, request, mdev_classes,
-                           device_traits=(), carried=None, existing=None):
+def isolate_reaches_others(current: Specs, request: rr.Request,
+                           mdev_classes: Iterable[str],
+                           device_traits: Container[str] = (),
+                           carried: Container[str] | None = None,
+                           existing: Container[str] | None = None
+                           ) -> list[str]:
     """The other request groups ``group_policy=isolate`` would bind.
 
     Nova applies ``group_policy`` to every suffixed group of a flavor, so
@@ -212,14 +237,16 @@ def isolate_reaches_others(current, request, mdev_classes,
                   and parsed.suffix in used)
 
 
-def resulting(current, to_set, to_delete):
+def resulting(current: Specs, to_set: Specs,
+              to_delete: Container[str]) -> dict[str, str]:
     """The extra specs a flavor has once ``plan``'s writes are done."""
     specs = {k: v for k, v in current.items() if k not in to_delete}
     specs.update(to_set)
     return specs
 
 
-def write_result(change, attempted, failed, now=None):
+def write_result(change: SpecChange, attempted: bool, failed: bool,
+                 now: Specs | None = None) -> str:
     """The outcome of one key's write, for the table.
 
     ``attempted``: a write of the key was sent; ``failed``: that request
@@ -241,7 +268,9 @@ def write_result(change, attempted, failed, now=None):
     return 'failed' if failed else change.action
 
 
-def can_never_serve(request, trees, carried, known):
+def can_never_serve(request: rr.Request, trees: Sequence[capacity.Host],
+                    carried: Container[str],
+                    known: Iterable[str]) -> str | None:
     """Why Placement can never serve ``request`` (a flavor's, as
     ``resource_request.request_from_flavor`` builds it) on ``trees`` (the
     compute node trees of ``capacity``), or None: a trait that does not
@@ -263,7 +292,7 @@ def can_never_serve(request, trees, carried, known):
     return capacity.unschedulable_reason(request, trees)
 
 
-def refused(specs):
+def refused(specs: Specs) -> str | None:
     """The first request extra spec of ``specs`` Nova's API refuses, as
     one sentence, or None (``resource_request.nova_refuses``).
     """
@@ -285,17 +314,17 @@ class PciRequest:
     alias`` name, in the order given.
     """
 
-    aliases: tuple             # ((name, count), ...)
+    aliases: tuple[tuple[str, int], ...]
 
     @property
-    def value(self):
+    def value(self) -> str:
         return ','.join('%s:%d' % alias for alias in self.aliases)
 
-    def describe(self):
+    def describe(self) -> str:
         return describe_pci(self.value)
 
 
-def parse_pci_aliases(values):
+def parse_pci_aliases(values: Iterable[str]) -> PciRequest:
     """A PciRequest from ``--pci-alias`` values (``NAME[:COUNT]``, each
     possibly a comma list, as Nova's ``name:count[,name:count]``).
 
@@ -304,7 +333,7 @@ def parse_pci_aliases(values):
     """
     from osc_mdev.domain import pci
 
-    aliases = []
+    aliases: list[tuple[str, int]] = []
     for value in values:
         for part in value.split(','):
             name, sep, count = part.strip().partition(':')
@@ -329,7 +358,7 @@ def parse_pci_aliases(values):
     return PciRequest(tuple(aliases))
 
 
-def describe_pci(value):
+def describe_pci(value: str) -> str:
     """A ``pci_passthrough:alias`` value in words."""
     from osc_mdev.domain import pci
 
@@ -343,7 +372,7 @@ def describe_pci(value):
         for name, count in requests)
 
 
-def plan_pci(current, pci):
+def plan_pci(current: Specs, pci: PciRequest | None) -> Plan:
     """``(to_set, to_delete, changes)`` for the alias key: set to
     ``pci``'s value, or removed when ``pci`` is None (the flavor's device
     request is an mdev request only now).
@@ -358,8 +387,11 @@ def plan_pci(current, pci):
     return to_set, [], [SpecChange(ALIAS_KEY, before, pci.value)]
 
 
-def plan_without_mdev(current, mdev_classes, device_traits=(), carried=None,
-                      existing=None):
+def plan_without_mdev(current: Specs, mdev_classes: Iterable[str],
+                      device_traits: Container[str] = (),
+                      carried: Container[str] | None = None,
+                      existing: Container[str] | None = None
+                      ) -> tuple[list[str], list[SpecChange]]:
     """``(to_delete, changes)`` removing the flavor's mdev request (its
     managed keys and stale keys), for a flavor that asks for PCI devices
     only now.
@@ -373,7 +405,8 @@ def plan_without_mdev(current, mdev_classes, device_traits=(), carried=None,
         k, 'replaced by the PCI request')) for k in to_delete]
 
 
-def pci_query(groups, group_policy=None):
+def pci_query(groups: Iterable[tuple[Mapping[str, int], Collection[str]]],
+              group_policy: str | None = None) -> str:
     """The allocation candidates query string for PCI request groups
     (``pci.alias_request_groups``), one numbered group per device
     as Nova asks, ``group_policy`` none unless the flavor says isolate.

@@ -26,11 +26,15 @@ shipped in the docs queries only those (a test holds it to that).
 import collections
 from collections import abc
 import dataclasses
+import typing
 
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
+
+if typing.TYPE_CHECKING:
+    from prometheus_client import core
 
 PREFIX = 'openstack_mdev_'
 
@@ -157,11 +161,15 @@ def dcgm_bus_id(address: str | None) -> str:
     return ('%08x:%s' % (int(domain, 16), rest)).upper()
 
 
-def _family(name: str) -> object:
-    from prometheus_client import core
+def _family(name: str) -> 'core.GaugeMetricFamily':
+    from prometheus_client import core  # noqa: F811 - on use, for --help
 
     text, labels = FAMILIES[name]
     return core.GaugeMetricFamily(name, text, labels=list(labels))
+
+
+#: The families of one run, by name.
+Families = dict[str, 'core.GaugeMetricFamily']
 
 
 def families(reading: Reading, duration: float | None = None,
@@ -200,7 +208,7 @@ def families(reading: Reading, duration: float | None = None,
     return list(found.values())
 
 
-def _device_series(found: dict, reading: Reading,
+def _device_series(found: 'Families', reading: Reading,
                    types: abc.Mapping[str, str]) -> None:
     unread = {c.uuid for c in reading.unread_devices}
     up = {}
@@ -218,11 +226,12 @@ def _device_series(found: dict, reading: Reading,
         found[PREFIX + 'device_up'].add_metric(list(key), 1 if read else 0)
 
 
-def _host_series(found: dict, reading: Reading) -> None:
+def _host_series(found: 'Families', reading: Reading) -> None:
     with_rows = {d.uuid for d in reading.devices}
     short = {c.host for c in reading.unread_devices
              if c.uuid not in with_rows}
-    per_host = collections.defaultdict(lambda: [0, 0, 0])
+    per_host: collections.defaultdict[tuple[str, str], list[int]] = \
+        collections.defaultdict(lambda: [0, 0, 0])
     for device in reading.devices:
         if device.host in short:
             continue
@@ -236,10 +245,10 @@ def _host_series(found: dict, reading: Reading) -> None:
         found[PREFIX + 'host_free'].add_metric(list(key), free)
 
 
-def _allocation_series(found: dict, reading: Reading,
+def _allocation_series(found: 'Families', reading: Reading,
                        types: abc.Mapping[str, str]) -> None:
     unread = {c.uuid for c in reading.unread_devices}
-    for allocation in sorted(reading.allocations,
+    for allocation in sorted(reading.allocations or (),
                              key=alloc_logic.sort_key):
         candidate = allocation.candidate
         if candidate.uuid in unread:
@@ -265,7 +274,7 @@ def failed(duration: float | None = None,
     return list(found.values())
 
 
-def _run(found: dict, duration: float | None,
+def _run(found: 'Families', duration: float | None,
          timestamp: float | None) -> None:
     for name, value in ((PREFIX + 'scrape_duration_seconds', duration),
                         (PREFIX + 'scrape_timestamp_seconds', timestamp)):

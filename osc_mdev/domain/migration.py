@@ -527,7 +527,8 @@ def judge(server: Server, source: Node, target: Node,
     """
     notes = []                 # (LIVE or None for both, what)
     warnings = []              # the same
-    live, cold = [], []        # refusals, in Nova's order
+    live: list[str] = []       # refusals, in Nova's order
+    cold: list[str] = []
     request = server.request
     name = target.name
     if request is None:
@@ -570,6 +571,7 @@ def judge(server: Server, source: Node, target: Node,
         live.append(scheduler)
         cold.append(scheduler)
     else:
+        assert free is not None     # read above when scheduler is None
         typed_found = capacity.place(typed_request, typed_tree, dict(free))
         if typed_found is not None:
             placement = {COLD: typed_found, LIVE: typed_found}
@@ -605,7 +607,7 @@ def judge(server: Server, source: Node, target: Node,
                 live.append(type_refusal['supported'])
             if type_refusal.get(LIVE):
                 live.append(type_refusal[LIVE])
-            live_warnings = []
+            live_warnings: list[str] = []
             notes += [(LIVE, n) for n in _downtime_notes(
                 server, source, target, live_warnings)]
             warnings += [(LIVE, w) for w in live_warnings]
@@ -661,7 +663,8 @@ def _conductor_versions(source: Node, target: Node,
         skip_version_check)
     if refusal:
         return refusal + versions, [], []
-    if known and src.version > dst.version:
+    if src.version is not None and dst.version is not None and \
+            src.version > dst.version:
         return None, [], [
             'QEMU %s here is older than %s on the source: the conductor '
             'lets it through only because of [workarounds] %s' % (

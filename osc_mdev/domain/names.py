@@ -50,7 +50,8 @@ CUSTOM_NAME_RULE = ('CUSTOM_ followed by upper-case letters, digits and _, '
                     'at most %d characters' % MAX_NAME_LENGTH)
 
 
-def nodedev_from_provider_name(provider_name, root_name):
+def nodedev_from_provider_name(provider_name: str,
+                               root_name: str) -> str | None:
     """Return the libvirt node device part of a Nova mdev provider name.
 
     Nova names the provider of a parent device ``<root name>_<nodedev>``.
@@ -65,7 +66,8 @@ def nodedev_from_provider_name(provider_name, root_name):
     return nodedev if is_nodedev_name(nodedev) else None
 
 
-def pci_address_from_provider_name(provider_name, root_name):
+def pci_address_from_provider_name(provider_name: str,
+                                   root_name: str) -> str | None:
     """Return the PCI address a PCI-in-Placement provider is named after.
 
     Mirrors ``nova.compute.pci_placement_translator.PlacementView.
@@ -83,7 +85,8 @@ def pci_address_from_provider_name(provider_name, root_name):
     return address.lower()
 
 
-def pci_ids_from_resource_class(resource_class):
+def pci_ids_from_resource_class(
+        resource_class: str) -> tuple[str, str] | None:
     """``(vendor id, product id)`` of Nova's default PCI class, else None.
 
     Mirrors ``nova.compute.pci_placement_translator.get_resource_class``
@@ -98,12 +101,12 @@ def pci_ids_from_resource_class(resource_class):
     return match.group(1).lower(), match.group(2).lower()
 
 
-def is_nodedev_name(text):
+def is_nodedev_name(text: str) -> bool:
     """True for names libvirt gives node devices (``mtty_mtty``)."""
     return bool(_NODEDEV_RE.match(text))
 
 
-def pci_address_from_nodedev(nodedev):
+def pci_address_from_nodedev(nodedev: str) -> str | None:
     """``pci_0000_84_00_0`` -> ``0000:84:00.0``; None for other devices."""
     match = _PCI_NODEDEV_RE.match(nodedev)
     if not match:
@@ -112,7 +115,7 @@ def pci_address_from_nodedev(nodedev):
     return ('%s:%s:%s.%s' % (domain, bus, slot, function)).lower()
 
 
-def normalize_pci_address(text):
+def normalize_pci_address(text: str) -> str:
     """Return the canonical ``dddd:bb:ss.f`` form of a PCI address.
 
     Accepts upper or lower case and a missing domain (``84:00.0``).
@@ -127,11 +130,11 @@ def normalize_pci_address(text):
     return ('%s:%s:%s.%s' % (domain or '0000', bus, slot, function)).lower()
 
 
-def looks_like_pci_address(text):
+def looks_like_pci_address(text: str) -> bool:
     return bool(_PCI_ADDRESS_RE.match(text.strip()))
 
 
-def is_uuid(text):
+def is_uuid(text: str) -> bool:
     try:
         uuid.UUID(text)
     except ValueError:
@@ -139,19 +142,19 @@ def is_uuid(text):
     return True
 
 
-def canonical_uuid(text):
+def canonical_uuid(text: str) -> str:
     """The lower-case, dashed form Nova and Placement store a UUID in
     (``B103...`` or ``{b103...}`` -> ``b103...``).
     """
     return str(uuid.UUID(text))
 
 
-def is_mdev_resource_class(name):
+def is_mdev_resource_class(name: str) -> bool:
     """True for the classes Nova reports mdev inventories with."""
     return name == VGPU or bool(_CUSTOM_NAME_RE.match(name))
 
 
-def validate_mdev_resource_class(name):
+def validate_mdev_resource_class(name: str) -> str:
     """Return ``name`` if it can be an mdev resource class, else raise.
 
     Nova accepts ``VGPU`` or ``CUSTOM_<NAME>`` in ``[mdev_<type>]
@@ -164,12 +167,12 @@ def validate_mdev_resource_class(name):
         % (name, CUSTOM_NAME_RULE))
 
 
-def is_custom_name(name):
+def is_custom_name(name: str) -> bool:
     """True for a custom trait or class name Placement accepts."""
     return len(name) <= MAX_NAME_LENGTH and bool(_CUSTOM_NAME_RE.match(name))
 
 
-def validate_trait_name(name):
+def validate_trait_name(name: str) -> str:
     """Return ``name`` if it is a well-formed trait name, else raise.
 
     Custom traits follow Placement's ``^CUSTOM_[A-Z0-9_]+$``; standard

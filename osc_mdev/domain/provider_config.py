@@ -28,8 +28,12 @@ mirrors; tests/unit/test_provider_config.py runs Nova's own functions on
 the same files. Pure: texts in, texts and findings out.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import re
+import typing
 
 import yaml
 
@@ -66,8 +70,11 @@ _INVENTORY_FIELDS = {'total': 'integer', 'reserved': 'integer',
 _CUSTOM = 'CUSTOM_'
 _REFUSED = 'nova-compute refuses to start with this file.'
 
+#: Where a value sits in a YAML document: its keys and indexes.
+YamlPath = tuple[str | int, ...]
 
-def refused_by_nova(findings):
+
+def refused_by_nova(findings: Iterable[Finding]) -> list[Finding]:
     """The findings of rules that stop nova-compute at start (the files
     Nova's own ``get_provider_configs`` rejects).
     """
@@ -88,15 +95,15 @@ class Entry:
     line: int
     key: str
     value: str
-    traits: tuple = ()
-    resource_classes: tuple = ()
+    traits: tuple[str, ...] = ()
+    resource_classes: tuple[str, ...] = ()
 
     @property
-    def where(self):
+    def where(self) -> str:
         return '%s:%d' % (self.source, self.line)
 
     @property
-    def kept(self):
+    def kept(self) -> bool:
         """Nova ignores an entry with neither traits nor inventories."""
         return bool(self.traits or self.resource_classes)
 
@@ -108,22 +115,23 @@ class ConfigFile:
     """
 
     source: str
-    entries: list
-    findings: list
+    entries: list[Entry]
+    findings: list[Finding]
 
     @property
-    def refused(self):
+    def refused(self) -> bool:
         """True when nova-compute refuses to start with this file."""
         return bool(refused_by_nova(self.findings))
 
 
-def _error(where, message):
+def _error(where: str, message: str) -> Finding:
     return Finding(ERROR, where, '%s %s' % (message, _REFUSED))
 
 
 # -- Reading a file -------------------------------------------------------
 
-def load_yaml(text, source):
+def load_yaml(text: str, source: str
+              ) -> tuple[typing.Any, yaml.Node | None, Finding | None]:
     """``(document, node)`` of a file's text, or a finding.
 
     Mirrors ``nova.compute.provider_config._load_yaml_file``:
@@ -144,7 +152,7 @@ def load_yaml(text, source):
     return document, node, None
 
 
-def parse_version(raw):
+def parse_version(raw: typing.Any) -> tuple[int, int] | None:
     """``(major, minor)`` or None.
 
     Mirrors ``microversion_parse.parse_version_string`` as
@@ -160,7 +168,7 @@ def parse_version(raw):
         return None
 
 
-def schema_version(document, source):
+def schema_version(document: object, source: str) -> list[Finding]:
     """Findings of ``meta.schema_version``; the first error stops Nova.
 
     Mirrors ``nova.compute.provider_config._parse_provider_yaml``: a
@@ -189,23 +197,23 @@ def schema_version(document, source):
 # jsonschema's types: a YAML mapping is an object, a sequence an array;
 # an integer is an int (not a bool) or a float with no fraction.
 
-def _is_integer(value):
+def _is_integer(value: object) -> bool:
     return not isinstance(value, bool) and (
         isinstance(value, int)
         or isinstance(value, float) and value.is_integer())
 
 
-def _is_number(value):
+def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
-def _lines(node):
+def _lines(node: yaml.Node | None) -> dict[YamlPath, int]:
     """``{path: line}`` of a composed YAML tree (1-based lines; paths are
     tuples of keys and indexes).
     """
     found = {}
 
-    def walk(n, path):
+    def walk(n: yaml.Node, path: YamlPath) -> None:
         found[path] = n.start_mark.line + 1
         if isinstance(n, yaml.MappingNode):
             for key, value in n.value:
@@ -220,7 +228,8 @@ def _lines(node):
     return found
 
 
-def schema_findings(document, source, lines):
+def schema_findings(document: dict[str, typing.Any], source: str,
+                    lines: dict[YamlPath, int]) -> list[Finding]:
     """Findings of the file's top level against Nova's schema.
 
     Mirrors ``jsonschema.validate(yaml_file, SCHEMA_V1)`` in
@@ -231,7 +240,7 @@ def schema_findings(document, source, lines):
     """
     found = []
 
-    def at(*path):
+    def at(*path: str) -> str:
         return '%s:%d' % (source, lines.get(path, 1))
 
     if '__source_file' in document:
@@ -250,7 +259,8 @@ def schema_findings(document, source, lines):
     return found
 
 
-def identification_findings(identification, where):
+def identification_findings(identification: object,
+                            where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerIdentification``: a mapping of
     exactly one of ``name`` (1 to 200 characters) and ``uuid`` (a UUID or
     ``$COMPUTE_NODE``).
@@ -279,7 +289,7 @@ def identification_findings(identification, where):
     return []
 
 
-def traits_findings(traits, where):
+def traits_findings(traits: object, where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerTraits``: a mapping whose
     ``additional`` is a list of names matching ``^[A-Z0-9_]{1,255}$``.
     """
@@ -299,7 +309,7 @@ def traits_findings(traits, where):
     return []
 
 
-def inventories_findings(inventories, where):
+def inventories_findings(inventories: object, where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerInventories``: ``additional`` is a
     list of ``{RESOURCE_CLASS: {total: N, ...}}``, the fields of a
     Placement inventory only, ``total`` required.
@@ -342,7 +352,7 @@ def inventories_findings(inventories, where):
     return found
 
 
-def provider_findings(provider, where):
+def provider_findings(provider: object, where: str) -> list[Finding]:
     """One item of ``providers`` against SCHEMA_V1: a mapping with an
     ``identification``, and ``traits`` and ``inventories`` as above.
     """
@@ -361,7 +371,7 @@ def provider_findings(provider, where):
 
 # -- Nova's checks after the schema ------------------------------------------
 
-def custom_findings(entry):
+def custom_findings(entry: Entry) -> list[Finding]:
     """Mirrors ``nova.compute.provider_config._validate_provider_config``
     (its ``_validate_traits`` and ``_validate_rc``): only custom traits
     and resource classes; an entry with neither is ignored with a warning.
@@ -384,7 +394,7 @@ def custom_findings(entry):
     return found
 
 
-def placement_name_findings(entry):
+def placement_name_findings(entry: Entry) -> list[Finding]:
     """Trait names Nova accepts but Placement refuses (``CUSTOM_`` and
     nothing after it): nova-compute starts, and then cannot create the
     trait, so its updates of the node fail.
@@ -399,10 +409,11 @@ def placement_name_findings(entry):
         % (', '.join(bad), names.CUSTOM_NAME_RULE)))]
 
 
-def _entry(provider, source, line):
+def _entry(provider: dict[str, typing.Any], source: str,
+           line: int) -> Entry:
     identification = provider['identification']
     key = next(iter(identification))
-    classes = []
+    classes: list[str] = []
     for item in (provider.get('inventories') or {}).get('additional', []):
         if isinstance(item, dict):
             classes.extend(item)
@@ -411,7 +422,7 @@ def _entry(provider, source, line):
                  tuple(classes))
 
 
-def parse(text, source):
+def parse(text: str, source: str) -> ConfigFile:
     """A ConfigFile of ``text`` (read from ``source``), by Nova's rules
     for one file.
     """
@@ -439,7 +450,7 @@ def parse(text, source):
     return ConfigFile(source, entries, found)
 
 
-def duplicate_findings(files):
+def duplicate_findings(files: Iterable[ConfigFile]) -> list[Finding]:
     """A provider defined twice, in one file or in two.
 
     Mirrors ``nova.compute.provider_config.get_provider_configs``: the
@@ -447,7 +458,7 @@ def duplicate_findings(files):
     an entry Nova keeps is refused (entries with no traits or inventories
     are not kept, so they do not count).
     """
-    seen = {}
+    seen: dict[str, Entry] = {}
     found = []
     for config in files:
         for entry in config.entries:
@@ -461,7 +472,7 @@ def duplicate_findings(files):
     return found
 
 
-def ignored_file_findings(ignored):
+def ignored_file_findings(ignored: Iterable[str]) -> list[Finding]:
     """Files of a directory nova-compute does not read although they look
     like provider config files: Nova globs ``*.yaml``, so a ``.yml`` or
     ``.YAML`` file or a hidden file is silently skipped.
@@ -473,7 +484,8 @@ def ignored_file_findings(ignored):
         if path.endswith(('.yml', '.YAML', '.yaml', '.YML'))]
 
 
-def split_option(value, is_path=False):
+def split_option(value: str,
+                 is_path: bool = False) -> tuple[str | None, str]:
     """``[HOST=]PATH`` -> ``(host or None, path)``; a value that is an
     existing path (``is_path``) is a path, ``=`` or not.
     """
@@ -486,7 +498,8 @@ def split_option(value, is_path=False):
     return host, path
 
 
-def check_files(files, ignored=()):
+def check_files(files: Collection[ConfigFile],
+                ignored: Iterable[str] = ()) -> list[Finding]:
     """Every finding of a set of files nova-compute reads together (the
     files of its ``provider_config_location``, as ConfigFile in Nova's
     order): each file's own and the duplicates across them.
@@ -515,10 +528,12 @@ class TreeProvider:
     uuid: str
     name: str
     kind: str | None
-    traits: tuple = ()
+    traits: tuple[str, ...] = ()
 
 
-def merge_targets(entries, tree):
+def merge_targets(entries: Collection[Entry],
+                  tree: Collection[TreeProvider]
+                  ) -> tuple[list[tuple[Entry, TreeProvider]], list[Entry]]:
     """``[(entry, TreeProvider)]``: the providers each kept entry reaches,
     and the entries that reach none.
 
@@ -527,12 +542,13 @@ def merge_targets(entries, tree):
     the provider it names in the tree (UUIDs compared as Nova's tree
     compares them, as written).
     """
-    by_key = {}
+    by_key: dict[str, TreeProvider] = {}
     for provider in tree:
         by_key[provider.uuid] = provider
         by_key.setdefault(provider.name, provider)
     explicit = {e.value for e in entries if e.kept}
-    reached, absent = [], []
+    reached: list[tuple[Entry, TreeProvider]] = []
+    absent: list[Entry] = []
     for entry in entries:
         if not entry.kept:
             continue
@@ -540,15 +556,16 @@ def merge_targets(entries, tree):
             reached += [(entry, p) for p in tree if p.kind == 'root'
                         and p.name not in explicit and p.uuid not in explicit]
             continue
-        provider = by_key.get(entry.value)
-        if provider is None:
+        named = by_key.get(entry.value)
+        if named is None:
             absent.append(entry)
         else:
-            reached.append((entry, provider))
+            reached.append((entry, named))
     return reached, absent
 
 
-def merge_findings(entries, tree, node):
+def merge_findings(entries: Collection[Entry], tree: Collection[TreeProvider],
+                   node: str) -> list[Finding]:
     """What nova-compute of node ``node`` makes of the entries of its
     files on its provider tree (``tree``, TreeProvider list).
 
@@ -561,7 +578,7 @@ def merge_findings(entries, tree, node):
     reached, absent = merge_targets(entries, tree)
     found = []
 
-    def elsewhere(entry):
+    def elsewhere(entry: Entry) -> bool:
         return (entry.key == 'name' and entry.value != node
                 and not entry.value.startswith(node + '_'))
 
@@ -587,7 +604,7 @@ def merge_findings(entries, tree, node):
                 ' (it names a provider of another compute node: is this '
                 'the file of another host?)' if elsewhere(entry) else
                 ', and applies it if the provider appears'))))
-    first = {}
+    first: dict[str, Entry] = {}
     for entry, provider in reached:
         earlier = first.setdefault(provider.uuid, entry)
         if earlier is not entry:
@@ -606,12 +623,14 @@ def merge_findings(entries, tree, node):
     return found
 
 
-def uncovered_findings(entries, tree, node):
+def uncovered_findings(entries: Collection[Entry],
+                       tree: Collection[TreeProvider],
+                       node: str) -> list[Finding]:
     """Devices of the node whose custom traits no entry keeps: they lose
     them when Nova re-creates their provider.
     """
     reached, _ = merge_targets(entries, tree)
-    covered = {}
+    covered: dict[str, set[str]] = {}
     for entry, provider in reached:
         covered.setdefault(provider.uuid, set()).update(entry.traits)
     found = []
@@ -634,7 +653,7 @@ def uncovered_findings(entries, tree, node):
 
 # -- Writing -----------------------------------------------------------------
 
-def file_name(host):
+def file_name(host: str) -> str:
     """``<host>.yaml``; ValueError for a name that cannot be a file of
     its own in the directory.
     """
@@ -643,8 +662,9 @@ def file_name(host):
     return host + FILE_SUFFIX
 
 
-def exported_traits(traits, type_traits_only=False,
-                    prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def exported_traits(traits: Iterable[str], type_traits_only: bool = False,
+                    prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                    ) -> list[str]:
     """The traits of a device a file keeps: its custom traits (Nova
     refuses the others), or only its type traits.
     """
@@ -654,7 +674,8 @@ def exported_traits(traits, type_traits_only=False,
     return sorted(set(kept))
 
 
-def document(providers):
+def document(providers: Mapping[str, Collection[str]]
+             ) -> dict[str, typing.Any]:
     """The file's content: ``providers`` is ``{provider name: traits}``;
     providers with no trait are left out (Nova would ignore them).
     """
@@ -667,7 +688,7 @@ def document(providers):
     }
 
 
-def header(host):
+def header(host: str) -> str:
     return (
         '# Provider config of compute node %s for nova-compute\n'
         '# ([compute] provider_config_location, default %s).\n'
@@ -681,7 +702,7 @@ def header(host):
         % (host, DEFAULT_LOCATION))
 
 
-def render(host, providers):
+def render(host: str, providers: Mapping[str, Collection[str]]) -> str:
     """The text of the file of ``host``; ValueError if Nova would refuse
     it (it never should: a guard, checked with Nova's own rules).
     """

@@ -95,7 +95,7 @@ def next_anchors(asked: Collection[str], summaries: Mapping[str, Mapping],
             return found
     candidates = list(candidates)
     kinds = {c.kind for c in candidates if c.root_uuid in missing}
-    seen = collections.Counter()
+    seen: collections.Counter[str] = collections.Counter()
     for c in candidates:
         summary = summaries.get(c.uuid)
         if summary is not None and c.kind in kinds:

@@ -30,8 +30,12 @@ are checked fully; in ``[DEFAULT]``, which libraries share, only options
 of those groups written there by mistake are reported.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
 import difflib
 import re
+import typing
 
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
@@ -56,11 +60,11 @@ _TYPE_GROUP_SLIP_RE = re.compile(r'^(mdev|vgpu)[^a-z0-9_]+(.+)$',
                                  re.IGNORECASE)
 
 
-def _old_names():
+def _old_names() -> dict[str, dict[str, tuple[str, str]]]:
     """``{group: {old name: (group, option)}}`` of every deprecated name
     oslo.config still reads an option from.
     """
-    found = {}
+    found: dict[str, dict[str, tuple[str, str]]] = {}
     for (group, name), olds in nova_options.DEPRECATED.items():
         for old_group, old_name in olds:
             found.setdefault(old_group, {})[old_name] = (group, name)
@@ -70,20 +74,21 @@ def _old_names():
 _OLD_NAMES = _old_names()
 
 
-def closest(name, candidates, cutoff=OPTION_CUTOFF):
+def closest(name: str, candidates: Iterable[str],
+            cutoff: float = OPTION_CUTOFF) -> str | None:
     """The candidate most like ``name`` (difflib), or None."""
     found = difflib.get_close_matches(name, list(candidates), n=1,
                                       cutoff=cutoff)
     return found[0] if found else None
 
 
-def same_type(written, enabled):
+def same_type(written: str, enabled: Iterable[str]) -> str | None:
     """The enabled type ``written`` is a slip of (another case or other
     separators: ``nvidia36``, ``NVIDIA_36`` for ``nvidia-36``), or None.
     Types that differ otherwise (``nvidia-35``, ``nvidia-36``) are
     different types, however alike.
     """
-    def bare(name):
+    def bare(name: str) -> str:
         return re.sub('[^a-z0-9]', '', name.lower())
     for mdev_type in enabled:
         if bare(mdev_type) == bare(written):
@@ -91,7 +96,7 @@ def same_type(written, enabled):
     return None
 
 
-def known_options(group):
+def known_options(group: str) -> set[str]:
     """The option names Nova reads from a static group: its options and
     the deprecated names of options (of any group) that point there.
     """
@@ -99,18 +104,18 @@ def known_options(group):
         _OLD_NAMES.get(group, {}))
 
 
-def type_options():
+def type_options() -> set[str]:
     """The options of an ``[mdev_<type>]`` group (register_dynamic_opts)."""
     return set(nova_options.DYNAMIC)
 
 
-def old_type_options():
+def old_type_options() -> set[str]:
     """The options Nova also reads from the old ``[vgpu_<type>]`` group."""
     return {name for olds in nova_options.DYNAMIC.values()
             for group, name in olds if group == OLD_TYPE_GROUP % _TYPE}
 
 
-def owners(name):
+def owners(name: str) -> list[str]:
     """The groups that matter where Nova has an option ``name``, as
     written in messages (``[mdev_<type>]`` for the type groups).
     """
@@ -120,11 +125,12 @@ def owners(name):
     return found
 
 
-def _type_groups(enabled):
+def _type_groups(enabled: Iterable[str]
+                 ) -> dict[str, tuple[str, str, bool]]:
     """``{group key: (group name, type, old)}`` of the enabled types'
     groups, new and old names.
     """
-    groups = {}
+    groups: dict[str, tuple[str, str, bool]] = {}
     for mdev_type in enabled:
         for template, old in ((TYPE_GROUP, False), (OLD_TYPE_GROUP, True)):
             name = template % mdev_type
@@ -133,11 +139,11 @@ def _type_groups(enabled):
     return groups
 
 
-def _is_nova_group(key):
+def _is_nova_group(key: str) -> bool:
     return key == DEFAULT or key in nova_options.OPTIONS
 
 
-def _section_suggestion(name, enabled):
+def _section_suggestion(name: str, enabled: Iterable[str]) -> str | None:
     """The group a section Nova does not know was meant to be, or None."""
     slip = _TYPE_GROUP_SLIP_RE.match(name)
     if slip:
@@ -154,12 +160,14 @@ def _section_suggestion(name, enabled):
     return candidates[best] if best else None
 
 
-def _options_of(settings, key):
+def _options_of(settings: novaconf.Settings,
+                key: str) -> list[novaconf.Occurrence]:
     return [o for o in settings.occurrences
             if novaconf.group_key(o.section) == key]
 
 
-def _section_findings(settings, enabled):
+def _section_findings(settings: novaconf.Settings,
+                      enabled: Sequence[str]) -> list[novaconf.Finding]:
     found = []
     seen = set()
     for name, file, line in settings.sections:
@@ -199,7 +207,8 @@ def _section_findings(settings, enabled):
     return found
 
 
-def _unknown_option(occurrence, known):
+def _unknown_option(occurrence: novaconf.Occurrence,
+                    known: Collection[str]) -> novaconf.Finding:
     """The finding of an option Nova does not read from its section."""
     section, name = occurrence.section, occurrence.name
     here = novaconf.where(section, name, occurrence)
@@ -224,7 +233,8 @@ def _unknown_option(occurrence, known):
     return novaconf.Finding(WARNING, here, text + '.')
 
 
-def _option_findings(settings, enabled):
+def _option_findings(settings: novaconf.Settings,
+                     enabled: Sequence[str]) -> list[novaconf.Finding]:
     found = []
     types = _type_groups(enabled)
     for occ in settings.occurrences:
@@ -287,7 +297,7 @@ def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
 
 
 def _ignored_name(occ: novaconf.Occurrence, taken: novaconf.Occurrence,
-                  current: tuple) -> novaconf.Finding:
+                  current: tuple[str, str]) -> novaconf.Finding:
     """The warning of ``occ``, an option's value oslo.config drops for
     the one at ``taken`` under another of its names (``current``: the
     option's current ``(group, name)``), naming both values.
@@ -322,17 +332,17 @@ def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(',') if item.strip()]
 
 
-def _label(pair, group):
+def _label(pair: tuple[str, str], group: str) -> str:
     section, name = pair
     return name if section == group else '[%s] %s' % (section, name)
 
 
-def findings(settings):
+def findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
     """Every name of the files Nova does not read as written: sections,
     options, and options set under two of their names.
     """
     enabled = [] if settings.enabled.error else list(
-        settings.enabled.value or ())
+        typing.cast('Iterable[str]', settings.enabled.value or ()))
     return (_section_findings(settings, enabled)
             + _option_findings(settings, enabled)
             + _renamed_findings(settings))

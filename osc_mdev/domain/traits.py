@@ -12,10 +12,15 @@
 
 """Trait changes on mdev devices, planned without touching Placement."""
 
+from collections.abc import Collection
+from collections.abc import Container
+from collections.abc import Iterable
 import dataclasses
 import re
 
 from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import providers
 
 OWNER_PREFIX = 'OWNER_'
 DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
@@ -27,7 +32,8 @@ _TYPE_TRAIT_RE = re.compile(
     r'^CUSTOM_(?:[A-Z0-9_]*_)?((?:%s)_[A-Z0-9_]+)$' % '|'.join(TYPE_DRIVERS))
 
 
-def type_key(trait, known=(), prefix=DEFAULT_TRAIT_PREFIX):
+def type_key(trait: str, known: Container[str] = (),
+             prefix: str = DEFAULT_TRAIT_PREFIX) -> str | None:
     """The mdev type a trait names, or None when it is no type trait.
 
     A type trait is a trait that osc-mdev's type naming gives
@@ -48,12 +54,14 @@ def type_key(trait, known=(), prefix=DEFAULT_TRAIT_PREFIX):
     return match.group(1) if match else None
 
 
-def is_owner_trait(trait):
+def is_owner_trait(trait: str) -> bool:
     """Traits a service (Nova, Cyborg) sets to claim a provider."""
     return trait.startswith(OWNER_PREFIX)
 
 
-def plan(current, add=(), remove=(), replace=False, force=False):
+def plan(current: Iterable[str], add: Iterable[str] = (),
+         remove: Iterable[str] = (), replace: bool = False,
+         force: bool = False) -> frozenset[str]:
     """Return the trait set a device should have after a change.
 
     * default: ``current`` plus ``add`` minus ``remove``; other writers'
@@ -75,12 +83,13 @@ def plan(current, add=(), remove=(), replace=False, force=False):
     return frozenset(new)
 
 
-def protected_removals(remove, force):
+def protected_removals(remove: Iterable[str], force: bool) -> list[str]:
     """The ``OWNER_*`` traits in ``remove`` that ``force`` does not allow."""
     return sorted(t for t in remove if is_owner_trait(t)) if not force else []
 
 
-def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
+def trait_for_mdev_type(mdev_type: str,
+                        prefix: str = DEFAULT_TRAIT_PREFIX) -> str:
     """``nvidia-35`` -> ``CUSTOM_NVIDIA_35`` (the default naming).
 
     The name is os-traits' ``normalize_name`` of the type (each run of
@@ -96,12 +105,12 @@ def trait_for_mdev_type(mdev_type, prefix=DEFAULT_TRAIT_PREFIX):
     return names.validate_trait_name(prefix + body)
 
 
-def is_type_trait(trait, prefix=DEFAULT_TRAIT_PREFIX):
+def is_type_trait(trait: str, prefix: str = DEFAULT_TRAIT_PREFIX) -> bool:
     """True when ``trait`` names an mdev type (``type_key``)."""
     return type_key(trait, prefix=prefix) is not None
 
 
-def validate_prefix(prefix):
+def validate_prefix(prefix: str) -> str:
     if not re.match(r'^CUSTOM_[A-Z0-9_]*$', prefix):
         raise ValueError(
             "'%s' is not a valid trait prefix: it must start with CUSTOM_ "
@@ -109,7 +118,8 @@ def validate_prefix(prefix):
     return prefix
 
 
-def describe_change(before, after, dry_run=False):
+def describe_change(before: Collection[str], after: Collection[str],
+                    dry_run: bool = False) -> str:
     """``added CUSTOM_A; removed CUSTOM_B``, ``would add ...`` or
     ``unchanged``.
     """
@@ -125,27 +135,31 @@ def describe_change(before, after, dry_run=False):
 class DevicePlan:
     """The trait change one device gets, or why it is skipped."""
 
-    device: object               # providers.Device
-    add: tuple = ()
-    remove: tuple = ()
+    device: providers.Device
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
     replace: bool = False
     force: bool = False
     skip: str | None = None
 
-    def apply(self, current):
+    def apply(self, current: Iterable[str]) -> frozenset[str]:
         return plan(current, self.add, self.remove, self.replace, self.force)
 
 
-def type_traits(conf, prefix=DEFAULT_TRAIT_PREFIX):
+def type_traits(conf: novaconf.MdevConfig,
+                prefix: str = DEFAULT_TRAIT_PREFIX) -> dict[str, str]:
     """``{mdev type: trait}`` for every type nova-compute uses from a
     nova.conf (a novaconf.MdevConfig).
     """
     return {t.name: trait_for_mdev_type(t.name, prefix) for t in conf.types}
 
 
-def plans_from_nova_conf(devices, conf, source, add=(),
-                         prefix=DEFAULT_TRAIT_PREFIX, replace=False,
-                         force=False):
+def plans_from_nova_conf(devices: Iterable[providers.Device],
+                         conf: novaconf.MdevConfig, source: str,
+                         add: Iterable[str] = (),
+                         prefix: str = DEFAULT_TRAIT_PREFIX,
+                         replace: bool = False,
+                         force: bool = False) -> list[DevicePlan]:
     """Each device gets the trait of the type Nova gives it (the
     ``novaconf.vgpu_type_per_pgpu`` rule on its libvirt name, plus
     ``add``) and loses the traits of the file's other types; a device Nova
@@ -180,16 +194,18 @@ class MdevType:
     name: str
 
     @property
-    def is_nvidia(self):
+    def is_nvidia(self) -> bool:
         return self.key.startswith('NVIDIA_')
 
 
-def mdev_type(name, prefix=DEFAULT_TRAIT_PREFIX):
+def mdev_type(name: str, prefix: str = DEFAULT_TRAIT_PREFIX) -> MdevType:
     """The MdevType of a type named in a nova.conf (``nvidia-35``)."""
     return MdevType(trait_for_mdev_type(name, prefix)[len(prefix):], name)
 
 
-def mdev_type_of_traits(traits, prefix=DEFAULT_TRAIT_PREFIX):
+def mdev_type_of_traits(traits: Iterable[str],
+                        prefix: str = DEFAULT_TRAIT_PREFIX
+                        ) -> MdevType | None:
     """The type a device's traits name, as ``trait set --from-nova-conf``
     names types (``type_key``): an MdevType, or None when its traits name
     no type or two.

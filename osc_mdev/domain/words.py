@@ -12,13 +12,15 @@
 
 """How the messages of the commands count and list things in English."""
 
+from collections.abc import Iterable
 
-def count(number, word):
+
+def count(number: int, word: str) -> str:
     """``'1 device'``, ``'3 devices'``."""
     return '%d %s%s' % (number, word, '' if number == 1 else 's')
 
 
-def and_list(items):
+def and_list(items: Iterable[str]) -> str:
     """``'a'``, ``'a and b'``, ``'a, b and c'``."""
     items = list(items)
     if len(items) < 2:

@@ -18,6 +18,9 @@ and their text; ``osc_mdev.domain.novaconf`` parses the text with
 oslo.config's parser and applies Nova's rules.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 import glob
 import os
 
@@ -26,7 +29,8 @@ from osc_mdev.domain import novaconf
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
-def config_files(paths, directories=True):
+def config_files(paths: Iterable[str],
+                 directories: bool = True) -> list[str]:
     """The files ``paths`` stand for, in the order oslo.config reads them.
 
     A directory is read like ``--config-dir``: its ``*.conf`` files in
@@ -48,7 +52,7 @@ def config_files(paths, directories=True):
     return files
 
 
-def read_text(path):
+def read_text(path: str) -> str:
     """The text of a nova.conf, or NovaConfError naming the file and what
     is wrong: missing, unreadable, a directory, huge, binary, not UTF-8 or
     empty.
@@ -80,7 +84,8 @@ def read_text(path):
     return text
 
 
-def read_files(paths, directories=True):
+def read_files(paths: Iterable[str],
+               directories: bool = True) -> Iterator[tuple[str, str]]:
     """``(path, text)`` of each file ``paths`` stand for, in reading order
     (``config_files``), each read when it is asked for; NovaConfError for
     one that cannot be read.
@@ -89,7 +94,8 @@ def read_files(paths, directories=True):
         yield path, read_text(path)
 
 
-def load(paths, directories=True):
+def load(paths: Iterable[str],
+         directories: bool = True) -> novaconf.Settings:
     """The ``novaconf.Settings`` of nova.conf files (and directories),
     parsed as nova-compute parses them (``novaconf.parse_texts``).
 
@@ -99,7 +105,9 @@ def load(paths, directories=True):
     return novaconf.parse_texts(read_files(paths, directories))
 
 
-def parse_files(paths, virtual_parent_exists=None, directories=True):
+def parse_files(paths: Iterable[str],
+                virtual_parent_exists: Callable[[str], bool] | None = None,
+                directories: bool = True) -> novaconf.MdevConfig:
     """``load`` + ``novaconf.supported_vgpu_types``: the MdevConfig of
     the files.
     """

@@ -22,6 +22,7 @@ leaves the old file as it was. ``osc_mdev.domain.provider_config`` parses
 and renders the texts.
 """
 
+from collections.abc import Iterable
 import dataclasses
 import glob
 import os
@@ -43,11 +44,11 @@ class Found:
     it skips (``ignored``).
     """
 
-    files: tuple
-    ignored: tuple
+    files: tuple[tuple[str, str], ...]
+    ignored: tuple[str, ...]
 
 
-def _read_text(path):
+def _read_text(path: str) -> str:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -61,7 +62,7 @@ def _read_text(path):
         raise FileError('cannot read %s: %s' % (path, exc.strerror or exc))
 
 
-def yaml_files(directory):
+def yaml_files(directory: str) -> tuple[list[str], list[str]]:
     """``(files, ignored)`` of a directory: the paths nova-compute reads
     (``glob('*.yaml')``, sorted, as ``get_provider_configs``) and the
     other file names in it.
@@ -78,12 +79,13 @@ def yaml_files(directory):
     return files, others
 
 
-def read(paths):
+def read(paths: Iterable[str]) -> Found:
     """The provider config files ``paths`` stand for (files, or
     directories read as nova-compute reads them); FileError for a path
     that does not exist or cannot be read.
     """
-    files, ignored = [], []
+    files: list[tuple[str, str]] = []
+    ignored: list[str] = []
     for path in paths:
         if os.path.isdir(path):
             found, others = yaml_files(path)
@@ -96,16 +98,16 @@ def read(paths):
     return Found(tuple(files), tuple(ignored))
 
 
-def exists(path):
+def exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-def path_of(directory, name):
+def path_of(directory: str, name: str) -> str:
     """The path of file ``name`` in ``directory``."""
     return os.path.join(directory, name)
 
 
-def other_files(directory, names):
+def other_files(directory: str, names: Iterable[str]) -> list[str]:
     """The ``*.yaml`` files of ``directory`` (none when it does not
     exist) other than ``names``, in nova-compute's order.
     """
@@ -115,7 +117,7 @@ def other_files(directory, names):
     return [p for p in files if os.path.basename(p) not in set(names)]
 
 
-def existing_hosts(directory):
+def existing_hosts(directory: str) -> list[str]:
     """The host names of the ``<host>.yaml`` files of ``directory`` (none
     when it does not exist).
     """
@@ -125,7 +127,7 @@ def existing_hosts(directory):
     return [os.path.basename(p)[:-len(domain.FILE_SUFFIX)] for p in files]
 
 
-def check_writable(directory):
+def check_writable(directory: str) -> None:
     """FileError unless ``directory`` is (or can be made) a directory
     this process can write in; nothing is created.
     """
@@ -141,14 +143,14 @@ def check_writable(directory):
         raise FileError('cannot write in %s' % path)
 
 
-def current_text(path):
+def current_text(path: str) -> str | None:
     """The text of ``path``, or None when there is no such file."""
     if not os.path.exists(path):
         return None
     return _read_text(path)
 
 
-def write_atomic(path, text):
+def write_atomic(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` whole, or leave it as it was
     (``textfile.write_atomically``), making its directory first.
     """

@@ -26,7 +26,7 @@ import os
 import tempfile
 
 
-def check_writable(path):
+def check_writable(path: str) -> None:
     """Raise OSError when a file cannot be written at ``path``: its
     directory is missing or not writable, or ``path`` is a directory.
     """
@@ -40,7 +40,7 @@ def check_writable(path):
         raise PermissionError(13, 'Permission denied', directory)
 
 
-def write_atomically(path, text, mode=0o666):
+def write_atomically(path: str, text: str, mode: int = 0o666) -> None:
     """Replace the file at ``path`` by ``text`` (UTF-8) in one rename.
 
     The text goes to a hidden temporary file in the same directory, is
@@ -76,7 +76,7 @@ def write_atomically(path, text, mode=0o666):
     _sync_directory(directory)
 
 
-def _sync_directory(directory):
+def _sync_directory(directory: str) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -40,8 +40,10 @@ allocated:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 import dataclasses
+import functools
 import logging
 import typing
 
@@ -87,15 +89,19 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
     ``?resources=`` listings. ``early`` holds those answers for
     ``read_hosts``.
     """
-    calls = [placement.list_providers, device_reads.anchor_call(placement)]
+    calls: list[Callable[[], typing.Any]] = [
+        placement.list_providers, device_reads.anchor_call(placement)]
     keys = [ANCHOR]
     if request is not None:
         for amount in _amounts([request]):
-            calls.append(lambda a=amount: placement.providers_with_room(a))
+            calls.append(functools.partial(placement.providers_with_room,
+                                           amount))
             keys.append(_room_key(amount))
     if flavor is not None:
+        if compute is None:
+            raise ValueError('a flavor is read from Nova')
         calls.append(compute.compute_services)
-        calls.append(lambda: naming.find_flavor(compute, flavor))
+        calls.append(functools.partial(naming.find_flavor, compute, flavor))
     results = pool.call_all(calls, placement.max_workers)
     device_reads.check_hosts(results[0], hosts)
     early = dict(zip(keys, results[1:]))
@@ -136,13 +142,13 @@ def read_hosts(placement: PlacementClient,
     amounts = _amounts(request if isinstance(request, (list, tuple))
                        else [request])
     answers = dict(early or {})
-    calls = {}
+    calls: dict[tuple, Callable[[], typing.Any]] = {}
     if ANCHOR not in answers:
         calls[ANCHOR] = device_reads.anchor_call(placement)
     for amount in amounts:
         if _room_key(amount) not in answers:
-            calls[_room_key(amount)] = (
-                lambda a=amount: placement.providers_with_room(a))
+            calls[_room_key(amount)] = functools.partial(
+                placement.providers_with_room, amount)
     answers.update(zip(calls, pool.call_all(list(calls.values()),
                                             placement.max_workers)))
     # The trees the first answer left out: further anchors.
@@ -165,7 +171,7 @@ def read_hosts(placement: PlacementClient,
                                  amounts, can_take)
         return None  # deleted since it was listed
 
-    by_root = {}
+    by_root: dict[str, list] = {}
     for candidate in children:
         found = provider(candidate.uuid, candidate.name, candidate.device)
         if found is not None and candidate.kind == providers.PCI and (

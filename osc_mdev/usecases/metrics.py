@@ -35,6 +35,7 @@ holds the run's own series only.
 
 from collections import abc
 import dataclasses
+import functools
 import inspect
 import logging
 import threading
@@ -105,7 +106,7 @@ class PartialReads:
         return types.MethodType(getattr(type(self._placement), name), self)
 
     def _provider_read(self, name: str, uuid: str, *args: object,
-                       **kwargs: object) -> object:
+                       **kwargs: object) -> typing.Any:
         errors = _errors()
         try:
             return self._own(name)(uuid, *args, **kwargs)
@@ -185,7 +186,7 @@ class _Unread:
 
 
 def _count(placement: 'placement_client.PlacementClient',
-           compute: 'compute_client.ComputeClient',
+           compute: 'compute_client.ComputeClient | None',
            flavor: str) -> '_Unread | int':
     """``flavor_fits`` of one flavor, or why it cannot be counted."""
     try:
@@ -206,7 +207,10 @@ def _allocations(reads: PartialReads,
     from osc_mdev.usecases import allocation
 
     try:
-        found, servers = allocation.allocations_on(reads, compute, devices)
+        # PartialReads stands in for the client it wraps.
+        found, servers = allocation.allocations_on(
+            typing.cast('placement_client.PlacementClient', reads), compute,
+            devices)
     except (exceptions.CommandError, _errors().NotFound) as exc:
         LOG.debug('Reading the allocations failed', exc_info=True)
         LOG.warning('The servers holding the allocations could not be '
@@ -235,16 +239,20 @@ def scrape(placement: 'placement_client.PlacementClient',
     stamp = time.time()
     start = time.monotonic()
     reads = PartialReads(placement)
-    calls = [lambda: provider.list_devices(
-        reads, providers.DeviceFilter(kinds=tuple(kinds)),
-        read_traits=True, read_inventory=False)]
-    calls += [lambda f=f: _count(placement, compute, f) for f in flavors]
+    if compute is None and (flavors or allocations):
+        raise ValueError('flavors and allocations are read from Nova')
+    calls: list[abc.Callable[[], typing.Any]] = [
+        lambda: provider.list_devices(
+            reads, providers.DeviceFilter(kinds=tuple(kinds)),
+            read_traits=True, read_inventory=False)]
+    calls += [functools.partial(_count, placement, compute, f)
+              for f in flavors]
     try:
         results = pool.call_all(calls, placement.max_workers)
         devices = results[0]
         found, servers, unread = (
-            _allocations(reads, compute, devices) if allocations
-            else (None, {}, False))
+            _allocations(reads, compute, devices)
+            if allocations and compute is not None else (None, {}, False))
     except Exception as exc:  # noqa: B902 - any failure is a failed run
         LOG.debug('Reading the cloud failed', exc_info=True)
         return Scrape(domain.render(domain.failed(
@@ -287,7 +295,7 @@ def failure_message(result: Scrape, output: str | None) -> str:
     """The one line a run that failed ends with (``result.failed``)."""
     if result.reading is None:
         return 'Reading the cloud failed: %s; %s' % (
-            result.error.rstrip('.'),
+            (result.error or '').rstrip('.'),
             '%s now holds openstack_mdev_scrape_success 0 and no other '
             'series.' % output if output else
             'only openstack_mdev_scrape_success 0 was printed.')

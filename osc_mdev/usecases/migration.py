@@ -36,6 +36,7 @@ import logging
 
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
@@ -88,6 +89,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
             raise exceptions.CommandError(
                 '--controller-conf: %s.' % exc) from exc
     for host, conf in sorted(computes.items()):
+        assert conf.settings is not None    # parsed from the host's file
         value = conf.settings.workarounds[
             novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
         if value.value and not skip:
@@ -210,7 +212,8 @@ def _check_hosts(listing, hosts, option):
 
 # -- check -----------------------------------------------------------------
 
-def check(placement: object, compute: object, reference: str,
+def check(placement: placement_client.PlacementClient,
+          compute: compute_client.ComputeClient, reference: str,
           host: str | None = None, inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
           ) -> tuple[domain.Server, list[domain.Verdict]]:
@@ -278,7 +281,8 @@ def check(placement: object, compute: object, reference: str,
 
 # -- plan ------------------------------------------------------------------
 
-def plan(placement: object, compute: object, host: str,
+def plan(placement: placement_client.PlacementClient,
+         compute: compute_client.ComputeClient, host: str,
          kinds: tuple = (domain.LIVE, domain.COLD), targets: tuple = (),
          inputs: Inputs | None = None,
          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
@@ -334,7 +338,7 @@ def plan(placement: object, compute: object, host: str,
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    list(wanted) or [host])
     source = nodes[host]
-    allocations = {}
+    allocations: dict[str, dict] = {}
     for uuid, allocs in per_device.items():
         for consumer, alloc in allocs.items():
             allocations.setdefault(consumer, {})[uuid] = alloc

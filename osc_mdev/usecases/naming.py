@@ -12,12 +12,20 @@
 
 """Picking the one resource an operator's name stands for."""
 
+from collections.abc import Sequence
+import typing
+
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_client
 from osc_mdev.domain import names
 
+#: A resource of the Compute API (a server, a flavor) as it answers it.
+Resource = dict[str, typing.Any]
 
-def one_named(matches, reference, noun, not_found):
+
+def one_named(matches: Sequence[Resource], reference: str, noun: str,
+              not_found: str) -> Resource:
     """The single resource in ``matches`` (API dicts with an ``id``).
 
     No match raises ``not_found``; several raise an error that lists their
@@ -33,7 +41,8 @@ def one_named(matches, reference, noun, not_found):
     return matches[0]
 
 
-def find_flavor(compute, reference):
+def find_flavor(compute: compute_client.ComputeClient,
+                reference: str) -> Resource:
     if not reference.strip():
         raise exceptions.CommandError(
             "No flavor named or with ID '%s'; see 'openstack flavor list "
@@ -49,7 +58,8 @@ def find_flavor(compute, reference):
     return match
 
 
-def find_server_id(compute, reference):
+def find_server_id(compute: compute_client.ComputeClient,
+                   reference: str) -> tuple[str, Resource | None]:
     """The server ID ``reference`` (a name or an ID) names, and the
     server if it was read on the way (a name is looked up in every
     project).

@@ -16,6 +16,7 @@ types) and the controller's (its PCI aliases), read through
 one-line CommandError, what it silently does otherwise a warning.
 """
 
+from collections.abc import Iterable
 import logging
 
 from osc_lib import exceptions
@@ -28,7 +29,7 @@ from osc_mdev.local import novaconf as local_novaconf
 LOG = logging.getLogger(__name__)
 
 
-def read_nova_conf(path):
+def read_nova_conf(path: str) -> novaconf.MdevConfig:
     """The MdevConfig nova-compute makes of ``path``; a CommandError for a
     file it cannot read or would refuse; notes on stderr for what Nova
     will silently do otherwise.
@@ -59,7 +60,7 @@ def controller_settings(paths: list[str],
 
 
 def controller_aliases(paths: list[str], option: str = '--controller-conf'
-                       ) -> tuple[dict, bool]:
+                       ) -> tuple[dict[str, pci_rules.Alias], bool]:
     """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
     (``controller_settings``); a CommandError (one line) for files that
     cannot be read or aliases Nova refuses.
@@ -68,7 +69,8 @@ def controller_aliases(paths: list[str], option: str = '--controller-conf'
 
 
 def aliases_of(settings: novaconf.Settings,
-               option: str = '--controller-conf') -> tuple[dict, bool]:
+               option: str = '--controller-conf'
+               ) -> tuple[dict[str, pci_rules.Alias], bool]:
     """``({name: Alias}, pci_in_placement)`` of the controller's
     Settings; a CommandError (one line) for aliases Nova refuses.
     """
@@ -81,12 +83,12 @@ def aliases_of(settings: novaconf.Settings,
     return pci.aliases, pci.pci_in_placement
 
 
-def compute_confs(values):
+def compute_confs(values: Iterable[str]) -> dict[str, novaconf.MdevConfig]:
     """``{host: MdevConfig}`` of --compute-conf HOST=FILE options; a
     CommandError for a malformed option, a host named twice or a file
     Nova would refuse.
     """
-    confs = {}
+    confs: dict[str, novaconf.MdevConfig] = {}
     for value in values:
         try:
             host, path = audit.parse_nova_conf_option(value)

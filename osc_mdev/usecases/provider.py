@@ -165,7 +165,8 @@ def cover_trees(placement: PlacementClient,
         return None
     candidates = list(candidates)
     scoped = None not in first
-    answers = {(reach.FIRST, tree): part for tree, part in first.items()}
+    answers = {(reach.FIRST, tree): part or {}
+               for tree, part in first.items()}
     _log_reach(answers)
     merged = _merged(answers)
     asked = {reach.FIRST}
@@ -293,11 +294,12 @@ def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
     anchors (``cover_trees``). Returns ``(providers, summaries, extra
     results)``; without ``summaries`` only the listings are read.
     """
+    trees: list[str | None]
     if roots is None:
         listings = [placement.list_providers]
         trees = [None]
     else:
-        trees = sorted(set(roots))
+        trees = [r for r in sorted(set(roots))]
         listings = [lambda r=r: placement.find_providers(in_tree=r)
                     for r in trees]
     firsts = [anchor_call(placement, in_tree=r) for r in trees] \

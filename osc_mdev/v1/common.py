@@ -16,13 +16,35 @@ Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+import typing
 
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
 
+if typing.TYPE_CHECKING:
+    from osc_lib import shell
 
-def check(func, *args):
+    from osc_mdev import api
+    from osc_mdev.domain import resource_request as rr
+
+T = typing.TypeVar('T')
+
+
+def client(app: shell.OpenStackShell) -> api.MdevClient:
+    """``client_manager.mdev``: the client ``plugin.make_client`` builds
+    (osc-lib's ClientManager does not declare a plugin's attribute).
+    """
+    return app.client_manager.mdev  # type: ignore[attr-defined]
+
+
+def check(func: Callable[..., T], *args: typing.Any) -> T:
     """Run a domain validator; its ValueError becomes a CommandError."""
     try:
         return func(*args)
@@ -30,19 +52,20 @@ def check(func, *args):
         raise exceptions.CommandError('%s.' % exc) from exc
 
 
-def resource_class(value):
+def resource_class(value: str | None) -> str | None:
     """A valid mdev resource class, or None when none was given."""
     if value is None:
         return None
     return check(names.validate_mdev_resource_class, value)
 
 
-def trait_names(values):
+def trait_names(values: Iterable[str]) -> tuple[str, ...]:
     """Every trait name valid, in the order given."""
     return tuple(check(names.validate_trait_name, t) for t in values)
 
 
-def one_line_errors(parser):
+def one_line_errors(
+        parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make ``parser`` report a bad argument as one CommandError line,
     and lay its help out as written (``Help``).
 
@@ -52,16 +75,16 @@ def one_line_errors(parser):
     parser.formatter_class = _help_formatter(parser.formatter_class)
     command = parser.prog.split(' ', 1)[-1]
 
-    def error(message):
+    def error(message: str) -> typing.NoReturn:
         raise exceptions.CommandError(
             "%s%s; see 'openstack help %s'."
             % (message[0].upper(), message[1:].rstrip('.'), command))
 
-    parser.error = error
+    parser.error = error  # type: ignore[method-assign]
     return parser
 
 
-def _help_formatter(base):
+def _help_formatter(base: typing.Any) -> type[argparse.HelpFormatter]:
     """``base`` (cliff's help formatter) laying out a command's
     description and epilog as written in reStructuredText, as the
     documentation renders them: paragraphs filled one by one, indented
@@ -72,7 +95,7 @@ def _help_formatter(base):
     import textwrap
 
     class Help(base):
-        def _fill_text(self, text, width, indent):
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
             paragraphs = []
             for block in re.split(r'\n[ \t]*\n', text.strip('\n')):
                 lines = block.strip('\n').splitlines()
@@ -95,7 +118,8 @@ def _help_formatter(base):
     return Help
 
 
-def bare_request(parsed_args, required):
+def bare_request(parsed_args: argparse.Namespace,
+                 required: Collection[str]) -> rr.Request:
     """The mdev request of --resource-class, --amount, --spread,
     ``required`` traits and --forbid-trait; a CommandError for a name,
     an amount or a pair of traits that cannot be.

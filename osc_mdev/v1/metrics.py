@@ -71,7 +71,7 @@ them::
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         confs = metrics.check_input(parsed_args.output,
                                     parsed_args.compute_conf)
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         compute = mdev.compute if (
             parsed_args.flavor or parsed_args.allocations) else None
         result = metrics.scrape(

@@ -87,14 +87,14 @@ With the settings of the controller's nova-conductor::
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple:
         inputs = _inputs(parsed_args)
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         _, verdicts = migration.check(
             mdev.placement, mdev.compute, parsed_args.server,
             parsed_args.host, inputs, parsed_args.trait_prefix)
         self.fits = any(v.fits for v in verdicts)
         rows = [(v.node, v.live, v.cold,
-                 format_columns.ListColumn(v.devices), v.reason,
-                 format_columns.ListColumn(v.not_checked))
+                 format_columns.ListColumn(list(v.devices)), v.reason,
+                 format_columns.ListColumn(list(v.not_checked)))
                 for v in verdicts]
         return CHECK_COLUMNS, rows
 
@@ -157,7 +157,7 @@ Live migrations only, onto two nodes, the commands alone::
         kinds = ((domain.LIVE,) if parsed_args.live else
                  (domain.COLD,) if parsed_args.cold else
                  (domain.LIVE, domain.COLD))
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         moves = migration.plan(
             mdev.placement, mdev.compute, parsed_args.host, kinds,
             tuple(dict.fromkeys(parsed_args.target)), inputs,
@@ -170,7 +170,7 @@ Live migrations only, onto two nodes, the commands alone::
                 move.kind or '',
                 domain.command(move.kind, move.service_host, move.server.id)
                 if move.node else '', move.reason,
-                format_columns.ListColumn(move.not_checked)))
+                format_columns.ListColumn(list(move.not_checked))))
         return PLAN_COLUMNS, rows
 
     def run(self, parsed_args):

@@ -20,7 +20,9 @@ logs a deprecation warning.
 """
 
 import argparse
+from collections.abc import Sequence
 import logging
+import typing
 
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
@@ -71,11 +73,15 @@ class _Deprecated(argparse.Action):
     says so once in a warning.
     """
 
-    def __init__(self, option_strings, dest, new=None, **kwargs):
+    def __init__(self, option_strings: Sequence[str], dest: str,
+                 new: str | None = None, **kwargs: typing.Any) -> None:
         self.new = new
         super().__init__(option_strings, dest, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser,
+                 namespace: argparse.Namespace,
+                 values: str | Sequence[typing.Any] | None,
+                 option_string: str | None = None) -> None:
         LOG.warning('%s is deprecated and will be removed in the next '
                     'release; use %s.', option_string, self.new)
         if self.nargs == 0:
@@ -86,7 +92,8 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, items)
 
 
-def deprecated(parser, old, new, dest, flag=False):
+def deprecated(parser: argparse.ArgumentParser, old: str, new: str,
+               dest: str, flag: bool = False) -> None:
     """``old`` as a hidden alias of option ``new`` (stored in ``dest``).
     """
     if flag:
@@ -97,7 +104,7 @@ def deprecated(parser, old, new, dest, flag=False):
                             help=argparse.SUPPRESS)
 
 
-def host(parser, several=True):
+def host(parser: argparse.ArgumentParser, several: bool = True) -> None:
     if several:
         parser.add_argument('--host', metavar='<host>', action='append',
                             default=[], help=HOST)
@@ -105,7 +112,8 @@ def host(parser, several=True):
         parser.add_argument('--host', metavar='<host>', help=HOST)
 
 
-def resource_class(parser, several=False):
+def resource_class(parser: argparse.ArgumentParser,
+                   several: bool = False) -> None:
     if several:
         parser.add_argument('--resource-class', metavar='<resource-class>',
                             action='append', default=[],
@@ -115,62 +123,63 @@ def resource_class(parser, several=False):
                             help=RESOURCE_CLASS)
 
 
-def trait(parser, required=False):
+def trait(parser: argparse.ArgumentParser, required: bool = False) -> None:
     parser.add_argument('--trait', metavar='<trait>', action='append',
                         default=[], required=required, help=TRAIT)
 
 
-def forbid_trait(parser):
+def forbid_trait(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--forbid-trait', metavar='<trait>',
                         action='append', default=[], help=FORBID_TRAIT)
 
 
-def trait_prefix(parser):
+def trait_prefix(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--trait-prefix', metavar='<prefix>',
                         default=trait_logic.DEFAULT_TRAIT_PREFIX,
                         help=TRAIT_PREFIX)
 
 
-def amount_and_spread(parser):
+def amount_and_spread(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--amount', metavar='<count>', type=int, default=1,
                         help=AMOUNT)
     parser.add_argument('--spread', action='store_true', help=SPREAD)
 
 
-def dry_run(parser):
+def dry_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
 
 
-def long(parser):
+def long(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--long', action='store_true', help=LONG)
 
 
-def controller_conf(parser):
+def controller_conf(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--controller-conf', metavar='<file>',
                         action='append', default=[], help=CONTROLLER_CONF)
 
 
-def compute_conf(parser):
+def compute_conf(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--compute-conf', metavar='<host>=<file>',
                         action='append', default=[], help=COMPUTE_CONF)
 
 
-def force(parser):
+def force(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--force', action='store_true', help=FORCE)
 
 
-def kind(parser, default: str = providers.MDEV) -> None:
+def kind(parser: argparse.ArgumentParser,
+         default: str = providers.MDEV) -> None:
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
         default=default, help=KIND)
 
 
-def flavor(parser):
+def flavor(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--flavor', metavar='<flavor>', action='append',
                         default=[], help=FLAVOR)
 
 
-def output(parser):
+def output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--output', metavar='<file>', help=OUTPUT)
 
 
@@ -183,10 +192,10 @@ PROVIDER_CONFIG = (
     'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
 
 
-def export_dir(parser):
+def export_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
 
 
-def provider_config(parser):
+def provider_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--provider-config', metavar='[<host>=]<path>',
                         action='append', default=[], help=PROVIDER_CONFIG)
