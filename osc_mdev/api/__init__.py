@@ -14,9 +14,10 @@
 
 One keystoneauth Adapter path (``http.Service``: microversions, retries,
 the one error mapper), one module per service (``placement``,
-``compute``) with explicit microversions, and the bounded pool that runs
-requests at once (``pool``). No use-case logic lives here; it imports
-only the standard library, keystoneauth, osc-lib and itself.
+``compute``, ``identity``) with explicit microversions, and the bounded
+pool that runs requests at once (``pool``). No use-case logic lives
+here; it imports only the standard library, keystoneauth, osc-lib and
+itself.
 """
 
 import threading
@@ -41,8 +42,9 @@ class MdevClient:
         self._semaphore = threading.BoundedSemaphore(max_workers)
         self._placement = None
         self._compute = None
+        self._identity = None
 
-    def _service(self, service_type, label):
+    def _service(self, service_type, label, version=None):
         from osc_mdev.api import http
 
         config = self._instance.get_configuration()
@@ -68,7 +70,7 @@ class MdevClient:
             connect_retry_delay=setting('connect_retry_delay', float),
             status_retry_delay=setting('status_code_retry_delay', float),
             timeout=timeout or http.DEFAULT_TIMEOUT,
-            global_request_id=self.request_id)
+            global_request_id=self.request_id, version=version)
 
     @property
     def placement(self):
@@ -87,6 +89,15 @@ class MdevClient:
                 self._service('compute', 'Compute'),
                 max_workers=self.max_workers)
         return self._compute
+
+    @property
+    def identity(self):
+        if self._identity is None:
+            from osc_mdev.api import identity
+            self._identity = identity.IdentityClient(
+                self._service('identity', 'Keystone', identity.VERSION),
+                max_workers=self.max_workers)
+        return self._identity
 
 
 def authenticated(app):

@@ -35,6 +35,7 @@ MIGRATIONS = '2.59'     # migrations carry their uuid; paging
 # os-hypervisors with UUID ids, paging, service host and
 # hypervisor_version (QEMU's for libvirt).
 HYPERVISORS = '2.53'
+QUOTA_SETS = '2.1'      # os-quota-sets/{project}/detail: in_use
 
 HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
@@ -200,6 +201,32 @@ class ComputeClient(pool.ServiceClient):
             if len(page) < PAGE_SIZE:
                 return items
             marker = page[-1][marker_key]
+
+    def server_projects(self) -> dict[str, str]:
+        """``{server ID: project ID}`` of every server of every project:
+        one request per page, following Nova's ``next`` links.
+        """
+        owners, marker = {}, None
+        while True:
+            params = [('all_tenants', 'True'), ('limit', str(PAGE_SIZE))]
+            if marker:
+                params.append(('marker', marker))
+            body = self._list_servers(params)
+            page = body['servers']
+            owners.update((s['id'], s['tenant_id']) for s in page)
+            if not page or not any(link.get('rel') == 'next' for link in
+                                   body.get('servers_links', ())):
+                return owners
+            marker = page[-1]['id']
+
+    def servers_in_use(self, project_id: str) -> int:
+        """The servers Nova counts against the project's ``servers``
+        limit (``instances`` in use of its quota set).
+        """
+        body = self._request(
+            'GET', '/os-quota-sets/%s/detail' % urllib.parse.quote(
+                project_id, safe=''), QUOTA_SETS)
+        return int(body['quota_set']['instances']['in_use'])
 
     def list_servers(self):
         """Every server of every project, each with its embedded flavor

@@ -47,8 +47,9 @@ DRY_RUN = 'Show what would change, and change nothing.'
 LONG = 'List additional fields in output.'
 CONTROLLER_CONF = (
     "The controller's nova.conf (nova-api, nova-scheduler) or a directory "
-    'of .conf files, for its [pci] alias and [filter_scheduler] '
-    'pci_in_placement; repeat to read several in order.')
+    'of .conf files, for its [pci] alias, [filter_scheduler] '
+    'pci_in_placement and [quota] options; repeat to read several in '
+    'order.')
 COMPUTE_CONF = (
     "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
     'for the type of each of its devices; repeat for several hosts.')

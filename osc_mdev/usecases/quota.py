@@ -1,0 +1,215 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What ``quota list`` reads: Nova's unified limits in Keystone, the GPU
+devices and each project's usage in Placement.
+
+Requests, all in the client's bounded pool:
+
+1. At once: the registered limits and the limits of Nova's service in
+   its region (two Keystone requests; the service comes from the
+   token's catalog, or one ``GET /v3/services?type=compute`` without
+   one), the GPU devices with what they hold (the provider listing and
+   one allocation candidates request, as ``provider list`` reads them),
+   and the projects (one Keystone request) when names are shown or
+   asked for.
+2. ``GET /usages?project_id=`` (microversion 1.9, as Nova reads it)
+   once for each project with a GPU limit of its own, or named.
+3. Only when those projects together use less of a GPU class than the
+   devices hold, so that another project holds the rest. Placement
+   cannot list the projects that use something: ``GET /usages`` needs a
+   project, and a provider's allocations name consumers, not projects.
+   So: each device of those classes in use is asked for its allocations
+   (one request each), Nova's server list (all projects, one request per
+   1,000 servers) names the project of each consumer that is a server,
+   ``GET /allocations/{consumer}`` that of any other (a migration,
+   another service's consumer, or every consumer when Nova cannot be
+   reached), and each project found gets its one ``GET /usages``.
+"""
+
+import dataclasses
+import logging
+
+from osc_lib import exceptions
+
+from osc_mdev.api import pool
+from osc_mdev.domain import providers
+from osc_mdev.domain import quota as domain
+from osc_mdev.usecases import naming
+from osc_mdev.usecases import provider as device_reads
+
+LOG = logging.getLogger(__name__)
+
+COMPUTE = 'compute'
+
+
+@dataclasses.dataclass
+class QuotaReport:
+    """The rows of ``quota list`` and what they were read with."""
+
+    rows: list[domain.QuotaRow]
+    usages: dict[str, dict[str, int]]   # project ID -> {class: used}
+    names: dict[str, str]               # project ID -> name (when read)
+    limits: domain.Limits
+    strategy: domain.Strategy
+    classes: list[str]                  # the GPU classes
+    held: dict[str, int]                # class -> used on the devices
+
+
+def nova_service(identity: object) -> object:
+    """Nova's service as its limits name it, after checking that the
+    token may read every project's limits; a one-line CommandError
+    otherwise.
+    """
+    token = identity.token()
+    if token is None:
+        raise exceptions.CommandError(
+            'Keystone lists limits only to a token of its own, and an '
+            'admin token has none; authenticate with a password or a '
+            'token of a user with the admin role.')
+    if not domain.sees_every_limit(token.roles, token.system_scoped):
+        raise exceptions.CommandError(
+            "Keystone lists every project's limits only to a user with "
+            'the admin role (or a system-scoped token); this user has %s '
+            'on its project, so only that project\'s limits would be '
+            'read.' % (', '.join(sorted(token.roles)) or 'no role'))
+    found = identity.catalog_service(COMPUTE)
+    if found is not None:
+        return found
+    services = identity.services(COMPUTE)
+    if not services:
+        raise exceptions.CommandError(
+            "Keystone has no compute service: Nova's unified limits are "
+            "those of its compute service, so register Nova's service "
+            '(openstack service create compute) and its limits.')
+    if len(services) > 1:
+        raise exceptions.CommandError(
+            'Keystone has %d compute services (%s) and the catalog of the '
+            "token names no endpoint of them, so Nova's cannot be told; "
+            "authenticate in the region of Nova's endpoint." % (
+                len(services), ', '.join(sorted(s.service_id
+                                                for s in services))))
+    return services[0]
+
+
+def project_ids(references: list[str], projects: list[dict]) -> list[str]:
+    """The project IDs ``references`` (names or IDs) stand for, in
+    order; a one-line CommandError for one Keystone does not have.
+    """
+    by_id = {p['id']: p for p in projects}
+    found = []
+    for reference in references:
+        if reference in by_id:
+            found.append(reference)
+            continue
+        match = naming.one_named(
+            [p for p in projects if p['name'] == reference], reference,
+            'project', "No project named or with ID '%s' in Keystone; see "
+            "'openstack project list'." % reference)
+        found.append(match['id'])
+    return list(dict.fromkeys(found))
+
+
+def read_usages(placement: object, projects: list[str]
+                ) -> dict[str, dict[str, int]]:
+    """``{project: {class: used}}``: one request per project, at once."""
+    projects = sorted(set(projects))
+    return dict(zip(projects, placement.map(placement.get_project_usages,
+                                            projects)))
+
+
+def holders(placement: object, compute: object, devices: list) -> set[str]:
+    """The projects of the consumers holding the GPU classes of
+    ``devices`` (devices in use): Placement's allocations of each
+    device, Nova's server list for the owners, ``GET
+    /allocations/{consumer}`` for consumers that are not servers.
+    """
+    from osc_mdev.api import placement as placement_api
+
+    def allocations(uuid):
+        try:
+            return placement.get_provider_allocations(uuid)
+        except placement_api.NotFound:
+            return {}   # deleted since it was listed
+
+    uuids = sorted({d.uuid for d in devices})
+    classes = {d.uuid: set() for d in devices}
+    for device in devices:
+        classes[device.uuid].add(device.resource_class)
+    consumers = set()
+    for uuid, held in zip(uuids, placement.map(allocations, uuids)):
+        consumers.update(c for c, alloc in held.items()
+                         if set(alloc['resources']) & classes[uuid])
+    if not consumers:
+        return set()
+    try:
+        owners = compute.server_projects()
+    except exceptions.CommandError as exc:
+        LOG.warning('Warning: Nova could not list the servers (%s); the '
+                    'project of each consumer is read from Placement.',
+                    str(exc).rstrip('.'))
+        owners = {}
+    found = {owners[c] for c in consumers if c in owners}
+    rest = sorted(consumers - set(owners))
+    found.update(body.get('project_id') for body in placement.map(
+        placement.get_consumer, rest) if body.get('allocations'))
+    return {p for p in found if p}
+
+
+def _first_round(placement, identity, service, names):
+    calls = [lambda: identity.registered_limits(service),
+             lambda: identity.limits(service),
+             lambda: device_reads.scope_devices(placement,
+                                                kinds=providers.KINDS)]
+    if names:
+        calls.append(identity.projects)
+    results = pool.call_all(calls, placement.max_workers)
+    listed = results[3] if names else None
+    return (domain.Limits.from_keystone(results[0], results[1]),
+            results[2], listed)
+
+
+def quota_list(placement: object, identity: object, compute: object,
+               projects: tuple[str, ...] = (), resource_class: str | None
+               = None, strategy: domain.Strategy | None = None,
+               names: bool = False) -> QuotaReport:
+    """Every project with GPU usage or a GPU limit of its own (or the
+    ``projects`` named), one row per GPU class (only ``resource_class``
+    when given), with the limit Nova enforces by ``strategy`` (Nova's
+    defaults when None); ``names``: read the projects' names.
+    """
+    strategy = strategy or domain.Strategy()
+    service = nova_service(identity)
+    limits, devices, listed = _first_round(
+        placement, identity, service, names or bool(projects))
+    classes = sorted({d.resource_class for d in devices})
+    if resource_class is not None:
+        classes = [resource_class]
+    held = {rc: sum(d.used for d in devices if d.resource_class == rc)
+            for rc in classes}
+    if projects:
+        wanted = project_ids(list(projects), listed)
+        usages = read_usages(placement, wanted)
+    else:
+        usages = read_usages(placement, limits.projects_limiting(
+            {domain.resource_name(rc) for rc in classes}))
+        short = domain.unaccounted(held, usages)
+        if short:
+            found = holders(placement, compute, [
+                d for d in devices if d.resource_class in short and d.used])
+            usages.update(read_usages(placement, found - set(usages)))
+    rows = domain.quota_rows(usages, classes, limits, strategy,
+                             every_class=frozenset(usages if projects
+                                                   else ()))
+    return QuotaReport(rows, usages,
+                       {p['id']: p['name'] for p in listed or ()},
+                       limits, strategy, classes, held)
