@@ -1,0 +1,177 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack mdev quota list`` against Nova enforcing the same limits.
+
+The cloud has a real Keystone: Nova runs its unified limits driver, and
+oslo.limit reads the limits of that Keystone over HTTP, the same numbers
+the CLI reads (it logs in to that Keystone with a password and finds
+Nova and Placement in its catalog). Servers are booted one by one as a
+member of a project until Nova refuses (HTTP 403 for a limit, a server in
+ERROR for no room); the tool must show the limit Nova stopped at.
+"""
+
+import pytest
+
+from tests.cloud import client
+from tests.e2e import helpers
+
+GPU = '0000:81:00.0'
+MLX5_GPU = '0000:81:01.0'
+TOPOLOGY = {
+    'hosts': [{
+        'name': 'gpu1', 'gpus': ['nvidia', 'generic'], 'bus': '0x81',
+        'enabled_mdev_types': ['nvidia-12', 'mlx5_core'],
+        'mdev': {'nvidia-12': {'device_addresses': [GPU]},
+                 'mlx5_core': {'device_addresses': [MLX5_GPU],
+                               'mdev_class': 'CUSTOM_MLX5'}}}],
+    # CUSTOM_MLX5 has no registered limit and is listed: Nova allows 0.
+    'quota': {'strategy': 'require',
+              'resource_list': ['servers', 'class:CUSTOM_MLX5']},
+    'unified_limits': {
+        'registered': {'servers': 10, 'class:VGPU': 1},
+        'projects': {'ml-team': {'class:VGPU': 3},
+                     'render-farm': {'servers': 2, 'class:VGPU': -1},
+                     'demo': {'servers': 20, 'class:VGPU': 20}}},
+}
+CONTROLLER_CONF = """[quota]
+driver = nova.quota.UnifiedLimitsDriver
+unified_limits_resource_strategy = require
+unified_limits_resource_list = servers,class:CUSTOM_MLX5
+"""
+# The nvidia-12 GPU holds 8 vGPUs.
+GPU_SIZE = 8
+
+
+@pytest.fixture(scope='module')
+def cloud(tmp_path_factory):
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
+                              topology=TOPOLOGY, keystone=True) as cloud:
+        for name, specs in (('vgpu', {'resources:VGPU': '1'}),
+                            ('vgpu.double', {'resources:VGPU': '2'}),
+                            ('vgpu.mlx5', {'resources:CUSTOM_MLX5': '1'})):
+            cloud.control('create_flavor', name=name, extra_specs=specs)
+        yield cloud
+
+
+@pytest.fixture(autouse=True)
+def keystone_cli(cloud, os_cloud, monkeypatch):
+    """The CLI logs in to the cloud's Keystone with a password."""
+    monkeypatch.setenv('OS_CLOUD', cloud.keystone_cloud)
+
+
+@pytest.fixture(scope='module')
+def conf(tmp_path_factory):
+    path = tmp_path_factory.mktemp('controller') / 'nova.conf'
+    path.write_text(CONTROLLER_CONF)
+    return str(path)
+
+
+def boot_until_refused(cloud, flavor, project, most=12):
+    """Boot servers one by one in ``project`` until Nova refuses; answers
+    ``(servers that became ACTIVE, how Nova refused)``: ``'quota'`` for
+    an HTTP 403 of the API, ``'no valid host'`` for a server in ERROR.
+    """
+    booted, refusal = [], None
+    for _ in range(most):
+        try:
+            [server] = cloud.control('boot', flavor=flavor, project=project)
+        except client.CloudError as exc:
+            assert exc.nova_status == 403, exc
+            refusal = 'quota'
+            break
+        booted.append(server)
+        if server['status'] != 'ACTIVE':
+            assert 'No valid host' in server['fault'], server
+            refusal = 'no valid host'
+            break
+    return [s for s in booted if s['status'] == 'ACTIVE'], refusal, booted
+
+
+def delete(cloud, servers):
+    for server in servers:
+        cloud.control('delete', server=server['id'])
+
+
+def rows_of(*args):
+    return [(r['Resource'], r['Used'], r['Limit'], r['Free'], r['Rule'])
+            for r in helpers.mdev_json('quota', 'list', *args)]
+
+
+def test_nova_stops_at_the_limit_the_tool_shows(cloud, conf):
+    project = cloud.projects['ml-team']
+    assert rows_of('--project', 'ml-team', '--controller-conf', conf) == [
+        ('class:CUSTOM_MLX5', 0, 0, 0,
+         'no limit; require strategy lists it'),
+        ('class:VGPU', 0, 3, 3, 'project limit')]
+    active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
+    try:
+        assert (len(active), refusal) == (3, 'quota')
+        assert rows_of('--project', project, '--controller-conf',
+                       conf) == [
+            ('class:CUSTOM_MLX5', 0, 0, 0,
+             'no limit; require strategy lists it'),
+            ('class:VGPU', 3, 3, 0, 'project limit')]
+    finally:
+        delete(cloud, booted)
+
+
+def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
+    """CUSTOM_MLX5 has no registered limit and [quota] lists it under
+    ``require``: Nova allows 0, as the tool says with the controller's
+    nova.conf (without it, it says what Nova's defaults would do).
+    """
+    assert rows_of('--project', 'demo', '--resource-class', 'CUSTOM_MLX5',
+                   '--controller-conf', conf) == [
+        ('class:CUSTOM_MLX5', 0, 0, 0,
+         'no limit; require strategy lists it')]
+    assert rows_of('--project', 'demo', '--resource-class',
+                   'CUSTOM_MLX5') == [
+        ('class:CUSTOM_MLX5', 0, -1, None,
+         "no limit; require strategy does not list it (Nova's default)")]
+    active, refusal, booted = boot_until_refused(
+        cloud, 'vgpu.mlx5', cloud.projects['demo'])
+    assert (active, refusal, booted) == ([], 'quota', [])
+
+
+def test_holders_without_a_limit_of_their_own_are_found(cloud):
+    """The admin project has no limit of its own; its GPU usage makes it
+    a row, found through Nova's server list (one request) and read with
+    one GET /usages, as every project with a limit.
+    """
+    admin = cloud.projects['admin']
+    active, _, booted = boot_until_refused(cloud, 'vgpu', admin, most=1)
+    try:
+        assert len(active) == 1
+        placement = len(cloud.control('placement_requests')['requests'])
+        compute = len(cloud.control('compute_requests')['requests'])
+        rows = helpers.mdev_json('quota', 'list')
+        assert [(r['Project'], r['Resource'], r['Used'], r['Limit'],
+                 r['Rule']) for r in rows] == [
+            (admin, 'class:VGPU', 1, 1, 'registered limit'),
+            (cloud.projects['ml-team'], 'class:VGPU', 0, 3,
+             'project limit'),
+            (cloud.projects['demo'], 'class:VGPU', 0, 20, 'project limit'),
+            (cloud.projects['render-farm'], 'class:VGPU', 0, -1,
+             'project limit')]
+        placement = cloud.control('placement_requests')['requests'][
+            placement:]
+        usages = sorted(r for r in placement if r.startswith(
+            'GET /usages'))
+        assert usages == sorted('GET /usages?project_id=%s' % p for p in (
+            admin, cloud.projects['ml-team'], cloud.projects['demo'],
+            cloud.projects['render-farm']))
+        compute = cloud.control('compute_requests')['requests'][compute:]
+        assert [r for r in compute if '/servers' in r] == [
+            'GET /v2.1/servers/detail?all_tenants=True&limit=1000']
+    finally:
+        delete(cloud, booted)
