@@ -22,8 +22,10 @@ is Placement's ``GET /usages?project_id=``, as Nova counts it.
 
 import dataclasses
 
+from osc_mdev.domain import capacity
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import words
 
 SERVERS = 'servers'
 CLASS_PREFIX = 'class:'
@@ -311,3 +313,78 @@ def servers_allowed(deltas: dict[str, int], used: dict[str, int],
         if best.servers is None or fits < best.servers:
             best = QuotaFit(fits, name, have, limit.limit, per_server)
     return best
+
+
+# -- quota and capacity together --------------------------------------------
+
+QUOTA = 'quota'
+CAPACITY = 'capacity'
+
+
+def capacity_reason(steps: list[capacity.Step], fix: str | None) -> str:
+    """Why no server fits, from capacity's explainer: the constraint that
+    rules out the last host, and the smallest change that lets one fit.
+    """
+    last = next((s for s in steps if not s.hosts_left), steps[-1])
+    return '%s rules out %s and %s, leaving none; smallest change: %s' % (
+        last.constraint, words.count(last.devices_out, 'device'),
+        words.count(last.hosts_out, 'host'),
+        fix or 'none found on the devices')
+
+
+@dataclasses.dataclass(frozen=True)
+class FlavorFit:
+    """How many more servers of a flavor one project can boot: what its
+    limits allow (``quota``) and what the cloud's capacity does (the same
+    for every project: Placement knows no project), the smaller binds.
+    ``capacity_reason``: why no server fits the cloud, when none does.
+    """
+
+    project_id: str
+    flavor: str
+    quota: QuotaFit
+    capacity: int
+    capacity_reason: str | None = None
+
+    @property
+    def fits(self) -> int:
+        if self.quota.servers is None:
+            return self.capacity
+        return min(self.quota.servers, self.capacity)
+
+    @property
+    def binding(self) -> tuple[str, ...]:
+        """QUOTA, CAPACITY or both: what stops the next server."""
+        found = []
+        if self.quota.servers is not None and \
+                self.quota.servers <= self.capacity:
+            found.append(QUOTA)
+        if self.quota.servers is None or \
+                self.capacity <= self.quota.servers:
+            found.append(CAPACITY)
+        return tuple(found)
+
+    @property
+    def bound_by(self) -> str:
+        """What stops the next server, in words: the limit with its
+        usage, and with none left, what Nova answers (403 for a quota
+        exceeded, NoValidHost for no capacity, with capacity's reason).
+        """
+        parts = []
+        if QUOTA in self.binding:
+            fit = self.quota
+            parts.append('%s %s%s: %d of %d used, %d per server' % (
+                QUOTA, fit.resource,
+                '' if fit.servers else ' (403 quota exceeded)',
+                fit.used, fit.limit, fit.per_server))
+        if CAPACITY in self.binding:
+            parts.append(CAPACITY if self.capacity or not
+                         self.capacity_reason else
+                         '%s (NoValidHost): %s' % (CAPACITY,
+                                                   self.capacity_reason))
+        return '; '.join(parts)
+
+
+def fit_key(fit: FlavorFit) -> tuple:
+    """Fewest servers first."""
+    return (fit.fits, fit.flavor, fit.project_id)

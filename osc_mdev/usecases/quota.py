@@ -34,6 +34,11 @@ Requests, all in the client's bounded pool:
    ``GET /allocations/{consumer}`` that of any other (a migration,
    another service's consumer, or every consumer when Nova cannot be
    reached), and each project found gets its one ``GET /usages``.
+
+With flavors (``flavor_fits``): what ``capacity --flavor`` reads for each
+flavor, and, for each project whose ``servers`` limit Nova enforces, the
+servers Nova counts against it (``GET /os-quota-sets/{project}/detail``,
+one request each).
 """
 
 import dataclasses
@@ -44,6 +49,7 @@ from osc_lib import exceptions
 from osc_mdev.api import pool
 from osc_mdev.domain import providers
 from osc_mdev.domain import quota as domain
+from osc_mdev.usecases import capacity
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as device_reads
 
@@ -213,3 +219,41 @@ def quota_list(placement: object, identity: object, compute: object,
     return QuotaReport(rows, usages,
                        {p['id']: p['name'] for p in listed or ()},
                        limits, strategy, classes, held)
+
+
+def flavor_fits(placement: object, compute: object, report: QuotaReport,
+                flavors: list[str], aliases: tuple | None = None
+                ) -> list[domain.FlavorFit]:
+    """How many more servers of each flavor (name or ID) each project of
+    ``report`` can boot: the servers its limits allow (as Nova enforces
+    them on the flavor's resources and ``servers``) and those the cloud's
+    capacity fits (``capacity --flavor``, with its explainer when none
+    does), fewest first. ``aliases``: the controller's PCI aliases, as
+    ``capacity`` takes them.
+    """
+    counted = [capacity.count(placement, compute, flavor=f, aliases=aliases)
+               for f in flavors]
+    deltas = [domain.flavor_deltas(c.request) for c in counted]
+    names = set().union(*deltas) if deltas else set()
+    projects = sorted(report.usages)
+    effective = {p: {n: domain.effective_limit(p, n, report.limits,
+                                               report.strategy)
+                     for n in names} for p in projects}
+    counting = [p for p in projects if domain.SERVERS in names
+                and not effective[p][domain.SERVERS].unlimited]
+    servers = dict(zip(counting, compute.map(compute.servers_in_use,
+                                             counting)))
+    fits = []
+    for flavor, count, delta in zip(flavors, counted, deltas):
+        reason = None
+        if not count.total and count.steps:
+            reason = domain.capacity_reason(count.steps, count.fix)
+        for project in projects:
+            used = {domain.resource_name(rc): n
+                    for rc, n in report.usages[project].items()}
+            used[domain.SERVERS] = servers.get(project, 0)
+            fits.append(domain.FlavorFit(
+                project, flavor,
+                domain.servers_allowed(delta, used, effective[project]),
+                count.total, reason))
+    return sorted(fits, key=domain.fit_key)

@@ -24,6 +24,8 @@ from osc_mdev.v1 import options
 COLUMNS = ('Project', 'Resource', 'Used', 'Limit', 'Free', 'Rule')
 LONG_COLUMNS = ('Project', 'Project Name', 'Resource', 'Used', 'Limit',
                 'Free', 'Rule')
+FLAVOR_COLUMNS = ('Project', 'Fits', 'Quota Allows', 'Capacity Allows',
+                  'Bound By')
 PROJECT = 'Project name or ID; repeat for several.'
 
 
@@ -32,10 +34,11 @@ class ListQuota(command.Lister):
 
     Answers "who holds the GPUs, and who is about to hit the limit?" under
     Nova's unified limits: a row per project and GPU class for each project
-    with GPU usage or a GPU limit of its own: Used as Nova counts it
-    (Placement's usages), Limit as Nova enforces it (-1: unlimited) and the
-    Rule that decided it (project limit, registered limit, or the [quota]
-    strategy of --controller-conf, else Nova's defaults), least free first.
+    with GPU usage or a GPU limit of its own, with Used as Nova counts it,
+    Limit as Nova enforces it (-1: unlimited) and the Rule that decided it,
+    least free first. With --flavor: how many more servers each project
+    can boot, the smaller of what its limits and the cloud's capacity
+    allow, and which binds.
     """
 
     _epilog = """\
@@ -49,6 +52,10 @@ Two projects, with the strategy of the controller's nova.conf::
 
     openstack mdev quota list --project ml-team --project render \\
         --controller-conf /etc/nova/nova.conf
+
+How many more servers of a flavor each project can boot::
+
+    openstack mdev quota list --flavor vgpu.nvidia-12
 """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -56,6 +63,7 @@ Two projects, with the strategy of the controller's nova.conf::
         parser.add_argument('--project', metavar='<project>',
                             action='append', default=[], help=PROJECT)
         options.resource_class(parser)
+        options.flavor(parser)
         options.controller_conf(parser)
         options.long(parser)
         return parser
@@ -63,12 +71,20 @@ Two projects, with the strategy of the controller's nova.conf::
     def take_action(self, parsed_args: argparse.Namespace) -> tuple:
         resource_class = common.resource_class(parsed_args.resource_class)
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
+        aliases = None
+        if parsed_args.flavor and parsed_args.controller_conf:
+            aliases = nova_conf.controller_aliases(
+                parsed_args.controller_conf)
         mdev = self.app.client_manager.mdev
         report = reads.quota_list(
             mdev.placement, mdev.identity, mdev.compute,
             projects=tuple(parsed_args.project),
             resource_class=resource_class, strategy=strategy,
             names=parsed_args.long)
+        if parsed_args.flavor:
+            fits = reads.flavor_fits(mdev.placement, mdev.compute, report,
+                                     parsed_args.flavor, aliases)
+            return self._fit_rows(parsed_args, report, fits)
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
         rows = []
         for row in report.rows:
@@ -77,5 +93,22 @@ Two projects, with the strategy of the controller's nova.conf::
                       'Resource': row.resource, 'Used': row.used,
                       'Limit': row.limit, 'Free': row.free,
                       'Rule': row.effective.rule}
+            rows.append(tuple(values[c] for c in cols))
+        return cols, rows
+
+    def _fit_rows(self, parsed_args: argparse.Namespace,
+                  report: reads.QuotaReport, fits: list) -> tuple:
+        cols = FLAVOR_COLUMNS
+        if parsed_args.long:
+            cols = cols[:1] + ('Project Name',) + cols[1:]
+        if len(parsed_args.flavor) > 1:
+            cols = ('Flavor',) + cols
+        rows = []
+        for fit in fits:
+            values = {'Flavor': fit.flavor, 'Project': fit.project_id,
+                      'Project Name': report.names.get(fit.project_id, ''),
+                      'Fits': fit.fits, 'Quota Allows': fit.quota.servers,
+                      'Capacity Allows': fit.capacity,
+                      'Bound By': fit.bound_by}
             rows.append(tuple(values[c] for c in cols))
         return cols, rows

@@ -17,7 +17,9 @@ oslo.limit reads the limits of that Keystone over HTTP, the same numbers
 the CLI reads (it logs in to that Keystone with a password and finds
 Nova and Placement in its catalog). Servers are booted one by one as a
 member of a project until Nova refuses (HTTP 403 for a limit, a server in
-ERROR for no room); the tool must show the limit Nova stopped at.
+ERROR for no room); the tool must show the limit Nova stopped at, and
+with ``--flavor`` must have said beforehand exactly how many servers Nova
+would let in, and which of the limits and the cloud's capacity binds.
 """
 
 import pytest
@@ -102,27 +104,75 @@ def delete(cloud, servers):
         cloud.control('delete', server=server['id'])
 
 
-def rows_of(*args):
-    return [(r['Resource'], r['Used'], r['Limit'], r['Free'], r['Rule'])
-            for r in helpers.mdev_json('quota', 'list', *args)]
+def fit(flavor, project, *args):
+    [row] = helpers.mdev_json('quota', 'list', '--flavor', flavor,
+                              '--project', project, *args)
+    return row
 
 
-def test_nova_stops_at_the_limit_the_tool_shows(cloud, conf):
+def test_nova_stops_at_the_project_limit_the_tool_gave(cloud, conf):
     project = cloud.projects['ml-team']
-    assert rows_of('--project', 'ml-team', '--controller-conf', conf) == [
-        ('class:CUSTOM_MLX5', 0, 0, 0,
-         'no limit; require strategy lists it'),
-        ('class:VGPU', 0, 3, 3, 'project limit')]
+    before = fit('vgpu', 'ml-team', '--controller-conf', conf)
+    assert before == {
+        'Project': project, 'Fits': 3, 'Quota Allows': 3,
+        'Capacity Allows': GPU_SIZE,
+        'Bound By': 'quota class:VGPU: 0 of 3 used, 1 per server'}
     active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
     try:
-        assert (len(active), refusal) == (3, 'quota')
-        assert rows_of('--project', project, '--controller-conf',
-                       conf) == [
+        assert (len(active), refusal) == (before['Fits'], 'quota')
+        after = fit('vgpu', 'ml-team', '--controller-conf', conf)
+        assert (after['Fits'], after['Bound By']) == (
+            0, 'quota class:VGPU (403 quota exceeded): 3 of 3 used, 1 per '
+               'server')
+        rows = helpers.mdev_json('quota', 'list', '--project', project,
+                                 '--controller-conf', conf)
+        assert [(r['Resource'], r['Used'], r['Limit'], r['Free'],
+                 r['Rule']) for r in rows] == [
             ('class:CUSTOM_MLX5', 0, 0, 0,
              'no limit; require strategy lists it'),
             ('class:VGPU', 3, 3, 0, 'project limit')]
     finally:
         delete(cloud, booted)
+
+
+def test_nova_stops_at_the_servers_limit_the_tool_gave(cloud, conf):
+    """``servers`` binds: the tool reads Nova's count of the project's
+    servers (its quota set), not Placement's.
+    """
+    project = cloud.projects['render-farm']
+    before = fit('vgpu', project, '--controller-conf', conf)
+    assert (before['Fits'], before['Quota Allows'], before['Bound By']) == (
+        2, 2, 'quota servers: 0 of 2 used, 1 per server')
+    active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
+    try:
+        assert (len(active), refusal) == (2, 'quota')
+        assert fit('vgpu', project, '--controller-conf', conf)['Fits'] == 0
+    finally:
+        delete(cloud, booted)
+
+
+def test_nova_finds_no_host_where_the_tool_said_capacity_binds(cloud,
+                                                               conf):
+    project = cloud.projects['demo']
+    before = fit('vgpu.double', 'demo', '--controller-conf', conf)
+    assert before == {
+        'Project': project, 'Fits': GPU_SIZE // 2, 'Quota Allows': 10,
+        'Capacity Allows': GPU_SIZE // 2, 'Bound By': 'capacity'}
+    active, refusal, booted = boot_until_refused(cloud, 'vgpu.double',
+                                                 project)
+    try:
+        assert (len(active), refusal) == (before['Fits'], 'no valid host')
+        after = fit('vgpu.double', 'demo', '--controller-conf', conf)
+        assert after['Fits'] == 0
+        assert after['Bound By'].startswith(
+            'capacity (NoValidHost): room for 2 VGPU rules out 1 device')
+    finally:
+        delete(cloud, booted)
+
+
+def rows_of(*args):
+    return [(r['Resource'], r['Used'], r['Limit'], r['Free'], r['Rule'])
+            for r in helpers.mdev_json('quota', 'list', *args)]
 
 
 def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
@@ -138,9 +188,15 @@ def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
                    'CUSTOM_MLX5') == [
         ('class:CUSTOM_MLX5', 0, -1, None,
          "no limit; require strategy does not list it (Nova's default)")]
+    row = fit('vgpu.mlx5', 'demo', '--controller-conf', conf)
+    assert (row['Fits'], row['Quota Allows'], row['Capacity Allows']) == (
+        0, 0, 16)
     active, refusal, booted = boot_until_refused(
         cloud, 'vgpu.mlx5', cloud.projects['demo'])
     assert (active, refusal, booted) == ([], 'quota', [])
+    # Under Nova's defaults the class would be unlimited: only the
+    # project's servers limit would count.
+    assert fit('vgpu.mlx5', 'demo')['Quota Allows'] == 20
 
 
 def test_holders_without_a_limit_of_their_own_are_found(cloud):

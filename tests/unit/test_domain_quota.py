@@ -318,3 +318,37 @@ def test_servers_allowed_is_what_nova_allows(strategy, limits, used,
         fixture.cleanUp()
         conf.cleanUp()
     assert allowed == expected
+
+
+def _fit(servers, capacity, reason=None, used=0):
+    quota_fit = quota.QuotaFit(servers) if servers is None else \
+        quota.QuotaFit(servers, VGPU, used, 4, 1)
+    return quota.FlavorFit('p1', 'vgpu', quota_fit, capacity, reason)
+
+
+@pytest.mark.parametrize('fit, fits, bound_by', [
+    (_fit(2, 5, used=2), 2, 'quota class:VGPU: 2 of 4 used, 1 per server'),
+    (_fit(0, 5, used=4), 0,
+     'quota class:VGPU (403 quota exceeded): 4 of 4 used, 1 per server'),
+    (_fit(3, 1), 1, 'capacity'),
+    (_fit(None, 7), 7, 'capacity'),
+    (_fit(2, 2, used=2), 2,
+     'quota class:VGPU: 2 of 4 used, 1 per server; capacity'),
+    (_fit(None, 0, 'room for 1 VGPU rules out 2 devices and 1 host, '
+                   'leaving none; smallest change: free 1 VGPU on h:d'), 0,
+     'capacity (NoValidHost): room for 1 VGPU rules out 2 devices and 1 '
+     'host, leaving none; smallest change: free 1 VGPU on h:d'),
+])
+def test_what_binds_a_flavor(fit, fits, bound_by):
+    assert (fit.fits, fit.bound_by) == (fits, bound_by)
+
+
+def test_capacity_reason_is_the_step_that_rules_out_the_last_host():
+    from osc_mdev.domain import capacity
+
+    steps = [capacity.Step('offers VGPU', 0, 0, 2, 1),
+             capacity.Step('room for 1 VGPU', 2, 1, 0, 0),
+             capacity.Step('all groups at once', 0, 0, 0, 0)]
+    assert quota.capacity_reason(steps, None) == (
+        'room for 1 VGPU rules out 2 devices and 1 host, leaving none; '
+        'smallest change: none found on the devices')
