@@ -129,7 +129,10 @@ Placement: two PFs of four ``10de:26b9`` VFs each, class
 and one PF of two ``10de:2330`` VFs, class ``CUSTOM_PCI_10DE_2330``
 (Nova's default, alias ``h100-vf``); providers
 ``sriov1_0000:C1:00.0``, ``sriov1_0000:C1:01.0`` and
-``sriov1_0000:C1:02.0``.
+``sriov1_0000:C1:02.0``. With a Keystone it has unified limits: registered
+``servers`` 20, ``class:VGPU`` 2 and ``class:CUSTOM_NVIDIA_L40S_VF`` 0,
+and project limits for ``demo`` (the harness's project), ``ml-team`` and
+``render-farm`` (tests.cloud.client.DEMO_PROJECTS).
 
 The ``hosts`` value of the READY line describes, per host (keyed by its
 service host), its ``service_host``, its ``hypervisor_hostname`` (the node
@@ -415,6 +418,18 @@ DEMO_TOPOLOGY = {
         {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
          'device_type': 'type-VF'},
     ],
+    # With a Keystone (EmbeddedCloud(keystone=True)): Nova's unified
+    # limits. GPUs for every project by default (2 vGPUs), L40S VFs only
+    # for projects given a limit; CUSTOM_MLX5 and the H100 VFs have no
+    # limit, so under Nova's default strategy they are unlimited. The
+    # harness's project (demo), where the tour's servers go, may hold 8.
+    'unified_limits': {
+        'registered': {'servers': 20, 'class:VGPU': 2,
+                       'class:CUSTOM_NVIDIA_L40S_VF': 0},
+        'projects': {
+            'demo': {'class:VGPU': 8, 'class:CUSTOM_NVIDIA_L40S_VF': 4},
+            'ml-team': {'class:VGPU': 4, 'class:CUSTOM_NVIDIA_L40S_VF': 2},
+            'render-farm': {'class:VGPU': 1}}},
 }
 
 
