@@ -202,21 +202,22 @@ class ComputeClient(pool.ServiceClient):
                 return items
             marker = page[-1][marker_key]
 
-    def server_projects(self) -> dict[str, str]:
-        """``{server ID: project ID}`` of every server of every project:
-        one request per page, following Nova's ``next`` links.
+    def every_server(self) -> list[dict]:
+        """Every server of every project with its own copy of its flavor
+        (``tenant_id``, ``flavor.extra_specs``): one request per page,
+        following Nova's ``next`` links.
         """
-        owners, marker = {}, None
+        servers, marker = [], None
         while True:
             params = [('all_tenants', 'True'), ('limit', str(PAGE_SIZE))]
             if marker:
                 params.append(('marker', marker))
-            body = self._list_servers(params)
+            body = self._list_servers(params, SERVER_FLAVOR)
             page = body['servers']
-            owners.update((s['id'], s['tenant_id']) for s in page)
+            servers.extend(page)
             if not page or not any(link.get('rel') == 'next' for link in
                                    body.get('servers_links', ())):
-                return owners
+                return servers
             marker = page[-1]['id']
 
     def servers_in_use(self, project_id: str) -> int:

@@ -259,6 +259,36 @@ def unaccounted(on_devices: dict[str, int],
                   if sum(u.get(rc, 0) for u in usages.values()) < used)
 
 
+def asks_for(extra_specs: dict, classes: set[str], pci: bool) -> bool:
+    """Whether a flavor with ``extra_specs`` may hold ``classes``: a
+    ``resources[S]:<class>`` key of one of them with an amount above 0
+    (``resource_request.spec_key``, Nova's reading of the keys), or, with
+    ``pci`` (PCI-in-Placement classes among them), any
+    ``pci_passthrough:alias``, whose classes only the controller's
+    aliases tell.
+    """
+    for key, value in extra_specs.items():
+        parsed = rr.spec_key(key)
+        if parsed is None or not parsed.is_resource or \
+                parsed.name not in classes:
+            continue
+        try:
+            if int(value) > 0:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return pci and rr.PCI_ALIAS_KEY in extra_specs
+
+
+def flavor_holders(servers: list[dict], classes: set[str],
+                   pci: bool) -> set[str]:
+    """The projects of the servers (Nova's listing with embedded flavors)
+    whose flavor may hold ``classes`` (``asks_for``).
+    """
+    return {s['tenant_id'] for s in servers if asks_for(
+        (s.get('flavor') or {}).get('extra_specs') or {}, classes, pci)}
+
+
 # -- how many servers of a flavor the limits let a project boot -------------
 
 def flavor_deltas(request: rr.Request) -> dict[str, int]:

@@ -28,12 +28,15 @@ Requests, all in the client's bounded pool:
    devices hold, so that another project holds the rest. Placement
    cannot list the projects that use something: ``GET /usages`` needs a
    project, and a provider's allocations name consumers, not projects.
-   So: each device of those classes in use is asked for its allocations
-   (one request each), Nova's server list (all projects, one request per
-   1,000 servers) names the project of each consumer that is a server,
-   ``GET /allocations/{consumer}`` that of any other (a migration,
-   another service's consumer, or every consumer when Nova cannot be
-   reached), and each project found gets its one ``GET /usages``.
+   So Nova's server list (all projects with their flavors, one request
+   per 1,000 servers) names the projects whose servers' flavors ask for
+   a class short, and each gets its one ``GET /usages``.
+4. Only if a class is still short (a consumer that is no server of such
+   a flavor: a migration's, another service's, or any when Nova cannot
+   be reached): each device of that class in use is asked for its
+   allocations (one request each), the project of each consumer comes
+   from the server list or ``GET /allocations/{consumer}``, and each
+   project found gets its one ``GET /usages``.
 
 With flavors (``flavor_fits``): what ``capacity --flavor`` reads for each
 flavor, and, for each project whose ``servers`` limit Nova enforces, the
@@ -133,11 +136,25 @@ def read_usages(placement: object, projects: list[str]
                                             projects)))
 
 
-def holders(placement: object, compute: object, devices: list) -> set[str]:
+def _servers(compute: object) -> list[dict] | None:
+    """Nova's servers of every project, or None (with a warning) when
+    Nova cannot list them.
+    """
+    try:
+        return compute.every_server()
+    except exceptions.CommandError as exc:
+        LOG.warning('Warning: Nova could not list the servers (%s); the '
+                    'project of each consumer of the GPUs is read from '
+                    'Placement.', str(exc).rstrip('.'))
+        return None
+
+
+def consumers_projects(placement: object, devices: list,
+                       servers: list[dict] | None) -> set[str]:
     """The projects of the consumers holding the GPU classes of
     ``devices`` (devices in use): Placement's allocations of each
-    device, Nova's server list for the owners, ``GET
-    /allocations/{consumer}`` for consumers that are not servers.
+    device, the project of each consumer from Nova's ``servers`` or,
+    for one that is no server, from ``GET /allocations/{consumer}``.
     """
     from osc_mdev.api import placement as placement_api
 
@@ -147,28 +164,45 @@ def holders(placement: object, compute: object, devices: list) -> set[str]:
         except placement_api.NotFound:
             return {}   # deleted since it was listed
 
-    uuids = sorted({d.uuid for d in devices})
-    classes = {d.uuid: set() for d in devices}
+    classes = {}
     for device in devices:
-        classes[device.uuid].add(device.resource_class)
+        classes.setdefault(device.uuid, set()).add(device.resource_class)
+    uuids = sorted(classes)
     consumers = set()
     for uuid, held in zip(uuids, placement.map(allocations, uuids)):
         consumers.update(c for c, alloc in held.items()
                          if set(alloc['resources']) & classes[uuid])
-    if not consumers:
-        return set()
-    try:
-        owners = compute.server_projects()
-    except exceptions.CommandError as exc:
-        LOG.warning('Warning: Nova could not list the servers (%s); the '
-                    'project of each consumer is read from Placement.',
-                    str(exc).rstrip('.'))
-        owners = {}
+    owners = {s['id']: s['tenant_id'] for s in servers or ()}
     found = {owners[c] for c in consumers if c in owners}
     rest = sorted(consumers - set(owners))
     found.update(body.get('project_id') for body in placement.map(
         placement.get_consumer, rest) if body.get('allocations'))
     return {p for p in found if p}
+
+
+def find_holders(placement: object, compute: object, devices: list,
+                 held: dict[str, int],
+                 usages: dict[str, dict[str, int]]) -> None:
+    """Add to ``usages`` the projects that hold the GPUs ``usages`` does
+    not account for (``held``: used per class on the devices): first
+    those whose servers' flavors ask for a class short (Nova's server
+    list, one request per 1,000 servers), then, if some is still short,
+    the owners of the consumers on its devices.
+    """
+    short = domain.unaccounted(held, usages)
+    if not short:
+        return
+    servers = _servers(compute)
+    pci = any(d.kind == providers.PCI for d in devices
+              if d.resource_class in short)
+    usages.update(read_usages(placement, domain.flavor_holders(
+        servers or [], set(short), pci) - set(usages)))
+    short = domain.unaccounted(held, usages)
+    if short:
+        found = consumers_projects(placement, [
+            d for d in devices if d.resource_class in short and d.used],
+            servers)
+        usages.update(read_usages(placement, found - set(usages)))
 
 
 def _first_round(placement, identity, service, names):
@@ -208,11 +242,7 @@ def quota_list(placement: object, identity: object, compute: object,
     else:
         usages = read_usages(placement, limits.projects_limiting(
             {domain.resource_name(rc) for rc in classes}))
-        short = domain.unaccounted(held, usages)
-        if short:
-            found = holders(placement, compute, [
-                d for d in devices if d.resource_class in short and d.used])
-            usages.update(read_usages(placement, found - set(usages)))
+        find_holders(placement, compute, devices, held, usages)
     rows = domain.quota_rows(usages, classes, limits, strategy,
                              every_class=frozenset(usages if projects
                                                    else ()))

@@ -22,6 +22,8 @@ with ``--flavor`` must have said beforehand exactly how many servers Nova
 would let in, and which of the limits and the cloud's capacity binds.
 """
 
+import uuid
+
 import pytest
 
 from tests.cloud import client
@@ -199,35 +201,66 @@ def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
     assert fit('vgpu.mlx5', 'demo')['Quota Allows'] == 20
 
 
+def quota_list_requests(cloud):
+    """``quota list`` as JSON rows, with the requests it sent Placement
+    and Nova (as the served APIs recorded them).
+    """
+    placement = len(cloud.control('placement_requests')['requests'])
+    compute = len(cloud.control('compute_requests')['requests'])
+    rows = helpers.mdev_json('quota', 'list')
+    return (rows, cloud.control('placement_requests')['requests'][
+        placement:], cloud.control('compute_requests')['requests'][compute:])
+
+
 def test_holders_without_a_limit_of_their_own_are_found(cloud):
     """The admin project has no limit of its own; its GPU usage makes it
-    a row, found through Nova's server list (one request) and read with
-    one GET /usages, as every project with a limit.
+    a row, found through Nova's server list (one request: its server's
+    flavor asks for VGPU) and read with one GET /usages, as every project
+    with a limit; no device is asked for its allocations.
     """
     admin = cloud.projects['admin']
     active, _, booted = boot_until_refused(cloud, 'vgpu', admin, most=1)
+    others = [cloud.projects[p] for p in ('ml-team', 'demo', 'render-farm')]
     try:
         assert len(active) == 1
-        placement = len(cloud.control('placement_requests')['requests'])
-        compute = len(cloud.control('compute_requests')['requests'])
-        rows = helpers.mdev_json('quota', 'list')
+        rows, placement, compute = quota_list_requests(cloud)
         assert [(r['Project'], r['Resource'], r['Used'], r['Limit'],
                  r['Rule']) for r in rows] == [
             (admin, 'class:VGPU', 1, 1, 'registered limit'),
-            (cloud.projects['ml-team'], 'class:VGPU', 0, 3,
-             'project limit'),
-            (cloud.projects['demo'], 'class:VGPU', 0, 20, 'project limit'),
-            (cloud.projects['render-farm'], 'class:VGPU', 0, -1,
-             'project limit')]
-        placement = cloud.control('placement_requests')['requests'][
-            placement:]
-        usages = sorted(r for r in placement if r.startswith(
-            'GET /usages'))
-        assert usages == sorted('GET /usages?project_id=%s' % p for p in (
-            admin, cloud.projects['ml-team'], cloud.projects['demo'],
-            cloud.projects['render-farm']))
-        compute = cloud.control('compute_requests')['requests'][compute:]
+            (others[0], 'class:VGPU', 0, 3, 'project limit'),
+            (others[1], 'class:VGPU', 0, 20, 'project limit'),
+            (others[2], 'class:VGPU', 0, -1, 'project limit')]
+        assert sorted(r for r in placement if r.startswith(
+            'GET /usages')) == sorted('GET /usages?project_id=%s' % p
+                                      for p in [admin] + others)
+        assert not [r for r in placement if r.endswith('/allocations')]
         assert [r for r in compute if '/servers' in r] == [
             'GET /v2.1/servers/detail?all_tenants=True&limit=1000']
     finally:
         delete(cloud, booted)
+
+
+def test_a_consumer_that_is_no_server_is_traced_in_placement(cloud):
+    """Allocations of a project Nova has no server of (another service's,
+    a project Keystone no longer has): the flavors do not account for
+    them, so the devices in use are asked for their consumers and
+    Placement for the consumer's project.
+    """
+    [device] = helpers.mdev_json('provider', 'list', '--host', 'gpu1',
+                                 '--resource-class', 'VGPU')
+    consumer, project = str(uuid.uuid4()), uuid.uuid4().hex
+    helpers.placement_request(
+        cloud, 'PUT', '/allocations/%s' % consumer, json={
+            'allocations': {device['UUID']: {'resources': {
+                device['Resource Class']: 2}}},
+            'project_id': project, 'user_id': 'someone',
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+    try:
+        rows, placement, _ = quota_list_requests(cloud)
+        assert [(r['Project'], r['Resource'], r['Used'], r['Limit'],
+                 r['Free']) for r in rows][0] == (
+            project, 'class:%s' % device['Resource Class'], 2, 1, -1)
+        assert 'GET /allocations/%s' % consumer in placement
+    finally:
+        helpers.placement_request(cloud, 'DELETE',
+                                  '/allocations/%s' % consumer)

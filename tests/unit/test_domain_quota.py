@@ -352,3 +352,31 @@ def test_capacity_reason_is_the_step_that_rules_out_the_last_host():
     assert quota.capacity_reason(steps, None) == (
         'room for 1 VGPU rules out 2 devices and 1 host, leaving none; '
         'smallest change: none found on the devices')
+
+
+@pytest.mark.parametrize('specs, classes, pci, expected', [
+    ({'resources:VGPU': '1'}, {'VGPU'}, False, True),
+    ({'resources1:VGPU': '1', 'resources2:VGPU': '1'}, {'VGPU'}, False,
+     True),
+    ({'resources_GPU:CUSTOM_MLX5': '2'}, {'CUSTOM_MLX5'}, False, True),
+    ({'resources:VGPU': '0'}, {'VGPU'}, False, False),
+    ({'resources:VGPU': 'x'}, {'VGPU'}, False, False),
+    ({'resources:VGPU': '1'}, {'CUSTOM_MLX5'}, False, False),
+    ({'trait:VGPU': 'required'}, {'VGPU'}, False, False),
+    ({'pci_passthrough:alias': 'l40s:1'}, {'CUSTOM_L40S'}, True, True),
+    ({'pci_passthrough:alias': 'l40s:1'}, {'VGPU'}, False, False),
+])
+def test_a_flavor_asks_for_classes(specs, classes, pci, expected):
+    assert quota.asks_for(specs, classes, pci) is expected
+
+
+def test_flavor_holders_are_the_projects_of_those_servers():
+    servers = [
+        {'id': 'a', 'tenant_id': 'p1',
+         'flavor': {'extra_specs': {'resources:VGPU': '1'}}},
+        {'id': 'b', 'tenant_id': 'p2', 'flavor': {'extra_specs': {}}},
+        {'id': 'c', 'tenant_id': 'p3',
+         'flavor': {'extra_specs': {'resources:CUSTOM_X': '1'}}},
+        {'id': 'd', 'tenant_id': 'p4', 'flavor': {}}]
+    assert quota.flavor_holders(servers, {'VGPU', 'CUSTOM_X'}, False) == {
+        'p1', 'p3'}
