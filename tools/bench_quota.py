@@ -47,6 +47,7 @@ Usage: python tools/bench_quota.py [--projects 1000] [--hosts 250]
 
 import argparse
 import collections
+import collections.abc
 from concurrent import futures
 import json
 import os
@@ -86,7 +87,7 @@ FLAVOR = {'id': 'f0a1b2c3-0000-4000-8000-0000000000bb',
 class Identity:
     """Keystone as its administrator: projects, catalog, limits."""
 
-    def __init__(self, keystone):
+    def __init__(self, keystone: servers.KeystoneProcess) -> None:
         self.url = keystone.url + '/v3'
         self.session = requests.Session()
         resp = self.session.post(self.url + '/auth/tokens', json={'auth': {
@@ -99,13 +100,14 @@ class Identity:
         self.token = resp.headers['X-Subject-Token']
         self.session.headers['X-Auth-Token'] = self.token
 
-    def call(self, method, path, body=None):
+    def call(self, method: str, path: str,
+             body: dict | None = None) -> dict | None:
         resp = self.session.request(method, self.url + path, json=body)
         if resp.status_code >= 400:
             raise RuntimeError('%s %s: %s' % (method, path, resp.text))
         return resp.json() if resp.content else None
 
-    def service(self, kind, url):
+    def service(self, kind: str, url: str) -> str:
         service = self.call('POST', '/services', {'service': {
             'type': kind, 'name': kind}})['service']['id']
         for interface in ('public', 'internal'):
@@ -114,7 +116,8 @@ class Identity:
                 'region_id': keystone_server.REGION}})
         return service
 
-    def limits(self, service, registered=None, projects=()):
+    def limits(self, service: str, registered: dict | None = None,
+               projects: list[tuple[str, str, int]] = ()) -> None:
         """Registered limits ``{name: value}``; project limits
         ``[(project id, name, value)]``, 100 a request.
         """
@@ -132,11 +135,12 @@ class Identity:
                 for p, n, v in projects[start:start + 100]]})
 
 
-def gpu_class(h, g):
+def gpu_class(h: int, g: int) -> str:
     return A40 if (h % 5 == 4 and g == 3) else 'VGPU'
 
 
-def fill_placement(url, token, hosts, holders):
+def fill_placement(url: str, token: str, hosts: int,
+                   holders: list[str]) -> dict[str, tuple[str, str]]:
     """``hosts`` compute nodes of 4 GPUs; each GPU's consumers belong to
     the ``holders`` (project IDs) in turn. Answers ``{consumer:
     (project, resource class)}``.
@@ -145,13 +149,14 @@ def fill_placement(url, token, hosts, holders):
     session.headers.update({'X-Auth-Token': token,
                             'OpenStack-API-Version': 'placement 1.38'})
 
-    def call(method, path, body=None):
+    def call(method: str, path: str, body: dict | None = None) -> dict | None:
         resp = session.request(method, url + path, json=body)
         if resp.status_code >= 400:
             raise RuntimeError('%s %s: %s' % (method, path, resp.text))
         return resp.json() if resp.content else None
 
-    def provider(name, inventories, parent=None):
+    def provider(name: str, inventories: dict,
+                 parent: str | None = None) -> str:
         body = {'name': name, 'uuid': str(uuidlib.uuid4())}
         if parent:
             body['parent_provider_uuid'] = parent
@@ -166,7 +171,7 @@ def fill_placement(url, token, hosts, holders):
     lock = threading.Lock()
     turn = iter(range(10 ** 9))
 
-    def host(h):
+    def host(h: int) -> None:
         name = 'gpu%05d.example.net' % h
         root = provider(name, {
             'VCPU': {'total': 128, 'allocation_ratio': 4.0},
@@ -207,7 +212,7 @@ class Nova:
     cannot be reached.
     """
 
-    def __init__(self, owners):
+    def __init__(self, owners: dict[str, tuple[str, str]]) -> None:
         self.owners = owners
         self.ids = sorted(owners)
         self.count = collections.Counter(p for p, _ in owners.values())
@@ -218,7 +223,7 @@ class Nova:
         threading.Thread(target=self.server.serve_forever,
                          daemon=True).start()
 
-    def _servers(self, query):
+    def _servers(self, query: dict) -> dict:
         ids = self.ids
         if 'marker' in query:
             ids = ids[ids.index(query['marker']) + 1:]
@@ -232,7 +237,7 @@ class Nova:
             body['servers_links'] = [{'rel': 'next', 'href': '#'}]
         return body
 
-    def answer(self, path, query):
+    def answer(self, path: str, query: dict) -> dict | None:
         version = {'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
                    'min_version': '2.1', 'updated': '2013-07-23T11:33:21Z',
                    'links': [{'rel': 'self', 'href': self.url + '/v2.1/'}]}
@@ -253,7 +258,8 @@ class Nova:
                 'in_use': self.count[project], 'limit': 0, 'reserved': 0}}}
         return None
 
-    def app(self, environ, start_response):
+    def app(self, environ: dict,
+            start_response: collections.abc.Callable) -> list[bytes]:
         self.requests += 1
         body = self.answer(environ['PATH_INFO'].rstrip('/'), dict(
             urllib.parse.parse_qsl(environ.get('QUERY_STRING', ''))))
@@ -266,7 +272,7 @@ class Nova:
                                 ('Content-Length', str(len(data)))])
         return [data]
 
-    def stop(self):
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
 
@@ -276,7 +282,9 @@ class Nova:
 class Cloud:
     """The filled cloud and the counters of its three services."""
 
-    def __init__(self, keystone, placement, nova, workdir):
+    def __init__(self, keystone: servers.KeystoneProcess,
+                 placement: pg_placement.PgPlacement, nova: Nova,
+                 workdir: str) -> None:
         self.keystone, self.placement, self.nova = keystone, placement, nova
         clouds = pathlib.Path(workdir) / 'clouds.yaml'
         clouds.write_text(json.dumps({'clouds': {'bench': {
@@ -292,7 +300,7 @@ class Cloud:
                     if not k.startswith('OS_')}
         self.env['OS_CLIENT_CONFIG_FILE'] = str(clouds)
 
-    def counts(self):
+    def counts(self) -> tuple[int, int, int, int]:
         """Requests so far: Keystone's reads of limits, services and
         projects, Keystone's other requests (authentication, version
         discovery, Placement's validation of the token), Placement's,
@@ -305,7 +313,7 @@ class Cloud:
         return (reads, sum(paths.values()) - reads,
                 self.placement.requests(), self.nova.requests)
 
-    def run(self, runs, *args):
+    def run(self, runs: int, *args: str) -> tuple[float, tuple, list]:
         """Median seconds, requests of the last run per service
         (Keystone's reads, Keystone's authentication, Placement, Nova),
         and its JSON rows.
@@ -325,7 +333,8 @@ class Cloud:
         return statistics.median(times), spent, json.loads(proc.stdout)
 
 
-def per_project_reads(cloud, identity, projects):
+def per_project_reads(cloud: Cloud, identity: Identity,
+                      projects: list[str]) -> tuple[dict, float, int]:
     """Every project's usages and Nova's limits, one request after
     another: ``({(project, resource): (used, limit)}, seconds, requests)``
     with the rows ``quota list`` must show (GPU usage or a project limit
@@ -352,13 +361,15 @@ def per_project_reads(cloud, identity, projects):
     return rows, time.perf_counter() - start, 2 + len(projects)
 
 
-def same(rows, expected):
+def same(rows: list[dict], expected: dict) -> bool:
     got = {(r['Project'], r['Resource']): (r['Used'], r['Limit'])
            for r in rows}
     return got == expected
 
 
-def measure(cloud, identity, projects, limited, others, runs):
+def measure(cloud: Cloud, identity: Identity, projects: list[str],
+            limited: list[str], others: list[str],
+            runs: int) -> tuple[list[tuple], int]:
     """The table rows of the benchmark."""
     results = []
     expected, naive_time, naive_requests = per_project_reads(
@@ -398,7 +409,8 @@ def measure(cloud, identity, projects, limited, others, runs):
 HEADING = '## `openstack mdev quota list` at %d projects'
 
 
-def markdown(args, results, gpus, holders, rows):
+def markdown(args: argparse.Namespace, results: list[tuple], gpus: int,
+             holders: int, rows: int) -> str:
     lines = [
         'Keystone (SQLite, requests served one at a time) with %d projects, '
         'registered limits and project limits for one project in four; '
@@ -421,7 +433,7 @@ def markdown(args, results, gpus, holders, rows):
     return '\n'.join(lines) + '\n'
 
 
-def run(args):
+def run(args: argparse.Namespace) -> str:
     """Build the cloud, measure, answer the Markdown section."""
     with tempfile.TemporaryDirectory(prefix='osc-mdev-bench-quota-') as tmp:
         keystone = servers.KeystoneProcess(pathlib.Path(tmp) / 'keystone')
@@ -467,7 +479,8 @@ def run(args):
             keystone.stop()
 
 
-def section(projects=1000, hosts=250, holders=150, runs=3):
+def section(projects: int = 1000, hosts: int = 250, holders: int = 150,
+            runs: int = 3) -> str:
     """The Markdown section of the results, with its heading, for a
     caller such as tools/bench.py that gathers every benchmark in one
     document.
@@ -476,7 +489,7 @@ def section(projects=1000, hosts=250, holders=150, runs=3):
         projects=projects, hosts=hosts, holders=holders, runs=runs)))
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--projects', type=int, default=1000)
     parser.add_argument('--hosts', type=int, default=250)

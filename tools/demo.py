@@ -460,7 +460,7 @@ unified_limits_resource_list = servers
 """
 
 
-def quota_tour(t, cloud):
+def quota_tour(t: Tour, cloud: client.EmbeddedCloud) -> None:
     """GPU quotas: Nova's unified limits in the cloud's Keystone, read
     with a password login to it (the ``keystone_cloud`` entry).
     """
@@ -474,7 +474,7 @@ def quota_tour(t, cloud):
         t.env = token_env
 
 
-def _quota_steps(t, cloud):
+def _quota_steps(t: Tour, cloud: client.EmbeddedCloud) -> None:
     t.say('Nova enforces the unified limits of the cloud\'s Keystone. Two '
           'projects boot\nservers of the flavor (as their members):')
     for project, count in (('ml-team', 2), ('render-farm', 1)):

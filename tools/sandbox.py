@@ -112,7 +112,7 @@ def describe(cloud):
     return '\n'.join(lines)
 
 
-def quota_lines(cloud):
+def quota_lines(cloud: client.EmbeddedCloud) -> list[str]:
     """How to read the quotas, for a sandbox with a Keystone."""
     if not cloud.keystone_cloud:
         return []
@@ -122,7 +122,7 @@ def quota_lines(cloud):
                 cloud.keystone_cloud, openstack_path()), '']
 
 
-def with_limits(topology):
+def with_limits(topology: str | None) -> bool:
     """Whether the cloud of ``topology`` (a JSON file, None for the demo
     one) gives Keystone limits: then it gets a Keystone whose limits Nova
     enforces (without limits Nova would refuse every server).

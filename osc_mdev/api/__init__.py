@@ -44,7 +44,8 @@ class MdevClient:
         self._compute = None
         self._identity = None
 
-    def _service(self, service_type, label, version=None):
+    def _service(self, service_type: str, label: str,
+                 version: str | None = None) -> object:
         from osc_mdev.api import http
 
         config = self._instance.get_configuration()
@@ -91,7 +92,7 @@ class MdevClient:
         return self._compute
 
     @property
-    def identity(self):
+    def identity(self) -> object:
         if self._identity is None:
             from osc_mdev.api import identity
             self._identity = identity.IdentityClient(

@@ -49,6 +49,9 @@ import logging
 
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_api
+from osc_mdev.api import identity as identity_api
+from osc_mdev.api import placement as placement_api
 from osc_mdev.api import pool
 from osc_mdev.domain import providers
 from osc_mdev.domain import quota as domain
@@ -74,7 +77,8 @@ class QuotaReport:
     held: dict[str, int]                # class -> used on the devices
 
 
-def nova_service(identity: object) -> object:
+def nova_service(identity: identity_api.IdentityClient
+                 ) -> identity_api.ServiceRef:
     """Nova's service as its limits name it, after checking that the
     token may read every project's limits; a one-line CommandError
     otherwise.
@@ -128,7 +132,7 @@ def project_ids(references: list[str], projects: list[dict]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def read_usages(placement: object, projects: list[str]
+def read_usages(placement: placement_api.PlacementClient, projects: list[str]
                 ) -> dict[str, dict[str, int]]:
     """``{project: {class: used}}``: one request per project, at once."""
     projects = sorted(set(projects))
@@ -136,7 +140,7 @@ def read_usages(placement: object, projects: list[str]
                                             projects)))
 
 
-def _servers(compute: object) -> list[dict] | None:
+def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
     """Nova's servers of every project, or None (with a warning) when
     Nova cannot list them.
     """
@@ -149,16 +153,14 @@ def _servers(compute: object) -> list[dict] | None:
         return None
 
 
-def consumers_projects(placement: object, devices: list,
+def consumers_projects(placement: placement_api.PlacementClient, devices: list,
                        servers: list[dict] | None) -> set[str]:
     """The projects of the consumers holding the GPU classes of
     ``devices`` (devices in use): Placement's allocations of each
     device, the project of each consumer from Nova's ``servers`` or,
     for one that is no server, from ``GET /allocations/{consumer}``.
     """
-    from osc_mdev.api import placement as placement_api
-
-    def allocations(uuid):
+    def allocations(uuid: str) -> dict:
         try:
             return placement.get_provider_allocations(uuid)
         except placement_api.NotFound:
@@ -180,7 +182,8 @@ def consumers_projects(placement: object, devices: list,
     return {p for p in found if p}
 
 
-def find_holders(placement: object, compute: object, devices: list,
+def find_holders(placement: placement_api.PlacementClient,
+                 compute: compute_api.ComputeClient, devices: list,
                  held: dict[str, int],
                  usages: dict[str, dict[str, int]]) -> None:
     """Add to ``usages`` the projects that hold the GPUs ``usages`` does
@@ -205,7 +208,9 @@ def find_holders(placement: object, compute: object, devices: list,
         usages.update(read_usages(placement, found - set(usages)))
 
 
-def _first_round(placement, identity, service, names):
+def _first_round(placement: placement_api.PlacementClient,
+                 identity: identity_api.IdentityClient,
+                 service: identity_api.ServiceRef, names: bool) -> tuple:
     calls = [lambda: identity.registered_limits(service),
              lambda: identity.limits(service),
              lambda: device_reads.scope_devices(placement,
@@ -218,9 +223,12 @@ def _first_round(placement, identity, service, names):
             results[2], listed)
 
 
-def quota_list(placement: object, identity: object, compute: object,
-               projects: tuple[str, ...] = (), resource_class: str | None
-               = None, strategy: domain.Strategy | None = None,
+def quota_list(placement: placement_api.PlacementClient,
+               identity: identity_api.IdentityClient,
+               compute: compute_api.ComputeClient,
+               projects: tuple[str, ...] = (),
+               resource_class: str | None = None,
+               strategy: domain.Strategy | None = None,
                names: bool = False) -> QuotaReport:
     """Every project with GPU usage or a GPU limit of its own (or the
     ``projects`` named), one row per GPU class (only ``resource_class``
@@ -251,9 +259,10 @@ def quota_list(placement: object, identity: object, compute: object,
                        limits, strategy, classes, held)
 
 
-def flavor_fits(placement: object, compute: object, report: QuotaReport,
-                flavors: list[str], aliases: tuple | None = None
-                ) -> list[domain.FlavorFit]:
+def flavor_fits(placement: placement_api.PlacementClient,
+                compute: compute_api.ComputeClient, report: QuotaReport,
+                flavors: list[str],
+                aliases: tuple | None = None) -> list[domain.FlavorFit]:
     """How many more servers of each flavor (name or ID) each project of
     ``report`` can boot: the servers its limits allow (as Nova enforces
     them on the flavor's resources and ``servers``) and those the cloud's

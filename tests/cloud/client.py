@@ -90,7 +90,8 @@ class CloudError(RuntimeError):
     403 for a quota exceeded), when the operation failed on one.
     """
 
-    def __init__(self, message, nova_status=None):
+    def __init__(self, message: str, nova_status: int | None = None
+                 ) -> None:
         super().__init__(message)
         self.nova_status = nova_status
 
@@ -114,8 +115,10 @@ class EmbeddedCloud:
     ``with`` block) ends it.
     """
 
-    def __init__(self, workdir, topology=None, timeout=120,
-                 control_timeout=300, keystone=False):
+    def __init__(self, workdir: str | pathlib.Path,
+                 topology: dict | str | None = None, timeout: float = 120,
+                 control_timeout: float = 300, keystone: bool = False
+                 ) -> None:
         self.workdir = pathlib.Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / 'cloud.log'
@@ -217,7 +220,8 @@ class EmbeddedCloud:
                 op, exc.code, message),
                 nova_status=answer.get('nova_status')) from None
 
-    def cli_environ(self, base=None, cloud=None):
+    def cli_environ(self, base: dict | None = None,
+                    cloud: str | None = None) -> dict:
         """Environment for an ``openstack`` process that uses this cloud
         (``cloud``: the clouds.yaml entry, the admin token's by default).
         """
@@ -226,7 +230,7 @@ class EmbeddedCloud:
         env['OS_CLOUD'] = cloud or self.cloud_name
         return env
 
-    def stop(self, timeout=30):
+    def stop(self, timeout: float = 30) -> None:
         """Ask the cloud to stop; terminate it if it does not."""
         if self.proc is None or self.proc.poll() is not None:
             self._stop_keystone()
@@ -241,11 +245,11 @@ class EmbeddedCloud:
             self._terminate()
         self._stop_keystone()
 
-    def _terminate(self):
+    def _terminate(self) -> None:
         servers.terminate(self.proc)
         self._stop_keystone()
 
-    def _stop_keystone(self):
+    def _stop_keystone(self) -> None:
         if self.keystone is not None:
             self.keystone.stop()
             self.keystone = None

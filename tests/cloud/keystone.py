@@ -50,7 +50,8 @@ ADMIN = {'username': keystone_server.ADMIN_USER,
          'user_domain_name': 'Default', 'project_domain_name': 'Default'}
 
 
-def use_unified_limits(harness, keystone_url, quota=None):
+def use_unified_limits(harness: object, keystone_url: str,
+                       quota: dict | None = None) -> None:
     """Configure Nova's unified limits driver against ``keystone_url``;
     ``quota``: the topology's ``[quota]`` strategy and resource list
     (``{"strategy": ..., "resource_list": [...]}``), Nova's defaults
@@ -69,7 +70,7 @@ def use_unified_limits(harness, keystone_url, quota=None):
                   auth_url=keystone_url + '/v3', **ADMIN)
 
 
-def placement_app(conf, keystone_url):
+def placement_app(conf: object, keystone_url: str) -> object:
     """The harness's Placement behind keystonemiddleware: every request
     needs a token of ``keystone_url``, and Placement's policy sees its
     roles.
@@ -94,7 +95,7 @@ def placement_app(conf, keystone_url):
 class Keystone:
     """Keystone's v3 API as the cloud's administrator."""
 
-    def __init__(self, url, timeout=120):
+    def __init__(self, url: str, timeout: float = 120) -> None:
         self.url = url + '/v3'
         deadline = time.monotonic() + timeout
         while True:
@@ -116,7 +117,8 @@ class Keystone:
         resp.raise_for_status()
         self.token = resp.headers['X-Subject-Token']
 
-    def request(self, method, path, json=None):
+    def request(self, method: str, path: str,
+                json: dict | None = None) -> dict | None:
         resp = requests.request(method, self.url + path, json=json,
                                 headers={'X-Auth-Token': self.token},
                                 timeout=30)
@@ -125,7 +127,8 @@ class Keystone:
                 method, path, resp.status_code, resp.text))
         return resp.json() if resp.content else None
 
-    def register(self, service_type, name, url):
+    def register(self, service_type: str, name: str,
+                 url: str) -> tuple[str, str]:
         """The service and its public and internal endpoints:
         ``(service ID, public endpoint ID)``.
         """
@@ -139,7 +142,7 @@ class Keystone:
                              'url': url}})['endpoint']['id']
         return service['id'], endpoints['public']
 
-    def create_limits(self, service_id, limits):
+    def create_limits(self, service_id: str, limits: dict) -> dict[str, str]:
         """``limits``: ``{"registered": {resource: value}, "projects":
         {project name: {resource: value}}}``, in the region.
         """
@@ -163,7 +166,8 @@ class Keystone:
         return projects
 
 
-def set_up(harness, keystone_url, compute_url, placement_url, limits=None):
+def set_up(harness: object, keystone_url: str, compute_url: str,
+           placement_url: str, limits: dict | None = None) -> dict:
     """Catalog entries and limits, and Nova's ``[oslo_limit]
     endpoint_id``; answers what the READY line tells: the compute
     service's ID and the projects (``{name: id}``).

@@ -718,7 +718,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
     microversion = 'latest'
     ADDITIONAL_FILTERS = ['PciPassthroughFilter']
 
-    def __init__(self, topology, keystone_url=None):
+    def __init__(self, topology: dict, keystone_url: str | None = None
+                 ) -> None:
         super().__init__('runTest')
         self.topology = topology
         self.keystone_url = keystone_url
@@ -971,8 +972,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             extra_spec={k: str(v) for k, v in (extra_specs or {}).items()})
         return {'id': flavor_id, 'name': name}
 
-    def op_boot(self, flavor, name=None, host=None, count=1, timeout=120,
-                project=None):
+    def op_boot(self, flavor: str, name: str | None = None,
+                host: str | None = None, count: int = 1,
+                timeout: float = 120, project: str | None = None
+                ) -> list[dict]:
         """Boot servers and wait until each is ACTIVE or ERROR."""
         count = int(count)
         if host is not None and host not in self.computes:
@@ -1002,7 +1005,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             servers.append(self._summary(server))
         return servers
 
-    def _project_api(self, project):
+    def _project_api(self, project: str | None
+                     ) -> api_client.TestOpenStackClient:
         """The harness's API client, or one of a member of ``project``
         (its servers count against that project's limits).
         """
@@ -1403,7 +1407,8 @@ def find_api_paste():
 class Cloud:
     """The harness plus its HTTP servers, control API and lifecycle."""
 
-    def __init__(self, workdir, topology, keystone_url=None):
+    def __init__(self, workdir: str, topology: dict,
+                 keystone_url: str | None = None) -> None:
         self.workdir = workdir
         self.keystone_url = keystone_url
         self.harness = CloudHarness(topology, keystone_url)
@@ -1440,7 +1445,7 @@ class Cloud:
             ready.update(self._keystone(compute_url, placement_conf))
         return ready
 
-    def _keystone(self, compute_url, placement_conf):
+    def _keystone(self, compute_url: str, placement_conf: object) -> dict:
         """A Placement port for Keystone's tokens, the catalog and the
         topology's limits in Keystone; the READY line's part of it.
         """
@@ -1553,8 +1558,9 @@ def identity_version(environ):
     }}
 
 
-def write_clouds_yaml(path, compute_url, placement_url, identity_url,
-                      keystone_url=None):
+def write_clouds_yaml(path: str, compute_url: str, placement_url: str,
+                      identity_url: str, keystone_url: str | None = None
+                      ) -> None:
     """Write a clouds.yaml with the mdev-sandbox cloud for the CLI (and,
     with a Keystone, mdev-sandbox-keystone: its admin with a password,
     the services from Keystone's catalog).

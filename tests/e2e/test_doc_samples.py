@@ -19,6 +19,8 @@ UUIDs by what they name, nothing else. When a command's output changes on
 purpose, ``tox -e demo`` rewrites the samples.
 """
 
+import collections.abc
+
 import pytest
 
 from tests.cloud import client
@@ -27,7 +29,9 @@ from tools import samples
 
 
 @pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
+def cloud(
+        tmp_path_factory: pytest.TempPathFactory
+) -> collections.abc.Iterator[client.EmbeddedCloud]:
     """The demo cloud as ``tox -e demo`` starts it: with its Keystone."""
     with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
                               keystone=True) as cloud:

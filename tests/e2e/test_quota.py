@@ -22,6 +22,7 @@ with ``--flavor`` must have said beforehand exactly how many servers Nova
 would let in, and which of the limits and the cloud's capacity binds.
 """
 
+import collections.abc
 import uuid
 
 import pytest
@@ -57,7 +58,9 @@ GPU_SIZE = 8
 
 
 @pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
+def cloud(
+        tmp_path_factory: pytest.TempPathFactory
+) -> collections.abc.Iterator[client.EmbeddedCloud]:
     with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
                               topology=TOPOLOGY, keystone=True) as cloud:
         for name, specs in (('vgpu', {'resources:VGPU': '1'}),
@@ -68,19 +71,22 @@ def cloud(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def keystone_cli(cloud, os_cloud, monkeypatch):
+def keystone_cli(cloud: client.EmbeddedCloud, os_cloud: None,
+                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI logs in to the cloud's Keystone with a password."""
     monkeypatch.setenv('OS_CLOUD', cloud.keystone_cloud)
 
 
 @pytest.fixture(scope='module')
-def conf(tmp_path_factory):
+def conf(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp('controller') / 'nova.conf'
     path.write_text(CONTROLLER_CONF)
     return str(path)
 
 
-def boot_until_refused(cloud, flavor, project, most=12):
+def boot_until_refused(
+        cloud: client.EmbeddedCloud, flavor: str, project: str,
+        most: int = 12) -> tuple[list[dict], str | None, list[dict]]:
     """Boot servers one by one in ``project`` until Nova refuses; answers
     ``(servers that became ACTIVE, how Nova refused)``: ``'quota'`` for
     an HTTP 403 of the API, ``'no valid host'`` for a server in ERROR.
@@ -101,18 +107,19 @@ def boot_until_refused(cloud, flavor, project, most=12):
     return [s for s in booted if s['status'] == 'ACTIVE'], refusal, booted
 
 
-def delete(cloud, servers):
+def delete(cloud: client.EmbeddedCloud, servers: list[dict]) -> None:
     for server in servers:
         cloud.control('delete', server=server['id'])
 
 
-def fit(flavor, project, *args):
+def fit(flavor: str, project: str, *args: str) -> dict:
     [row] = helpers.mdev_json('quota', 'list', '--flavor', flavor,
                               '--project', project, *args)
     return row
 
 
-def test_nova_stops_at_the_project_limit_the_tool_gave(cloud, conf):
+def test_nova_stops_at_the_project_limit_the_tool_gave(
+        cloud: client.EmbeddedCloud, conf: str) -> None:
     project = cloud.projects['ml-team']
     before = fit('vgpu', 'ml-team', '--controller-conf', conf)
     assert before == {
@@ -137,7 +144,8 @@ def test_nova_stops_at_the_project_limit_the_tool_gave(cloud, conf):
         delete(cloud, booted)
 
 
-def test_nova_stops_at_the_servers_limit_the_tool_gave(cloud, conf):
+def test_nova_stops_at_the_servers_limit_the_tool_gave(
+        cloud: client.EmbeddedCloud, conf: str) -> None:
     """``servers`` binds: the tool reads Nova's count of the project's
     servers (its quota set), not Placement's.
     """
@@ -153,8 +161,8 @@ def test_nova_stops_at_the_servers_limit_the_tool_gave(cloud, conf):
         delete(cloud, booted)
 
 
-def test_nova_finds_no_host_where_the_tool_said_capacity_binds(cloud,
-                                                               conf):
+def test_nova_finds_no_host_where_the_tool_said_capacity_binds(
+        cloud: client.EmbeddedCloud, conf: str) -> None:
     project = cloud.projects['demo']
     before = fit('vgpu.double', 'demo', '--controller-conf', conf)
     assert before == {
@@ -172,12 +180,13 @@ def test_nova_finds_no_host_where_the_tool_said_capacity_binds(cloud,
         delete(cloud, booted)
 
 
-def rows_of(*args):
+def rows_of(*args: str) -> list[tuple]:
     return [(r['Resource'], r['Used'], r['Limit'], r['Free'], r['Rule'])
             for r in helpers.mdev_json('quota', 'list', *args)]
 
 
-def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
+def test_nova_refuses_a_class_the_strategy_requires(
+        cloud: client.EmbeddedCloud, conf: str) -> None:
     """CUSTOM_MLX5 has no registered limit and [quota] lists it under
     ``require``: Nova allows 0, as the tool says with the controller's
     nova.conf (without it, it says what Nova's defaults would do).
@@ -201,7 +210,9 @@ def test_nova_refuses_a_class_the_strategy_requires(cloud, conf):
     assert fit('vgpu.mlx5', 'demo')['Quota Allows'] == 20
 
 
-def quota_list_requests(cloud):
+def quota_list_requests(
+        cloud: client.EmbeddedCloud
+) -> tuple[list[dict], list[str], list[str]]:
     """``quota list`` as JSON rows, with the requests it sent Placement
     and Nova (as the served APIs recorded them).
     """
@@ -212,7 +223,8 @@ def quota_list_requests(cloud):
         placement:], cloud.control('compute_requests')['requests'][compute:])
 
 
-def test_holders_without_a_limit_of_their_own_are_found(cloud):
+def test_holders_without_a_limit_of_their_own_are_found(
+        cloud: client.EmbeddedCloud) -> None:
     """The admin project has no limit of its own; its GPU usage makes it
     a row, found through Nova's server list (one request: its server's
     flavor asks for VGPU) and read with one GET /usages, as every project
@@ -240,7 +252,8 @@ def test_holders_without_a_limit_of_their_own_are_found(cloud):
         delete(cloud, booted)
 
 
-def test_a_consumer_that_is_no_server_is_traced_in_placement(cloud):
+def test_a_consumer_that_is_no_server_is_traced_in_placement(
+        cloud: client.EmbeddedCloud) -> None:
     """Allocations of a project Nova has no server of (another service's,
     a project Keystone no longer has): the flavors do not account for
     them, so the devices in use are asked for their consumers and

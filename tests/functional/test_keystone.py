@@ -234,8 +234,9 @@ def test_debug_output_and_errors_never_show_secrets(cloud, keystone,
             assert secret not in run.stdout + run.stderr
 
 
-def test_quota_list_says_keystone_has_no_nova_service(cloud, keystone,
-                                                      monkeypatch):
+def test_quota_list_says_keystone_has_no_nova_service(
+        cloud: Cloud, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """This Keystone has no compute service, whose limits Nova's are."""
     password_env(monkeypatch, keystone)
     cli.assert_one_line_error(

@@ -21,6 +21,8 @@ which it then reads from Placement. The expected rows are worked out
 in the tests from the limits and allocations they wrote.
 """
 
+import collections.abc
+import pathlib
 import uuid
 
 import pytest
@@ -39,7 +41,9 @@ DEFAULT_RULE = "no limit; require strategy does not list it (Nova's default)"
 
 
 @pytest.fixture(scope='module')
-def keystone(tmp_path_factory):
+def keystone(
+        tmp_path_factory: pytest.TempPathFactory
+) -> collections.abc.Iterator[servers.KeystoneProcess]:
     server = servers.KeystoneProcess(tmp_path_factory.mktemp('keystone'),
                                      wait=False)
     yield server
@@ -47,7 +51,10 @@ def keystone(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def placement(tmp_path_factory, keystone):
+def placement(
+        tmp_path_factory: pytest.TempPathFactory,
+        keystone: servers.KeystoneProcess
+) -> collections.abc.Iterator[servers.PlacementProcess]:
     server = servers.PlacementProcess(tmp_path_factory.mktemp('placement'),
                                       keystone_url=keystone.url)
     yield server
@@ -57,7 +64,8 @@ def placement(tmp_path_factory, keystone):
 class World:
     """Keystone's limits and Placement's usage of the module's cloud."""
 
-    def __init__(self, keystone, placement):
+    def __init__(self, keystone: servers.KeystoneProcess,
+                 placement: servers.PlacementProcess) -> None:
         keystone.wait()
         self.identity = Identity(keystone)
         self.identity.register_service('placement', 'placement',
@@ -73,7 +81,7 @@ class World:
         self._limits()
         self._usage()
 
-    def _limits(self):
+    def _limits(self) -> None:
         ids, nova = self.projects, self.nova
         for resource, value in (('class:VGPU', 2), ('servers', 10),
                                 ('class:%s' % L40S, 1)):
@@ -87,7 +95,7 @@ class World:
                 ('idle', 'class:VGPU', 8), ('team-c', 'class:%s' % L40S, 2)):
             self.identity.project_limit(nova, ids[project], resource, value)
 
-    def _usage(self):
+    def _usage(self) -> None:
         place = self.placement
         self.gpus = {'vgpu': [Gpu('pci_0000_84_00_0', VGPU, 4),
                               Gpu('pci_0000_85_00_0', VGPU, 4)],
@@ -114,7 +122,8 @@ class World:
             self.used[key] = self.used.get(key, 0) + amount
         self.devices_in_use = 4
 
-    def row(self, project, resource_class, limit, rule):
+    def row(self, project: str, resource_class: str, limit: int,
+            rule: str) -> dict:
         project_id = self.projects[project]
         used = self.used.get((project_id, resource_class), 0)
         return {'Project': project_id,
@@ -122,18 +131,20 @@ class World:
                 'Limit': limit, 'Free': None if limit < 0 else limit - used,
                 'Rule': rule}
 
-    def expected(self, rows):
+    def expected(self, rows: list[dict]) -> list[dict]:
         return sorted(rows, key=lambda r: (
             r['Free'] is None, r['Free'] or 0, r['Project'], r['Resource']))
 
 
 @pytest.fixture(scope='module')
-def world(keystone, placement):
+def world(keystone: servers.KeystoneProcess,
+          placement: servers.PlacementProcess) -> World:
     return World(keystone, placement)
 
 
 @pytest.fixture
-def as_admin(world, keystone, tmp_path, monkeypatch):
+def as_admin(world: World, keystone: servers.KeystoneProcess,
+             tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI as the admin user, through a clouds.yaml entry that gives
     up at once on Nova's endpoint (nothing listens there).
     """
@@ -143,16 +154,17 @@ def as_admin(world, keystone, tmp_path, monkeypatch):
     monkeypatch.setenv('OS_CLOUD', 'gpu-cloud')
 
 
-def quota(*args):
+def quota(*args: str) -> cli.Result:
     return cli.openstack('mdev', 'quota', 'list', *args)
 
 
-def stats(placement):
+def stats(placement: servers.PlacementProcess) -> int:
     return placement_data.server_stats(placement.url)['requests']
 
 
-def test_every_project_with_gpu_usage_or_a_gpu_limit(world, placement,
-                                                     as_admin):
+def test_every_project_with_gpu_usage_or_a_gpu_limit(
+        world: World, placement: servers.PlacementProcess,
+        as_admin: None) -> None:
     before = stats(placement)
     result = quota('-f', 'json')
     spent = stats(placement) - before
@@ -175,7 +187,9 @@ def test_every_project_with_gpu_usage_or_a_gpu_limit(world, placement,
     assert 'Nova could not list the servers' in result.stderr
 
 
-def test_named_projects_get_every_class(world, placement, as_admin):
+def test_named_projects_get_every_class(world: World,
+                                        placement: servers.PlacementProcess,
+                                        as_admin: None) -> None:
     before = stats(placement)
     rows = quota('--project', 'idle', '--project', world.projects['team-c'],
                  '--long', '-f', 'json').json()
@@ -193,8 +207,8 @@ def test_named_projects_get_every_class(world, placement, as_admin):
     assert rows == expected
 
 
-def test_resource_class_and_the_controllers_strategy(world, as_admin,
-                                                     tmp_path):
+def test_resource_class_and_the_controllers_strategy(
+        world: World, as_admin: None, tmp_path: pathlib.Path) -> None:
     conf = tmp_path / 'nova.conf'
     conf.write_text('[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
                     'unified_limits_resource_list = servers,class:%s\n'
@@ -222,11 +236,13 @@ def test_resource_class_and_the_controllers_strategy(world, as_admin,
     (['--project', uuid.uuid4().hex], ['No project named or with ID']),
     (['--resource-class', 'vgpu'], ['vgpu']),
 ])
-def test_bad_input_is_one_line(world, as_admin, args, fragments):
+def test_bad_input_is_one_line(world: World, as_admin: None, args: list[str],
+                               fragments: list[str]) -> None:
     cli.assert_one_line_error(quota(*args), *fragments)
 
 
-def test_nova_conf_nova_refuses_is_one_line(world, as_admin, tmp_path):
+def test_nova_conf_nova_refuses_is_one_line(world: World, as_admin: None,
+                                            tmp_path: pathlib.Path) -> None:
     conf = tmp_path / 'nova.conf'
     conf.write_text('[quota]\nunified_limits_resource_strategy = prefer\n')
     cli.assert_one_line_error(
@@ -235,7 +251,8 @@ def test_nova_conf_nova_refuses_is_one_line(world, as_admin, tmp_path):
 
 
 def test_a_user_who_sees_only_its_project_is_told_the_role(
-        world, keystone, monkeypatch):
+        world: World, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     world.identity.create_project_user('viewers', VIEWER, VIEWER_PASSWORD,
                                        'member')
     for key, value in {
@@ -248,7 +265,8 @@ def test_a_user_who_sees_only_its_project_is_told_the_role(
     cli.assert_one_line_error(quota(), 'admin role', 'member')
 
 
-def test_an_admin_token_is_refused(world, placement):
+def test_an_admin_token_is_refused(
+        world: World, placement: servers.PlacementProcess) -> None:
     cli.assert_one_line_error(
         cli.openstack(*cli.admin_token_args(placement.url), 'mdev',
                       'quota', 'list'),

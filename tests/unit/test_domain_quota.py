@@ -46,13 +46,14 @@ CASES = [(project, registered, strategy, used)
          for strategy in STRATEGIES for used in (0, 1, 2, 3)]
 
 
-def limits_of(project, registered):
+def limits_of(project: int | None, registered: int | None) -> quota.Limits:
     return quota.Limits(
         {} if registered is None else {VGPU: registered},
         {} if project is None else {(PROJECT, VGPU): project})
 
 
-def refused(project, registered, strategy, used):
+def refused(project: int | None, registered: int | None,
+            strategy: quota.Strategy, used: int) -> bool:
     """Whether domain.quota says one more VGPU is refused."""
     effective = quota.effective_limit(
         PROJECT, VGPU, limits_of(project, registered), strategy)
@@ -67,8 +68,10 @@ def refused(project, registered, strategy, used):
     (0, 5, 0, quota.PROJECT_LIMIT),
     (None, 0, 0, quota.REGISTERED_LIMIT),
 ])
-def test_a_found_limit_is_what_nova_enforces(project, registered,
-                                             expected, source):
+def test_a_found_limit_is_what_nova_enforces(project: int | None,
+                                             registered: int | None,
+                                             expected: int,
+                                             source: str) -> None:
     effective = quota.effective_limit(
         PROJECT, VGPU, limits_of(project, registered), STRATEGIES[0])
     assert (effective.limit, effective.source, effective.strategy) == (
@@ -86,13 +89,14 @@ def test_a_found_limit_is_what_nova_enforces(project, registered,
     (STRATEGIES[3], -1, "no limit; ignore strategy lists it (Nova's "
                         "default)"),
 ])
-def test_without_any_limit_the_strategy_decides(strategy, limit, rule):
+def test_without_any_limit_the_strategy_decides(strategy: quota.Strategy,
+                                                limit: int, rule: str) -> None:
     effective = quota.effective_limit(PROJECT, VGPU, limits_of(None, None),
                                       strategy)
     assert (effective.limit, effective.rule) == (limit, rule)
 
 
-def test_a_project_limit_of_zero_without_registered_limit_is_not_enforced():
+def test_a_project_limit_of_0_without_registered_limit_is_ignored() -> None:
     """should_enforce looks for a *registered* limit when oslo.limit
     answers 0, so under Nova's defaults a project limit of 0 alone does
     not stop the project.
@@ -111,7 +115,7 @@ def test_a_project_limit_of_zero_without_registered_limit_is_not_enforced():
         0, 'project limit 0, no registered limit; require strategy lists it')
 
 
-def test_rows_by_pressure_with_only_used_or_limited_classes():
+def test_rows_by_pressure_with_only_used_or_limited_classes() -> None:
     limits = quota.Limits({VGPU: 2}, {('b', VGPU): 8, ('c', 'class:X'): 1})
     usages = {'a': {'VGPU': 3}, 'b': {'VGPU': 1}, 'c': {},
               'd': {'VGPU': 1, 'MEMORY_MB': 512}}
@@ -126,14 +130,14 @@ def test_rows_by_pressure_with_only_used_or_limited_classes():
         ('d', 'class:X', 0, -1, None)]
 
 
-def test_unaccounted_classes():
+def test_unaccounted_classes() -> None:
     assert quota.unaccounted({'VGPU': 4, 'CUSTOM_A': 2},
                              {'a': {'VGPU': 3}, 'b': {'VGPU': 1}}) == [
         'CUSTOM_A']
     assert quota.unaccounted({'VGPU': 4}, {'a': {'VGPU': 5}}) == []
 
 
-def test_flavor_deltas_sum_the_groups():
+def test_flavor_deltas_sum_the_groups() -> None:
     request = rr.request_from_flavor({
         'vcpus': 2, 'ram': 1024, 'disk': 10,
         'extra_specs': {'resources1:VGPU': '1', 'resources2:VGPU': '1',
@@ -143,7 +147,7 @@ def test_flavor_deltas_sum_the_groups():
         'class:DISK_GB': 10, VGPU: 2}
 
 
-def test_servers_allowed_names_the_binding_limit():
+def test_servers_allowed_names_the_binding_limit() -> None:
     effective = {'servers': quota.Effective(-1, quota.REGISTERED_LIMIT),
                  'class:VCPU': quota.Effective(20, quota.PROJECT_LIMIT),
                  VGPU: quota.Effective(5, quota.PROJECT_LIMIT)}
@@ -160,7 +164,7 @@ def test_servers_allowed_names_the_binding_limit():
     assert quota.servers_allowed(deltas, {}, free) == quota.QuotaFit(None)
 
 
-def test_keystone_lists_every_limit_to_admins_system_and_services():
+def test_keystone_lists_every_limit_to_admins_system_and_services() -> None:
     assert quota.sees_every_limit(frozenset({'admin'}), False)
     assert quota.sees_every_limit(frozenset({'service'}), False)
     assert quota.sees_every_limit(frozenset({'reader'}), True)
@@ -168,7 +172,7 @@ def test_keystone_lists_every_limit_to_admins_system_and_services():
                                       False)
 
 
-def test_strategy_from_nova_conf():
+def test_strategy_from_nova_conf() -> None:
     settings = novaconf.parse_texts([('nova.conf', (
         '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
         'unified_limits_resource_strategy = ignore\n'
@@ -188,7 +192,7 @@ def test_strategy_from_nova_conf():
     ('[quota]\nunified_limits_resource_list = servers, class:vgpu\n',
      '[quota] unified_limits_resource_list, nova.conf:2'),
 ])
-def test_strategy_nova_refuses(text, where):
+def test_strategy_nova_refuses(text: str, where: str) -> None:
     with pytest.raises(ValueError) as raised:
         quota.strategy_from(novaconf.parse_texts([('nova.conf', text)]))
     assert str(raised.value).startswith(where)
@@ -196,7 +200,7 @@ def test_strategy_nova_refuses(text, where):
 
 # -- against Nova's and oslo.limit's code -----------------------------------
 
-def _nova_conf(strategy):
+def _nova_conf(strategy: quota.Strategy) -> object:
     import nova.conf
     from oslo_config import fixture as config_fixture
     from oslo_limit import limit  # noqa: F401 (registers [oslo_limit])
@@ -211,7 +215,8 @@ def _nova_conf(strategy):
     return conf
 
 
-def _nova_refuses(project, registered, strategy, used):
+def _nova_refuses(project: int | None, registered: int | None,
+                  strategy: quota.Strategy, used: int) -> bool:
     """Whether oslo.limit finds one more VGPU over the limit and Nova's
     should_enforce enforces it.
     """
@@ -242,13 +247,15 @@ def _nova_refuses(project, registered, strategy, used):
 
 @pytest.mark.nova
 @pytest.mark.parametrize('project, registered, strategy, used', CASES)
-def test_effective_limit_is_what_nova_enforces(project, registered,
-                                               strategy, used):
+def test_effective_limit_is_what_nova_enforces(project: int | None,
+                                               registered: int | None,
+                                               strategy: quota.Strategy,
+                                               used: int) -> None:
     assert refused(project, registered, strategy, used) == _nova_refuses(
         project, registered, strategy, used)
 
 
-def test_the_cross_check_covers_both_outcomes_and_strategies():
+def test_the_cross_check_covers_both_outcomes_and_strategies() -> None:
     outcomes = {(s.strategy, refused(*c[:2], s, c[3]))
                 for c in CASES for s in [c[2]]}
     assert outcomes == {(quota.REQUIRE, True), (quota.REQUIRE, False),
@@ -272,8 +279,10 @@ ALLOWED_CASES = [
 @pytest.mark.parametrize('strategy', STRATEGIES)
 @pytest.mark.parametrize('limits, used, per_server, max_count',
                          ALLOWED_CASES)
-def test_servers_allowed_is_what_nova_allows(strategy, limits, used,
-                                             per_server, max_count):
+def test_servers_allowed_is_what_nova_allows(strategy: quota.Strategy,
+                                             limits: dict, used: dict,
+                                             per_server: dict,
+                                             max_count: int) -> None:
     """Nova's enforce_num_instances_and_resources, with oslo.limit's
     Enforcer on the same limits, allows exactly ``servers_allowed``
     servers of one request for ``max_count``.
@@ -320,7 +329,8 @@ def test_servers_allowed_is_what_nova_allows(strategy, limits, used,
     assert allowed == expected
 
 
-def _fit(servers, capacity, reason=None, used=0):
+def _fit(servers: int | None, capacity: int, reason: str | None = None,
+         used: int = 0) -> quota.FlavorFit:
     quota_fit = quota.QuotaFit(servers) if servers is None else \
         quota.QuotaFit(servers, VGPU, used, 4, 1)
     return quota.FlavorFit('p1', 'vgpu', quota_fit, capacity, reason)
@@ -339,11 +349,12 @@ def _fit(servers, capacity, reason=None, used=0):
      'capacity (NoValidHost): room for 1 VGPU rules out 2 devices and 1 '
      'host, leaving none; smallest change: free 1 VGPU on h:d'),
 ])
-def test_what_binds_a_flavor(fit, fits, bound_by):
+def test_what_binds_a_flavor(fit: quota.FlavorFit, fits: int,
+                             bound_by: str) -> None:
     assert (fit.fits, fit.bound_by) == (fits, bound_by)
 
 
-def test_capacity_reason_is_the_step_that_rules_out_the_last_host():
+def test_capacity_reason_is_the_step_that_rules_out_the_last_host() -> None:
     from osc_mdev.domain import capacity
 
     steps = [capacity.Step('offers VGPU', 0, 0, 2, 1),
@@ -366,11 +377,12 @@ def test_capacity_reason_is_the_step_that_rules_out_the_last_host():
     ({'pci_passthrough:alias': 'l40s:1'}, {'CUSTOM_L40S'}, True, True),
     ({'pci_passthrough:alias': 'l40s:1'}, {'VGPU'}, False, False),
 ])
-def test_a_flavor_asks_for_classes(specs, classes, pci, expected):
+def test_a_flavor_asks_for_classes(specs: dict, classes: set[str], pci: bool,
+                                   expected: bool) -> None:
     assert quota.asks_for(specs, classes, pci) is expected
 
 
-def test_flavor_holders_are_the_projects_of_those_servers():
+def test_flavor_holders_are_the_projects_of_those_servers() -> None:
     servers = [
         {'id': 'a', 'tenant_id': 'p1',
          'flavor': {'extra_specs': {'resources:VGPU': '1'}}},
