@@ -33,6 +33,7 @@ from osc_mdev.domain import providers
 from osc_mdev.local import textfile
 from osc_mdev.usecases import capacity
 from osc_mdev.usecases import provider
+from osc_mdev.usecases import quota
 
 LOG = logging.getLogger(__name__)
 
@@ -46,10 +47,14 @@ class Scrape:
     error: str | None = None
 
 
-def scrape(placement, compute=None, flavors=(), kinds=(providers.MDEV,)):
+def scrape(placement: object, compute: object | None = None,
+           flavors: tuple | list = (),
+           kinds: tuple[str, ...] = (providers.MDEV,),
+           identity: object | None = None) -> Scrape:
     """Read the cloud and render its metrics; a failed read gives the
     text of a failed run (``openstack_mdev_scrape_success 0``) and its
-    error, never an exception.
+    error, never an exception. With ``identity`` (Keystone's client),
+    also each project's GPU usage and limit (``quota.metric_families``).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -60,6 +65,9 @@ def scrape(placement, compute=None, flavors=(), kinds=(providers.MDEV,)):
     calls += [lambda f=f: capacity.count(placement, compute, flavor=f,
                                          auto_explain=False).total
               for f in flavors]
+    if identity is not None:
+        calls.append(lambda: quota.metric_families(placement, identity,
+                                                   compute))
     try:
         results = pool.call_all(calls, placement.max_workers)
     except Exception as exc:  # noqa: B902 - any failure is a failed run
@@ -67,8 +75,9 @@ def scrape(placement, compute=None, flavors=(), kinds=(providers.MDEV,)):
         return Scrape(domain.render(domain.failed(
             time.monotonic() - start, stamp)), str(exc) or repr(exc))
     fits = dict(zip(flavors, results[1:])) if flavors else None
+    extra = results[1 + len(flavors)] if identity is not None else []
     return Scrape(domain.render(domain.families(
-        results[0], fits, time.monotonic() - start, stamp)))
+        results[0], fits, time.monotonic() - start, stamp) + extra))
 
 
 def check_output(path):

@@ -55,6 +55,7 @@ from osc_mdev.api import placement as placement_api
 from osc_mdev.api import pool
 from osc_mdev.domain import providers
 from osc_mdev.domain import quota as domain
+from osc_mdev.domain import quota_metrics
 from osc_mdev.usecases import capacity
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as device_reads
@@ -296,3 +297,13 @@ def flavor_fits(placement: placement_api.PlacementClient,
                 domain.servers_allowed(delta, used, effective[project]),
                 count.total, reason))
     return sorted(fits, key=domain.fit_key)
+
+
+def metric_families(placement: placement_api.PlacementClient,
+                    identity: identity_api.IdentityClient,
+                    compute: compute_api.ComputeClient) -> list:
+    """The Prometheus families of every project's GPU usage and limit
+    (what ``quota list --long`` reads, Nova's default strategy).
+    """
+    report = quota_list(placement, identity, compute, names=True)
+    return quota_metrics.families(report.rows, report.names)

@@ -51,16 +51,23 @@ For node_exporter's textfile collector, from cron every minute::
         options.flavor(parser)
         options.kind(parser)
         options.output(parser)
+        parser.add_argument(
+            '--quota', action='store_true',
+            help="Also each project's GPU used and limit "
+                 "(openstack_mdev_project_used, _limit), read as 'openstack "
+                 "mdev quota list' reads them: Keystone's admin role needed.")
         return parser
 
     def take_action(self, parsed_args):
         if parsed_args.output:
             metrics.check_output(parsed_args.output)
         mdev = self.app.client_manager.mdev
-        compute = mdev.compute if parsed_args.flavor else None
+        compute = mdev.compute if parsed_args.flavor or parsed_args.quota \
+            else None
         result = metrics.scrape(
             mdev.placement, compute, flavors=parsed_args.flavor,
-            kinds=domain.KIND_CHOICES[parsed_args.kind])
+            kinds=domain.KIND_CHOICES[parsed_args.kind],
+            identity=mdev.identity if parsed_args.quota else None)
         if result.error is not None:
             if not parsed_args.output:
                 self.app.stdout.write(result.text)

@@ -78,6 +78,9 @@ class World:
                          for name in ('team-a', 'team-b', 'team-c', 'idle',
                                       'legacy')}
         self.projects['gone'] = GONE
+        # A user with only the member role on a project of its own.
+        self.identity.create_project_user('viewers', VIEWER,
+                                          VIEWER_PASSWORD, 'member')
         self._limits()
         self._usage()
 
@@ -250,11 +253,8 @@ def test_nova_conf_nova_refuses_is_one_line(world: World, as_admin: None,
         'unified_limits_resource_strategy', 'nova.conf:2')
 
 
-def test_a_user_who_sees_only_its_project_is_told_the_role(
-        world: World, keystone: servers.KeystoneProcess,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    world.identity.create_project_user('viewers', VIEWER, VIEWER_PASSWORD,
-                                       'member')
+def as_viewer(keystone: servers.KeystoneProcess,
+              monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in {
             'OS_AUTH_URL': keystone.url + '/v3', 'OS_USERNAME': VIEWER,
             'OS_PASSWORD': VIEWER_PASSWORD, 'OS_PROJECT_NAME': 'viewers',
@@ -262,6 +262,12 @@ def test_a_user_who_sees_only_its_project_is_told_the_role(
             'OS_PROJECT_DOMAIN_NAME': 'Default',
             'OS_IDENTITY_API_VERSION': '3'}.items():
         monkeypatch.setenv(key, value)
+
+
+def test_a_user_who_sees_only_its_project_is_told_the_role(
+        world: World, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    as_viewer(keystone, monkeypatch)
     cli.assert_one_line_error(quota(), 'admin role', 'member')
 
 
@@ -271,3 +277,34 @@ def test_an_admin_token_is_refused(
         cli.openstack(*cli.admin_token_args(placement.url), 'mdev',
                       'quota', 'list'),
         'admin token', 'password')
+
+
+def test_metrics_give_each_projects_used_and_limit(world: World,
+                                                   as_admin: None) -> None:
+    from prometheus_client import parser
+
+    rows = quota('-f', 'json').json()
+    result = cli.openstack('mdev', 'metrics', '--quota')
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in
+             parser.text_string_to_metric_families(result.stdout)}
+    names = {v: k for k, v in world.projects.items()}
+    for family, column in (('openstack_mdev_project_used', 'Used'),
+                           ('openstack_mdev_project_limit', 'Limit')):
+        assert {(s.labels['project'], s.labels['project_name'],
+                 s.labels['resource_class']): s.value
+                for s in found[family].samples} == {
+            (r['Project'], names[r['Project']] if r['Project'] != GONE
+             else '', r['Resource'][len('class:'):]): r[column]
+            for r in rows}
+    assert found['openstack_mdev_scrape_success'].samples[0].value == 1
+
+
+def test_metrics_of_a_user_who_may_not_read_the_limits_fail(
+        world: World, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    as_viewer(keystone, monkeypatch)
+    result = cli.openstack('mdev', 'metrics', '--quota')
+    assert result.rc == 1
+    assert 'openstack_mdev_scrape_success 0.0' in result.stdout
+    assert 'admin role' in result.stderr
