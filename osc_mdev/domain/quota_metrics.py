@@ -15,7 +15,8 @@ mdev metrics --quota``).
 
 Pure: the rows of ``quota list`` (``quota.QuotaRow``) in,
 ``prometheus_client`` gauge families out, printed after the families of
-``domain.metrics``. Every metric emitted is named in ``FAMILIES``.
+``domain.metrics``. Every metric emitted is named in ``FAMILIES``; the
+quota dashboard shipped in the docs queries only those.
 """
 
 from osc_mdev.domain import quota

@@ -10,13 +10,23 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The quota metrics, read back with prometheus_client's own parser."""
+"""The quota metrics, read back with prometheus_client's own parser, and
+the shipped quota dashboard, which must query only what is emitted.
+"""
+
+import collections.abc
+import json
+import pathlib
+import re
 
 from prometheus_client import parser
 
 from osc_mdev.domain import metrics
 from osc_mdev.domain import quota
 from osc_mdev.domain import quota_metrics
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev-quota.json'
 
 ROWS = [
     quota.QuotaRow('p1', 'class:VGPU', 3, quota.Effective(
@@ -53,3 +63,35 @@ def test_used_and_limit_per_project_and_class() -> None:
 
 def test_no_family_of_the_device_metrics_is_named_again() -> None:
     assert not set(quota_metrics.FAMILIES) & set(metrics.FAMILIES)
+
+
+def _queries(node: object) -> collections.abc.Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ('expr', 'query', 'definition') and isinstance(
+                    value, str):
+                yield value
+            else:
+                yield from _queries(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _queries(item)
+
+
+def test_the_dashboard_queries_only_emitted_metrics_and_labels() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    queries = list(_queries(dashboard))
+    assert queries
+    used = set()
+    for query in queries:
+        names = set(re.findall(r'\b(openstack_mdev_[a-z_]+)\b', query))
+        assert names and names <= set(quota_metrics.FAMILIES), query
+        used |= names
+        groups = re.findall(r'\b(?:by|on) \(([^)]*)\)', query) + re.findall(
+            r'[{,]\s*([a-z_]+)\s*=~?"', query) + re.findall(
+            r'label_values\([a-z_]+, ([a-z_]+)\)', query)
+        for group in groups:
+            for label in group.split(','):
+                assert label.strip() in quota_metrics.LABELS, (label, query)
+    assert used == set(quota_metrics.FAMILIES)
+    assert 'Quota pressure' in {p['title'] for p in dashboard['panels']}
