@@ -15,7 +15,8 @@
 Starts the embedded test cloud (real Nova API, conductor, scheduler and
 five fake-libvirt compute hosts against a real Placement: four with
 mdev-capable GPUs, one of them a node whose name is not its service host,
-and one whose SR-IOV GPUs Nova reports through PCI in Placement; see
+and one whose SR-IOV GPUs Nova reports through PCI in Placement, and a
+real Keystone whose unified limits Nova enforces; see
 tests/cloud/server.py), then runs the commands an operator
 would, printing each command line and its real output.
 
@@ -272,6 +273,7 @@ def tour_with(t):
     config_check_tour(t, cloud)
     drain_tour(t, cloud)
     tags_tour(t)
+    quota_tour(t, cloud)
     return t.failures
 
 
@@ -603,6 +605,61 @@ def tags_tour(t):
              'CUSTOM_TRAINING', device)
 
 
+# -- GPU quotas ---------------------------------------------------------------
+
+QUOTA_CONF = """[quota]
+driver = nova.quota.UnifiedLimitsDriver
+unified_limits_resource_strategy = require
+unified_limits_resource_list = servers
+"""
+
+
+def quota_tour(t: Tour, cloud: client.EmbeddedCloud) -> None:
+    """GPU quotas: Nova's unified limits in the cloud's Keystone, read
+    with a password login to it (the ``keystone_cloud`` entry).
+    """
+    token_env = t.env
+    t.env = cloud.cli_environ(
+        {k: v for k, v in os.environ.items() if not k.startswith('OS_')},
+        cloud=cloud.keystone_cloud)
+    try:
+        _quota_steps(t, cloud)
+    finally:
+        t.env = token_env
+
+
+def _quota_steps(t: Tour, cloud: client.EmbeddedCloud) -> None:
+    t.say('Nova enforces the unified limits of the cloud\'s Keystone. Two '
+          'projects boot\nservers of the flavor (as their members):')
+    for project, count in (('ml-team', 2), ('render-farm', 1)):
+        for server in cloud.control(
+                'boot', flavor='vgpu.nvidia-12', count=count,
+                name='%s-vm' % project, project=cloud.projects[project]):
+            print('%s (%s): %s on %s' % (server['name'], project,
+                                         server['status'], server['host']))
+            if server['status'] != 'ACTIVE':
+                t.failures += 1
+    try:
+        cloud.control('boot', flavor='vgpu.nvidia-12', name='one-more',
+                      project=cloud.projects['render-farm'])
+        t.failures += 1
+        print('(render-farm booted one more server: unexpected)')
+    except client.CloudError as exc:
+        print('one-more (render-farm): refused by Nova with HTTP %s '
+              '(quota exceeded)' % exc.nova_status)
+    conf = t.workdir / 'nova-api.conf'
+    conf.write_text(QUOTA_CONF)
+    t.say("Who holds the GPUs, against which limits? With the [quota] "
+          "options of the\ncontroller's nova.conf:")
+    t.show_file('quota-conf', conf)
+    t.sample('quota-list', 'mdev', 'quota', 'list', '--controller-conf',
+             conf.name, '--long')
+    t.say('How many more servers of the flavor each project can boot, and '
+          'what stops it:')
+    t.sample('quota-list-flavor', 'mdev', 'quota', 'list', '--flavor',
+             'vgpu.nvidia-12', '--controller-conf', conf.name, '--long')
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--keep', action='store_true',
@@ -620,10 +677,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix='osc-mdev-demo-') as tmp:
         workdir = pathlib.Path(tmp)
         print('Starting the embedded cloud (Nova API, conductor, scheduler, '
-              'five compute hosts with fake GPUs, Placement)...',
+              'five compute hosts with fake GPUs, Placement, Keystone)...',
               flush=True)
         started = time.monotonic()
-        with client.EmbeddedCloud(workdir / 'cloud') as cloud:
+        with client.EmbeddedCloud(workdir / 'cloud', keystone=True) as cloud:
             print('Cloud ready in %.0f s.' % (time.monotonic() - started))
             writer = None if args.no_samples else samples.Writer(
                 rewrite=args.all_samples)

@@ -13,10 +13,12 @@
 """Keep an embedded cloud running for ``openstack`` in another shell.
 
 ``tox -e sandbox`` starts the embedded test cloud (see
-tests/cloud/server.py) on 127.0.0.1, writes the nova.conf of each compute
-host (``nova-<host>.conf``) and of the controller (``controller.conf``)
-into its work directory, prints how to point ``openstack`` at it and how
-to boot a server, and serves until Ctrl-C.
+tests/cloud/server.py) on 127.0.0.1 (with a Keystone whose unified limits
+Nova enforces, when the topology gives limits, as the demo's does),
+writes the nova.conf of each compute host (``nova-<host>.conf``) and of
+the controller (``controller.conf``) into its work directory, prints how
+to point ``openstack`` at it and how to boot a server, and serves until
+Ctrl-C.
 """
 
 import argparse
@@ -103,6 +105,7 @@ def describe(cloud):
         '',
         '    %s' % boot_command(cloud),
         '',
+    ] + quota_lines(cloud) + [
         'Nova API:  %s' % cloud.compute_url,
         'Placement: %s' % cloud.placement_url,
         'Hosts:     %s' % ', '.join(
@@ -114,6 +117,27 @@ def describe(cloud):
         'Press Ctrl-C to stop it.',
     ]
     return '\n'.join(lines)
+
+
+def quota_lines(cloud: client.EmbeddedCloud) -> list[str]:
+    """How to read the quotas, for a sandbox with a Keystone."""
+    if not cloud.keystone_cloud:
+        return []
+    return ['GPU quotas (Nova enforces the limits of the sandbox\'s '
+            'Keystone; log in to it with a password):', '',
+            '    OS_CLOUD=%s %s mdev quota list --long' % (
+                cloud.keystone_cloud, openstack_path()), '']
+
+
+def with_limits(topology: str | None) -> bool:
+    """Whether the cloud of ``topology`` (a JSON file, None for the demo
+    one) gives Keystone limits: then it gets a Keystone whose limits Nova
+    enforces (without limits Nova would refuse every server).
+    """
+    if topology is None:
+        return True
+    with open(topology) as source:
+        return 'unified_limits' in json.load(source)
 
 
 def describe_host(host, info):
@@ -157,7 +181,8 @@ def main():
         sys.exit('The sandbox needs %s; run it with "tox -e sandbox".'
                  % ', '.join(missing))
     print('Starting the sandbox cloud in %s...' % args.workdir, flush=True)
-    with client.EmbeddedCloud(args.workdir, topology=args.topology) as cloud:
+    with client.EmbeddedCloud(args.workdir, topology=args.topology,
+                              keystone=with_limits(args.topology)) as cloud:
         wait(cloud)
     return 0
 

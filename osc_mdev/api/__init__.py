@@ -14,13 +14,21 @@
 
 One keystoneauth Adapter path (``http.Service``: microversions, retries,
 the one error mapper), one module per service (``placement``,
-``compute``) with explicit microversions, and the bounded pool that runs
-requests at once (``pool``). No use-case logic lives here; it imports
-only the standard library, keystoneauth, osc-lib and itself.
+``compute``, ``identity``) with explicit microversions, and the bounded
+pool that runs requests at once (``pool``). No use-case logic lives
+here; it imports only the standard library, keystoneauth, osc-lib and
+itself.
 """
 
 import threading
+import typing
 import uuid
+
+if typing.TYPE_CHECKING:
+    from osc_mdev.api import compute as compute_api
+    from osc_mdev.api import http as http_api
+    from osc_mdev.api import identity as identity_api
+    from osc_mdev.api import placement as placement_api
 
 
 class MdevClient:
@@ -33,16 +41,19 @@ class MdevClient:
     be followed through the Placement and Nova logs.
     """
 
-    def __init__(self, instance, max_workers, timeout):
+    def __init__(self, instance: typing.Any, max_workers: int,
+                 timeout: float | None) -> None:
         self._instance = instance
         self.max_workers = max_workers
         self.timeout = timeout
         self.request_id = 'req-%s' % uuid.uuid4()
         self._semaphore = threading.BoundedSemaphore(max_workers)
-        self._placement = None
-        self._compute = None
+        self._placement: placement_api.PlacementClient | None = None
+        self._compute: compute_api.ComputeClient | None = None
+        self._identity: identity_api.IdentityClient | None = None
 
-    def _service(self, service_type, label):
+    def _service(self, service_type: str, label: str,
+                 version: str | None = None) -> 'http_api.Service':
         from osc_mdev.api import http
 
         config = self._instance.get_configuration()
@@ -68,10 +79,10 @@ class MdevClient:
             connect_retry_delay=setting('connect_retry_delay', float),
             status_retry_delay=setting('status_code_retry_delay', float),
             timeout=timeout or http.DEFAULT_TIMEOUT,
-            global_request_id=self.request_id)
+            global_request_id=self.request_id, version=version)
 
     @property
-    def placement(self):
+    def placement(self) -> 'placement_api.PlacementClient':
         if self._placement is None:
             from osc_mdev.api import placement
             self._placement = placement.PlacementClient(
@@ -80,13 +91,22 @@ class MdevClient:
         return self._placement
 
     @property
-    def compute(self):
+    def compute(self) -> 'compute_api.ComputeClient':
         if self._compute is None:
             from osc_mdev.api import compute
             self._compute = compute.ComputeClient(
                 self._service('compute', 'Compute'),
                 max_workers=self.max_workers)
         return self._compute
+
+    @property
+    def identity(self) -> 'identity_api.IdentityClient':
+        if self._identity is None:
+            from osc_mdev.api import identity
+            self._identity = identity.IdentityClient(
+                self._service('identity', 'Keystone', identity.VERSION),
+                max_workers=self.max_workers)
+        return self._identity
 
 
 def authenticated(app):

@@ -36,6 +36,7 @@ MIGRATIONS = '2.59'     # migrations carry their uuid; paging
 # os-hypervisors with UUID ids, paging, service host and
 # hypervisor_version (QEMU's for libvirt).
 HYPERVISORS = '2.53'
+QUOTA_SETS = '2.1'      # os-quota-sets/{project}/detail: in_use
 
 HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
@@ -207,6 +208,33 @@ class ComputeClient(pool.ServiceClient):
             if len(page) < PAGE_SIZE:
                 return items
             marker = page[-1][marker_key]
+
+    def every_server(self) -> list[dict]:
+        """Every server of every project with its own copy of its flavor
+        (``tenant_id``, ``flavor.extra_specs``): one request per page,
+        following Nova's ``next`` links.
+        """
+        servers, marker = [], None
+        while True:
+            params = [('all_tenants', 'True'), ('limit', str(PAGE_SIZE))]
+            if marker:
+                params.append(('marker', marker))
+            body = self._list_servers(params, SERVER_FLAVOR)
+            page = body['servers']
+            servers.extend(page)
+            if not page or not any(link.get('rel') == 'next' for link in
+                                   body.get('servers_links', ())):
+                return servers
+            marker = page[-1]['id']
+
+    def servers_in_use(self, project_id: str) -> int:
+        """The servers Nova counts against the project's ``servers``
+        limit (``instances`` in use of its quota set).
+        """
+        body = self._request(
+            'GET', '/os-quota-sets/%s/detail' % urllib.parse.quote(
+                project_id, safe=''), QUOTA_SETS)
+        return int(body['quota_set']['instances']['in_use'])
 
     def list_servers(self):
         """Every server of every project, each with its embedded flavor

@@ -12,7 +12,8 @@
 
 """The one HTTP path of osc-mdev: keystoneauth's Adapter, one error mapper.
 
-Every Placement and Compute request goes through ``Service.request``:
+Every Placement, Compute and Keystone request goes through
+``Service.request``:
 
 * keystoneauth's public ``Adapter`` finds the endpoint (service catalog or
   ``<service>_endpoint_override``), authenticates, sends the explicit
@@ -35,6 +36,7 @@ import logging
 import threading
 import urllib.parse
 
+from keystoneauth1 import access as ks_access
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions as osc_exc
@@ -81,10 +83,10 @@ _LOG = _RequestLog(logging.getLogger('keystoneauth.session'), {})
 
 
 class Service:
-    """One OpenStack API (Placement or Compute) for one command.
+    """One OpenStack API (Placement, Compute or Keystone) for one command.
 
     :param session: the command's keystoneauth session.
-    :param service_type: ``placement`` or ``compute``.
+    :param service_type: ``placement``, ``compute`` or ``identity``.
     :param label: how messages name the service (``Placement``).
     :param semaphore: bounds the requests in flight; shared by every
         Service of a command.
@@ -93,6 +95,9 @@ class Service:
         more attempt than retries, at most).
     :param timeout: seconds to wait for an answer before the attempt
         counts as failed.
+    :param version: the major API version to discover from the catalog's
+        endpoint (``'3'`` for Keystone, whose catalog may name its root);
+        None to use the endpoint as it is.
     """
 
     def __init__(self, session, service_type, label, semaphore=None,
@@ -100,9 +105,11 @@ class Service:
                  connect_retries=DEFAULT_RETRIES,
                  status_retries=DEFAULT_RETRIES, connect_retry_delay=None,
                  status_retry_delay=None, timeout=DEFAULT_TIMEOUT,
-                 global_request_id=None):
+                 global_request_id=None, version=None):
         self.label = label
         self.service_type = service_type
+        self.interface = interface
+        self.region_name = region_name
         self.connect_retries = connect_retries
         self.status_retries = status_retries
         self.timeout = timeout
@@ -116,7 +123,30 @@ class Service:
             connect_retry_delay=connect_retry_delay,
             status_code_retry_delay=status_retry_delay,
             global_request_id=global_request_id,
-            client_name='osc-mdev', logger=_LOG)
+            client_name='osc-mdev', logger=_LOG, version=version)
+
+    def access(self) -> ks_access.AccessInfo | None:
+        """The access information of the command's token (its roles,
+        scope and service catalog), or None when the authentication has
+        none (an ``admin_token``). Authenticates first if need be.
+        """
+        session = self._adapter.session
+        get_access = getattr(session.auth, 'get_access', None)
+        if get_access is None:
+            return None
+        try:
+            return get_access(session)
+        except ks_exc.Unauthorized as exc:
+            raise self._credentials_error() from exc
+        except ks_exc.ConnectionError as exc:
+            raise osc_exc.CommandError(
+                'Cannot reach Keystone to authenticate (%s); check the '
+                'auth URL and that Keystone is running.'
+                % errors.connection_problem(exc)) from exc
+        except ks_exc.ClientException as exc:
+            raise osc_exc.CommandError(
+                'Authentication failed before any request was sent: %s.'
+                % errors.first_line(exc).rstrip('.')) from exc
 
     def request(self, method, url, microversion, json_body=None,
                 transient=TRANSIENT_STATUSES, conflicts=(409,)):

@@ -45,6 +45,9 @@ PROVIDER = '1.14'           # GET /resource_providers/{uuid} with root UUID
 # candidate's tree, with traits, parents and roots (1.29), and in_tree=
 # (1.31), so they work on Placements older than capacity's 1.39.
 PROVIDER_SUMMARIES = '1.31'
+# GET /usages?project_id=, as Nova reads it for unified limits
+# (GET_USAGES_VERSION of nova/scheduler/client/report.py).
+PROJECT_USAGES = '1.9'
 
 UPDATE_ATTEMPTS = 10
 UPDATE_BACKOFF = 0.05   # seconds before the second attempt; doubles
@@ -138,6 +141,13 @@ class PlacementClient(pool.ServiceClient):
 
     def get_traits(self, uuid):
         return self.get_traits_and_generation(uuid)[1]
+
+    def get_project_usages(self, project_id: str) -> dict[str, int]:
+        """``{class: used}`` of every consumer of the project (instances
+        and migrations alike), as Nova counts it for unified limits.
+        """
+        return self._request('GET', '/usages?' + urllib.parse.urlencode(
+            {'project_id': project_id}), PROJECT_USAGES)['usages']
 
     def get_traits_and_generation(self, uuid):
         body = self._request(

@@ -99,7 +99,7 @@ class ServiceClient:
         self._http = service
         self.max_workers = max_workers
 
-    def _request(self, method: str, url: str, version: str,
+    def _request(self, method: str, url: str, version: str | None,
                  **kwargs: typing.Any) -> typing.Any:
         return self._http.request(method, url, version,
                                   json_body=kwargs.pop('json', None),

@@ -106,7 +106,8 @@ class Reading:
     flavors that could not be. ``allocations``: the
     ``allocations.MdevAllocation`` of the devices, None when not asked
     for, with ``servers`` (``{consumer: allocations.ServerView}``);
-    ``allocations_unread``: they were asked for but could not be read.
+    ``allocations_unread``: they were asked for but could not be read;
+    ``quotas_unread``: the projects' quotas likewise.
     """
 
     devices: abc.Sequence[providers.Device] = ()
@@ -119,12 +120,13 @@ class Reading:
     servers: abc.Mapping[str, alloc_logic.ServerView] = dataclasses.field(
         default_factory=dict)
     allocations_unread: bool = False
+    quotas_unread: bool = False
 
     @property
     def complete(self) -> bool:
         """Every read of the run succeeded."""
         return not (self.unread_devices or self.unread_flavors
-                    or self.allocations_unread)
+                    or self.allocations_unread or self.quotas_unread)
 
 
 def type_label(device: providers.Device,

@@ -34,6 +34,7 @@ import dataclasses
 import logging
 import re
 
+import os_resource_classes
 from oslo_config import cfg
 from oslo_config import iniparser
 
@@ -174,6 +175,53 @@ def _scheduler_opts():
     return [cfg.BoolOpt('pci_in_placement', default=False)]
 
 
+# The [quota] options of Nova's unified limits (nova/conf/quota.py).
+QUOTA_DRIVERS = ('nova.quota.DbQuotaDriver', 'nova.quota.NoopQuotaDriver',
+                 'nova.quota.UnifiedLimitsDriver')
+QUOTA_STRATEGIES = ('require', 'ignore')
+QUOTA_OPTIONS = ('driver', 'unified_limits_resource_strategy',
+                 'unified_limits_resource_list')
+# UnifiedLimitsResource in nova/conf/quota.py: the resources besides
+# class:<standard class> and class:CUSTOM_*.
+QUOTA_RESOURCES = frozenset({
+    'server_metadata_items', 'server_injected_files',
+    'server_injected_file_content_bytes', 'server_injected_file_path_bytes',
+    'server_key_pairs', 'server_groups', 'server_group_members',
+    'servers'})
+_CUSTOM_RESOURCE = re.compile(r'^class:CUSTOM_[A-Z0-9_]+$')
+
+
+def _unified_limits_resource(value: str) -> str:
+    """Mirrors ``UnifiedLimitsResource`` (nova/conf/quota.py): a
+    resource Nova knows, ``class:<standard class>`` or
+    ``class:CUSTOM_<NAME>``; ValueError otherwise.
+    """
+    value = cfg.types.String()(value)
+    standard = {'class:%s' % rc for rc in os_resource_classes.STANDARDS}
+    if value in QUOTA_RESOURCES or value in standard or \
+            _CUSTOM_RESOURCE.match(value):
+        return value
+    raise ValueError('%s is not a resource Nova limits (servers, '
+                     'class:<standard class> or class:CUSTOM_<NAME>...)'
+                     % value)
+
+
+def _quota_opts() -> list:
+    """``[quota] driver``, ``unified_limits_resource_strategy`` and
+    ``unified_limits_resource_list`` as nova/conf/quota.py registers
+    them.
+    """
+    return [
+        cfg.StrOpt('driver', default=QUOTA_DRIVERS[0],
+                   choices=QUOTA_DRIVERS),
+        cfg.StrOpt('unified_limits_resource_strategy', default='require',
+                   choices=QUOTA_STRATEGIES),
+        # A callable item type, as Nova's own option has.
+        cfg.ListOpt('unified_limits_resource_list', default=['servers'],
+                    item_type=_unified_limits_resource),  # type: ignore
+    ]
+
+
 # The [libvirt] options of a live migration's downtime, in the order
 # nova/conf/libvirt.py registers them.
 LIVE_MIGRATION_DOWNTIME_OPTIONS = (
@@ -255,6 +303,8 @@ class Settings:
     #                                [workarounds]
     #                                skip_hypervisor_version_check_on_lm:
     #                                name -> Value
+    quota: dict = dataclasses.field(default_factory=dict)
+    #                                [quota] QUOTA_OPTIONS: name -> Value
 
     def group_line(self, section):
         for name, file, line in self.sections:
@@ -343,6 +393,7 @@ def parse_texts(files):
     conf.register_opts(_scheduler_opts(), group='filter_scheduler')
     conf.register_opts(_libvirt_opts(), group='libvirt')
     conf.register_opts(_workarounds_opts(), group='workarounds')
+    conf.register_opts(_quota_opts(), group='quota')
     quiet = _QuietDeprecations()
     oslo_log = logging.getLogger('oslo_config.cfg')
     oslo_log.addFilter(quiet)
@@ -360,6 +411,8 @@ def parse_texts(files):
                    for name in LIVE_MIGRATION_DOWNTIME_OPTIONS}
         workarounds = {SKIP_HYPERVISOR_VERSION_CHECK: _value(
             conf, occurrences, 'workarounds', SKIP_HYPERVISOR_VERSION_CHECK)}
+        quota = {name: _value(conf, occurrences, 'quota', name)
+                 for name in QUOTA_OPTIONS}
         groups = {}
         for mdev_type in enabled.value or ():
             group = 'mdev_%s' % mdev_type
@@ -383,7 +436,7 @@ def parse_texts(files):
         oslo_log.removeFilter(quiet)
         conf.reset()
     return Settings(tuple(paths), enabled, groups, tuple(occurrences),
-                    tuple(sections), pci, libvirt, workarounds)
+                    tuple(sections), pci, libvirt, workarounds, quota)
 
 
 def _value(conf, occurrences, group, name, deprecated=()):

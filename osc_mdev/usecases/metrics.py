@@ -53,9 +53,11 @@ from osc_mdev.domain import words
 from osc_mdev.local import textfile
 from osc_mdev.usecases import capacity
 from osc_mdev.usecases import provider
+from osc_mdev.usecases import quota
 
 if typing.TYPE_CHECKING:
     from osc_mdev.api import compute as compute_client
+    from osc_mdev.api import identity as identity_client
     from osc_mdev.api import placement as placement_client
 
 LOG = logging.getLogger(__name__)
@@ -220,12 +222,27 @@ def _allocations(reads: PartialReads,
     return found, servers, False
 
 
+def _quota(placement: 'placement_client.PlacementClient',
+           identity: 'identity_client.IdentityClient',
+           compute: 'compute_client.ComputeClient') -> '_Unread | list':
+    """The families of every project's GPU usage and limit, or why they
+    cannot be read.
+    """
+    try:
+        return quota.metric_families(placement, identity, compute)
+    except (exceptions.CommandError, _errors().NotFound) as exc:
+        LOG.debug('Reading the quotas failed', exc_info=True)
+        return _Unread(str(exc) or repr(exc))
+
+
 def scrape(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None' = None,
            flavors: abc.Sequence[str] = (),
            kinds: abc.Sequence[str] = providers.KINDS,
            confs: dict[str, novaconf.MdevConfig] | None = None,
-           allocations: bool = False) -> Scrape:
+           allocations: bool = False,
+           identity: 'identity_client.IdentityClient | None' = None
+           ) -> Scrape:
     """Read the cloud and render its metrics, never raising for a failed
     read: what could be read is rendered (``Scrape.reading``), each
     flavor, device or the allocations that could not be with a warning;
@@ -233,7 +250,9 @@ def scrape(placement: 'placement_client.PlacementClient',
     failed run (``openstack_mdev_scrape_success 0`` only) and its error.
 
     ``confs``: ``{host: MdevConfig}`` of --compute-conf, for the type
-    labels; ``allocations``: also the allocations and their servers.
+    labels; ``allocations``: also the allocations and their servers;
+    ``identity`` (Keystone's client): also each project's GPU usage and
+    limit (``quota.metric_families``).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -247,6 +266,10 @@ def scrape(placement: 'placement_client.PlacementClient',
             read_traits=True, read_inventory=False)]
     calls += [functools.partial(_count, placement, compute, f)
               for f in flavors]
+    if identity is not None:
+        if compute is None:
+            raise ValueError('quotas are read with Nova')
+        calls.append(functools.partial(_quota, placement, identity, compute))
     try:
         results = pool.call_all(calls, placement.max_workers)
         devices = results[0]
@@ -257,7 +280,8 @@ def scrape(placement: 'placement_client.PlacementClient',
         LOG.debug('Reading the cloud failed', exc_info=True)
         return Scrape(domain.render(domain.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
-    counts = dict(zip(flavors, results[1:]))
+    counts = dict(zip(flavors, results[1:1 + len(flavors)]))
+    projects = results[1 + len(flavors)] if identity is not None else []
     reading = domain.Reading(
         devices=devices, unread_devices=reads.unread_candidates(kinds),
         confs=confs or {},
@@ -265,10 +289,16 @@ def scrape(placement: 'placement_client.PlacementClient',
         if flavors else None,
         unread_flavors=tuple(f for f, n in counts.items()
                              if isinstance(n, _Unread)),
-        allocations=found, servers=servers, allocations_unread=unread)
+        allocations=found, servers=servers, allocations_unread=unread,
+        quotas_unread=isinstance(projects, _Unread))
     _warn(reading, counts, reads, providers.hosts_of(reads.listed.values()))
+    if isinstance(projects, _Unread):
+        LOG.warning("The projects' GPU quotas could not be read (%s); "
+                    'openstack_mdev_project_used and _limit are left out.',
+                    projects.error.rstrip('.'))
+        projects = []
     return Scrape(domain.render(domain.families(
-        reading, time.monotonic() - start, stamp)), reading)
+        reading, time.monotonic() - start, stamp) + projects), reading)
 
 
 def _warn(reading: domain.Reading, counts: dict, reads: PartialReads,
@@ -309,6 +339,8 @@ def failure_message(result: Scrape, output: str | None) -> str:
         parts.append(words.count(len(reading.unread_devices), 'device'))
     if reading.allocations_unread:
         parts.append("the allocations' servers")
+    if reading.quotas_unread:
+        parts.append("the projects' quotas")
     return ('Reading the cloud failed for %s (see the warnings); every '
             'other series was %s, with openstack_mdev_scrape_success 0.'
             % (words.and_list(parts),

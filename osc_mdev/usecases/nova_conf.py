@@ -11,7 +11,8 @@
 # under the License.
 
 """The nova.conf files a command is given: a compute node's (its mdev
-types) and the controller's (its PCI aliases), read through
+types) and the controller's (its PCI aliases and quota options), read
+through
 ``osc_mdev.local`` and judged by Nova's rules; what Nova refuses is a
 one-line CommandError, what it silently does otherwise a warning.
 """
@@ -24,6 +25,7 @@ from osc_lib import exceptions
 from osc_mdev.domain import audit
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import quota
 from osc_mdev.local import novaconf as local_novaconf
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +83,27 @@ def aliases_of(settings: novaconf.Settings,
         raise exceptions.CommandError('%s: %s: %s' % (
             option, errors[0].where, errors[0].message))
     return pci.aliases, pci.pci_in_placement
+
+
+def controller_quota(paths: list[str],
+                     option: str = '--controller-conf') -> quota.Strategy:
+    """The ``[quota]`` unified limits options of the controller's
+    nova.conf (files or directories, read in order); Nova's defaults
+    when ``paths`` is empty. A CommandError (one line) for files that
+    cannot be read or values Nova refuses; a warning when its quota
+    driver is not the unified limits driver.
+    """
+    if not paths:
+        return quota.Strategy()
+    try:
+        strategy = quota.strategy_from(local_novaconf.load(paths))
+    except (novaconf.NovaConfError, ValueError) as exc:
+        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+    if not strategy.unified:
+        LOG.warning('Warning: [quota] driver is %s in %s: Nova does not '
+                    'enforce the limits of Keystone, only %s does.',
+                    strategy.driver, option, quota.UNIFIED_LIMITS_DRIVER)
+    return strategy
 
 
 def compute_confs(values: Iterable[str]) -> dict[str, novaconf.MdevConfig]:

@@ -66,6 +66,11 @@ them::
         parser.add_argument('--allocations', action='store_true',
                             help=ALLOCATIONS)
         options.output(parser)
+        parser.add_argument(
+            '--quota', action='store_true',
+            help="Also each project's GPU used and limit "
+                 "(openstack_mdev_project_used, _limit), read as 'openstack "
+                 "mdev quota list' reads them: Keystone's admin role needed.")
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> int:
@@ -73,11 +78,13 @@ them::
                                     parsed_args.compute_conf)
         mdev = common.client(self.app)
         compute = mdev.compute if (
-            parsed_args.flavor or parsed_args.allocations) else None
+            parsed_args.flavor or parsed_args.allocations
+            or parsed_args.quota) else None
         result = metrics.scrape(
             mdev.placement, compute, flavors=parsed_args.flavor,
             kinds=domain.KIND_CHOICES[parsed_args.kind], confs=confs,
-            allocations=parsed_args.allocations)
+            allocations=parsed_args.allocations,
+            identity=mdev.identity if parsed_args.quota else None)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:

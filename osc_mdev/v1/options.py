@@ -49,8 +49,8 @@ DRY_RUN = 'Show what would change, and change nothing.'
 LONG = 'List additional fields in output.'
 CONTROLLER_CONF = (
     "The controller's nova.conf (nova-api, nova-scheduler, nova-conductor) "
-    'or a directory of .conf files, for its [pci] aliases and PCI and '
-    'migration settings; repeat to read several in order.')
+    'or a directory of .conf files, for its [pci] aliases, PCI, migration '
+    'and [quota] settings; repeat to read several in order.')
 COMPUTE_CONF = (
     "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
     'for the type of each of its devices; repeat for several hosts.')

@@ -62,6 +62,21 @@ pci_in_placement = True
 """
 
 
+#: The project the control API boots servers in unless told otherwise
+#: (the Nova harness's ``nova.tests.fixtures.PROJECT_ID``, not imported
+#: here for the same reason).
+HARNESS_PROJECT_ID = '6f70656e737461636b20342065766572'
+
+#: The projects a cloud with a Keystone starts with, by name, with fixed
+#: IDs (so that the documentation's samples show the same ones): the
+#: harness's project, where the demo's servers go, and two more.
+DEMO_PROJECTS = {
+    'demo': HARNESS_PROJECT_ID,
+    'ml-team': '5f1b4c2a9d0e4e7fb3a6c8d1e2f30a41',
+    'render-farm': '8c2d7e1f0a3b4c5d9e6f7a8b1c2d3e4f',
+}
+
+
 def missing_modules():
     """Names of the SERVER_MODULES this Python cannot import."""
     return [name for name in SERVER_MODULES
@@ -69,7 +84,16 @@ def missing_modules():
 
 
 class CloudError(RuntimeError):
-    """The cloud did not start, or a control operation failed."""
+    """The cloud did not start, or a control operation failed.
+
+    ``nova_status``: the HTTP status of the Nova API's refusal (such as
+    403 for a quota exceeded), when the operation failed on one.
+    """
+
+    def __init__(self, message: str, nova_status: int | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.nova_status = nova_status
 
 
 class EmbeddedCloud:
@@ -81,20 +105,34 @@ class EmbeddedCloud:
         written to ``workdir/topology.json``) or the path of a JSON file.
     :param timeout: seconds to wait for the cloud to be ready.
     :param control_timeout: default seconds to wait for a control answer.
+    :param keystone: also start a real Keystone (``tests.fixtures.
+        keystone_server``, with the DEMO_PROJECTS) whose unified limits
+        Nova enforces (see ``tests.cloud.keystone``); ``keystone`` is then
+        that KeystoneProcess and ``keystone_cloud`` the clouds.yaml entry
+        that logs in to it with a password.
 
     The cloud starts when the object is created; ``stop()`` (or leaving the
     ``with`` block) ends it.
     """
 
-    def __init__(self, workdir, topology=None, timeout=120,
-                 control_timeout=300):
+    def __init__(self, workdir: str | pathlib.Path,
+                 topology: dict | str | None = None, timeout: float = 120,
+                 control_timeout: float = 300, keystone: bool = False
+                 ) -> None:
         self.workdir = pathlib.Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.workdir / 'cloud.log'
         self.control_timeout = control_timeout
         self.proc = None
+        self.keystone = None
         command = [sys.executable, '-m', 'tests.cloud.server',
                    '--workdir', str(self.workdir), '--exit-with-parent']
+        if keystone:
+            # Set up while the cloud starts; the cloud waits for it.
+            self.keystone = servers.KeystoneProcess(
+                self.workdir / 'keystone', wait=False,
+                projects=DEMO_PROJECTS)
+            command += ['--keystone-url', self.keystone.url]
         if isinstance(topology, dict):
             path = self.workdir / 'topology.json'
             path.write_text(json.dumps(topology, indent=2))
@@ -112,6 +150,8 @@ class EmbeddedCloud:
                 stdout=subprocess.PIPE, stderr=log)
         try:
             self.ready = self._wait_ready(timeout)
+            if self.keystone is not None:
+                self.keystone.wait()
         except BaseException:
             self._terminate()
             raise
@@ -124,6 +164,8 @@ class EmbeddedCloud:
         self.clouds_yaml = self.ready['clouds_yaml']
         self.cloud_name = self.ready['cloud']
         self.hosts = self.ready['hosts']
+        self.keystone_cloud = self.ready.get('keystone_cloud')
+        self.projects = self.ready.get('projects', {})
 
     def _wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
@@ -170,22 +212,28 @@ class EmbeddedCloud:
                 return json.loads(rsp.read())
         except urllib.error.HTTPError as exc:
             try:
-                message = json.loads(exc.read())['error']
+                answer = json.loads(exc.read())
+                message = answer['error']
             except (ValueError, KeyError, TypeError):
-                message = str(exc)
+                answer, message = {}, str(exc)
             raise CloudError('%s failed (HTTP %s): %s' % (
-                op, exc.code, message)) from None
+                op, exc.code, message),
+                nova_status=answer.get('nova_status')) from None
 
-    def cli_environ(self, base=None):
-        """Environment for an ``openstack`` process that uses this cloud."""
+    def cli_environ(self, base: dict | None = None,
+                    cloud: str | None = None) -> dict:
+        """Environment for an ``openstack`` process that uses this cloud
+        (``cloud``: the clouds.yaml entry, the admin token's by default).
+        """
         env = dict(os.environ if base is None else base)
         env['OS_CLIENT_CONFIG_FILE'] = str(self.clouds_yaml)
-        env['OS_CLOUD'] = self.cloud_name
+        env['OS_CLOUD'] = cloud or self.cloud_name
         return env
 
-    def stop(self, timeout=30):
+    def stop(self, timeout: float = 30) -> None:
         """Ask the cloud to stop; terminate it if it does not."""
         if self.proc is None or self.proc.poll() is not None:
+            self._stop_keystone()
             return
         try:
             self.control('stop', timeout=5)
@@ -195,9 +243,16 @@ class EmbeddedCloud:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self._terminate()
+        self._stop_keystone()
 
-    def _terminate(self):
+    def _terminate(self) -> None:
         servers.terminate(self.proc)
+        self._stop_keystone()
+
+    def _stop_keystone(self) -> None:
+        if self.keystone is not None:
+            self.keystone.stop()
+            self.keystone = None
 
     @property
     def returncode(self):

@@ -15,7 +15,7 @@
 Run as::
 
     python -m tests.cloud.server --workdir DIR [--topology FILE.json]
-                                 [--exit-with-parent]
+                                 [--keystone-url URL] [--exit-with-parent]
 
 One process runs Nova's own functional test harness (the libvirt vGPU
 test case shipped in the ``nova`` package): the Nova API (the real WSGI
@@ -129,7 +129,10 @@ Placement: two PFs of four ``10de:26b9`` VFs each, class
 and one PF of two ``10de:2330`` VFs, class ``CUSTOM_PCI_10DE_2330``
 (Nova's default, alias ``h100-vf``); providers
 ``sriov1_0000:C1:00.0``, ``sriov1_0000:C1:01.0`` and
-``sriov1_0000:C1:02.0``.
+``sriov1_0000:C1:02.0``. With a Keystone it has unified limits: registered
+``servers`` 20, ``class:VGPU`` 2 and ``class:CUSTOM_NVIDIA_L40S_VF`` 0,
+and project limits for ``demo`` (the harness's project), ``ml-team`` and
+``render-farm`` (tests.cloud.client.DEMO_PROJECTS).
 
 The ``hosts`` value of the READY line describes, per host (keyed by its
 service host), its ``service_host``, its ``hypervisor_hostname`` (the node
@@ -164,16 +167,20 @@ Control API
 ``POST /control`` with a JSON object ``{"op": OP, ...arguments}``; the
 answer is JSON. Errors are ``{"error": "..."}`` with status 400 (unknown
 op, bad arguments, unknown flavor/server/host, or a 4xx answer of the Nova
-API, whose body is quoted) or 500 (anything else, such as a timeout).
+API, whose body is quoted and whose status is ``nova_status``, such as 403
+for a quota exceeded) or 500 (anything else, such as a timeout).
 Operations run one at a time.
 
 ``create_flavor`` {name, vcpus=1, ram=512, disk=1, ephemeral=0,
 extra_specs={}}
     -> ``{"id", "name"}``; for a PCI alias, ``extra_specs``
     ``{"pci_passthrough:alias": "l40s-vf:1"}``.
-``boot`` {flavor (name or id), name?, host?, count=1, timeout=120}
+``boot`` {flavor (name or id), name?, host?, count=1, timeout=120,
+project?}
     Boots ``count`` servers (one request with min/max count; names get
-    ``-1``, ``-2``... suffixes) from the harness's image, without network.
+    ``-1``, ``-2``... suffixes) from the harness's image, without network,
+    in the harness's project or, with ``project`` (an ID), as a member of
+    that project.
     ``host`` is the requested host of microversion 2.74: the scheduler
     still checks it, so Placement allocations are made as usual. Waits
     until each server leaves BUILD -> ``[{"id", "name", "host", "status",
@@ -247,6 +254,30 @@ timeout=120}
     nova-compute loaded. A file Nova refuses fails the operation with
     Nova's message, and the host's nova-compute is left stopped.
 
+Keystone and unified limits
+===========================
+
+With ``--keystone-url`` (a ``tests.fixtures.keystone_server`` the caller
+started; tests.cloud.client does it) Nova enforces that Keystone's unified
+limits (``[quota] driver = nova.quota.UnifiedLimitsDriver``, oslo.limit
+reading the limits of the compute service's endpoint over HTTP), a second
+Placement port validates Keystone's tokens, Keystone's catalog gets the
+compute service and that Placement, and ``clouds.yaml`` a second cloud,
+``mdev-sandbox-keystone``, that logs in as Keystone's admin with a
+password (see ``tests.cloud.keystone``). The topology may then give::
+
+    "quota": {"strategy": "require", "resource_list": ["servers"]},
+    "unified_limits": {"registered": {"servers": 20, "class:VGPU": 2},
+                       "projects": {"ml-team": {"class:VGPU": 4}}}
+
+``quota``: Nova's ``[quota] unified_limits_resource_strategy`` and
+``unified_limits_resource_list`` (Nova's defaults without it);
+``unified_limits``: limits created in Keystone for the compute service in
+``RegionOne``, project limits by project name. The READY line then also
+has ``keystone_url``, ``keystone_cloud`` (the clouds.yaml entry),
+``compute_service_id`` and ``projects`` (every Keystone project, name to
+ID).
+
 Migrations
 ==========
 
@@ -301,10 +332,13 @@ from oslo_utils.fixture import uuidsentinel as uuids
 from placement import deploy as placement_deploy
 import yaml
 
+from tests.cloud import keystone as cloud_keystone
+
 CONF = nova.conf.CONF
 LOG = logging.getLogger('tests.cloud')
 
 CLOUD_NAME = 'mdev-sandbox'
+KEYSTONE_CLOUD_NAME = 'mdev-sandbox-keystone'
 IMAGE_ID = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
 
 #: What each kind of fake GPU offers: mdev type -> available instances.
@@ -384,6 +418,18 @@ DEMO_TOPOLOGY = {
         {'name': 'h100-vf', 'vendor_id': '10de', 'product_id': '2330',
          'device_type': 'type-VF'},
     ],
+    # With a Keystone (EmbeddedCloud(keystone=True)): Nova's unified
+    # limits. GPUs for every project by default (2 vGPUs), L40S VFs only
+    # for projects given a limit; CUSTOM_MLX5 and the H100 VFs have no
+    # limit, so under Nova's default strategy they are unlimited. The
+    # harness's project (demo), where the tour's servers go, may hold 8.
+    'unified_limits': {
+        'registered': {'servers': 20, 'class:VGPU': 2,
+                       'class:CUSTOM_NVIDIA_L40S_VF': 0},
+        'projects': {
+            'demo': {'class:VGPU': 16, 'class:CUSTOM_NVIDIA_L40S_VF': 4},
+            'ml-team': {'class:VGPU': 4, 'class:CUSTOM_NVIDIA_L40S_VF': 2},
+            'render-farm': {'class:VGPU': 1}}},
 }
 
 
@@ -672,9 +718,11 @@ class CloudHarness(test_vgpu.VGPUTestBase):
     microversion = 'latest'
     ADDITIONAL_FILTERS = ['PciPassthroughFilter']
 
-    def __init__(self, topology):
+    def __init__(self, topology: dict, keystone_url: str | None = None
+                 ) -> None:
         super().__init__('runTest')
         self.topology = topology
+        self.keystone_url = keystone_url
         self.host_plan = plan_hosts(topology)
         self._mdev_groups = set()
         # Compute node name -> service host, for hosts where they differ.
@@ -693,6 +741,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.flags(api_paste_config=find_api_paste(), group='wsgi')
         # A test cloud has no quota: tests may boot many servers.
         self.flags(instances=-1, cores=-1, ram=-1, group='quota')
+        if self.keystone_url:
+            # Unless it has a Keystone: then Nova enforces its limits.
+            cloud_keystone.use_unified_limits(
+                self, self.keystone_url, self.topology.get('quota'))
         # PCI in Placement: every compute reports its [pci] device_spec
         # devices to Placement, and the scheduler asks Placement for them.
         # The aliases are the controller's, shared by the whole cloud.
@@ -920,7 +972,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             extra_spec={k: str(v) for k, v in (extra_specs or {}).items()})
         return {'id': flavor_id, 'name': name}
 
-    def op_boot(self, flavor, name=None, host=None, count=1, timeout=120):
+    def op_boot(self, flavor: str, name: str | None = None,
+                host: str | None = None, count: int = 1,
+                timeout: float = 120, project: str | None = None
+                ) -> list[dict]:
         """Boot servers and wait until each is ACTIVE or ERROR."""
         count = int(count)
         if host is not None and host not in self.computes:
@@ -931,11 +986,13 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         if count > 1:
             body.update(min_count=count, max_count=count,
                         return_reservation_id=True)
-        answer = self.api.post_server({'server': body})
+        answer = self._project_api(project).post_server({'server': body})
         if count > 1:
+            # Every project's: the servers may be another project's.
             ids = [s['id'] for s in self.api.get_servers(
                 detail=False,
-                search_opts={'reservation_id': answer['reservation_id']})]
+                search_opts={'reservation_id': answer['reservation_id'],
+                             'all_tenants': 1})]
         else:
             ids = [answer['id']]
         servers = []
@@ -947,6 +1004,19 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                 timeout)
             servers.append(self._summary(server))
         return servers
+
+    def _project_api(self, project: str | None
+                     ) -> api_client.TestOpenStackClient:
+        """The harness's API client, or one of a member of ``project``
+        (its servers count against that project's limits).
+        """
+        if project is None:
+            return self.api
+        client = api_client.TestOpenStackClient(
+            'member-of-%s' % project, self.api.base_url, project_id=project,
+            roles=['reader', 'member'])
+        client.microversion = self.api.microversion
+        return client
 
     def op_delete(self, server, timeout=120):
         """Delete a server and wait until it is gone."""
@@ -1349,9 +1419,11 @@ def find_api_paste():
 class Cloud:
     """The harness plus its HTTP servers, control API and lifecycle."""
 
-    def __init__(self, workdir, topology):
+    def __init__(self, workdir: str, topology: dict,
+                 keystone_url: str | None = None) -> None:
         self.workdir = workdir
-        self.harness = CloudHarness(topology)
+        self.keystone_url = keystone_url
+        self.harness = CloudHarness(topology, keystone_url)
         self.stopping = False
         self.servers = []
         self.lock = eventlet.semaphore.Semaphore()
@@ -1371,8 +1443,9 @@ class Cloud:
         placement_url = base % placement_port
         clouds_yaml = os.path.join(self.workdir, 'clouds.yaml')
         write_clouds_yaml(clouds_yaml, compute_url, placement_url,
-                          base % control_port + '/identity/v3')
-        return {
+                          base % control_port + '/identity/v3',
+                          self.keystone_url)
+        ready = {
             'compute_url': compute_url,
             'placement_url': placement_url,
             'control_url': base % control_port + '/control',
@@ -1380,6 +1453,23 @@ class Cloud:
             'cloud': CLOUD_NAME,
             'hosts': self.harness.host_plan,
         }
+        if self.keystone_url:
+            ready.update(self._keystone(compute_url, placement_conf))
+        return ready
+
+    def _keystone(self, compute_url: str, placement_conf: object) -> dict:
+        """A Placement port for Keystone's tokens, the catalog and the
+        topology's limits in Keystone; the READY line's part of it.
+        """
+        port = self._serve(self._counted(
+            cloud_keystone.placement_app(placement_conf, self.keystone_url),
+            self.harness.placement_requests), 'placement-keystone')
+        ready = cloud_keystone.set_up(
+            self.harness, self.keystone_url, compute_url,
+            'http://127.0.0.1:%d' % port,
+            self.harness.topology.get('unified_limits'))
+        ready['keystone_cloud'] = KEYSTONE_CLOUD_NAME
+        return ready
 
     def _counted(self, app, into=None):
         """``app``, recording each request in the harness's
@@ -1449,7 +1539,7 @@ class Cloud:
                 return ('400 Bad Request' if code < 500
                         else '500 Internal Server Error'), {
                     'error': 'Nova API answered %s: %s' % (
-                        code, exc.response.text)}
+                        code, exc.response.text), 'nova_status': code}
             except BaseException as exc:
                 LOG.exception('Control %s failed', op)
                 return '500 Internal Server Error', {
@@ -1480,8 +1570,13 @@ def identity_version(environ):
     }}
 
 
-def write_clouds_yaml(path, compute_url, placement_url, identity_url):
-    """Write a clouds.yaml with the mdev-sandbox cloud for the CLI."""
+def write_clouds_yaml(path: str, compute_url: str, placement_url: str,
+                      identity_url: str, keystone_url: str | None = None
+                      ) -> None:
+    """Write a clouds.yaml with the mdev-sandbox cloud for the CLI (and,
+    with a Keystone, mdev-sandbox-keystone: its admin with a password,
+    the services from Keystone's catalog).
+    """
     cloud = {
         'auth_type': 'admin_token',
         'auth': {'token': 'admin', 'endpoint': placement_url},
@@ -1493,9 +1588,21 @@ def write_clouds_yaml(path, compute_url, placement_url, identity_url):
         'identity_api_version': '3',
         'region_name': 'RegionOne',
     }
+    clouds = {CLOUD_NAME: cloud}
+    if keystone_url:
+        clouds[KEYSTONE_CLOUD_NAME] = {
+            'auth': {'auth_url': keystone_url + '/v3',
+                     'username': cloud_keystone.ADMIN['username'],
+                     'password': cloud_keystone.ADMIN['password'],
+                     'project_name': cloud_keystone.ADMIN['project_name'],
+                     'user_domain_name': 'Default',
+                     'project_domain_name': 'Default'},
+            'compute_api_version': cloud['compute_api_version'],
+            'identity_api_version': '3',
+            'region_name': cloud_keystone.REGION,
+        }
     with open(path, 'w') as out:
-        yaml.safe_dump({'clouds': {CLOUD_NAME: cloud}}, out,
-                       default_flow_style=False)
+        yaml.safe_dump({'clouds': clouds}, out, default_flow_style=False)
 
 
 def _redirect_output(log_path):
@@ -1553,6 +1660,9 @@ def main(argv=None):
                         help='directory for clouds.yaml and cloud.log')
     parser.add_argument('--topology',
                         help='JSON topology file (default: the demo one)')
+    parser.add_argument('--keystone-url',
+                        help='a Keystone (tests.fixtures.keystone_server) '
+                             'whose unified limits Nova enforces')
     parser.add_argument('--exit-with-parent', action='store_true',
                         help='stop when the process that started this one '
                              'ends (so a killed test run leaves no cloud)')
@@ -1577,7 +1687,7 @@ def main(argv=None):
                 topology = json.load(source)
         else:
             topology = DEMO_TOPOLOGY
-        cloud = Cloud(workdir, topology)
+        cloud = Cloud(workdir, topology, args.keystone_url)
         info = cloud.start()
     except BaseException as exc:
         if cloud is not None:

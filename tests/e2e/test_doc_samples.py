@@ -19,8 +19,23 @@ UUIDs by what they name, nothing else. When a command's output changes on
 purpose, ``tox -e demo`` rewrites the samples.
 """
 
+import collections.abc
+
+import pytest
+
+from tests.cloud import client
 from tools import demo
 from tools import samples
+
+
+@pytest.fixture(scope='module')
+def cloud(
+        tmp_path_factory: pytest.TempPathFactory
+) -> collections.abc.Iterator[client.EmbeddedCloud]:
+    """The demo cloud as ``tox -e demo`` starts it: with its Keystone."""
+    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
+                              keystone=True) as cloud:
+        yield cloud
 
 
 def test_documented_samples_are_what_the_commands_print(cloud, tmp_path):

@@ -22,6 +22,7 @@ import pytest
 import requests
 
 from tests.fixtures import cli
+from tests.fixtures.identity import Identity
 from tests.fixtures import placement_data
 from tests.fixtures.placement_data import Gpu
 from tests.fixtures import servers
@@ -29,56 +30,6 @@ from tests.fixtures import servers
 MEMBER_USER = 'gpu-user'
 MEMBER_PASSWORD = 'gpu-user-password'
 MEMBER_PROJECT = 'gpu-tenant'
-
-
-class Identity:
-    """Keystone's v3 API driven over plain HTTP, as an administrator sets
-    up a cloud (no osc-mdev or openstack CLI code involved).
-    """
-
-    def __init__(self, keystone):
-        self.url = keystone.url + '/v3'
-        self.region = keystone.region
-        self.token = self.issue_token(keystone.admin_user,
-                                      keystone.admin_password,
-                                      keystone.admin_project)
-
-    def issue_token(self, user, password, project):
-        resp = requests.post(self.url + '/auth/tokens', json={'auth': {
-            'identity': {'methods': ['password'], 'password': {'user': {
-                'name': user, 'domain': {'name': 'Default'},
-                'password': password}}},
-            'scope': {'project': {'name': project,
-                                  'domain': {'name': 'Default'}}}}})
-        assert resp.status_code == 201, resp.text
-        return resp.headers['X-Subject-Token']
-
-    def request(self, method, path, json=None):
-        resp = requests.request(method, self.url + path, json=json,
-                                headers={'X-Auth-Token': self.token})
-        assert resp.status_code in (200, 201, 204), resp.text
-        return resp.json() if resp.content else None
-
-    def register_service(self, service_type, name, url,
-                         interfaces=('public', 'internal')):
-        """A catalog entry: the service and its endpoints in the region."""
-        service = self.request('POST', '/services', {'service': {
-            'type': service_type, 'name': name, 'enabled': True}})['service']
-        for interface in interfaces:
-            self.request('POST', '/endpoints', {'endpoint': {
-                'service_id': service['id'], 'interface': interface,
-                'region_id': self.region, 'url': url, 'enabled': True}})
-
-    def create_project_user(self, project, user, password, role):
-        """A project and a user who has only ``role`` on it."""
-        project_id = self.request('POST', '/projects', {'project': {
-            'name': project, 'domain_id': 'default'}})['project']['id']
-        user_id = self.request('POST', '/users', {'user': {
-            'name': user, 'password': password, 'domain_id': 'default',
-            'default_project_id': project_id}})['user']['id']
-        [role_ref] = self.request('GET', '/roles?name=%s' % role)['roles']
-        self.request('PUT', '/projects/%s/users/%s/roles/%s' % (
-            project_id, user_id, role_ref['id']))
 
 
 class Cloud:
@@ -192,21 +143,7 @@ def test_os_environment_variables(cloud, keystone, monkeypatch):
 
 
 def test_clouds_yaml_password_entry(cloud, keystone, tmp_path, monkeypatch):
-    clouds = tmp_path / 'clouds.yaml'
-    clouds.write_text(
-        'clouds:\n'
-        '  gpu-cloud:\n'
-        '    auth:\n'
-        '      auth_url: "%s/v3"\n'
-        '      username: "%s"\n'
-        '      password: "%s"\n'
-        '      project_name: "%s"\n'
-        '      user_domain_name: Default\n'
-        '      project_domain_name: Default\n'
-        '    region_name: "%s"\n'
-        '    identity_api_version: 3\n' % (
-            keystone.url, keystone.admin_user, keystone.admin_password,
-            keystone.admin_project, keystone.region))
+    clouds = cli.password_cloud(tmp_path / 'clouds.yaml', keystone)
     monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
     args = ('--os-cloud', 'gpu-cloud', 'mdev', 'provider', 'list',
             '-f', 'json')
@@ -295,3 +232,13 @@ def test_debug_output_and_errors_never_show_secrets(cloud, keystone,
     for run in runs:
         for secret in secrets:
             assert secret not in run.stdout + run.stderr
+
+
+def test_quota_list_says_keystone_has_no_nova_service(
+        cloud: Cloud, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """This Keystone has no compute service, whose limits Nova's are."""
+    password_env(monkeypatch, keystone)
+    cli.assert_one_line_error(
+        cli.openstack('mdev', 'quota', 'list'),
+        'Keystone has no compute service', 'openstack service create')

@@ -1,0 +1,310 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What ``quota list`` reads: Nova's unified limits in Keystone, the GPU
+devices and each project's usage in Placement.
+
+Requests, all in the client's bounded pool:
+
+1. At once: the registered limits and the limits of Nova's service in
+   its region (two Keystone requests; the service comes from the
+   token's catalog, or one ``GET /v3/services?type=compute`` without
+   one), the GPU devices with what they hold (the provider listing and
+   one allocation candidates request, as ``provider list`` reads them),
+   and the projects (one Keystone request) when names are shown or
+   asked for.
+2. ``GET /usages?project_id=`` (microversion 1.9, as Nova reads it)
+   once for each project with a GPU limit of its own, or named.
+3. Only when those projects together use less of a GPU class than the
+   devices hold, so that another project holds the rest. Placement
+   cannot list the projects that use something: ``GET /usages`` needs a
+   project, and a provider's allocations name consumers, not projects.
+   So Nova's server list (all projects with their flavors, one request
+   per 1,000 servers) names the projects whose servers' flavors ask for
+   a class short, and each gets its one ``GET /usages``.
+4. Only if a class is still short (a consumer that is no server of such
+   a flavor: a migration's, another service's, or any when Nova cannot
+   be reached): each device of that class in use is asked for its
+   allocations (one request each), the project of each consumer comes
+   from the server list or ``GET /allocations/{consumer}``, and each
+   project found gets its one ``GET /usages``.
+
+With flavors (``flavor_fits``): what ``capacity --flavor`` reads for each
+flavor, and, for each project whose ``servers`` limit Nova enforces, the
+servers Nova counts against it (``GET /os-quota-sets/{project}/detail``,
+one request each).
+"""
+
+from collections.abc import Iterable
+import dataclasses
+import logging
+
+from osc_lib import exceptions
+
+from osc_mdev.api import compute as compute_api
+from osc_mdev.api import identity as identity_api
+from osc_mdev.api import placement as placement_api
+from osc_mdev.api import pool
+from osc_mdev.domain import providers
+from osc_mdev.domain import quota as domain
+from osc_mdev.domain import quota_metrics
+from osc_mdev.usecases import capacity
+from osc_mdev.usecases import naming
+from osc_mdev.usecases import provider as device_reads
+
+LOG = logging.getLogger(__name__)
+
+COMPUTE = 'compute'
+
+
+@dataclasses.dataclass
+class QuotaReport:
+    """The rows of ``quota list`` and what they were read with."""
+
+    rows: list[domain.QuotaRow]
+    usages: dict[str, dict[str, int]]   # project ID -> {class: used}
+    names: dict[str, str]               # project ID -> name (when read)
+    limits: domain.Limits
+    strategy: domain.Strategy
+    classes: list[str]                  # the GPU classes
+    held: dict[str, int]                # class -> used on the devices
+
+
+def nova_service(identity: identity_api.IdentityClient
+                 ) -> identity_api.ServiceRef:
+    """Nova's service as its limits name it, after checking that the
+    token may read every project's limits; a one-line CommandError
+    otherwise.
+    """
+    token = identity.token()
+    if token is None:
+        raise exceptions.CommandError(
+            'Keystone lists limits only to a token of its own, and an '
+            'admin token has none; authenticate with a password or a '
+            'token of a user with the admin role.')
+    if not domain.sees_every_limit(token.roles, token.system_scoped):
+        raise exceptions.CommandError(
+            "Keystone lists every project's limits only to a user with "
+            'the admin role (or a system-scoped token); this user has %s '
+            'on its project, so only that project\'s limits would be '
+            'read.' % (', '.join(sorted(token.roles)) or 'no role'))
+    found = identity.catalog_service(COMPUTE)
+    if found is not None:
+        return found
+    services = identity.services(COMPUTE)
+    if not services:
+        raise exceptions.CommandError(
+            "Keystone has no compute service: Nova's unified limits are "
+            "those of its compute service, so register Nova's service "
+            '(openstack service create compute) and its limits.')
+    if len(services) > 1:
+        raise exceptions.CommandError(
+            'Keystone has %d compute services (%s) and the catalog of the '
+            "token names no endpoint of them, so Nova's cannot be told; "
+            "authenticate in the region of Nova's endpoint." % (
+                len(services), ', '.join(sorted(s.service_id
+                                                for s in services))))
+    return services[0]
+
+
+def project_ids(references: list[str], projects: list[dict]) -> list[str]:
+    """The project IDs ``references`` (names or IDs) stand for, in
+    order; a one-line CommandError for one Keystone does not have.
+    """
+    by_id = {p['id']: p for p in projects}
+    found = []
+    for reference in references:
+        if reference in by_id:
+            found.append(reference)
+            continue
+        match = naming.one_named(
+            [p for p in projects if p['name'] == reference], reference,
+            'project', "No project named or with ID '%s' in Keystone; see "
+            "'openstack project list'." % reference)
+        found.append(match['id'])
+    return list(dict.fromkeys(found))
+
+
+def read_usages(placement: placement_api.PlacementClient,
+                projects: Iterable[str]) -> dict[str, dict[str, int]]:
+    """``{project: {class: used}}``: one request per project, at once."""
+    ordered = sorted(set(projects))
+    return dict(zip(ordered, placement.map(placement.get_project_usages,
+                                           ordered)))
+
+
+def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
+    """Nova's servers of every project, or None (with a warning) when
+    Nova cannot list them.
+    """
+    try:
+        return compute.every_server()
+    except exceptions.CommandError as exc:
+        LOG.warning('Warning: Nova could not list the servers (%s); the '
+                    'project of each consumer of the GPUs is read from '
+                    'Placement.', str(exc).rstrip('.'))
+        return None
+
+
+def consumers_projects(placement: placement_api.PlacementClient, devices: list,
+                       servers: list[dict] | None) -> set[str]:
+    """The projects of the consumers holding the GPU classes of
+    ``devices`` (devices in use): Placement's allocations of each
+    device, the project of each consumer from Nova's ``servers`` or,
+    for one that is no server, from ``GET /allocations/{consumer}``.
+    """
+    def allocations(uuid: str) -> dict:
+        try:
+            return placement.get_provider_allocations(uuid)
+        except placement_api.NotFound:
+            return {}   # deleted since it was listed
+
+    classes: dict[str, set[str]] = {}
+    for device in devices:
+        classes.setdefault(device.uuid, set()).add(device.resource_class)
+    uuids = sorted(classes)
+    consumers: set[str] = set()
+    for uuid, held in zip(uuids, placement.map(allocations, uuids)):
+        consumers.update(c for c, alloc in held.items()
+                         if set(alloc['resources']) & classes[uuid])
+    owners = {s['id']: s['tenant_id'] for s in servers or ()}
+    found = {owners[c] for c in consumers if c in owners}
+    rest = sorted(consumers - set(owners))
+    found.update(body.get('project_id') for body in placement.map(
+        placement.get_consumer, rest) if body.get('allocations'))
+    return {p for p in found if p}
+
+
+def find_holders(placement: placement_api.PlacementClient,
+                 compute: compute_api.ComputeClient, devices: list,
+                 held: dict[str, int],
+                 usages: dict[str, dict[str, int]]) -> None:
+    """Add to ``usages`` the projects that hold the GPUs ``usages`` does
+    not account for (``held``: used per class on the devices): first
+    those whose servers' flavors ask for a class short (Nova's server
+    list, one request per 1,000 servers), then, if some is still short,
+    the owners of the consumers on its devices.
+    """
+    short = domain.unaccounted(held, usages)
+    if not short:
+        return
+    servers = _servers(compute)
+    pci = any(d.kind == providers.PCI for d in devices
+              if d.resource_class in short)
+    usages.update(read_usages(placement, domain.flavor_holders(
+        servers or [], set(short), pci) - set(usages)))
+    short = domain.unaccounted(held, usages)
+    if short:
+        found = consumers_projects(placement, [
+            d for d in devices if d.resource_class in short and d.used],
+            servers)
+        usages.update(read_usages(placement, found - set(usages)))
+
+
+def _first_round(placement: placement_api.PlacementClient,
+                 identity: identity_api.IdentityClient,
+                 service: identity_api.ServiceRef, names: bool) -> tuple:
+    calls = [lambda: identity.registered_limits(service),
+             lambda: identity.limits(service),
+             lambda: device_reads.scope_devices(placement,
+                                                kinds=providers.KINDS)]
+    if names:
+        calls.append(identity.projects)
+    results = pool.call_all(calls, placement.max_workers)
+    listed = results[3] if names else None
+    return (domain.Limits.from_keystone(results[0], results[1]),
+            results[2], listed)
+
+
+def quota_list(placement: placement_api.PlacementClient,
+               identity: identity_api.IdentityClient,
+               compute: compute_api.ComputeClient,
+               projects: tuple[str, ...] = (),
+               resource_class: str | None = None,
+               strategy: domain.Strategy | None = None,
+               names: bool = False) -> QuotaReport:
+    """Every project with GPU usage or a GPU limit of its own (or the
+    ``projects`` named), one row per GPU class (only ``resource_class``
+    when given), with the limit Nova enforces by ``strategy`` (Nova's
+    defaults when None); ``names``: read the projects' names.
+    """
+    strategy = strategy or domain.Strategy()
+    service = nova_service(identity)
+    limits, devices, listed = _first_round(
+        placement, identity, service, names or bool(projects))
+    classes = sorted({d.resource_class for d in devices})
+    if resource_class is not None:
+        classes = [resource_class]
+    held = {rc: sum(d.used for d in devices if d.resource_class == rc)
+            for rc in classes}
+    if projects:
+        wanted = project_ids(list(projects), listed)
+        usages = read_usages(placement, wanted)
+    else:
+        usages = read_usages(placement, limits.projects_limiting(
+            {domain.resource_name(rc) for rc in classes}))
+        find_holders(placement, compute, devices, held, usages)
+    rows = domain.quota_rows(usages, classes, limits, strategy,
+                             every_class=frozenset(usages if projects
+                                                   else ()))
+    return QuotaReport(rows, usages,
+                       {p['id']: p['name'] for p in listed or ()},
+                       limits, strategy, classes, held)
+
+
+def flavor_fits(placement: placement_api.PlacementClient,
+                compute: compute_api.ComputeClient, report: QuotaReport,
+                flavors: list[str],
+                aliases: tuple | None = None) -> list[domain.FlavorFit]:
+    """How many more servers of each flavor (name or ID) each project of
+    ``report`` can boot: the servers its limits allow (as Nova enforces
+    them on the flavor's resources and ``servers``) and those the cloud's
+    capacity fits (``capacity --flavor``, with its explainer when none
+    does), fewest first. ``aliases``: the controller's PCI aliases, as
+    ``capacity`` takes them.
+    """
+    counted = [capacity.count(placement, compute, flavor=f, aliases=aliases)
+               for f in flavors]
+    deltas = [domain.flavor_deltas(c.request) for c in counted]
+    names = set().union(*deltas) if deltas else set()
+    projects = sorted(report.usages)
+    effective = {p: {n: domain.effective_limit(p, n, report.limits,
+                                               report.strategy)
+                     for n in names} for p in projects}
+    counting = [p for p in projects if domain.SERVERS in names
+                and not effective[p][domain.SERVERS].unlimited]
+    servers = dict(zip(counting, compute.map(compute.servers_in_use,
+                                             counting)))
+    fits = []
+    for flavor, count, delta in zip(flavors, counted, deltas):
+        reason = None
+        if not count.total and count.steps:
+            reason = domain.capacity_reason(count.steps, count.fix)
+        for project in projects:
+            used = {domain.resource_name(rc): n
+                    for rc, n in report.usages[project].items()}
+            used[domain.SERVERS] = servers.get(project, 0)
+            fits.append(domain.FlavorFit(
+                project, flavor,
+                domain.servers_allowed(delta, used, effective[project]),
+                count.total, reason))
+    return sorted(fits, key=domain.fit_key)
+
+
+def metric_families(placement: placement_api.PlacementClient,
+                    identity: identity_api.IdentityClient,
+                    compute: compute_api.ComputeClient) -> list:
+    """The Prometheus families of every project's GPU usage and limit
+    (what ``quota list --long`` reads, Nova's default strategy).
+    """
+    report = quota_list(placement, identity, compute, names=True)
+    return quota_metrics.families(report.rows, report.names)
