@@ -13,32 +13,37 @@
 """What the capacity command reads: Placement's trees, Nova's flavor and
 compute services, and (for ``--count``) Placement's allocation candidates.
 
-How few requests it takes, whatever the number of GPUs:
+How few requests it takes, whatever the number of GPUs and whatever is
+allocated:
 
 1. At once: the provider listing (``GET /resource_providers``: the
    trees), for a flavor the flavor and the nova-compute services, and
-   one ``GET /allocation_candidates?resources=VCPU:1`` whose provider
-   summaries give capacity, used and traits of every provider of every
-   tree with a free VCPU (microversion 1.29 and later list every
-   provider of a candidate's tree).
+   the first anchor, ``GET /allocation_candidates?resources=MEMORY_MB:1``,
+   whose provider summaries give capacity, used and traits of every
+   provider of every tree with free memory (microversion 1.29 and later
+   list every provider of a candidate's tree).
 2. One ``GET /resource_providers?resources=<class>:<amount>`` per
    distinct amount the request asks of a provider, which says which
    providers can take that amount in one allocation now (room,
    ``min_unit``, ``max_unit``, ``step_size``), the unit rules the
    summaries do not carry. A bare request's are known from the start:
    they are asked in the first round; a flavor's after its extra specs.
-3. Only for the trees the summaries do not cover (no free VCPU on the
-   node, an answer cut short by ``[placement]
-   max_allocation_candidates``): one ``GET
-   /allocation_candidates?resources=MEMORY_MB:1&in_tree=<root>`` per
-   tree, whose summaries cover that tree (``provider.complete_summaries``).
-4. Only for what is still not covered (a node with neither a free VCPU
-   nor free memory, a provider created in between): inventories, usages
-   and traits per provider, all at once in the pool.
+3. Only while a tree is missing from the answers (no free memory, or an
+   answer cut short by ``[placement] max_allocation_candidates``): the
+   further anchors of ``provider.cover_trees`` (``DISK_GB``, ``VCPU``
+   and ``PCPU``, the devices' classes), a few requests whatever the
+   number of trees.
+4. Only for what is still not covered (a node where nothing at all is
+   free, a provider created in between): inventories, usages and traits
+   per provider, all at once in the pool.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 import dataclasses
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -49,11 +54,12 @@ from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as device_reads
 
+if typing.TYPE_CHECKING:
+    from osc_mdev.api.compute import ComputeClient
+    from osc_mdev.api.placement import PlacementClient
+
 LOG = logging.getLogger(__name__)
 
-# Every Nova compute node offers VCPU: each tree with a free one is one
-# candidate, so the answer stays small.
-TREE_ANCHOR = 'resources=VCPU:1'
 ANCHOR = ('anchor',)
 
 
@@ -70,7 +76,9 @@ def _disabled(services, root_names):
             if name in off or name.split('.', 1)[0] in off}
 
 
-def read_flavor(placement, compute, flavor, hosts=(), request=None):
+def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
+                flavor: str | None, hosts: Iterable[str] = (),
+                request: rr.Request | None = None) -> tuple:
     """``(flavor, listing, services, early)``, read at once.
 
     With them, in the same round, the requests of ``read_hosts`` that do
@@ -79,8 +87,7 @@ def read_flavor(placement, compute, flavor, hosts=(), request=None):
     ``?resources=`` listings. ``early`` holds those answers for
     ``read_hosts``.
     """
-    calls = [placement.list_providers,
-             lambda: placement.allocation_candidates(TREE_ANCHOR)]
+    calls = [placement.list_providers, device_reads.anchor_call(placement)]
     keys = [ANCHOR]
     if request is not None:
         for amount in _amounts([request]):
@@ -97,8 +104,11 @@ def read_flavor(placement, compute, flavor, hosts=(), request=None):
     return results[-1], results[0], results[-2], early
 
 
-def read_hosts(placement, request, listing, services=(), hosts=(),
-               need_roots=True, early=None):
+def read_hosts(placement: PlacementClient,
+               request: rr.Request | list[rr.Request], listing: list[dict],
+               services: Iterable[dict] = (), hosts: Iterable[str] = (),
+               need_roots: bool = True, early: dict | None = None
+               ) -> list[domain.Host]:
     """The compute node trees ``request`` is counted on.
 
     ``request`` may be a list of requests: the trees then serve each of
@@ -128,18 +138,18 @@ def read_hosts(placement, request, listing, services=(), hosts=(),
     answers = dict(early or {})
     calls = {}
     if ANCHOR not in answers:
-        calls[ANCHOR] = lambda: placement.allocation_candidates(TREE_ANCHOR)
+        calls[ANCHOR] = device_reads.anchor_call(placement)
     for amount in amounts:
         if _room_key(amount) not in answers:
             calls[_room_key(amount)] = (
                 lambda a=amount: placement.providers_with_room(a))
     answers.update(zip(calls, pool.call_all(list(calls.values()),
                                             placement.max_workers)))
-    # The trees the answer left out (no free VCPU, or cut short by
-    # [placement] max_allocation_candidates): one request each.
-    summaries = device_reads.complete_summaries(
-        placement, answers[ANCHOR].get('provider_summaries') or {},
-        wanted_roots)
+    # The trees the first answer left out: further anchors.
+    summaries = device_reads.cover_trees(
+        placement, {None: answers[ANCHOR]},
+        {uuid: roots[uuid]['name'] for uuid in wanted_roots},
+        candidates) or {}
     can_take = [{p['uuid'] for p in answers[_room_key(a)]} for a in amounts]
 
     uncovered = [u for u in wanted_roots if u not in summaries] + [

@@ -16,28 +16,34 @@ Devices are mdev parent devices and, when asked for (``kinds``),
 PCI-in-Placement devices (see ``domain.providers``); a cloud without
 PCI devices costs the same requests either way.
 
-How the commands ask Placement for little:
+How the commands ask Placement for little, whatever the cloud's fill:
 
 * The providers in scope come from one listing (``GET
   /resource_providers``), or for named hosts and devices from the trees
   they sit in (``?name=``, ``GET /resource_providers/{uuid}``, then
   ``?in_tree=``), never from a listing of the whole cloud.
 * Used, capacity, resource classes and traits of every provider of those
-  trees come from ONE ``GET /allocation_candidates?resources=VCPU:1``
-  (per named host: with ``in_tree=``): its provider summaries cover every
-  provider of every tree with a free VCPU on the compute node.
-* A tree with a device that the summaries leave out (its node has no
-  free VCPU, or the answer was cut short by ``[placement]
-  max_allocation_candidates``, which drops whole trees without saying so)
-  is filled by one more request of its own: ``GET
-  /allocation_candidates?resources=MEMORY_MB:1&in_tree=<root>``, anchored
-  on the compute node's memory, which Nova reports on every node and
-  which stays free on a node whose VCPUs are all taken. A tree whose node
-  has neither a free VCPU nor free memory answers no candidate at all.
+  trees come from the provider summaries of a few ``GET
+  /allocation_candidates?resources=<class>:1`` requests, the *anchors*
+  (per named host: with ``in_tree=``); each one summarizes every
+  provider of every tree where one unit of its class is free. The first,
+  ``MEMORY_MB:1``, runs with the listing and reaches every compute node
+  with free memory, nodes without a free VCPU or with dedicated CPUs
+  only included. While a tree with devices is missing, the next anchors
+  follow (``domain.reach``): ``DISK_GB``, then ``VCPU`` and ``PCPU``,
+  then the devices' own classes, each step's anchors at once in the
+  pool and only for classes the answers so far show. A busy cloud costs
+  two to six anchors, an idle one a single anchor.
+* A tree that no anchor reaches is one where nothing at all is free, or
+  one that ``[placement] max_allocation_candidates`` dropped from an
+  answer cut short. For the second, one ``in_tree=`` request each, with
+  the class of the widest answer that was cut (then of the next, for the
+  trees still missing).
 * Whatever the summaries still do not cover is read per device
-  (inventories, usages, traits): trees that answered no candidate,
-  providers created meanwhile, a Placement older than microversion 1.31.
-  So the answer never depends on the summaries being complete.
+  (inventories, usages, traits): trees where nothing is free, providers
+  created meanwhile, a Placement older than microversion 1.31. So the
+  answer never depends on the summaries being complete. ``--debug``
+  logs what each anchor reached and names the trees read on their own.
 * A summary's capacity is (total - reserved) x allocation ratio, so the
   inventory's own fields (Total, Reserved, Allocation Ratio, Max Unit,
   Min Unit, Step Size) cost one inventories read per device, and only
@@ -48,20 +54,25 @@ steps follow one another, so ``--os-mdev-max-workers`` bounds the whole
 command.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+import logging
+import typing
+
 from osc_lib import exceptions
 
 from osc_mdev.api import pool
 from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
+from osc_mdev.domain import reach
 
-# The request whose provider summaries describe the trees: every Nova
-# compute node offers VCPU, and each tree with one free VCPU is one
-# candidate, so the answer stays small.
-TREE_ANCHOR = 'VCPU:1'
-# The request that fills in one tree the first answer left out (with
-# ``in_tree=`` its root): a resource only the compute node has, so one
-# candidate, and one that a node without a free VCPU still has free.
-FILL_ANCHOR = 'MEMORY_MB:1'
+if typing.TYPE_CHECKING:
+    from osc_mdev.api.placement import PlacementClient
+
+LOG = logging.getLogger(__name__)
 
 
 def _not_mdev(candidate):
@@ -102,44 +113,120 @@ def _errors():
     return placement_client
 
 
-def _summaries_call(placement, in_tree=None, anchor=TREE_ANCHOR):
+def anchor_call(placement: PlacementClient,
+                resource_class: str = reach.FIRST,
+                in_tree: str | None = None
+                ) -> Callable[[], reach.Summaries | None]:
     """A call that answers the raw ``provider_summaries`` of ``GET
-    /allocation_candidates?resources=<anchor>`` (with ``in_tree``), or
-    None on a Placement older than microversion 1.31.
+    /allocation_candidates?resources=<resource_class>:1`` (with
+    ``in_tree``), or None on a Placement older than microversion 1.31.
     """
     placement_client = _errors()
 
-    def call():
+    def call() -> reach.Summaries | None:
         try:
-            body = placement.get_allocation_candidates(anchor,
-                                                       in_tree=in_tree)
+            body = placement.get_allocation_candidates(
+                '%s:1' % resource_class, in_tree=in_tree)
         except placement_client.MicroversionUnsupported:
             return None  # an old Placement: every device is read on its own
         return body.get('provider_summaries') or {}
     return call
 
 
-def complete_summaries(placement, summaries, roots):
-    """``summaries`` (raw ``provider_summaries``) with the trees of
-    ``roots`` they lack filled in: one ``FILL_ANCHOR`` request with
-    ``in_tree=`` per missing root, all at once in the pool.
-
-    ``summaries`` None (a Placement older than 1.31) stays None. A tree
-    that answers no candidate (its node has neither a free VCPU nor free
-    memory, or it is not a compute node) stays missing: its providers are
-    read one by one by the caller.
-    """
-    if summaries is None:
-        return None
-    missing = sorted(set(r for r in roots if r not in summaries))
-    if not missing:
-        return summaries
-    merged = dict(summaries)
-    for part in pool.call_all(
-            [_summaries_call(placement, r, FILL_ANCHOR) for r in missing],
-            placement.max_workers):
-        merged.update(part or {})
+def _merged(answers: Mapping[tuple, reach.Summaries]) -> reach.Summaries:
+    merged = {}
+    for part in answers.values():
+        merged.update(part)
     return merged
+
+
+def _names(roots: Mapping[str, str], uuids: Iterable[str]) -> str:
+    return ', '.join(sorted(roots[u] for u in uuids))
+
+
+def cover_trees(placement: PlacementClient,
+                first: Mapping[str | None, reach.Summaries | None],
+                roots: Mapping[str, str],
+                candidates: Iterable[domain.Candidate]
+                ) -> reach.Summaries | None:
+    """Raw provider summaries of the trees ``roots`` (``{root uuid:
+    name}``), as far as anchors reach them.
+
+    ``first`` holds the answers of the first anchor (``reach.FIRST``) by
+    tree: ``{None: ...}`` for the whole cloud, or ``{root uuid: ...}``
+    asked with ``in_tree=``; further anchors are asked the same way,
+    each step at once in the pool (``domain.reach``). ``candidates``
+    are the devices of the listing, whose classes the device anchors
+    come from. None (a Placement older than 1.31) stays None. Trees no
+    anchor reaches are left out, named in the debug log: their providers
+    are read one by one by the caller.
+    """
+    if any(part is None for part in first.values()):
+        return None
+    candidates = list(candidates)
+    scoped = None not in first
+    answers = {(reach.FIRST, tree): part for tree, part in first.items()}
+    _log_reach(answers)
+    merged = _merged(answers)
+    asked = {reach.FIRST}
+    while True:
+        missing = set(roots) - set(merged)
+        anchors = reach.next_anchors(asked, merged, candidates, missing) \
+            if missing else []
+        if not anchors:
+            break
+        asked.update(anchors)
+        trees = sorted(missing) if scoped else [None]
+        keys = [(rc, tree) for rc in anchors for tree in trees]
+        LOG.debug('%d of %d trees are in no answer so far; anchoring on %s',
+                  len(missing), len(roots), ', '.join(anchors))
+        found = pool.call_all([anchor_call(placement, rc, tree)
+                               for rc, tree in keys], placement.max_workers)
+        step = {key: part or {} for key, part in zip(keys, found)}
+        _log_reach(step)
+        answers.update(step)
+        merged.update(_merged(step))
+    if not scoped:
+        _fill_cut(placement, answers, merged, roots)
+    missing = set(roots) - set(merged)
+    if missing:
+        LOG.debug('%d of %d trees are in no allocation candidate answer, '
+                  'read provider by provider: %s',
+                  len(missing), len(roots), _names(roots, missing))
+    return merged
+
+
+def _log_reach(answers: Mapping[tuple, reach.Summaries]) -> None:
+    for (rc, tree), part in answers.items():
+        LOG.debug('Allocation candidates for %s:1%s reached %d trees',
+                  rc, ' in tree %s' % tree if tree else '',
+                  len(reach.reached(part)))
+
+
+def _fill_cut(placement: PlacementClient,
+              answers: Mapping[tuple, reach.Summaries],
+              merged: reach.Summaries, roots: Mapping[str, str]) -> None:
+    """Ask each tree ``merged`` lacks on its own (``in_tree=``) when
+    answers were cut short by ``[placement] max_allocation_candidates``:
+    with the class of the widest such answer, then of the next for the
+    trees still missing; adds what they answer to ``merged``.
+    """
+    if not set(roots) - set(merged):
+        return
+    cut = reach.cut_anchors(
+        {rc: part for (rc, tree), part in answers.items() if tree is None},
+        merged)
+    for rc in cut:
+        missing = sorted(set(roots) - set(merged))
+        if not missing:
+            return
+        LOG.debug('The answer for %s:1 was cut short ([placement] '
+                  'max_allocation_candidates); %d trees asked one by one: '
+                  '%s', rc, len(missing), _names(roots, missing))
+        for part in pool.call_all(
+                [anchor_call(placement, rc, root) for root in missing],
+                placement.max_workers):
+            merged.update(part or {})
 
 
 def _root_of(found):
@@ -192,17 +279,19 @@ def _host_roots(hosts, lookups):
     return roots
 
 
-def _read(placement, roots=None, ordered=False, extra=(), summaries=True):
+def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
+          ordered: bool = False, extra: Iterable[Callable] = (),
+          summaries: bool = True) -> tuple:
     """Providers and their summaries: of the whole cloud (``roots`` None)
     or of the trees of ``roots``.
 
     ``ordered``: the listings (which carry each provider's generation)
     are read before the summaries (which carry its traits), as a
-    generation-guarded trait write needs; otherwise all at once.
-    ``extra`` calls run with the listings. The trees of devices the
-    summaries leave out are filled in (``complete_summaries``). Returns
-    ``(providers, summaries, extra results)``; without ``summaries`` only
-    the listings are read.
+    generation-guarded trait write needs; otherwise the first anchor
+    runs with them. ``extra`` calls run with the listings. The trees
+    with devices the first answer leaves out are reached by further
+    anchors (``cover_trees``). Returns ``(providers, summaries, extra
+    results)``; without ``summaries`` only the listings are read.
     """
     if roots is None:
         listings = [placement.list_providers]
@@ -211,28 +300,29 @@ def _read(placement, roots=None, ordered=False, extra=(), summaries=True):
         trees = sorted(set(roots))
         listings = [lambda r=r: placement.find_providers(in_tree=r)
                     for r in trees]
-    summaries = [_summaries_call(placement, r) for r in trees] \
+    firsts = [anchor_call(placement, in_tree=r) for r in trees] \
         if summaries else []
     first = listings + list(extra)
     if ordered:
         listed = pool.call_all(first, placement.max_workers)
-        summed = pool.call_all(summaries, placement.max_workers)
+        summed = pool.call_all(firsts, placement.max_workers)
     else:
-        results = pool.call_all(first + summaries, placement.max_workers)
+        results = pool.call_all(first + firsts, placement.max_workers)
         listed, summed = results[:len(first)], results[len(first):]
     providers = list({p['uuid']: p for found in listed[:len(listings)]
                       for p in found}.values())
     merged = None
-    if summed and all(part is not None for part in summed):
-        merged = {}
-        for part in summed:
-            merged.update(part)
-        # The trees of devices the answer left out: one request each.
-        merged = complete_summaries(placement, merged, {
-            c.root_uuid for c in domain.find_candidates(
-                providers, domain.KINDS)})
+    if summed:
+        candidates = domain.find_candidates(providers, domain.KINDS)
+        merged = cover_trees(placement, dict(zip(trees, summed)),
+                             _device_roots(candidates), candidates)
     return (providers, domain.parse_summaries(
         {'provider_summaries': merged or {}}), listed[len(listings):])
+
+
+def _device_roots(candidates: Iterable[domain.Candidate]) -> dict:
+    """``{root uuid: host}`` of the trees ``candidates`` sit in."""
+    return {c.root_uuid: c.host for c in candidates}
 
 
 def _rows(placement, candidates, summaries, inventory=True, usages=True,
@@ -293,15 +383,16 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
     return devices
 
 
-def rows_of(placement, candidates, traits=True):
+def rows_of(placement: PlacementClient,
+            candidates: Iterable[domain.Candidate],
+            traits: bool = True) -> list:
     """Device rows of ``candidates`` (of a provider listing read before):
-    one allocation candidates request for the summaries, one more per
-    tree it leaves out, per-device reads only for what is still missing.
-    No inventory fields.
+    the anchors for their trees (``cover_trees``), per-device reads only
+    for what is still missing. No inventory fields.
     """
-    summaries = _summaries_call(placement)()
-    summaries = complete_summaries(placement, summaries,
-                                   {c.root_uuid for c in candidates})
+    candidates = list(candidates)
+    summaries = cover_trees(placement, {None: anchor_call(placement)()},
+                            _device_roots(candidates), candidates)
     return _rows(placement, candidates, domain.parse_summaries(
         {'provider_summaries': summaries or {}}), inventory=False,
         traits=traits)

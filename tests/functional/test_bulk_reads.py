@@ -14,15 +14,16 @@
 
 Against the production-shaped Placement (PostgreSQL, gunicorn) on data
 chosen to trip the provider summaries: full GPUs, a host whose GPUs are
-all full, a host whose VCPUs are all used too (absent from allocation
-candidates, filled in by its memory), a host whose VCPUs and memory are
-all used but one GPU has room (no candidate at all: read per device),
-reserved and over-committed inventories, a device whose usage exceeds its
-capacity, PCI-in-Placement and network agent children, a device deleted
-while the command reads, and a Placement whose
-``max_allocation_candidates`` cuts the answer short. Every row is compared
-field by field with plain per-device reads (inventories, usages, traits)
-made by the test itself, and the requests are counted at the server.
+all full, a host whose VCPUs are all used too (reached by the first
+anchor, its free memory), a host whose VCPUs and memory are all used but
+one GPU has room (reached by its free disk), reserved and over-committed
+inventories, a device whose usage exceeds its capacity, PCI-in-Placement
+and network agent children, a device deleted while the command reads,
+and a Placement whose ``max_allocation_candidates`` cuts the answers
+short. Every row is compared field by field with plain per-device reads
+(inventories, usages, traits: tests.fixtures.per_device), and the
+requests are counted at the server. Busier clouds are in
+test_busy_reads.
 """
 
 import json
@@ -33,6 +34,7 @@ import requests
 
 from osc_mdev.api import placement as placement_client
 from tests.fixtures import cli
+from tests.fixtures import per_device
 from tests.fixtures import pg_placement as pg
 from tests.fixtures import placement_data
 from tests.fixtures.placement_data import Gpu
@@ -92,7 +94,7 @@ def fill(placement):
         p.boot_server(b, gpu)
 
     # C: every VCPU used (no candidate for a VCPU), two GPUs full and one
-    # with room: filled in by the node's free memory.
+    # with room: reached by the node's free memory.
     c = _root(p, 'bulk_c.dc1', vcpus=4)
     c_gpus = [_gpu(p, c, 'bulk_c.dc1', 'pci_0000_41_00_%d' % n,
                    {'VGPU': {'total': 1, 'max_unit': 1}}, ['CUSTOM_C'])
@@ -105,7 +107,7 @@ def fill(placement):
     watch['no_vcpu'] = c_gpus[1].uuid
 
     # F: every VCPU and all memory used, one GPU full and one with room:
-    # no allocation candidate of any kind in this tree.
+    # only its free disk reaches this tree.
     f = _root(p, 'bulk-f', vcpus=2, memory=2048)
     f_full = _gpu(p, f, 'bulk-f', 'pci_0000_61_00_0',
                   {'VGPU': {'total': 1, 'max_unit': 1}})
@@ -126,51 +128,6 @@ def fill(placement):
     p.set_inventory(agent, {'NET_BW_EGR_KILOBIT_PER_SEC': {'total': 1000}})
     watch['not_mdev'] = (pci, agent)
     return watch
-
-
-def per_device_rows(url):
-    """Every mdev row from plain per-provider reads (no osc-mdev code)."""
-    session = requests.Session()
-    session.headers.update({'X-Auth-Token': 'admin',
-                            'OpenStack-API-Version': 'placement 1.14'})
-
-    def get(path):
-        return session.get(url + path).json()
-
-    providers = get('/resource_providers')['resource_providers']
-    by_uuid = {p['uuid']: p for p in providers}
-    rows = []
-    for rp in providers:
-        if rp['root_provider_uuid'] == rp['uuid']:
-            continue
-        host = by_uuid[rp['root_provider_uuid']]['name']
-        nodedev = rp['name'][len(host) + 1:]
-        if not rp['name'].startswith(host + '_') or ':' in nodedev:
-            continue
-        inv = get('/resource_providers/%s/inventories' % rp['uuid'])
-        usages = get('/resource_providers/%s/usages' % rp['uuid'])['usages']
-        traits = get('/resource_providers/%s/traits' % rp['uuid'])['traits']
-        device = nodedev
-        if nodedev.startswith('pci_'):
-            _, dom, bus, slot, fn = nodedev.split('_')
-            device = '%s:%s:%s.%s' % (dom, bus, slot, fn)
-        for rc, i in sorted(inv['inventories'].items()):
-            if not (rc == 'VGPU' or rc.startswith('CUSTOM_')):
-                continue
-            capacity = int((i['total'] - i['reserved'])
-                           * i['allocation_ratio'])
-            used = usages.get(rc, 0)
-            rows.append({
-                'UUID': rp['uuid'], 'Name': rp['name'], 'Host': host,
-                'Device': device, 'Kind': 'mdev', 'Resource Class': rc,
-                'Capacity': capacity, 'Total': i['total'],
-                'Reserved': i['reserved'], 'Used': used,
-                'Free': max(capacity - used, 0), 'Max Unit': i['max_unit'],
-                'Min Unit': i['min_unit'], 'Step Size': i['step_size'],
-                'Allocation Ratio': i['allocation_ratio'],
-                'Generation': inv['resource_provider_generation'],
-                'Traits': sorted(traits)})
-    return sorted(rows, key=lambda r: (r['Host'], r['Device']))
 
 
 def mdev(url, *args):
@@ -204,74 +161,76 @@ def _counted(server, func):
 
 DEFAULT = ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity', 'Used',
            'Free', 'Traits')
-# The trees the VCPU-anchored answer lacks: bulk_c.dc1 (no free VCPU,
-# filled in by its memory) and bulk-f (no free VCPU nor memory).
-FILLS = 2
-# bulk-f's two devices, read one by one: inventories, usages, traits.
-PER_DEVICE = 2 * 3
-# The devices the summaries cover (--long reads their inventories).
-COVERED = 11
+# The default view's reads: the listing, the first anchor (MEMORY_MB:1,
+# which reaches every tree but bulk-f's) and DISK_GB:1 (bulk-f's).
+READS = 3
+DEVICES = 13
+
+
+def _fewer_than_per_device(count, devices=DEVICES):
+    """Fewer requests than the listing and three reads per device."""
+    return count < 1 + 3 * devices
 
 
 def test_long_list_equals_per_device_reads(cloud):
     server, _ = cloud
-    expected = per_device_rows(server.url)
-    assert len(expected) == 13
+    expected = per_device.rows(server.url)
+    assert len(expected) == DEVICES
     rows, count = _counted(server, lambda: listed(server.url, '--long'))
     assert rows == expected
-    # listing + summaries + the fills + one inventories read per covered
-    # device + bulk-f's devices one by one.
-    assert count == 2 + FILLS + COVERED + PER_DEVICE
+    # The default view's reads and one inventories read per device.
+    assert count == READS + DEVICES
 
 
 def test_default_and_narrow_views_equal_per_device_reads(cloud):
     server, _ = cloud
-    expected = per_device_rows(server.url)
+    expected = per_device.rows(server.url)
     default, count = _counted(server, lambda: listed(server.url))
     assert default == [{k: r[k] for k in DEFAULT} for r in expected]
-    # No inventories read: listing, summaries, the fills, bulk-f's devices.
-    assert count == 2 + FILLS + PER_DEVICE
+    # No inventories read.
+    assert count == READS
     cols = [a for c in NARROW for a in ('-c', c)]
     narrow, count = _counted(server, lambda: listed(server.url, *cols))
     assert narrow == [{k: r[k] for k in NARROW} for r in expected]
-    assert count == 2 + FILLS + PER_DEVICE
+    assert count == READS
 
 
 def test_a_long_column_named_with_c_brings_the_long_view(cloud):
     server, _ = cloud
-    expected = per_device_rows(server.url)
+    expected = per_device.rows(server.url)
     rows = listed(server.url, '-c', 'UUID', '-c', 'Total', '-c', 'Step Size')
     assert rows == [{k: r[k] for k in ('UUID', 'Total', 'Step Size')}
                     for r in expected]
 
 
-def test_a_node_without_free_vcpu_is_filled_in_by_its_memory(cloud):
+def test_a_node_without_free_vcpu_is_reached_by_its_memory(cloud):
     server, _ = cloud
     rows, count = _counted(server, lambda: listed(
         server.url, '--host', 'bulk_c.dc1'))
     assert rows == [{k: r[k] for k in DEFAULT}
-                    for r in per_device_rows(server.url)
+                    for r in per_device.rows(server.url)
                     if r['Host'] == 'bulk_c.dc1']
     assert [(r['Capacity'], r['Used'], r['Free']) for r in rows] == [
         (1, 1, 0), (1, 1, 0), (2, 0, 2)]
-    # root lookup, tree listing, summaries (no candidate: no free VCPU),
-    # the fill anchored on memory; no device read on its own.
-    assert count == 4
+    # root lookup, tree listing, the first anchor (memory, with
+    # in_tree=); no device read on its own.
+    assert count == 3
 
 
-def test_a_node_without_free_vcpu_or_memory_is_read_per_device(cloud):
+def test_a_node_without_free_vcpu_or_memory_is_reached_by_its_disk(
+        cloud):
     server, watch = cloud
     rows, count = _counted(server, lambda: listed(
         server.url, '--host', 'bulk-f'))
     assert rows == [{k: r[k] for k in DEFAULT}
-                    for r in per_device_rows(server.url)
+                    for r in per_device.rows(server.url)
                     if r['Host'] == 'bulk-f']
     assert [(r['Capacity'], r['Used'], r['Free']) for r in rows] == [
         (1, 1, 0), (3, 0, 3)]
     assert rows[1]['UUID'] == watch['uncovered']
-    # root lookup, tree listing, summaries, the fill (no candidate),
-    # the two devices one by one.
-    assert count == 4 + PER_DEVICE
+    # root lookup, tree listing, the memory anchor (no candidate), the
+    # disk anchor; no device read on its own.
+    assert count == 4
 
 
 @pytest.mark.parametrize('args, keep', [
@@ -289,18 +248,18 @@ def test_a_node_without_free_vcpu_or_memory_is_read_per_device(cloud):
 def test_filters_equal_per_device_reads(cloud, args, keep):
     server, _ = cloud
     expected = [{k: r[k] for k in DEFAULT}
-                for r in per_device_rows(server.url) if keep(r)]
+                for r in per_device.rows(server.url) if keep(r)]
     assert expected
     rows, count = _counted(server, lambda: listed(server.url, *args))
     assert rows == expected
     # Whatever the filter: the reads of the default view, plus at most
     # one listing by trait or class check.
-    assert count <= 2 + FILLS + PER_DEVICE + 1
+    assert count <= READS + 1
 
 
 def _truncated_answer(url):
     return requests.get(
-        url + '/allocation_candidates?resources=VCPU:1',
+        url + '/allocation_candidates?resources=MEMORY_MB:1',
         headers={'X-Auth-Token': 'admin',
                  'OpenStack-API-Version': 'placement 1.31'}).json()
 
@@ -313,39 +272,41 @@ def _without_ids(rows):
 
 def test_truncated_candidates_fill_the_missing_trees(cloud, truncating):
     answer = _truncated_answer(truncating.url)
-    # Three trees have a free VCPU; the answer holds two, and says
-    # nothing of the third.
+    # Four trees have free memory; the answer holds two, and says
+    # nothing of the others.
     assert len(answer['allocation_requests']) == 2
-    expected = per_device_rows(truncating.url)
+    expected = per_device.rows(truncating.url)
     rows, count = _counted(truncating, lambda: listed(truncating.url))
     assert rows == [{k: r[k] for k in DEFAULT} for r in expected]
     # The same data as on the Placement that does not truncate.
     assert _without_ids(rows) == _without_ids(listed(cloud[0].url))
-    # listing, summaries, one fill per missing tree (the cut one,
-    # bulk_c.dc1, bulk-f), bulk-f's devices one by one.
-    assert count == 2 + 3 + PER_DEVICE
+    # The anchors and the trees asked one by one: which trees an answer
+    # keeps varies, not the data.
+    assert _fewer_than_per_device(count)
     rows, count = _counted(truncating, lambda: listed(truncating.url,
                                                       '--long'))
     assert rows == expected
-    assert count == 2 + 3 + COVERED + PER_DEVICE
+    assert _fewer_than_per_device(count - DEVICES)
 
 
 def test_truncated_candidates_capacity_and_allocation_list(cloud,
                                                            truncating):
     bare = ('capacity', '--resource-class', 'VGPU', '--amount', '1',
             '-f', 'json')
+    providers = per_device.read(truncating.url)
     ours, count = _counted(truncating, lambda: mdev(
         truncating.url, *bare).json())
+    fits = {r['Host']: r['Fits'] for r in ours if r['Host'] != 'Total'}
+    assert fits == {h: per_device.fits(providers, h, {}, {'VGPU': 1})
+                    for h in fits}
     assert ours == mdev(cloud[0].url, *bare).json()
     assert [r for r in ours if r['Host'] == 'bulk-f'][0]['Free'] == 3
-    # listing, candidates, room; a fill per missing tree; bulk-f's root
-    # and two devices one by one (inventories, usages, traits).
-    assert count == 3 + 3 + 3 * 3
+    assert _fewer_than_per_device(count)
 
 
 def test_show_reads_only_its_tree(cloud):
     server, _ = cloud
-    expected = {r['UUID']: r for r in per_device_rows(server.url)}
+    expected = {r['UUID']: r for r in per_device.rows(server.url)}
     for ref in ('bulk-a.example.com:0000:84:00.0',
                 'bulk-a.example.com_pci_0000_84_00_0'):
         shown, count = _counted(server, lambda: mdev(
@@ -386,7 +347,7 @@ def test_device_deleted_while_reading_is_left_out(cloud, monkeypatch):
 def test_trait_set_all_keeps_every_trait_in_few_requests(cloud):
     server, _ = cloud
     before = {r['UUID']: set(r['Traits'])
-              for r in per_device_rows(server.url)}
+              for r in per_device.rows(server.url)}
     result, count = _counted(server, lambda: mdev(
         server.url, 'trait', 'set', '--all', '--trait', 'CUSTOM_FRESH',
         '-f', 'json'))
@@ -394,17 +355,16 @@ def test_trait_set_all_keeps_every_trait_in_few_requests(cloud):
     assert {r['Result'] for r in json.loads(result.stdout)} == {
         'added CUSTOM_FRESH'}
     after = {r['UUID']: set(r['Traits'])
-             for r in per_device_rows(server.url)}
+             for r in per_device.rows(server.url)}
     assert after == {u: t | {'CUSTOM_FRESH'} for u, t in before.items()}
-    # listing, summaries, PUT /traits/CUSTOM_FRESH, one PUT per device;
-    # the fills; the uncovered tree's devices are read first (inventories,
-    # traits).
+    # The default view's reads, PUT /traits/CUSTOM_FRESH, one PUT per
+    # device.
     devices = len(before)
-    assert count == 3 + devices + FILLS + 2 * 2
+    assert count == READS + 1 + devices
     dry, count = _counted(server, lambda: mdev(
         server.url, 'trait', 'unset', '--all', '--trait', 'CUSTOM_FRESH',
         '--dry-run', '-f', 'json'))
-    assert dry.rc == 0 and count == 2 + FILLS + 2 * 2
+    assert dry.rc == 0 and count == READS
 
 
 def _metrics(url, *args):
@@ -425,7 +385,7 @@ def _device_samples(families, name):
 @pytest.mark.parametrize('truncated', [False, True])
 def test_metrics_equal_per_device_reads(cloud, truncating, truncated):
     server = truncating if truncated else cloud[0]
-    expected = per_device_rows(server.url)
+    expected = per_device.rows(server.url)
     families, count = _counted(server, lambda: _metrics(server.url))
     for metric, field in (('openstack_mdev_device_capacity', 'Capacity'),
                           ('openstack_mdev_device_used', 'Used'),
@@ -447,4 +407,7 @@ def test_metrics_equal_per_device_reads(cloud, truncating, truncated):
         'openstack_mdev_scrape_success'].samples] == [1]
     assert 'openstack_mdev_flavor_fits' not in families
     # The requests of provider list's default view.
-    assert count == 2 + (3 if truncated else FILLS) + PER_DEVICE
+    if truncated:
+        assert _fewer_than_per_device(count)
+    else:
+        assert count == READS

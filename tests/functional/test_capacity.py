@@ -67,8 +67,8 @@ class Cloud:
         gpu = self.gpus[('cap_3', 'pci_0000_3c_00_0')]
         placement.set_inventory(gpu.uuid, {'VGPU': {
             'total': 3, 'max_unit': 1}})
-        # cap5 has no free VCPU, so no allocation candidate summary
-        # describes its tree: it is read provider by provider.
+        # cap5 has no free VCPU: only its free memory puts it in an
+        # allocation candidate summary.
         for _ in range(4):
             placement.allocate(str(uuidlib.uuid4()),
                                {self.roots['cap5']: {'VCPU': 64}})
@@ -236,12 +236,12 @@ def spent(placement_url, *args):
 
 
 def test_requests_do_not_grow_with_devices(cloud, auth, placement_url):
-    # The listing, one allocation candidate summary, one ?resources=
-    # listing for the amount; then one more summary for cap5's tree (no
-    # free VCPU, so not in the first), anchored on its free memory.
-    assert spent(placement_url, auth, '--resource-class', 'VGPU') == 3 + 1
+    # The listing, one allocation candidate summary (anchored on memory:
+    # cap5, whose VCPUs are all used, is in it), one ?resources= listing
+    # for the amount.
+    assert spent(placement_url, auth, '--resource-class', 'VGPU') == 3
     # A second amount is one more listing; a host limit reads no less.
     assert spent(placement_url, auth, '--resource-class', 'VGPU',
-                 '--amount', '2', '--spread') == 3 + 1
+                 '--amount', '2', '--spread') == 3
     assert spent(placement_url, auth, '--resource-class', 'VGPU',
                  '--host', 'cap1') == 3
