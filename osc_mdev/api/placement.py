@@ -28,7 +28,6 @@ from osc_mdev.api import pool
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
 REQUIRED_TRAITS = '1.18'     # GET /resource_providers?required=
-FORBIDDEN_TRAITS = '1.22'    # required=!TRAIT
 TRAITS = '1.6'
 RESOURCE_CLASS = '1.2'
 INVENTORIES = '1.0'
@@ -200,19 +199,6 @@ class PlacementClient(pool.ServiceClient):
         body = self._request(
             'GET', '/traits?' + urllib.parse.urlencode(query), TRAITS)
         return set(body['traits'])
-
-    def providers_with(self, resources, required=(), forbidden=()):
-        """Providers with room now for ``resources`` ({class: amount})
-        that have every ``required`` trait and no ``forbidden`` one.
-        """
-        query = {'resources': ','.join(
-            '%s:%d' % item for item in sorted(resources.items()))}
-        traits = list(required) + ['!' + t for t in forbidden]
-        if traits:
-            query['required'] = ','.join(traits)
-        return self._request(
-            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
-            FORBIDDEN_TRAITS)['resource_providers']
 
     # -- writes -----------------------------------------------------------
 

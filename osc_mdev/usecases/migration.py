@@ -52,7 +52,6 @@ from osc_mdev.usecases import provider as device_reads
 
 LOG = logging.getLogger(__name__)
 
-HOST = 'OS-EXT-SRV-ATTR:host'
 NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 
