@@ -20,7 +20,7 @@ or ``AddTrait``). Nothing here touches the network.
 
 import dataclasses
 
-from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import names
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
@@ -686,7 +686,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
             continue
         if request is None:
             continue
-        reason = capacity.unschedulable_reason(request, trees)
+        reason = explanation.unschedulable_reason(request, trees)
         if reason:
             found.append(Finding(
                 WARNING, UNSCHEDULABLE_FLAVOR,

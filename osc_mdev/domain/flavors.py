@@ -21,7 +21,7 @@ whether the cloud can serve it is ``resource_request`` and ``capacity``.
 
 import dataclasses
 
-from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import words
 
@@ -247,7 +247,7 @@ def can_never_serve(request, trees, carried, known):
     compute node trees of ``capacity``), or None: a trait that does not
     exist in Placement (``known``: it refuses the request), a required
     trait no provider has (``carried``), or the capacity explainer's
-    reason (``capacity.unschedulable_reason``).
+    reason (``explanation.unschedulable_reason``).
     """
     named = {t for g in request.groups for t in g.required | g.forbidden}
     unknown = sorted(named - set(known))
@@ -260,7 +260,7 @@ def can_never_serve(request, trees, carried, known):
         if missing:
             return '%s requires trait %s, which no resource provider has' % (
                 group.label(), ', '.join(missing))
-    return capacity.unschedulable_reason(request, trees)
+    return explanation.unschedulable_reason(request, trees)
 
 
 def refused(specs):

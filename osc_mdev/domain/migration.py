@@ -54,6 +54,7 @@ import collections
 import dataclasses
 
 from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
@@ -710,11 +711,11 @@ def _scheduler_refusal(target, hyp):
 
 def _why_not(request, tree, free):
     """Why one server of ``request`` does not fit on ``tree`` now, in the
-    explainer's words (``capacity.explain``), with the root's numbers
+    explainer's words (``explanation.explain``), with the root's numbers
     when the root is short.
     """
     host = _with_free(tree, free)
-    steps, _ = capacity.explain(request, [host])
+    steps, _ = explanation.explain(request, [host])
     step = next((s for s in steps if s.hosts_out), None)
     if step is None:
         return 'the request does not fit'
@@ -1058,7 +1059,7 @@ def _no_target(server, refusals, targets, free, fix):
 
 def smallest_fix(server, targets, owner_nova=True):
     """The smallest change on one target that lets ``server`` fit there,
-    on devices of its type only (``capacity.smallest_fix``): traits to
+    on devices of its type only (``explanation.smallest_fix``): traits to
     add to devices, mdevs to free, a compute service to enable.
     """
     if server.request is None:
@@ -1077,7 +1078,7 @@ def smallest_fix(server, targets, owner_nova=True):
         hosts.append(dataclasses.replace(
             tree, disabled=target.hypervisor is not None and
             target.hypervisor.status == DISABLED))
-    return capacity.smallest_fix(request, hosts)
+    return explanation.smallest_fix(request, hosts)
 
 
 # -- commands ---------------------------------------------------------------

@@ -49,6 +49,8 @@ from osc_lib import exceptions
 
 from osc_mdev.api import pool
 from osc_mdev.domain import capacity as domain
+from osc_mdev.domain import explanation
+from osc_mdev.domain import multicreate
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import naming
@@ -250,7 +252,7 @@ def candidates_by_root(placement, request):
     One ``GET /allocation_candidates`` for ``request``, limited to
     Nova's default ``max_placement_results`` as the scheduler asks it;
     each tree's allocation requests in Placement's order: the first is
-    the one the scheduler claims (see domain.capacity.multi_create).
+    the one the scheduler claims (see domain.multicreate.multi_create).
     """
     answer = placement.allocation_candidates(rr.to_querystring(request))
     summaries = answer.get('provider_summaries') or {}
@@ -349,20 +351,20 @@ def count(placement, compute, flavor=None, request=None, hosts=(),
         request, owner_nova=domain.owner_nova_in_effect(trees))
     counted = Counted(request, domain.capacity(request, trees))
     if explain or (auto_explain and not counted.total):
-        counted.steps, counted.fix = domain.explain(request, trees)
+        counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
     if count is not None:
         first, summaries = candidates_by_root(placement, request)
         by_root = {h.root.uuid: h.name for h in trees}
         first = {by_root[k]: v for k, v in first.items() if k in by_root}
-        if domain.candidate_order_is_fixed(request):
-            placed, one = domain.multi_create(
+        if multicreate.candidate_order_is_fixed(request):
+            placed, one = multicreate.multi_create(
                 count, {h: v[0] for h, v in first.items()}, summaries)
             most = placed
         else:
-            placed, most, one = domain.multi_create_bounds(
+            placed, most, one = multicreate.multi_create_bounds(
                 count, first, summaries)
         counted.one_request = OneRequest(
-            placed, one, domain.multi_create_verdict(
+            placed, one, multicreate.multi_create_verdict(
                 count, placed, one, counted.per_host, most))
     return counted

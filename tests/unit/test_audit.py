@@ -17,6 +17,7 @@ import pytest
 from osc_mdev.domain import allocations
 from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import pci
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
@@ -371,7 +372,7 @@ def test_unschedulable_flavor_gives_the_explainers_reason():
     specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
     request = rr.with_prefilters(
         rr.request_from_flavor(flavor(specs)))
-    steps, fix = capacity.explain(request, CLOUD)
+    steps, fix = explanation.explain(request, CLOUD)
     last = next(s for s in steps if not s.hosts_left)
     [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)
     assert '%s rules out %d devices' % (last.constraint, last.devices_out) \
