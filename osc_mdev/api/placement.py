@@ -55,7 +55,15 @@ MicroversionUnsupported = http.MicroversionUnsupported
 # Placement answers 500 "Another thread concurrently updated the resource
 # provider data. Please retry your update" when two writers race on one
 # provider; the write did not happen, so it is a conflict like a 409.
+# The words are all it gives: its trait handler lets
+# ResourceProviderConcurrentUpdateDetected reach the fault wrapper, whose
+# 500 carries code placement.undefined_code, as any other 500 does.
 _CONCURRENT_UPDATE = 'concurrently updated'
+# Placement's 400 for a class it does not have in ?resources=. Its
+# handler raises it without an error code (placement.undefined_code, as
+# for a badly formed parameter or an unknown trait), so the words tell
+# it apart.
+_NO_SUCH_CLASS = 'No such resource class'
 
 
 class PlacementClient(pool.ServiceClient):
@@ -101,7 +109,7 @@ class PlacementClient(pool.ServiceClient):
             return self._request('GET', url, PROVIDER_TREE,
                                  conflicts=(400,))['resource_providers']
         except http.Conflict as exc:
-            if 'No such resource class' in str(exc):
+            if _NO_SUCH_CLASS in str(exc):
                 return []   # a class Placement does not have: nobody can
             raise
 

@@ -719,23 +719,25 @@ def _why_not(request, tree, free):
     step = next((s for s in steps if s.hosts_out), None)
     if step is None:
         return 'the request does not fit'
-    text = step.constraint
-    if text.startswith('root room for'):
+    kind, subject = step.kind, step.subject
+    if kind is explanation.Kind.ROOT_ROOM:
         short = ['%s %d asked, %d free' % (rc, n, host.root.free(rc))
                  for rc, n in sorted(request.root_amounts().items())
                  if host.root.free(rc) < n]
         return 'root resources short: %s' % ', '.join(short)
-    if text.startswith('room for'):
-        return 'no device with %s' % text
-    if text.startswith('compute service enabled'):
-        return ('the root provider carries COMPUTE_STATUS_DISABLED (Nova '
-                'syncs it with the service on its next update)')
-    for start, words in (('required trait ', 'no device with trait '),
-                         ('forbidden trait ', 'every device has trait '),
-                         ('offers ', 'no device offers ')):
-        if text.startswith(start):
-            return words + text[len(start):]
-    return text
+    if kind is explanation.Kind.ROOM:
+        return 'no device with room for %s' % explanation.amounts_text(
+            subject)
+    if kind is explanation.Kind.SERVICE_ENABLED:
+        return ('the root provider carries %s (Nova syncs it with the '
+                'service on its next update)' % subject)
+    if kind is explanation.Kind.REQUIRED_TRAIT:
+        return 'no device with trait %s' % subject
+    if kind is explanation.Kind.FORBIDDEN_TRAIT:
+        return 'every device has trait %s' % subject
+    if kind is explanation.Kind.OFFERS:
+        return 'no device offers %s' % ', '.join(subject)
+    return explanation.render(step)
 
 
 def _with_free(tree, free):

@@ -14,6 +14,7 @@
 (marked ``nova``), and the verdicts and plans built on them.
 """
 
+import dataclasses
 import datetime
 import pathlib
 import types
@@ -21,6 +22,7 @@ import types
 import pytest
 
 from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import migration
 from osc_mdev.domain import pci
 from osc_mdev.domain import resource_request as rr
@@ -511,6 +513,89 @@ def test_root_short():
     verdict = judge(target, None)
     assert verdict.reason.startswith('No valid host: root resources short: '
                                      'MEMORY_MB 512 asked, 0 free')
+
+
+# Targets where the scheduler refuses the server, each for the reason of
+# one kind of explainer step: (target, server's extra specs, kind).
+REFUSED_BY = {
+    'room': (lambda: node('dst', [(device('d1', '0000:82:00.0', used=16),
+                                   N11)]), {}, explanation.Kind.ROOM),
+    'root room': (lambda: node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                               root_free=False), {},
+                  explanation.Kind.ROOT_ROOM),
+    'required trait': (
+        lambda: node('dst', [(device('d1', '0000:82:00.0'), N11)]),
+        {'trait:CUSTOM_NVIDIA_11': 'required'},
+        explanation.Kind.REQUIRED_TRAIT),
+    'forbidden trait': (
+        lambda: node('dst', [(device('d1', '0000:82:00.0',
+                                     extra={'CUSTOM_SLOW'}), N11)]),
+        {'trait:CUSTOM_SLOW': 'forbidden'},
+        explanation.Kind.FORBIDDEN_TRAIT),
+    'offers': (lambda: node('dst', [(device('d1', '0000:82:00.0',
+                                            rc='CUSTOM_A16'), N11)]),
+               {}, explanation.Kind.OFFERS),
+    'units': (lambda: node('dst', [(_steps_of_two(
+        device('d1', '0000:82:00.0')), N11)]), {}, explanation.Kind.UNITS),
+    'service enabled': (lambda: _with_root_traits(
+        node('dst', [(device('d1', '0000:82:00.0'), N11)]),
+        {'OWNER_NOVA', 'COMPUTE_STATUS_DISABLED'}), {},
+        explanation.Kind.SERVICE_ENABLED),
+    'root trait': (lambda: _with_root_traits(
+        node('dst', [(device('d1', '0000:82:00.0'), N11)]), set()), {},
+        explanation.Kind.ROOT_TRAIT),
+}
+
+
+def _steps_of_two(gpu):
+    return dataclasses.replace(gpu, inventories={'VGPU': capacity.Inventory(
+        total=16, max_unit=16, step_size=2)})
+
+
+def _with_root_traits(target, root_traits):
+    tree = target.tree
+    return dataclasses.replace(target, tree=dataclasses.replace(
+        tree, root=dataclasses.replace(tree.root,
+                                       traits=frozenset(root_traits))))
+
+
+def _refused(case):
+    """The verdict on the case's target, and the kind of the step that
+    rules it out.
+    """
+    make, specs, _ = REFUSED_BY[case]
+    flavor = dict(FLAVOR, extra_specs=dict(FLAVOR['extra_specs'], **specs))
+    target, srv = make(), server(flavor=flavor)
+    steps, _ = explanation.explain(rr.with_prefilters(srv.request),
+                                   [target.tree])
+    kind = next(s.kind for s in steps if s.hosts_out)
+    return judge(target, None, srv=srv), kind
+
+
+@pytest.mark.parametrize('case', sorted(REFUSED_BY))
+def test_rewording_the_explainer_changes_no_decision(monkeypatch, case):
+    """Migration reads the kind of the explainer's step, never its words:
+    with every sentence reworded, each refusal is the same, and a step
+    migration does not word itself reads as the renderer words it.
+    """
+    before, kind = _refused(case)
+    assert kind == REFUSED_BY[case][2]
+    assert before.live_refusal.startswith('No valid host: ')
+    reworded = {k: (lambda subject, k=k: 'REWORDED %s of %r' % (
+        k.name, subject)) for k in explanation.Kind}
+    monkeypatch.setattr(explanation, 'SENTENCES', reworded)
+    after, _ = _refused(case)
+    assert (after.live, after.cold) == (before.live, before.cold) == (
+        'no', 'no')
+    if 'REWORDED' in after.live_refusal:
+        # Said in the explainer's words: the step's own sentence.
+        assert after.live_refusal.startswith(
+            'No valid host: REWORDED %s of ' % kind.name)
+        assert kind in (explanation.Kind.UNITS,
+                        explanation.Kind.ROOT_TRAIT)
+    else:
+        assert after.live_refusal == before.live_refusal
+        assert after.reason == before.reason
 
 
 def test_placement_without_candidate_is_no():
