@@ -23,7 +23,6 @@ from reading the sysfs tree.
 import dataclasses
 import re
 
-from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -129,14 +128,14 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
 def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     """The ``[libvirt] live_migration_downtime*`` settings Nova's vGPU
     guide asks of computes with NVIDIA vGPU types
-    (``migration.downtime_problem``), judged on the values nova-compute
-    uses (``migration.downtime_settings``: Nova's defaults where unset).
+    (``novaconf.downtime_problem``), judged on the values nova-compute
+    uses (``novaconf.downtime_settings``: Nova's defaults where unset).
     """
     nvidia = [t.name for t in conf.types
               if trait_logic.mdev_type(t.name).is_nvidia]
     if not nvidia:
         return []
-    off = migration.downtime_off(migration.downtime_settings(conf.settings))
+    off = novaconf.downtime_off(novaconf.downtime_settings(conf.settings))
     if not off:
         return []
     settings = conf.settings.libvirt
@@ -155,7 +154,7 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     return [_f(WARNING, here,
                '%s and nova-compute uses [libvirt] %s: %s; set them on every '
                'compute that live-migrates these vGPUs.' % (
-                   what, problem, migration.DOWNTIME_NEEDED))]
+                   what, problem, novaconf.DOWNTIME_NEEDED))]
 
 
 def where(section, option, occurrence=None):

@@ -40,7 +40,10 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import capacity as capacity_logic
-from osc_mdev.domain import migration as domain
+from osc_mdev.domain import migration_model
+from osc_mdev.domain import migration_plan
+from osc_mdev.domain import migration_rules
+from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
@@ -58,7 +61,7 @@ NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 @dataclasses.dataclass(frozen=True)
 class Inputs:
     """What the nova.conf files given say: each compute's (``confs``:
-    host -> domain.Conf, from --compute-conf) and the controller's
+    host -> migration_model.Conf, from --compute-conf) and the controller's
     (``aliases``: ``nova_conf.controller_aliases``, None without
     --controller-conf; ``skip_version_check``: nova-conductor's
     ``[workarounds] skip_hypervisor_version_check_on_lm``).
@@ -82,7 +85,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
         settings = nova_conf.controller_settings(controller_conf)
         aliases = nova_conf.aliases_of(settings)
         try:
-            skip = domain.skips_hypervisor_version_check(settings)
+            skip = migration_rules.skips_hypervisor_version_check(settings)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError(
                 '--controller-conf: %s.' % exc) from exc
@@ -95,14 +98,14 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
                 'but nova-conductor reads it, not nova-compute: give the '
                 "controller's nova.conf with --controller-conf.", host,
                 value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
-    return Inputs({host: domain.conf_from(conf, prefix)
+    return Inputs({host: migration_model.conf_from(conf, prefix)
                    for host, conf in computes.items()}, aliases, skip)
 
 
 # -- reading ---------------------------------------------------------------
 
 def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
-    """``{node name: domain.Node}`` of the trees (and of wanted names
+    """``{node name: migration_model.Node}`` of the trees (and of wanted names
     Placement has no tree for), with their device types.
     """
     by_node = {h.node: h for h in hypervisors}
@@ -122,13 +125,12 @@ def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
             else:
                 types[device.uuid] = trait_logic.mdev_type_of_traits(
                     device.traits, prefix)
-        nodes[tree.name] = domain.Node(tree.name, tree,
-                                       by_node.get(tree.name), types, devs,
-                                       conf)
+        nodes[tree.name] = migration_model.Node(
+            tree.name, tree, by_node.get(tree.name), types, devs, conf)
     for name in names_wanted:
         if name not in nodes:
-            nodes[name] = domain.Node(name, None, by_node.get(name), {}, {},
-                                      confs.get(name))
+            nodes[name] = migration_model.Node(
+                name, None, by_node.get(name), {}, {}, confs.get(name))
     return nodes
 
 
@@ -144,7 +146,7 @@ def _held(server_id, allocations, listing, node):
                 device is None or not providers.is_pci_device(
                     device.traits)):
             continue
-        held.append(domain.Held(
+        held.append(migration_model.Held(
             '%s:%s' % (found.host, found.device), found.candidate.uuid,
             found.resource_class, found.amount,
             node.types.get(found.candidate.uuid), found.kind))
@@ -152,7 +154,9 @@ def _held(server_id, allocations, listing, node):
 
 
 def _server(server, held, aliases):
-    """A domain.Server of a server Nova shows with its embedded flavor."""
+    """A migration_model.Server of a server Nova shows with its embedded
+    flavor.
+    """
     flavor = dict(server.get('flavor') or {})
     flavor.setdefault('name', flavor.get('original_name') or '')
     request, problem, pci = None, None, ()
@@ -165,7 +169,7 @@ def _server(server, held, aliases):
             pci = tuple(aliases[0][n] for n in dict.fromkeys(wanted))
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
-    return domain.Server(
+    return migration_model.Server(
         server['id'], server.get('name') or '',
         server.get('OS-EXT-STS:vm_state'), server.get('OS-EXT-STS:task_state'),
         server.get(NODE), flavor['name'], request, problem, held, pci)
@@ -196,7 +200,8 @@ def _worth_asking(request, node):
     """
     hyp = node.hypervisor
     return (node.tree is not None and hyp is not None
-            and hyp.status == domain.ENABLED and hyp.state == domain.UP
+            and hyp.status == migration_model.ENABLED
+            and hyp.state == migration_model.UP
             and capacity_logic.place(request, node.tree) is not None)
 
 
@@ -212,10 +217,10 @@ def _check_hosts(listing, hosts, option):
 def check(placement: object, compute: object, reference: str,
           host: str | None = None, inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
-          ) -> tuple[domain.Server, list[domain.Verdict]]:
-    """``(server, [domain.Verdict])``: where the server ``reference``
-    names can move (``host``: only there), best targets first, with the
-    nova.conf files' ``inputs``.
+          ) -> tuple[migration_model.Server, list[migration_verdict.Verdict]]:
+    """``(server, [migration_verdict.Verdict])``: where the server
+    ``reference`` names can move (``host``: only there), best targets
+    first, with the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, aliases = inputs.confs, inputs.aliases
@@ -241,7 +246,7 @@ def check(placement: object, compute: object, reference: str,
         raise exceptions.CommandError(
             '--host %s is the compute node the server is on; name another.'
             % host)
-    hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
+    hypervisors = [migration_model.hypervisor_from_api(h) for h in hypervisors]
     found = _server(server, (), aliases)
     if found.request is None:
         raise exceptions.CommandError('Server %s: %s.' % (
@@ -258,33 +263,35 @@ def check(placement: object, compute: object, reference: str,
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
                if name != source_name and (
-                   name == host or not host and domain.offers(request, n))]
+                   name == host or not host and migration_model.offers(
+                       request, n))]
     asked = [t for t in targets if _worth_asking(request, t)]
     firsts = _firsts(placement, [(request, t.tree.root.uuid)
                                  for t in asked])
     verdicts = []
     for target in targets:
-        first = domain.NOT_ASKED
+        first = migration_verdict.NOT_ASKED
         if target in asked:
             first = firsts[(request, target.tree.root.uuid)]
-        verdicts.append(domain.judge(
+        verdicts.append(migration_verdict.judge(
             found, source, target, first, owner_nova=owner_nova,
             skip_version_check=inputs.skip_version_check))
-    verdicts.sort(key=lambda v: (v.live != domain.YES,
-                                 v.cold != domain.YES, v.node))
+    verdicts.sort(key=lambda v: (v.live != migration_verdict.YES,
+                                 v.cold != migration_verdict.YES, v.node))
     return found, verdicts
 
 
 # -- plan ------------------------------------------------------------------
 
 def plan(placement: object, compute: object, host: str,
-         kinds: tuple = (domain.LIVE, domain.COLD), targets: tuple = (),
+         kinds: tuple = (migration_rules.LIVE, migration_rules.COLD),
+         targets: tuple = (),
          inputs: Inputs | None = None,
          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
-         ) -> list[domain.Move]:
-    """``[domain.Move]``: where each server with devices on compute node
-    ``host`` goes (``targets``: only there), jointly, with the nova.conf
-    files' ``inputs``.
+         ) -> list[migration_plan.Move]:
+    """``[migration_plan.Move]``: where each server with devices on
+    compute node ``host`` goes (``targets``: only there), jointly, with
+    the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, aliases = inputs.confs, inputs.aliases
@@ -298,7 +305,7 @@ def plan(placement: object, compute: object, host: str,
     if host in targets:
         raise exceptions.CommandError(
             '--target %s is the host to drain; name other hosts.' % host)
-    hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
+    hypervisors = [migration_model.hypervisor_from_api(h) for h in hypervisors]
 
     # Who holds devices on the host: its devices' consumers.
     devices = [c for c in providers.find_candidates(listing,
@@ -354,7 +361,7 @@ def plan(placement: object, compute: object, host: str,
                 keys[(server.id, target.name)] = pair
     answers = _firsts(placement, pairs)
     firsts = {key: answers[pair] for key, pair in keys.items()}
-    return domain.plan(
+    return migration_plan.plan(
         found, source, target_nodes, kinds, firsts, owner_nova,
-        fix=lambda s, ns: domain.smallest_fix(s, ns, owner_nova),
+        fix=lambda s, ns: migration_plan.smallest_fix(s, ns, owner_nova),
         skip_version_check=inputs.skip_version_check)
