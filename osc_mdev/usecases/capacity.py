@@ -159,7 +159,8 @@ def read_hosts(placement: PlacementClient,
     details = placement.get_provider_details(uncovered) if uncovered \
         else {}
 
-    def provider(uuid, name, device=''):
+    def provider(uuid: str, name: str,
+                 device: str = '') -> domain.Provider | None:
         if uuid in details:
             return _from_details(uuid, name, details[uuid], device)
         if uuid in summaries:
@@ -167,7 +168,21 @@ def read_hosts(placement: PlacementClient,
                                  amounts, can_take)
         return None  # deleted since it was listed
 
-    by_root = {}
+    disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
+    return _trees(provider, children, [(u, roots[u]['name'])
+                                       for u in wanted_roots],
+                  disabled, need_roots)
+
+
+def _trees(provider: typing.Callable[..., domain.Provider | None],
+           children: list[providers.Candidate],
+           roots: list[tuple[str, str]], disabled: set[str],
+           need_roots: bool) -> list[domain.Host]:
+    """The compute node trees of ``roots`` (``[(uuid, name)]``) with
+    the ``children`` that are devices, by name; ``provider(uuid, name,
+    device)`` is the provider as read (None when it is gone).
+    """
+    by_root: dict[str, list[domain.Provider]] = {}
     for candidate in children:
         found = provider(candidate.uuid, candidate.name, candidate.device)
         if found is not None and candidate.kind == providers.PCI and (
@@ -175,10 +190,9 @@ def read_hosts(placement: PlacementClient,
             found = None
         if found is not None:
             by_root.setdefault(candidate.root_uuid, []).append(found)
-    disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
     result = []
-    for uuid in wanted_roots:
-        root = provider(uuid, roots[uuid]['name'])
+    for uuid, name in roots:
+        root = provider(uuid, name)
         devices = by_root.get(uuid, ())
         if root is None or (not devices and not need_roots):
             continue

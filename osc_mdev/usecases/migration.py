@@ -283,6 +283,39 @@ def check(placement: object, compute: object, reference: str,
 
 # -- plan ------------------------------------------------------------------
 
+def _holders(placement, listing, host, on_node):
+    """``(servers, {consumer: {device uuid: allocation}})``: the servers
+    of ``on_node`` that hold devices of ``host`` (its devices'
+    consumers), and their allocations there. Consumers that are no
+    server Nova has there are named in a warning.
+    """
+    devices = [c for c in providers.find_candidates(listing,
+                                                    providers.KINDS)
+               if c.host == host]
+
+    def consumers(candidate):
+        try:
+            return placement.get_provider_allocations(candidate.uuid)
+        except placement_client.NotFound:
+            return {}
+    per_device = dict(zip([d.uuid for d in devices],
+                          placement.map(consumers, devices)))
+    holders = {c for allocs in per_device.values() for c, a in
+               allocs.items() if any(a['resources'].values())}
+    servers = [s for s in on_node if s['id'] in holders]
+    unknown = holders - {s['id'] for s in servers}
+    if unknown:
+        LOG.warning('Warning: %d consumer(s) hold devices of %s but are no '
+                    'server Nova has there (a migration in progress, or '
+                    "orphaned: see 'openstack mdev audit --host %s'): %s",
+                    len(unknown), host, host, ', '.join(sorted(unknown)))
+    allocations = {}
+    for uuid, allocs in per_device.items():
+        for consumer, alloc in allocs.items():
+            allocations.setdefault(consumer, {})[uuid] = alloc
+    return servers, allocations
+
+
 def plan(placement: object, compute: object, host: str,
          kinds: tuple = (migration_rules.LIVE, migration_rules.COLD),
          targets: tuple = (),
@@ -306,29 +339,7 @@ def plan(placement: object, compute: object, host: str,
         raise exceptions.CommandError(
             '--target %s is the host to drain; name other hosts.' % host)
     hypervisors = [migration_model.hypervisor_from_api(h) for h in hypervisors]
-
-    # Who holds devices on the host: its devices' consumers.
-    devices = [c for c in providers.find_candidates(listing,
-                                                    providers.KINDS)
-               if c.host == host]
-
-    def consumers(candidate):
-        try:
-            return placement.get_provider_allocations(candidate.uuid)
-        except placement_client.NotFound:
-            return {}
-    per_device = dict(zip([d.uuid for d in devices],
-                          placement.map(consumers, devices)))
-    holders = {c for allocs in per_device.values() for c, a in
-               allocs.items() if any(a['resources'].values())}
-    servers = [s for s in on_node if s['id'] in holders]
-    unknown = holders - {s['id'] for s in servers}
-    if unknown:
-        LOG.warning('Warning: %d consumer(s) hold devices of %s but are no '
-                    'server Nova has there (a migration in progress, or '
-                    "orphaned: see 'openstack mdev audit --host %s'): %s",
-                    len(unknown), host, host, ', '.join(sorted(unknown)))
-
+    servers, allocations = _holders(placement, listing, host, on_node)
     if not servers:
         return []
     bare = [_server(s, (), aliases) for s in servers]
@@ -340,10 +351,6 @@ def plan(placement: object, compute: object, host: str,
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    list(wanted) or [host])
     source = nodes[host]
-    allocations = {}
-    for uuid, allocs in per_device.items():
-        for consumer, alloc in allocs.items():
-            allocations.setdefault(consumer, {})[uuid] = alloc
     found = sorted((_server(s, _held(s['id'], allocations.get(s['id'], {}),
                                      listing, source), aliases)
                     for s in servers), key=lambda s: (s.name, s.id))
