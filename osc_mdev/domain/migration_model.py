@@ -155,20 +155,6 @@ class Server:
                 roots.get(rr.MEMORY_MB, 0), roots.get(rr.DISK_GB, 0))
 
 
-def hypervisor_from_api(hypervisor: dict) -> Hypervisor:
-    """A Hypervisor of one ``os-hypervisors/detail`` entry."""
-    service = hypervisor.get('service') or {}
-    return Hypervisor(
-        node=hypervisor['hypervisor_hostname'],
-        service_host=service.get('host') or hypervisor['hypervisor_hostname'],
-        status=hypervisor.get('status') or ENABLED,
-        state=hypervisor.get('state') or UP,
-        hypervisor_type=(hypervisor.get('hypervisor_type')
-                         or rules.HV_DRIVER_QEMU),
-        version=rules.version_tuple(hypervisor.get('hypervisor_version')),
-        disabled_reason=service.get('disabled_reason'))
-
-
 def conf_from(mdev_config: novaconf.MdevConfig,
               prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Conf:
     """The Conf of a compute node's nova.conf (a novaconf.MdevConfig):

@@ -48,7 +48,7 @@ HV_DRIVER_QEMU = 'QEMU'
 # The linux kernel the guide asks for (mdev live migration, vfio v2).
 MIN_KERNEL = '5.18'
 
-# vm_state (OS-EXT-STS:vm_state) Nova's API accepts for each move.
+# The vm_state Nova's API accepts for each move.
 LIVE_VM_STATES = ('active', 'paused')
 COLD_VM_STATES = ('active', 'stopped')
 

@@ -51,11 +51,10 @@ from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import capacity as capacity_reads
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import nova_conf
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
 
 LOG = logging.getLogger(__name__)
-
-NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,15 +153,14 @@ def _held(server_id, allocations, listing, node):
 
 
 def _server(server, held, aliases):
-    """A migration_model.Server of a server Nova shows with its embedded
-    flavor.
+    """A migration_model.Server of a server (a servers.Server, with its
+    embedded flavor).
     """
-    flavor = dict(server.get('flavor') or {})
-    flavor.setdefault('name', flavor.get('original_name') or '')
+    flavor = server.flavor.request_input()
     request, problem, pci = None, None, ()
     try:
         request = capacity_reads.flavor_request(
-            flavor, aliases, is_bfv=not server.get('image'))
+            flavor, aliases, is_bfv=server.booted_from_volume)
         rr.check_request(request)
         wanted = [n for n, _ in rr.flavor_aliases(flavor)]
         if wanted and aliases is not None:
@@ -170,9 +168,8 @@ def _server(server, held, aliases):
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return migration_model.Server(
-        server['id'], server.get('name') or '',
-        server.get('OS-EXT-STS:vm_state'), server.get('OS-EXT-STS:task_state'),
-        server.get(NODE), flavor['name'], request, problem, held, pci)
+        server.id, server.name, server.vm_state, server.task_state,
+        server.node, flavor['name'], request, problem, held, pci)
 
 
 def _firsts(placement, pairs):
@@ -234,11 +231,12 @@ def check(placement: object, compute: object, reference: str,
         raise exceptions.CommandError(
             "No server with ID %s; give its name or ID as 'openstack "
             "server list --all-projects' shows it." % server_id)
-    source_name = server.get(NODE)
+    server = nova_payloads.server(server)
+    source_name = server.node
     if not source_name:
         raise exceptions.CommandError(
             'Server %s is on no compute node (status %s): there is nothing '
-            'to migrate.' % (server_id, server.get('status')))
+            'to migrate.' % (server_id, server.status))
     hosts = [host] if host else []
     _check_hosts(listing, hosts, '--host')
     _check_hosts(listing, list(confs), '--compute-conf')
@@ -246,7 +244,7 @@ def check(placement: object, compute: object, reference: str,
         raise exceptions.CommandError(
             '--host %s is the compute node the server is on; name another.'
             % host)
-    hypervisors = [migration_model.hypervisor_from_api(h) for h in hypervisors]
+    hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     found = _server(server, (), aliases)
     if found.request is None:
         raise exceptions.CommandError('Server %s: %s.' % (
@@ -302,8 +300,8 @@ def _holders(placement, listing, host, on_node):
                           placement.map(consumers, devices)))
     holders = {c for allocs in per_device.values() for c, a in
                allocs.items() if any(a['resources'].values())}
-    servers = [s for s in on_node if s['id'] in holders]
-    unknown = holders - {s['id'] for s in servers}
+    servers = [s for s in on_node if s.id in holders]
+    unknown = holders - {s.id for s in servers}
     if unknown:
         LOG.warning('Warning: %d consumer(s) hold devices of %s but are no '
                     'server Nova has there (a migration in progress, or '
@@ -338,8 +336,9 @@ def plan(placement: object, compute: object, host: str,
     if host in targets:
         raise exceptions.CommandError(
             '--target %s is the host to drain; name other hosts.' % host)
-    hypervisors = [migration_model.hypervisor_from_api(h) for h in hypervisors]
-    servers, allocations = _holders(placement, listing, host, on_node)
+    hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
+    servers, allocations = _holders(
+        placement, listing, host, [nova_payloads.server(s) for s in on_node])
     if not servers:
         return []
     bare = [_server(s, (), aliases) for s in servers]
@@ -351,7 +350,7 @@ def plan(placement: object, compute: object, host: str,
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    list(wanted) or [host])
     source = nodes[host]
-    found = sorted((_server(s, _held(s['id'], allocations.get(s['id'], {}),
+    found = sorted((_server(s, _held(s.id, allocations.get(s.id, {}),
                                      listing, source), aliases)
                     for s in servers), key=lambda s: (s.name, s.id))
     target_nodes = [n for name, n in sorted(nodes.items()) if name != host]
