@@ -216,13 +216,9 @@ def _device_steps(explainer: _Explainer) -> None:
                              for rc, _ in _mdev_amounts(g)))
     for trait in sorted({t for g in groups for t in g.required}):
         step(Kind.REQUIRED_TRAIT, trait,
-             lambda h, g, d, t=trait: t not in g.required or
-             t in d.traits or (not g.numbered and bool(roots) and
-                               t in h.root.traits))
+             _keeps_required(trait, asks_root=bool(roots)))
     for trait in sorted({t for g in groups for t in g.forbidden}):
-        step(Kind.FORBIDDEN_TRAIT, trait,
-             lambda h, g, d, t=trait: t not in g.forbidden or
-             t not in d.traits)
+        step(Kind.FORBIDDEN_TRAIT, trait, _keeps_forbidden(trait))
     step(Kind.ROOM, _most_asked(groups),
          lambda h, g, d: all(d.free(rc) >= n for rc, n in _mdev_amounts(g)))
     step(Kind.UNITS, None,
@@ -249,7 +245,7 @@ def _root_steps(explainer: _Explainer) -> None:
         # and DISK_GB, so it must not carry the group's forbidden traits.
         for trait in sorted(unnumbered.forbidden):
             step(Kind.NODE_WITHOUT, trait,
-                 keep_host=lambda h, t=trait: t not in h.root.traits)
+                 keep_host=_root_has(trait, wanted=False))
     if rr.COMPUTE_STATUS_DISABLED in request.root_forbidden:
         step(Kind.SERVICE_ENABLED, rr.COMPUTE_STATUS_DISABLED,
              keep_host=lambda h: not h.disabled and
@@ -257,10 +253,37 @@ def _root_steps(explainer: _Explainer) -> None:
     for trait in sorted(request.root_forbidden -
                         {rr.COMPUTE_STATUS_DISABLED}):
         step(Kind.ROOT_WITHOUT, trait,
-             keep_host=lambda h, t=trait: t not in h.root.traits)
+             keep_host=_root_has(trait, wanted=False))
     for trait in sorted(request.root_required):
-        step(Kind.ROOT_TRAIT, trait,
-             keep_host=lambda h, t=trait: t in h.root.traits)
+        step(Kind.ROOT_TRAIT, trait, keep_host=_root_has(trait, wanted=True))
+
+
+def _keeps_required(trait: str, asks_root: bool) -> KeepDevice:
+    """Devices that serve a group requiring ``trait``: those with it;
+    for the unnumbered group that asks resources of the root
+    (``asks_root``), any device when the root has it (Placement accepts
+    it on any provider of the allocation).
+    """
+    def keep(host: capacity.Host, group: rr.Group,
+             device: capacity.Provider) -> bool:
+        return trait not in group.required or trait in device.traits or (
+            not group.numbered and asks_root and trait in host.root.traits)
+    return keep
+
+
+def _keeps_forbidden(trait: str) -> KeepDevice:
+    """Devices that serve a group forbidding ``trait``."""
+    def keep(host: capacity.Host, group: rr.Group,
+             device: capacity.Provider) -> bool:
+        return trait not in group.forbidden or trait not in device.traits
+    return keep
+
+
+def _root_has(trait: str, wanted: bool) -> KeepHost:
+    """Hosts whose root has ``trait`` (``wanted``) or has not."""
+    def keep(host: capacity.Host) -> bool:
+        return (trait in host.root.traits) == wanted
+    return keep
 
 
 def _distinct(device_lists: Sequence[Sequence[capacity.Provider]]) -> bool:

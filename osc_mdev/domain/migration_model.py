@@ -118,7 +118,7 @@ class Server:
     name: str
     vm_state: str | None
     task_state: str | None
-    node: str                    # the source compute node
+    node: str | None             # the source compute node
     flavor_name: str = ''
     request: rr.Request | None = None   # the flavor's, no prefilters
     problem: str | None = None   # why the request is not known
@@ -166,9 +166,11 @@ def conf_from(mdev_config: novaconf.MdevConfig,
         name = mdev_config.type_for(nodedev)
         return trait_logic.mdev_type(name, prefix) if name else None
 
+    settings = mdev_config.settings
+    assert settings is not None         # parsed from the host's files
     return Conf(tuple(trait_logic.mdev_type(t, prefix)
                       for t in mdev_config.supported_types),
-                type_of, novaconf.downtime_settings(mdev_config.settings))
+                type_of, novaconf.downtime_settings(settings))
 
 
 def type_label(mdev_type: trait_logic.MdevType | None) -> str:

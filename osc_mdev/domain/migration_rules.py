@@ -30,12 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Mapping
-import typing
 
 from osc_mdev.domain import novaconf
-
-if typing.TYPE_CHECKING:
-    from osc_mdev.domain import pci
+from osc_mdev.domain import pci
 
 #: The two moves: ``server migrate --live-migration`` and ``server
 #: migrate`` (a cold migration, a resize to the same flavor in Nova).

@@ -540,7 +540,7 @@ class _Types:
             amount = sum(n for rc, n in resources.items()
                          if names.is_mdev_resource_class(rc))
             for n in range(amount):
-                dest['%s#%d' % (uuid, n)] = mdev_type and mdev_type.key
+                dest['%s#%d' % (uuid, n)] = model.key_of(mdev_type)
         picked = _device_names(target, first)
         if unknown:
             self.notes.append((None, 'the mdev type of %s, which Placement '

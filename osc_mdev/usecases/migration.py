@@ -31,11 +31,16 @@ Requests, whatever the size of the cloud:
    first is the one the scheduler claims.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import logging
 
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
@@ -47,6 +52,7 @@ from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import capacity as capacity_reads
 from osc_mdev.usecases import naming
@@ -103,7 +109,10 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
 
 # -- reading ---------------------------------------------------------------
 
-def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
+def _nodes(listing: list[dict], trees: list[capacity_logic.Host],
+           hypervisors: list[migration_model.Hypervisor],
+           confs: dict[str, migration_model.Conf], prefix: str,
+           names_wanted: Iterable[str]) -> dict[str, migration_model.Node]:
     """``{node name: migration_model.Node}`` of the trees (and of wanted names
     Placement has no tree for), with their device types.
     """
@@ -133,7 +142,8 @@ def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
     return nodes
 
 
-def _held(server_id, allocations, listing, node):
+def _held(server_id: str, allocations: dict, listing: list[dict],
+          node: migration_model.Node) -> tuple[migration_model.Held, ...]:
     """The server's device allocations (Held) on its source ``node``."""
     candidates = {c.uuid: c for c in providers.find_candidates(
         listing, providers.KINDS)}
@@ -152,7 +162,9 @@ def _held(server_id, allocations, listing, node):
     return tuple(held)
 
 
-def _server(server, held, aliases):
+def _server(server: nova_servers.Server,
+            held: tuple[migration_model.Held, ...],
+            aliases: tuple | None) -> migration_model.Server:
     """A migration_model.Server of a server (a servers.Server, with its
     embedded flavor).
     """
@@ -172,14 +184,16 @@ def _server(server, held, aliases):
         server.node, flavor['name'], request, problem, held, pci)
 
 
-def _firsts(placement, pairs):
+def _firsts(placement: placement_client.PlacementClient,
+            pairs: list[tuple[rr.Request, str]]
+            ) -> dict[tuple[rr.Request, str], dict | None]:
     """Placement's first allocation request (``{provider: resources}``,
     or None when it gives none) for each ``(request, root uuid)``, all at
     once.
     """
     pairs = list(dict.fromkeys(pairs))
 
-    def ask(pair):
+    def ask(pair: tuple[rr.Request, str]) -> dict | None:
         request, root = pair
         answer = placement.allocation_candidates(
             rr.to_querystring(request, in_tree=root))
@@ -191,7 +205,7 @@ def _firsts(placement, pairs):
     return dict(zip(pairs, placement.map(ask, pairs)))
 
 
-def _worth_asking(request, node):
+def _worth_asking(request: rr.Request, node: migration_model.Node) -> bool:
     """Whether Placement's in_tree answer can change the verdict: the
     compute service is usable and the fit engine says the request fits.
     """
@@ -202,7 +216,14 @@ def _worth_asking(request, node):
             and capacity_logic.place(request, node.tree) is not None)
 
 
-def _check_hosts(listing, hosts, option):
+def _root_uuid(node: migration_model.Node) -> str:
+    """The root provider of a node Placement has a tree for."""
+    assert node.tree is not None        # asked only of nodes with a tree
+    return node.tree.root.uuid
+
+
+def _check_hosts(listing: list[dict], hosts: Sequence[str],
+                 option: str) -> None:
     try:
         device_reads.check_hosts(listing, hosts)
     except exceptions.CommandError as exc:
@@ -211,7 +232,8 @@ def _check_hosts(listing, hosts, option):
 
 # -- check -----------------------------------------------------------------
 
-def check(placement: object, compute: object, reference: str,
+def check(placement: placement_client.PlacementClient,
+          compute: compute_client.ComputeClient, reference: str,
           host: str | None = None, inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
           ) -> tuple[migration_model.Server, list[migration_verdict.Verdict]]:
@@ -264,13 +286,12 @@ def check(placement: object, compute: object, reference: str,
                    name == host or not host and migration_model.offers(
                        request, n))]
     asked = [t for t in targets if _worth_asking(request, t)]
-    firsts = _firsts(placement, [(request, t.tree.root.uuid)
-                                 for t in asked])
+    firsts = _firsts(placement, [(request, _root_uuid(t)) for t in asked])
     verdicts = []
     for target in targets:
-        first = migration_verdict.NOT_ASKED
+        first: migration_verdict.First = migration_verdict.NOT_ASKED
         if target in asked:
-            first = firsts[(request, target.tree.root.uuid)]
+            first = firsts[(request, _root_uuid(target))]
         verdicts.append(migration_verdict.judge(
             found, source, target, first, owner_nova=owner_nova,
             skip_version_check=inputs.skip_version_check))
@@ -281,7 +302,10 @@ def check(placement: object, compute: object, reference: str,
 
 # -- plan ------------------------------------------------------------------
 
-def _holders(placement, listing, host, on_node):
+def _holders(placement: placement_client.PlacementClient,
+             listing: list[dict], host: str,
+             on_node: list[nova_servers.Server]
+             ) -> tuple[list[nova_servers.Server], dict[str, dict]]:
     """``(servers, {consumer: {device uuid: allocation}})``: the servers
     of ``on_node`` that hold devices of ``host`` (its devices'
     consumers), and their allocations there. Consumers that are no
@@ -291,7 +315,7 @@ def _holders(placement, listing, host, on_node):
                                                     providers.KINDS)
                if c.host == host]
 
-    def consumers(candidate):
+    def consumers(candidate: providers.Candidate) -> dict:
         try:
             return placement.get_provider_allocations(candidate.uuid)
         except placement_client.NotFound:
@@ -307,14 +331,15 @@ def _holders(placement, listing, host, on_node):
                     'server Nova has there (a migration in progress, or '
                     "orphaned: see 'openstack mdev audit --host %s'): %s",
                     len(unknown), host, host, ', '.join(sorted(unknown)))
-    allocations = {}
+    allocations: dict[str, dict] = {}
     for uuid, allocs in per_device.items():
         for consumer, alloc in allocs.items():
             allocations.setdefault(consumer, {})[uuid] = alloc
     return servers, allocations
 
 
-def plan(placement: object, compute: object, host: str,
+def plan(placement: placement_client.PlacementClient,
+         compute: compute_client.ComputeClient, host: str,
          kinds: tuple = (migration_rules.LIVE, migration_rules.COLD),
          targets: tuple = (),
          inputs: Inputs | None = None,
@@ -362,7 +387,7 @@ def plan(placement: object, compute: object, host: str,
         request = rr.with_prefilters(server.request, owner_nova=owner_nova)
         for target in target_nodes:
             if _worth_asking(request, target):
-                pair = (request, target.tree.root.uuid)
+                pair = (request, _root_uuid(target))
                 pairs.append(pair)
                 keys[(server.id, target.name)] = pair
     answers = _firsts(placement, pairs)
