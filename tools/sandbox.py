@@ -32,7 +32,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from osc_mdev.domain import migration  # noqa: E402
+from osc_mdev.domain import novaconf  # noqa: E402
 from osc_mdev.domain import traits  # noqa: E402
 from tests.cloud import client  # noqa: E402
 
@@ -59,7 +59,7 @@ def nova_conf(info, downtime=True):
     if downtime and any(traits.mdev_type(t).is_nvidia
                         for t in info['enabled_mdev_types']):
         lines += ['', '[libvirt]'] + [
-            '%s = %d' % item for item in migration.NVIDIA_DOWNTIME.items()]
+            '%s = %d' % item for item in novaconf.NVIDIA_DOWNTIME.items()]
     return '\n'.join(lines) + '\n'
 
 

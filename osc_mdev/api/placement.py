@@ -28,7 +28,6 @@ from osc_mdev.api import pool
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
 REQUIRED_TRAITS = '1.18'     # GET /resource_providers?required=
-FORBIDDEN_TRAITS = '1.22'    # required=!TRAIT
 TRAITS = '1.6'
 RESOURCE_CLASS = '1.2'
 INVENTORIES = '1.0'
@@ -59,7 +58,15 @@ MicroversionUnsupported = http.MicroversionUnsupported
 # Placement answers 500 "Another thread concurrently updated the resource
 # provider data. Please retry your update" when two writers race on one
 # provider; the write did not happen, so it is a conflict like a 409.
+# The words are all it gives: its trait handler lets
+# ResourceProviderConcurrentUpdateDetected reach the fault wrapper, whose
+# 500 carries code placement.undefined_code, as any other 500 does.
 _CONCURRENT_UPDATE = 'concurrently updated'
+# Placement's 400 for a class it does not have in ?resources=. Its
+# handler raises it without an error code (placement.undefined_code, as
+# for a badly formed parameter or an unknown trait), so the words tell
+# it apart.
+_NO_SUCH_CLASS = 'No such resource class'
 
 
 class PlacementClient(pool.ServiceClient):
@@ -105,7 +112,7 @@ class PlacementClient(pool.ServiceClient):
             return self._request('GET', url, PROVIDER_TREE,
                                  conflicts=(400,))['resource_providers']
         except http.Conflict as exc:
-            if 'No such resource class' in str(exc):
+            if _NO_SUCH_CLASS in str(exc):
                 return []   # a class Placement does not have: nobody can
             raise
 
@@ -210,19 +217,6 @@ class PlacementClient(pool.ServiceClient):
         body = self._request(
             'GET', '/traits?' + urllib.parse.urlencode(query), TRAITS)
         return set(body['traits'])
-
-    def providers_with(self, resources, required=(), forbidden=()):
-        """Providers with room now for ``resources`` ({class: amount})
-        that have every ``required`` trait and no ``forbidden`` one.
-        """
-        query = {'resources': ','.join(
-            '%s:%d' % item for item in sorted(resources.items()))}
-        traits = list(required) + ['!' + t for t in forbidden]
-        if traits:
-            query['required'] = ','.join(traits)
-        return self._request(
-            'GET', '/resource_providers?' + urllib.parse.urlencode(query),
-            FORBIDDEN_TRAITS)['resource_providers']
 
     # -- writes -----------------------------------------------------------
 

@@ -20,6 +20,7 @@ import dataclasses
 
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.domain import servers
 
 ORPHANED = 'ORPHANED'
 MIGRATION = 'MIGRATION'
@@ -85,10 +86,9 @@ def sort_key(allocation):
 class ServerView:
     """What Nova says of a consumer, for the allocation rows.
 
-    ``nova_host`` is the server's service host
-    (``OS-EXT-SRV-ATTR:host``), ``nova_node`` its compute node
-    (``OS-EXT-SRV-ATTR:hypervisor_hostname``), which names the root
-    provider in Placement; both None when Nova has no such server.
+    ``nova_host`` is the server's service host, ``nova_node`` its
+    compute node, which names the root provider in Placement; both None
+    when Nova has no such server.
     ``project`` is the server's project ID, ``flavor`` the name of its
     flavor as it was booted (Nova embeds it from microversion 2.47); None
     when unknown.
@@ -102,14 +102,10 @@ class ServerView:
     flavor: str | None = None
 
     @classmethod
-    def from_server(cls, server: dict) -> 'ServerView':
-        return cls(name=server.get('name', ''),
-                   status=server.get('status', ''),
-                   nova_host=server.get('OS-EXT-SRV-ATTR:host'),
-                   nova_node=server.get(
-                       'OS-EXT-SRV-ATTR:hypervisor_hostname'),
-                   project=server.get('tenant_id'),
-                   flavor=(server.get('flavor') or {}).get('original_name'))
+    def from_server(cls, server: servers.Server) -> 'ServerView':
+        return cls(name=server.name, status=server.status,
+                   nova_host=server.host, nova_node=server.node,
+                   project=server.project, flavor=server.flavor.name or None)
 
     @classmethod
     def unknown(cls, consumer_type=None, migration=None):

@@ -20,9 +20,10 @@ or ``AddTrait``). Nothing here touches the network.
 
 import dataclasses
 
-from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import names
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
 
@@ -133,8 +134,7 @@ def _where(device):
 
 
 def _server_label(server):
-    name = server.get('name')
-    return '%s (%s)' % (server['id'], name) if name else server['id']
+    return server.label
 
 
 # -- orphaned-allocation --------------------------------------------------
@@ -143,14 +143,15 @@ def _server_label(server):
 class ConsumerFacts:
     """What Nova and Placement said of one consumer the server list lacks.
 
-    ``lookup``: the server of ``GET /servers/{id}``, None for 404, or the
-    error text when Nova could not be asked. ``migration``: Nova's
-    migration with this UUID, None when it lists none, or an error text.
+    ``lookup``: the server of ``GET /servers/{id}`` (a servers.Server),
+    None for 404, or the error text when Nova could not be asked.
+    ``migration``: Nova's migration with this UUID, None when it lists
+    none, or an error text.
     ``record``: ``GET /allocations/{consumer}`` (consumer generation,
     project, user, type) read by the audit.
     """
 
-    lookup: object = None
+    lookup: nova_servers.Server | str | None = None
     migration: object = None
     record: dict | None = None
 
@@ -159,13 +160,13 @@ def orphaned_allocations(allocations, servers, facts):
     """``orphaned-allocation``: mdev allocations of consumers that are not
     a server Nova knows, or of a migration that has ended.
 
-    ``allocations``: MdevAllocation rows; ``servers``: ``{id: server}`` of
-    Nova's server list; ``facts``: ``{consumer: ConsumerFacts}`` for the
-    other consumers. A consumer Nova could not be asked about is never an
-    orphan: it gives a ``nova-unreachable`` finding instead. An ended
-    migration's allocation is not repaired automatically while its server
-    exists and holds no mdev of its own (it may be the server's only
-    accounting).
+    ``allocations``: MdevAllocation rows; ``servers``: ``{id:
+    servers.Server}`` of Nova's server list; ``facts``: ``{consumer:
+    ConsumerFacts}`` for the other consumers. A consumer Nova could not
+    be asked about is never an orphan: it gives a ``nova-unreachable``
+    finding instead. An ended migration's allocation is not repaired
+    automatically while its server exists and holds no mdev of its own
+    (it may be the server's only accounting).
     """
     found = []
     holders = {a.consumer for a in allocations}
@@ -174,7 +175,7 @@ def orphaned_allocations(allocations, servers, facts):
         if consumer in servers:
             continue
         fact = facts.get(consumer)
-        if fact is None or isinstance(fact.lookup, dict):
+        if fact is None or isinstance(fact.lookup, nova_servers.Server):
             # Nova was not asked, or has it (listed too late).
             continue
         if isinstance(fact.lookup, str) or isinstance(fact.migration, str):
@@ -240,10 +241,10 @@ def server_request(server, aliases=None):
     only with ``aliases`` (the controller's ``[pci] alias``). None when
     Nova would refuse the flavor's ``pci_passthrough:alias``.
     """
-    flavor = server.get('flavor') or {}
-    pci = aliases is not None and has_pci_alias(flavor.get('extra_specs'))
+    flavor = server.flavor
+    pci = aliases is not None and has_pci_alias(flavor.extra_specs)
     try:
-        return rr.request_from_flavor(flavor,
+        return rr.request_from_flavor(flavor.request_input(),
                                       aliases=aliases if pci else None)
     except rr.RequestError:
         return None
@@ -254,17 +255,12 @@ def has_pci_alias(extra_specs):
     return rr.PCI_ALIAS_KEY in (extra_specs or {})
 
 
-def node_of(server):
-    return server.get('OS-EXT-SRV-ATTR:hypervisor_hostname')
-
-
 def settled(server):
     """A server on a node and not being moved or built: its allocations
     are what its flavor asks for, on its node.
     """
-    return bool(node_of(server)) and not server.get(
-        'OS-EXT-STS:task_state') and server.get('status') not in (
-        _NOT_ON_A_NODE)
+    return bool(server.node) and not server.task_state and (
+        server.status not in _NOT_ON_A_NODE)
 
 
 def _describe_amounts(amounts):
@@ -298,45 +294,44 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
         if request is None:
             continue
         wanted = request.device_amounts(classes)
-        has = held.get(server['id'], {})
+        has = held.get(server.id, {})
         if wanted == has:
             continue
         label = _server_label(server)
         what = ('holds none' if not has else 'holds %s'
                 % _describe_amounts(has))
         found.append(Finding(
-            ERROR, MISSING_ALLOCATION, host=node_of(server),
-            server=server['id'],
+            ERROR, MISSING_ALLOCATION, host=server.node,
+            server=server.id,
             resource_class=','.join(sorted(set(wanted) | set(has))),
             message='Server %s: its flavor asks for %s but it %s in '
                     'Placement; cold-migrate it so the scheduler claims '
                     'them: %s' % (label, _describe_amounts(wanted), what,
-                                  MOVE_COMMAND % (server['id'],
-                                                  server['id']))))
+                                  MOVE_COMMAND % (server.id, server.id))))
     return found
 
 
 def node_mismatches(servers, allocations):
     """``node-mismatch``: a server's mdev allocation is on a device of
     another compute node than the one Nova has the server on
-    (``OS-EXT-SRV-ATTR:hypervisor_hostname``, not the service host).
+    (its node, not its service host).
     """
-    by_id = {s['id']: s for s in servers}
+    by_id = {s.id: s for s in servers}
     found = []
     for alloc in allocations:
         server = by_id.get(alloc.consumer)
         if server is None or not settled(server):
             continue
-        node = node_of(server)
+        node = server.node
         if alloc.host == node:
             continue
         found.append(_finding(
-            ERROR, NODE_MISMATCH, alloc.candidate, server['id'],
+            ERROR, NODE_MISMATCH, alloc.candidate, server.id,
             'Server %s runs on node %s but its %d x %s is on %s; '
             'cold-migrate it so its allocations are made again: %s'
             % (_server_label(server), node, alloc.amount,
                alloc.resource_class, _where(alloc.candidate),
-               MOVE_COMMAND % (server['id'], server['id'])),
+               MOVE_COMMAND % (server.id, server.id)),
             alloc.resource_class))
     return found
 
@@ -621,20 +616,20 @@ def flavor_requests(flavor_list, classes, aliases=None,
     """
     found = {}
     for flavor in flavor_list:
-        if flavor.get('OS-FLV-DISABLED:disabled'):
+        if flavor.disabled:
             continue
-        pci = has_pci_alias(flavor.get('extra_specs'))
+        pci = has_pci_alias(flavor.extra_specs)
         if pci and aliases is None:
             continue
         try:
             request = rr.request_from_flavor(
-                flavor, aliases=aliases if pci else None,
+                flavor.request_input(), aliases=aliases if pci else None,
                 pci_in_placement=pci_in_placement)
         except rr.RequestError:
             continue
         if set(request.mdev_classes()) & set(classes) or any(
                 g.is_pci for g in request.groups):
-            found[flavor['id']] = request
+            found[flavor.id] = request
     return found
 
 
@@ -657,10 +652,10 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                                pci_in_placement)
     found = []
     for flavor in flavor_list:
-        if flavor.get('OS-FLV-DISABLED:disabled'):
+        if flavor.disabled:
             continue
-        specs = flavor.get('extra_specs') or {}
-        label = '%s (%s)' % (flavor['name'], flavor['id'])
+        specs = flavor.extra_specs
+        label = '%s (%s)' % (flavor.name, flavor.id)
         gone = sorted({k.name for k in map(rr.spec_key, specs)
                        if k and k.is_resource
                        and k.name in missing_classes})
@@ -670,37 +665,38 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                 message='Flavor %s asks for resource class %s, which does '
                         'not exist in Placement; see it with: openstack '
                         'mdev flavor show %s' % (label, ', '.join(gone),
-                                                 flavor['id'])))
+                                                 flavor.id)))
             continue
-        request = requests.get(flavor['id'])
+        request = requests.get(flavor.id)
         if request is None and aliases is not None and pci_in_placement \
                 and has_pci_alias(specs):
             try:
-                rr.request_from_flavor(flavor, aliases=aliases)
+                rr.request_from_flavor(flavor.request_input(),
+                                       aliases=aliases)
             except rr.RequestError as exc:
                 found.append(Finding(
                     WARNING, UNSCHEDULABLE_FLAVOR,
                     message='Flavor %s cannot be booted: %s; see it with: '
                             'openstack mdev flavor show %s' % (
-                                label, exc, flavor['id'])))
+                                label, exc, flavor.id)))
             continue
         if request is None:
             continue
-        reason = capacity.unschedulable_reason(request, trees)
+        reason = explanation.unschedulable_reason(request, trees)
         if reason:
             found.append(Finding(
                 WARNING, UNSCHEDULABLE_FLAVOR,
                 resource_class=', '.join(request.mdev_classes()),
                 message='Flavor %s cannot be scheduled: %s; see it with: '
                         'openstack mdev capacity --flavor %s --explain'
-                        % (label, reason, flavor['id'])))
+                        % (label, reason, flavor.id)))
     return found
 
 
 def unknown_classes(flavor_list, known):
     """``CUSTOM_`` classes the flavors ask for that are not in ``known``."""
     return sorted({k.name for f in flavor_list
-                   for k in map(rr.spec_key, f.get('extra_specs') or {})
+                   for k in map(rr.spec_key, f.extra_specs)
                    if k and k.is_resource and k.name.startswith('CUSTOM_')
                    and k.name not in known})
 
@@ -760,10 +756,9 @@ def pci_alias_unchecked(servers, flavor_list):
     PCI devices by alias. None when none do.
     """
     n_servers = sum(1 for s in servers or () if has_pci_alias(
-        (s.get('flavor') or {}).get('extra_specs')))
+        s.flavor.extra_specs))
     n_flavors = sum(1 for f in flavor_list or ()
-                    if not f.get('OS-FLV-DISABLED:disabled')
-                    and has_pci_alias(f.get('extra_specs')))
+                    if not f.disabled and has_pci_alias(f.extra_specs))
     if not n_servers and not n_flavors:
         return None
     what = [words.count(n, word)

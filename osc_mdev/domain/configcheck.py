@@ -25,7 +25,6 @@ import dataclasses
 import re
 import typing
 
-from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -133,15 +132,15 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
 def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     """The ``[libvirt] live_migration_downtime*`` settings Nova's vGPU
     guide asks of computes with NVIDIA vGPU types
-    (``migration.downtime_problem``), judged on the values nova-compute
-    uses (``migration.downtime_settings``: Nova's defaults where unset).
+    (``novaconf.downtime_problem``), judged on the values nova-compute
+    uses (``novaconf.downtime_settings``: Nova's defaults where unset).
     """
     nvidia = [t.name for t in conf.types
               if trait_logic.mdev_type(t.name).is_nvidia]
     if not nvidia:
         return []
     settings = _settings(conf)
-    off = migration.downtime_off(migration.downtime_settings(settings))
+    off = novaconf.downtime_off(novaconf.downtime_settings(settings))
     if not off:
         return []
     libvirt = settings.libvirt
@@ -159,7 +158,7 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     return [_f(WARNING, here,
                '%s and nova-compute uses [libvirt] %s: %s; set them on every '
                'compute that live-migrates these vGPUs.' % (
-                   what, problem, migration.DOWNTIME_NEEDED))]
+                   what, problem, novaconf.DOWNTIME_NEEDED))]
 
 
 def where(section, option, occurrence=None):

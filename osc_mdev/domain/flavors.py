@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import words
 
@@ -276,7 +277,7 @@ def can_never_serve(request: rr.Request, trees: Sequence[capacity.Host],
     compute node trees of ``capacity``), or None: a trait that does not
     exist in Placement (``known``: it refuses the request), a required
     trait no provider has (``carried``), or the capacity explainer's
-    reason (``capacity.unschedulable_reason``).
+    reason (``explanation.unschedulable_reason``).
     """
     named = {t for g in request.groups for t in g.required | g.forbidden}
     unknown = sorted(named - set(known))
@@ -289,7 +290,7 @@ def can_never_serve(request: rr.Request, trees: Sequence[capacity.Host],
         if missing:
             return '%s requires trait %s, which no resource provider has' % (
                 group.label(), ', '.join(missing))
-    return capacity.unschedulable_reason(request, trees)
+    return explanation.unschedulable_reason(request, trees)
 
 
 def refused(specs: Specs) -> str | None:

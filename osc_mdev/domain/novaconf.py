@@ -22,7 +22,9 @@ oslo.config itself (list options, continuation lines, repeated sections,
 ``$`` interpolation, several files where the later one wins), with the
 options registered as Nova registers them, the ``[pci]`` ones included
 (Nova's rules on those are in ``pci``), and the ``[libvirt]`` and
-``[workarounds]`` options of live migration (``migration``).
+``[workarounds]`` options of live migration (the downtime settings
+NVIDIA vGPUs need are judged here; the conductor's workaround in
+``migration_rules``).
 Each rule nova-compute applies when it starts is one function below whose
 docstring names the Nova function it mirrors. Addresses are kept as
 written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
@@ -30,6 +32,7 @@ written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
 ``0000:3b:00.4``, so that device takes the default type.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import logging
 import re
@@ -742,3 +745,54 @@ def unmatched_notes(conf):
             % (address, conf.pgpu_type_mapping[address],
                libvirt_form(address), takes, libvirt_form(address)))
     return notes
+
+
+# -- [libvirt] live_migration_downtime* for NVIDIA vGPUs -------------------
+
+# Nova's vGPU admin guide: what NVIDIA vGPUs need to converge.
+NVIDIA_DOWNTIME = {'live_migration_downtime': 500000,
+                   'live_migration_downtime_steps': 3,
+                   'live_migration_downtime_delay': 3}
+
+
+def downtime_off(values: Mapping[str, int | None]
+                 ) -> list[tuple[str, int | None]]:
+    """What Nova's vGPU guide asks of the computes that live-migrate
+    NVIDIA vGPUs: ``[libvirt] live_migration_downtime = 500000``,
+    ``live_migration_downtime_steps = 3`` and
+    ``live_migration_downtime_delay = 3``, or the migration does not
+    converge. ``values`` is ``{option: value}`` (Nova's defaults where
+    unset: 500, 10, 75; None for a value oslo.config refuses). Answers
+    ``[(option, value)]`` of the options that are off.
+    """
+    off: list[tuple[str, int | None]] = []
+    for option, wanted in NVIDIA_DOWNTIME.items():
+        value = values.get(option)
+        if value is None or (value < wanted if option ==
+                             'live_migration_downtime' else value > wanted):
+            off.append((option, value))
+    return off
+
+
+def downtime_problem(values: Mapping[str, int | None]) -> str | None:
+    """``downtime_off`` as text (``option = value, ...``), or None."""
+    off = downtime_off(values)
+    return ', '.join('%s = %s' % (option, 'invalid' if value is None
+                                  else value)
+                     for option, value in off) or None
+
+
+def downtime_settings(settings: Settings) -> dict[str, int | None]:
+    """``{option: value}`` of the ``[libvirt] live_migration_downtime*``
+    options nova-compute uses with these nova.conf files: Nova's
+    defaults where unset, whether or not the files have a ``[libvirt]``
+    section; None for a value oslo.config refuses.
+    """
+    return {option: value.value
+            for option, value in settings.libvirt.items()}
+
+
+DOWNTIME_NEEDED = (
+    'NVIDIA vGPUs need %s, or their live migration does not converge '
+    '(Nova\'s vGPU guide)' % ', '.join(
+        '%s = %d' % item for item in NVIDIA_DOWNTIME.items()))

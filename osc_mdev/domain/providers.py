@@ -285,11 +285,6 @@ def parse_summaries(body):
         for uuid, summary in body.get('provider_summaries', {}).items()}
 
 
-def has_mdev_inventory(summary):
-    """True when a summarized provider holds a VGPU or CUSTOM_* class."""
-    return any(names.is_mdev_resource_class(rc) for rc in summary.resources)
-
-
 def has_device_inventory(candidate, summary):
     """True when a summarized candidate makes device rows."""
     return bool(device_classes(candidate, summary.resources,
@@ -366,13 +361,6 @@ class DeviceFilter:
         if self.full and device.free > 0:
             return False
         return True
-
-
-SELECTION_RULE = (
-    'Repeating an option widens the selection (--host a --host b: devices '
-    'of either host); different options narrow it (--host a '
-    '--resource-class VGPU: devices that match both); named devices must '
-    'match the options too; --all stands alone.')
 
 
 def check_selectors(references=(), hosts=(), resource_class=None,

@@ -22,7 +22,7 @@ is Placement's ``GET /usages?project_id=``, as Nova counts it.
 
 import dataclasses
 
-from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import words
@@ -351,7 +351,7 @@ QUOTA = 'quota'
 CAPACITY = 'capacity'
 
 
-def capacity_reason(steps: list[capacity.Step], fix: str | None) -> str:
+def capacity_reason(steps: list[explanation.Step], fix: str | None) -> str:
     """Why no server fits, from capacity's explainer: the constraint that
     rules out the last host, and the smallest change that lets one fit.
     """

@@ -14,7 +14,10 @@
 
 Each reads what its command needs through ``osc_mdev.api`` (bulk reads
 first, all at once in the bounded pool), hands the data to
-``osc_mdev.domain`` and writes back through ``osc_mdev.api``. Nothing
-here parses input or formats output: that is the commands' (``v1``) and
-the domain's job. Imports ``api``, ``domain``, ``local`` and itself.
+``osc_mdev.domain`` and writes back through ``osc_mdev.api``. Nova's
+answers become domain objects in one place, ``nova_payloads``: the
+domain reads a server's or a flavor's attributes, never the Compute
+API's keys. Nothing here parses input or formats output: that is the
+commands' (``v1``) and the domain's job. Imports ``api``, ``domain``,
+``local`` and itself.
 """

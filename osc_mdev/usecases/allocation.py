@@ -27,6 +27,7 @@ from osc_mdev.api import pool
 from osc_mdev.domain import allocations as domain
 from osc_mdev.domain import providers
 from osc_mdev.usecases import naming
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as devices
 
 
@@ -81,7 +82,8 @@ def server_allocations(placement, compute, reference,
              or providers.is_pci_device(traits[a.candidate.uuid])]
     hidden = len([a for a in found if a.kind not in kinds])
     found = [a for a in found if a.kind in kinds]
-    view = (domain.ServerView.from_server(server) if server is not None
+    view = (domain.ServerView.from_server(nova_payloads.server(server))
+            if server is not None
             else _unknown_views(placement, compute, [server_id])[server_id])
     return ServerAllocations(view, found, traits, hidden)
 
@@ -137,7 +139,8 @@ def allocations_on(placement: placement_client.PlacementClient,
         consumers, nodes={a.host for a in found},
         embedded_flavor=True) if consumers else {}
     unknown = [c for c in consumers if c not in known]
-    views = {c: domain.ServerView.from_server(s) for c, s in known.items()}
+    views = {c: domain.ServerView.from_server(nova_payloads.server(s))
+             for c, s in known.items()}
     views.update(_unknown_views(placement, compute, unknown))
     return found, views
 

@@ -38,8 +38,10 @@ from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import audit as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import capacity as capacity_reads
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
 from osc_mdev.usecases import trait as trait_writes
 
@@ -48,10 +50,10 @@ from osc_mdev.usecases import trait as trait_writes
 class Snapshot:
     devices: list
     allocations: list
-    servers: list | None          # None when Nova's list failed
+    servers: list[nova_servers.Server] | None  # None: Nova's list failed
     nova_error: str | None
     facts: dict
-    flavors: list | None
+    flavors: list[nova_servers.Flavor] | None
     missing_classes: tuple
     hosts: frozenset              # the compute nodes audited
     elsewhere: list = dataclasses.field(default_factory=list)
@@ -81,9 +83,10 @@ class _Failed:
 
 def _lookup(compute, consumer):
     try:
-        return compute.get_server(consumer)
+        found = compute.get_server(consumer)
     except exceptions.CommandError as exc:
         return str(exc)
+    return None if found is None else nova_payloads.server(found)
 
 
 def _record(placement, consumer):
@@ -132,11 +135,15 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
         nova_error, flavor_list = nova_error or flavor_list.error, None
     if isinstance(services, _Failed):
         nova_error, flavor_list = nova_error or services.error, None
+    if servers is not None:
+        servers = [nova_payloads.server(s) for s in servers]
+    if flavor_list is not None:
+        flavor_list = [nova_payloads.flavor(f) for f in flavor_list]
 
     facts = {}
     elsewhere = []
     if servers is not None:
-        known = {s['id'] for s in servers}
+        known = {s.id for s in servers}
         unknown = sorted({a.consumer for a in found} - known)
         facts = _consumer_facts(placement, compute, unknown)
         if hosts:
@@ -220,9 +227,9 @@ def _allocations_elsewhere(placement, servers, found, hosts, candidates):
         request = domain.server_request(server)
         return sum(request.device_amounts().values()) if request else 0
 
-    suspects = [s['id'] for s in servers
-                if domain.node_of(s) in hosts and domain.settled(s)
-                and asks(s) > held.get(s['id'], 0)]
+    suspects = [s.id for s in servers
+                if s.node in hosts and domain.settled(s)
+                and asks(s) > held.get(s.id, 0)]
     extra = []
     for server_id, allocations in zip(suspects, placement.map(
             placement.get_consumer_allocations, suspects)):
@@ -291,13 +298,13 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
                     % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
                        'was' if len(skipped) == 1 else 'were')))
     if snapshot.servers is not None:
-        servers = {s['id']: s for s in snapshot.servers}
+        servers = {s.id: s for s in snapshot.servers}
         found += domain.orphaned_allocations(
             snapshot.allocations, servers, snapshot.facts)
         hosts = snapshot.hosts
         consumers = {a.consumer for a in mdev_allocations}
         mine = [s for s in snapshot.servers
-                if domain.node_of(s) in hosts or s['id'] in consumers]
+                if s.node in hosts or s.id in consumers]
         classes = {names.VGPU} | {d.resource_class for d in mdev_devices}
         theirs = mdev_allocations + snapshot.elsewhere
         found += domain.missing_allocations(
@@ -318,7 +325,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
         hosts = snapshot.hosts
         note = domain.pci_alias_unchecked(
             [s for s in snapshot.servers or ()
-             if domain.node_of(s) in hosts and domain.settled(s)],
+             if s.node in hosts and domain.settled(s)],
             snapshot.flavors if flavors else None)
         if note is not None:
             found.append(note)

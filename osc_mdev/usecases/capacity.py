@@ -51,6 +51,8 @@ from osc_lib import exceptions
 
 from osc_mdev.api import pool
 from osc_mdev.domain import capacity as domain
+from osc_mdev.domain import explanation
+from osc_mdev.domain import multicreate
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.usecases import naming
@@ -163,7 +165,8 @@ def read_hosts(placement: PlacementClient,
     details = placement.get_provider_details(uncovered) if uncovered \
         else {}
 
-    def provider(uuid, name, device=''):
+    def provider(uuid: str, name: str,
+                 device: str = '') -> domain.Provider | None:
         if uuid in details:
             return _from_details(uuid, name, details[uuid], device)
         if uuid in summaries:
@@ -171,7 +174,21 @@ def read_hosts(placement: PlacementClient,
                                  amounts, can_take)
         return None  # deleted since it was listed
 
-    by_root: dict[str, list] = {}
+    disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
+    return _trees(provider, children, [(u, roots[u]['name'])
+                                       for u in wanted_roots],
+                  disabled, need_roots)
+
+
+def _trees(provider: typing.Callable[..., domain.Provider | None],
+           children: list[providers.Candidate],
+           roots: list[tuple[str, str]], disabled: set[str],
+           need_roots: bool) -> list[domain.Host]:
+    """The compute node trees of ``roots`` (``[(uuid, name)]``) with
+    the ``children`` that are devices, by name; ``provider(uuid, name,
+    device)`` is the provider as read (None when it is gone).
+    """
+    by_root: dict[str, list[domain.Provider]] = {}
     for candidate in children:
         found = provider(candidate.uuid, candidate.name, candidate.device)
         if found is not None and candidate.kind == providers.PCI and (
@@ -179,10 +196,9 @@ def read_hosts(placement: PlacementClient,
             found = None
         if found is not None:
             by_root.setdefault(candidate.root_uuid, []).append(found)
-    disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
     result = []
-    for uuid in wanted_roots:
-        root = provider(uuid, roots[uuid]['name'])
+    for uuid, name in roots:
+        root = provider(uuid, name)
         devices = by_root.get(uuid, ())
         if root is None or (not devices and not need_roots):
             continue
@@ -256,7 +272,7 @@ def candidates_by_root(placement, request):
     One ``GET /allocation_candidates`` for ``request``, limited to
     Nova's default ``max_placement_results`` as the scheduler asks it;
     each tree's allocation requests in Placement's order: the first is
-    the one the scheduler claims (see domain.capacity.multi_create).
+    the one the scheduler claims (see domain.multicreate.multi_create).
     """
     answer = placement.allocation_candidates(rr.to_querystring(request))
     summaries = answer.get('provider_summaries') or {}
@@ -355,20 +371,20 @@ def count(placement, compute, flavor=None, request=None, hosts=(),
         request, owner_nova=domain.owner_nova_in_effect(trees))
     counted = Counted(request, domain.capacity(request, trees))
     if explain or (auto_explain and not counted.total):
-        counted.steps, counted.fix = domain.explain(request, trees)
+        counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
     if count is not None:
         first, summaries = candidates_by_root(placement, request)
         by_root = {h.root.uuid: h.name for h in trees}
         first = {by_root[k]: v for k, v in first.items() if k in by_root}
-        if domain.candidate_order_is_fixed(request):
-            placed, one = domain.multi_create(
+        if multicreate.candidate_order_is_fixed(request):
+            placed, one = multicreate.multi_create(
                 count, {h: v[0] for h, v in first.items()}, summaries)
             most = placed
         else:
-            placed, most, one = domain.multi_create_bounds(
+            placed, most, one = multicreate.multi_create_bounds(
                 count, first, summaries)
         counted.one_request = OneRequest(
-            placed, one, domain.multi_create_verdict(
+            placed, one, multicreate.multi_create_verdict(
                 count, placed, one, counted.per_host, most))
     return counted

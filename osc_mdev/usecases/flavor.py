@@ -18,7 +18,10 @@ flavor's request is Nova's (``domain.resource_request``), judged by the
 capacity engine (``domain.capacity``), then written.
 """
 
+from __future__ import annotations
+
 import dataclasses
+import typing
 
 from keystoneauth1 import exceptions as ks_exc
 from osc_lib import exceptions
@@ -31,7 +34,13 @@ from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 from osc_mdev.usecases import capacity as capacity_reads
+
+if typing.TYPE_CHECKING:
+    from osc_mdev.api.compute import ComputeClient
+    from osc_mdev.api.placement import PlacementClient
+    from osc_mdev.domain import pci as pci_rules
 
 
 @dataclasses.dataclass
@@ -102,9 +111,13 @@ def _read(compute, placement, reference, requests=()):
     return flavor, trees
 
 
-def configure(compute, placement, reference, request, validate=True,
-              dry_run=False, isolate_others=False, pci=None, aliases=None,
-              pci_in_placement=True):
+def configure(compute: ComputeClient, placement: PlacementClient,
+              reference: str, request: rr.Request | None,
+              validate: bool = True, dry_run: bool = False,
+              isolate_others: bool = False,
+              pci: domain.PciRequest | None = None,
+              aliases: dict[str, pci_rules.Alias] | None = None,
+              pci_in_placement: bool = True) -> Configured:
     """Check the device request against the cloud and write it onto the
     flavor.
 
@@ -127,11 +140,43 @@ def configure(compute, placement, reference, request, validate=True,
     a failure the extra specs are read back, so each key's result says
     what the flavor really holds.
     """
+    flavor, trees = _read(compute, placement, reference, [request])
+    current = flavor.get('extra_specs') or {}
+    carried, known = _known_traits(placement, request, current, validate)
+    to_set, to_delete, changes = _plan_request(
+        current, request, trees, carried, known, isolate_others)
+    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
+    after = domain.resulting(current, {**to_set, **pci_set},
+                             to_delete + pci_delete)
+    _check_result(flavor, after, request, trees, carried, known, validate)
+    if pci is not None:
+        note = check_pci(placement, pci, aliases, pci_in_placement,
+                         after.get(domain.GROUP_POLICY), validate)
+        pci_changes = [dataclasses.replace(c, note=note)
+                       for c in pci_changes]
+    to_set.update(pci_set)
+    to_delete = to_delete + pci_delete
+    changes = sorted(changes + pci_changes, key=lambda c: c.key)
+    if dry_run:
+        return Configured(flavor, changes,
+                          {c.key: c.action for c in changes})
+    attempted, error, now = _write(compute, flavor['id'], to_set, to_delete)
+    return Configured(flavor, changes, {
+        c.key: domain.write_result(c, c.key in attempted,
+                                   error is not None, now)
+        for c in changes}, error)
+
+
+def _known_traits(placement: PlacementClient, request: rr.Request | None,
+                  current: dict[str, str], validate: bool
+                  ) -> tuple[set[str], set[str]]:
+    """``(traits some provider carries, traits Placement has)`` among
+    those the flavor and ``request`` name; with ``validate``, the
+    request's classes and traits must exist in Placement.
+    """
     traits = sorted({t for g in request.groups
                      for t in g.required | g.forbidden}) if request else []
     classes = request.mdev_classes() if request else []
-    flavor, trees = _read(compute, placement, reference, [request])
-    current = flavor.get('extra_specs') or {}
     named = _trait_names(current) | set(traits)
     carried, known, rc_exists = pool.call_all(
         [lambda: placement.traits_among(named, associated=True),
@@ -150,28 +195,46 @@ def configure(compute, placement, reference, request, validate=True,
             raise exceptions.CommandError(
                 "Trait %s does not exist in Placement; tag devices with "
                 "'openstack mdev trait set' first." % ', '.join(missing))
+    return carried, known
 
+
+def _plan_request(current: dict[str, str], request: rr.Request | None,
+                  trees: list[capacity_logic.Host], carried: set[str],
+                  known: set[str], isolate_others: bool
+                  ) -> tuple[dict[str, str], list[str], list]:
+    """``(keys to set, keys to delete, [domain.SpecChange])`` of the mdev
+    request: the earlier one replaced wherever the flavor writes it, or
+    removed when there is no new one.
+    """
     mdev_classes = _mdev_classes(trees)
-    device_traits = _cloud_traits(trees) | set(traits)
-    if request:
-        others = domain.isolate_reaches_others(
-            current, request, mdev_classes, device_traits, carried, known)
-        if others and not isolate_others:
-            raise exceptions.CommandError(
-                'Nova applies group_policy=isolate to every numbered '
-                'request group of a flavor, so --spread would also make %s '
-                'come from a provider of its own; add --isolate-other-groups '
-                'to go on.'
-                % ', '.join(others))
-        to_set, to_delete, changes = domain.plan(
-            current, request, mdev_classes, device_traits, carried, known)
-    else:
-        to_set = {}
+    device_traits = _cloud_traits(trees)
+    if not request:
         to_delete, changes = domain.plan_without_mdev(
             current, mdev_classes, device_traits, carried, known)
-    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
-    after = domain.resulting(current, {**to_set, **pci_set},
-                             to_delete + pci_delete)
+        return {}, to_delete, changes
+    device_traits |= {t for g in request.groups
+                      for t in g.required | g.forbidden}
+    others = domain.isolate_reaches_others(
+        current, request, mdev_classes, device_traits, carried, known)
+    if others and not isolate_others:
+        raise exceptions.CommandError(
+            'Nova applies group_policy=isolate to every numbered '
+            'request group of a flavor, so --spread would also make %s '
+            'come from a provider of its own; add --isolate-other-groups '
+            'to go on.'
+            % ', '.join(others))
+    return domain.plan(current, request, mdev_classes, device_traits,
+                       carried, known)
+
+
+def _check_result(flavor: dict, after: dict[str, str],
+                  request: rr.Request | None,
+                  trees: list[capacity_logic.Host], carried: set[str],
+                  known: set[str], validate: bool) -> None:
+    """The extra specs that result, as a whole, before anything is
+    written: no key Nova's API refuses and (``validate``, with an mdev
+    request) some host can serve the request Nova builds from them.
+    """
     refused = domain.refused(after)
     if refused:
         raise exceptions.CommandError(
@@ -186,22 +249,6 @@ def configure(compute, placement, reference, request, validate=True,
             raise exceptions.CommandError(
                 'No host in the cloud can serve this flavor: %s; use '
                 '--no-validate to configure it anyway.' % problem)
-    if pci is not None:
-        note = check_pci(placement, pci, aliases, pci_in_placement,
-                         after.get(domain.GROUP_POLICY), validate)
-        pci_changes = [dataclasses.replace(c, note=note)
-                       for c in pci_changes]
-    to_set.update(pci_set)
-    to_delete = to_delete + pci_delete
-    changes = sorted(changes + pci_changes, key=lambda c: c.key)
-    if dry_run:
-        return Configured(flavor, changes,
-                          {c.key: c.action for c in changes})
-    attempted, error, now = _write(compute, flavor['id'], to_set, to_delete)
-    return Configured(flavor, changes, {
-        c.key: domain.write_result(c, c.key in attempted,
-                                   error is not None, now)
-        for c in changes}, error)
 
 
 def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
@@ -256,9 +303,10 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
     for (name, count, alias), answer in zip(wanted, answers):
         if not answer.get('allocation_requests'):
             raise exceptions.CommandError(
-                'No host has %d free %s device%s%s for PCI alias %s now%s; '
-                'use --no-validate to configure it anyway.' % (
-                    count, alias.resource_class, '' if count == 1 else 's',
+                'No host has %s%s for PCI alias %s now%s; use '
+                '--no-validate to configure it anyway.' % (
+                    words.count(count, 'free %s device'
+                                % alias.resource_class),
                     ' with %s' % ', '.join(sorted(alias.traits))
                     if alias.traits else '', name,
                     ' (group_policy=isolate: each from its own provider)'

@@ -31,6 +31,10 @@ Requests, whatever the size of the cloud:
    first is the one the scheduler claims.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import logging
 
@@ -41,26 +45,28 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import capacity as capacity_logic
-from osc_mdev.domain import migration as domain
+from osc_mdev.domain import migration_model
+from osc_mdev.domain import migration_plan
+from osc_mdev.domain import migration_rules
+from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import capacity as capacity_reads
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import nova_conf
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
 
 LOG = logging.getLogger(__name__)
-
-HOST = 'OS-EXT-SRV-ATTR:host'
-NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
 
 @dataclasses.dataclass(frozen=True)
 class Inputs:
     """What the nova.conf files given say: each compute's (``confs``:
-    host -> domain.Conf, from --compute-conf) and the controller's
+    host -> migration_model.Conf, from --compute-conf) and the controller's
     (``aliases``: ``nova_conf.controller_aliases``, None without
     --controller-conf; ``skip_version_check``: nova-conductor's
     ``[workarounds] skip_hypervisor_version_check_on_lm``).
@@ -84,7 +90,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
         settings = nova_conf.controller_settings(controller_conf)
         aliases = nova_conf.aliases_of(settings)
         try:
-            skip = domain.skips_hypervisor_version_check(settings)
+            skip = migration_rules.skips_hypervisor_version_check(settings)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError(
                 '--controller-conf: %s.' % exc) from exc
@@ -98,14 +104,17 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
                 'but nova-conductor reads it, not nova-compute: give the '
                 "controller's nova.conf with --controller-conf.", host,
                 value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
-    return Inputs({host: domain.conf_from(conf, prefix)
+    return Inputs({host: migration_model.conf_from(conf, prefix)
                    for host, conf in computes.items()}, aliases, skip)
 
 
 # -- reading ---------------------------------------------------------------
 
-def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
-    """``{node name: domain.Node}`` of the trees (and of wanted names
+def _nodes(listing: list[dict], trees: list[capacity_logic.Host],
+           hypervisors: list[migration_model.Hypervisor],
+           confs: dict[str, migration_model.Conf], prefix: str,
+           names_wanted: Iterable[str]) -> dict[str, migration_model.Node]:
+    """``{node name: migration_model.Node}`` of the trees (and of wanted names
     Placement has no tree for), with their device types.
     """
     by_node = {h.node: h for h in hypervisors}
@@ -125,17 +134,17 @@ def _nodes(listing, trees, hypervisors, confs, prefix, names_wanted):
             else:
                 types[device.uuid] = trait_logic.mdev_type_of_traits(
                     device.traits, prefix)
-        nodes[tree.name] = domain.Node(tree.name, tree,
-                                       by_node.get(tree.name), types, devs,
-                                       conf)
+        nodes[tree.name] = migration_model.Node(
+            tree.name, tree, by_node.get(tree.name), types, devs, conf)
     for name in names_wanted:
         if name not in nodes:
-            nodes[name] = domain.Node(name, None, by_node.get(name), {}, {},
-                                      confs.get(name))
+            nodes[name] = migration_model.Node(
+                name, None, by_node.get(name), {}, {}, confs.get(name))
     return nodes
 
 
-def _held(server_id, allocations, listing, node):
+def _held(server_id: str, allocations: dict, listing: list[dict],
+          node: migration_model.Node) -> tuple[migration_model.Held, ...]:
     """The server's device allocations (Held) on its source ``node``."""
     candidates = {c.uuid: c for c in providers.find_candidates(
         listing, providers.KINDS)}
@@ -147,41 +156,45 @@ def _held(server_id, allocations, listing, node):
                 device is None or not providers.is_pci_device(
                     device.traits)):
             continue
-        held.append(domain.Held(
+        held.append(migration_model.Held(
             '%s:%s' % (found.host, found.device), found.candidate.uuid,
             found.resource_class, found.amount,
             node.types.get(found.candidate.uuid), found.kind))
     return tuple(held)
 
 
-def _server(server, held, aliases):
-    """A domain.Server of a server Nova shows with its embedded flavor."""
-    flavor = dict(server.get('flavor') or {})
-    flavor.setdefault('name', flavor.get('original_name') or '')
+def _server(server: nova_servers.Server,
+            held: tuple[migration_model.Held, ...],
+            aliases: tuple | None) -> migration_model.Server:
+    """A migration_model.Server of a server (a servers.Server, with its
+    embedded flavor).
+    """
+    flavor = server.flavor.request_input()
     request, problem, pci = None, None, ()
     try:
         request = capacity_reads.flavor_request(
-            flavor, aliases, is_bfv=not server.get('image'))
+            flavor, aliases, is_bfv=server.booted_from_volume)
         rr.check_request(request)
         wanted = [n for n, _ in rr.flavor_aliases(flavor)]
         if wanted and aliases is not None:
             pci = tuple(aliases[0][n] for n in dict.fromkeys(wanted))
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
-    return domain.Server(
-        server['id'], server.get('name') or '',
-        server.get('OS-EXT-STS:vm_state'), server.get('OS-EXT-STS:task_state'),
-        server.get(NODE), flavor['name'], request, problem, held, pci)
+    return migration_model.Server(
+        server.id, server.name, server.vm_state, server.task_state,
+        server.node, flavor['name'], request, problem, held, pci)
 
 
-def _firsts(placement, pairs):
+def _firsts(placement: placement_client.PlacementClient,
+            pairs: list[tuple[rr.Request, str]]
+            ) -> dict[tuple[rr.Request, str], dict | None]:
     """Placement's first allocation request (``{provider: resources}``,
     or None when it gives none) for each ``(request, root uuid)``, all at
     once.
     """
     pairs = list(dict.fromkeys(pairs))
 
-    def ask(pair):
+    def ask(pair: tuple[rr.Request, str]) -> dict | None:
         request, root = pair
         answer = placement.allocation_candidates(
             rr.to_querystring(request, in_tree=root))
@@ -193,17 +206,25 @@ def _firsts(placement, pairs):
     return dict(zip(pairs, placement.map(ask, pairs)))
 
 
-def _worth_asking(request, node):
+def _worth_asking(request: rr.Request, node: migration_model.Node) -> bool:
     """Whether Placement's in_tree answer can change the verdict: the
     compute service is usable and the fit engine says the request fits.
     """
     hyp = node.hypervisor
     return (node.tree is not None and hyp is not None
-            and hyp.status == domain.ENABLED and hyp.state == domain.UP
+            and hyp.status == migration_model.ENABLED
+            and hyp.state == migration_model.UP
             and capacity_logic.place(request, node.tree) is not None)
 
 
-def _check_hosts(listing, hosts, option):
+def _root_uuid(node: migration_model.Node) -> str:
+    """The root provider of a node Placement has a tree for."""
+    assert node.tree is not None        # asked only of nodes with a tree
+    return node.tree.root.uuid
+
+
+def _check_hosts(listing: list[dict], hosts: Sequence[str],
+                 option: str) -> None:
     try:
         device_reads.check_hosts(listing, hosts)
     except exceptions.CommandError as exc:
@@ -216,10 +237,10 @@ def check(placement: placement_client.PlacementClient,
           compute: compute_client.ComputeClient, reference: str,
           host: str | None = None, inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
-          ) -> tuple[domain.Server, list[domain.Verdict]]:
-    """``(server, [domain.Verdict])``: where the server ``reference``
-    names can move (``host``: only there), best targets first, with the
-    nova.conf files' ``inputs``.
+          ) -> tuple[migration_model.Server, list[migration_verdict.Verdict]]:
+    """``(server, [migration_verdict.Verdict])``: where the server
+    ``reference`` names can move (``host``: only there), best targets
+    first, with the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, aliases = inputs.confs, inputs.aliases
@@ -233,11 +254,12 @@ def check(placement: placement_client.PlacementClient,
         raise exceptions.CommandError(
             "No server with ID %s; give its name or ID as 'openstack "
             "server list --all-projects' shows it." % server_id)
-    source_name = server.get(NODE)
+    server = nova_payloads.server(server)
+    source_name = server.node
     if not source_name:
         raise exceptions.CommandError(
             'Server %s is on no compute node (status %s): there is nothing '
-            'to migrate.' % (server_id, server.get('status')))
+            'to migrate.' % (server_id, server.status))
     hosts = [host] if host else []
     _check_hosts(listing, hosts, '--host')
     _check_hosts(listing, list(confs), '--compute-conf')
@@ -245,7 +267,7 @@ def check(placement: placement_client.PlacementClient,
         raise exceptions.CommandError(
             '--host %s is the compute node the server is on; name another.'
             % host)
-    hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
+    hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     found = _server(server, (), aliases)
     if found.request is None:
         raise exceptions.CommandError('Server %s: %s.' % (
@@ -262,34 +284,71 @@ def check(placement: placement_client.PlacementClient,
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
                if name != source_name and (
-                   name == host or not host and domain.offers(request, n))]
+                   name == host or not host and migration_model.offers(
+                       request, n))]
     asked = [t for t in targets if _worth_asking(request, t)]
-    firsts = _firsts(placement, [(request, t.tree.root.uuid)
-                                 for t in asked])
+    firsts = _firsts(placement, [(request, _root_uuid(t)) for t in asked])
     verdicts = []
     for target in targets:
-        first = domain.NOT_ASKED
+        first: migration_verdict.First = migration_verdict.NOT_ASKED
         if target in asked:
-            first = firsts[(request, target.tree.root.uuid)]
-        verdicts.append(domain.judge(
+            first = firsts[(request, _root_uuid(target))]
+        verdicts.append(migration_verdict.judge(
             found, source, target, first, owner_nova=owner_nova,
             skip_version_check=inputs.skip_version_check))
-    verdicts.sort(key=lambda v: (v.live != domain.YES,
-                                 v.cold != domain.YES, v.node))
+    verdicts.sort(key=lambda v: (v.live != migration_verdict.YES,
+                                 v.cold != migration_verdict.YES, v.node))
     return found, verdicts
 
 
 # -- plan ------------------------------------------------------------------
 
+def _holders(placement: placement_client.PlacementClient,
+             listing: list[dict], host: str,
+             on_node: list[nova_servers.Server]
+             ) -> tuple[list[nova_servers.Server], dict[str, dict]]:
+    """``(servers, {consumer: {device uuid: allocation}})``: the servers
+    of ``on_node`` that hold devices of ``host`` (its devices'
+    consumers), and their allocations there. Consumers that are no
+    server Nova has there are named in a warning.
+    """
+    devices = [c for c in providers.find_candidates(listing,
+                                                    providers.KINDS)
+               if c.host == host]
+
+    def consumers(candidate: providers.Candidate) -> dict:
+        try:
+            return placement.get_provider_allocations(candidate.uuid)
+        except placement_client.NotFound:
+            return {}
+    per_device = dict(zip([d.uuid for d in devices],
+                          placement.map(consumers, devices)))
+    holders = {c for allocs in per_device.values() for c, a in
+               allocs.items() if any(a['resources'].values())}
+    servers = [s for s in on_node if s.id in holders]
+    unknown = holders - {s.id for s in servers}
+    if unknown:
+        LOG.warning('Warning: %d consumer(s) hold devices of %s but are no '
+                    'server Nova has there (a migration in progress, or '
+                    "orphaned: see 'openstack mdev audit --host %s'): %s",
+                    len(unknown), host, host, ', '.join(sorted(unknown)))
+    allocations: dict[str, dict] = {}
+    for uuid, allocs in per_device.items():
+        for consumer, alloc in allocs.items():
+            allocations.setdefault(consumer, {})[uuid] = alloc
+    return servers, allocations
+
+
 def plan(placement: placement_client.PlacementClient,
          compute: compute_client.ComputeClient, host: str,
-         kinds: tuple = (domain.LIVE, domain.COLD), targets: tuple = (),
+         kinds: tuple = (migration_rules.LIVE, migration_rules.COLD),
+         targets: tuple = (),
          inputs: Inputs | None = None,
          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
-         ) -> list[domain.Move]:
-    """``[domain.Move]``: where each server with devices on compute node
-    ``host`` goes (``targets``: only there), jointly, with the nova.conf
-    files' ``inputs``.
+         ) -> list[migration_plan.Move]:
+    """``[migration_plan.Move]``: where each server with devices on
+    compute node ``host`` goes (``targets``: only there), jointly, with
+    the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, aliases = inputs.confs, inputs.aliases
@@ -303,30 +362,9 @@ def plan(placement: placement_client.PlacementClient,
     if host in targets:
         raise exceptions.CommandError(
             '--target %s is the host to drain; name other hosts.' % host)
-    hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
-
-    # Who holds devices on the host: its devices' consumers.
-    devices = [c for c in providers.find_candidates(listing,
-                                                    providers.KINDS)
-               if c.host == host]
-
-    def consumers(candidate):
-        try:
-            return placement.get_provider_allocations(candidate.uuid)
-        except placement_client.NotFound:
-            return {}
-    per_device = dict(zip([d.uuid for d in devices],
-                          placement.map(consumers, devices)))
-    holders = {c for allocs in per_device.values() for c, a in
-               allocs.items() if any(a['resources'].values())}
-    servers = [s for s in on_node if s['id'] in holders]
-    unknown = holders - {s['id'] for s in servers}
-    if unknown:
-        LOG.warning('Warning: %d consumer(s) hold devices of %s but are no '
-                    'server Nova has there (a migration in progress, or '
-                    "orphaned: see 'openstack mdev audit --host %s'): %s",
-                    len(unknown), host, host, ', '.join(sorted(unknown)))
-
+    hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
+    servers, allocations = _holders(
+        placement, listing, host, [nova_payloads.server(s) for s in on_node])
     if not servers:
         return []
     bare = [_server(s, (), aliases) for s in servers]
@@ -338,11 +376,7 @@ def plan(placement: placement_client.PlacementClient,
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    list(wanted) or [host])
     source = nodes[host]
-    allocations: dict[str, dict] = {}
-    for uuid, allocs in per_device.items():
-        for consumer, alloc in allocs.items():
-            allocations.setdefault(consumer, {})[uuid] = alloc
-    found = sorted((_server(s, _held(s['id'], allocations.get(s['id'], {}),
+    found = sorted((_server(s, _held(s.id, allocations.get(s.id, {}),
                                      listing, source), aliases)
                     for s in servers), key=lambda s: (s.name, s.id))
     target_nodes = [n for name, n in sorted(nodes.items()) if name != host]
@@ -354,12 +388,12 @@ def plan(placement: placement_client.PlacementClient,
         request = rr.with_prefilters(server.request, owner_nova=owner_nova)
         for target in target_nodes:
             if _worth_asking(request, target):
-                pair = (request, target.tree.root.uuid)
+                pair = (request, _root_uuid(target))
                 pairs.append(pair)
                 keys[(server.id, target.name)] = pair
     answers = _firsts(placement, pairs)
     firsts = {key: answers[pair] for key, pair in keys.items()}
-    return domain.plan(
+    return migration_plan.plan(
         found, source, target_nodes, kinds, firsts, owner_nova,
-        fix=lambda s, ns: domain.smallest_fix(s, ns, owner_nova),
+        fix=lambda s, ns: migration_plan.smallest_fix(s, ns, owner_nova),
         skip_version_check=inputs.skip_version_check)

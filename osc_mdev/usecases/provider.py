@@ -540,8 +540,8 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
 
     ``references`` name devices one by one (as ``provider show`` takes
     them); ``hosts`` and ``resource_class`` narrow the selection and
-    ``all_devices`` takes every device, by the one rule of
-    ``domain.SELECTION_RULE``: a named device outside ``hosts`` or
+    ``all_devices`` takes every device, by the one rule of selectors
+    (doc/source/cli/trait.rst): a named device outside ``hosts`` or
     ``resource_class`` and a selection that matches nothing are errors.
 
     Each device comes with the generation of the provider listing and the
@@ -624,8 +624,8 @@ def scope_devices(placement, references=(), hosts=(),
     candidates = domain.find_candidates(providers, kinds)
     chosen = [c for c in candidates if not hosts or c.host in hosts]
     if references:
-        # Named devices must match --host too (one rule for selectors:
-        # domain.providers.SELECTION_RULE).
+        # Named devices must match --host too (the one rule of
+        # selectors, doc/source/cli/trait.rst).
         for reference, candidate in named.items():
             check_within(reference, candidate, hosts)
         chosen = list({c.uuid: c for c in named.values()}.values())

@@ -18,7 +18,8 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import migration as domain
+from osc_mdev.domain import migration_plan
+from osc_mdev.domain import migration_rules
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import migration
 from osc_mdev.v1 import common
@@ -154,9 +155,9 @@ Live migrations only, onto two nodes, the commands alone::
             raise exceptions.CommandError(
                 'Name the compute node to drain with --host.')
         inputs = _inputs(parsed_args)
-        kinds = ((domain.LIVE,) if parsed_args.live else
-                 (domain.COLD,) if parsed_args.cold else
-                 (domain.LIVE, domain.COLD))
+        kinds = ((migration_rules.LIVE,) if parsed_args.live else
+                 (migration_rules.COLD,) if parsed_args.cold else
+                 (migration_rules.LIVE, migration_rules.COLD))
         mdev = common.client(self.app)
         moves = migration.plan(
             mdev.placement, mdev.compute, parsed_args.host, kinds,
@@ -168,7 +169,8 @@ Live migrations only, onto two nodes, the commands alone::
             rows.append((
                 move.server.id, move.server.name, move.node or '',
                 move.kind or '',
-                domain.command(move.kind, move.service_host, move.server.id)
+                migration_plan.command(move.kind, move.service_host,
+                                       move.server.id)
                 if move.node else '', move.reason,
                 format_columns.ListColumn(list(move.not_checked))))
         return PLAN_COLUMNS, rows

@@ -31,6 +31,7 @@ import pytest
 from osc_mdev.api import http
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import capacity as domain
+from osc_mdev.domain import explanation
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
@@ -155,7 +156,7 @@ def test_explain_names_the_pci_constraint(cloud, client, aliases):
     request, _ = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS['three l40s vfs']), aliases=aliases))
     trees = reads.read_hosts(client, request, client.list_providers())
-    steps, fix = domain.explain(request, trees)
+    steps, fix = explanation.explain(request, trees)
     by_name = {s.constraint: s for s in steps}
     assert by_name['offers %s' % L40S].hosts_out == 1
     assert by_name['required trait OWNER_NOVA'].hosts_out == 0
@@ -169,7 +170,7 @@ def test_explain_names_the_pci_constraint(cloud, client, aliases):
         dict(FLAVOR, extra_specs=SPECS['h100 vf with its trait']),
         aliases=aliases))
     trees = reads.read_hosts(client, request, client.list_providers())
-    steps, _ = domain.explain(request, trees)
+    steps, _ = explanation.explain(request, trees)
     step = next(s for s in steps
                 if s.constraint == 'required trait CUSTOM_GPU_H100')
     assert (step.devices_out, step.hosts_out) == (1, 1)

@@ -14,6 +14,7 @@ import pytest
 
 from osc_mdev.domain import allocations
 from osc_mdev.domain import providers
+from osc_mdev.usecases import nova_payloads
 from tests.fixtures import placement_data
 
 
@@ -62,10 +63,10 @@ def test_of_providers():
 
 
 def test_server_views():
-    view = allocations.ServerView.from_server({
+    view = allocations.ServerView.from_server(nova_payloads.server({
         'id': 's', 'name': 'vm1', 'status': 'ACTIVE',
         'OS-EXT-SRV-ATTR:host': 'gpu3',
-        'OS-EXT-SRV-ATTR:hypervisor_hostname': 'gpu3.dc2.example.net'})
+        'OS-EXT-SRV-ATTR:hypervisor_hostname': 'gpu3.dc2.example.net'}))
     assert (view.name, view.status, view.nova_host, view.nova_node) == (
         'vm1', 'ACTIVE', 'gpu3', 'gpu3.dc2.example.net')
     orphan = allocations.ServerView.unknown('INSTANCE')

@@ -12,15 +12,19 @@
 
 """The pure checks of ``openstack mdev audit`` (domain.audit)."""
 
+import dataclasses
+
 import pytest
 
 from osc_mdev.domain import allocations
 from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
+from osc_mdev.domain import explanation
 from osc_mdev.domain import pci
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.usecases import nova_payloads
 from tests.fixtures import placement_data
 
 
@@ -51,11 +55,12 @@ def alloc(consumer, uuid, rc='VGPU', amount=1):
 
 
 def server(sid, node='c1', specs=None, status='ACTIVE', task=None):
-    return {'id': sid, 'name': 'n-' + sid, 'status': status,
-            'OS-EXT-SRV-ATTR:hypervisor_hostname': node,
-            'OS-EXT-STS:task_state': task,
-            'flavor': {'extra_specs': specs if specs is not None
-                       else {'resources:VGPU': '1'}}}
+    return nova_payloads.server({
+        'id': sid, 'name': 'n-' + sid, 'status': status,
+        'OS-EXT-SRV-ATTR:hypervisor_hostname': node,
+        'OS-EXT-STS:task_state': task,
+        'flavor': {'extra_specs': specs if specs is not None
+                   else {'resources:VGPU': '1'}}})
 
 
 RECORD = {'allocations': {'g1': {'resources': {'VGPU': 1}}},
@@ -68,7 +73,8 @@ RECORD = {'allocations': {'g1': {'resources': {'VGPU': 1}}},
     # Nova lists it: no finding.
     (None, []),
     # Listed too late, but GET /servers/{id} finds it.
-    (audit.ConsumerFacts({'id': 'x'}, None, RECORD), []),
+    (audit.ConsumerFacts(nova_payloads.server({'id': 'x'}), None, RECORD),
+     []),
     # 404 and no migration: orphan, repaired with its generation.
     (audit.ConsumerFacts(None, None, RECORD),
      [('error', 'orphaned-allocation', 'neither a server nor a migration',
@@ -178,7 +184,7 @@ def test_missing_allocations_of_named_groups(held, expected):
 
 def test_node_mismatch_uses_the_node_not_the_service_host():
     srv = server('s', node='c1')
-    srv['OS-EXT-SRV-ATTR:host'] = 'short-name'
+    srv = dataclasses.replace(srv, host='short-name')
     assert audit.node_mismatches([srv], [alloc('s', 'g1')]) == []
     [finding] = audit.node_mismatches([srv], [alloc('s', 'g4')])
     assert (finding.host, finding.device, finding.server) == (
@@ -287,9 +293,10 @@ def test_conf_traits_adapter(CONF):
 # -- unschedulable-flavor -------------------------------------------------
 
 def flavor(specs, disabled=False):
-    return {'id': 'f', 'name': 'fl', 'extra_specs': specs,
-            'OS-FLV-DISABLED:disabled': disabled, 'vcpus': 2, 'ram': 2048,
-            'disk': 10, 'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': ''}
+    return nova_payloads.flavor({
+        'id': 'f', 'name': 'fl', 'extra_specs': specs,
+        'OS-FLV-DISABLED:disabled': disabled, 'vcpus': 2, 'ram': 2048,
+        'disk': 10, 'OS-FLV-EXT-DATA:ephemeral': 0, 'swap': ''})
 
 
 def gpu_rp(uuid, traits=('OWNER_NOVA', 'CUSTOM_NVIDIA_11'), rc='VGPU',
@@ -370,8 +377,8 @@ def test_unschedulable_flavor_gives_the_explainers_reason():
     """
     specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
     request = rr.with_prefilters(
-        rr.request_from_flavor(flavor(specs)))
-    steps, fix = capacity.explain(request, CLOUD)
+        rr.request_from_flavor(flavor(specs).request_input()))
+    steps, fix = explanation.explain(request, CLOUD)
     last = next(s for s in steps if not s.hosts_left)
     [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)
     assert '%s rules out %d devices' % (last.constraint, last.devices_out) \

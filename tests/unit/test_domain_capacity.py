@@ -19,6 +19,8 @@ import json
 import pytest
 
 from osc_mdev.domain import capacity as c
+from osc_mdev.domain import explanation
+from osc_mdev.domain import multicreate
 from osc_mdev.domain import resource_request as rr
 
 I = c.Inventory  # noqa: E741
@@ -262,7 +264,7 @@ def test_explain_orders_constraints_and_counts():
              named('b', gpu(1, rc='CUSTOM_MLX5')),
              named('c', gpu(1, traits=('CUSTOM_A',)), vcpu=2),
              named('d', gpu(1, traits=('CUSTOM_A',)), disabled=True)]
-    steps, fix = c.explain(request, hosts)
+    steps, fix = explanation.explain(request, hosts)
     table = [(s.constraint, s.devices_out, s.hosts_out, s.hosts_left)
              for s in steps]
     assert table == [
@@ -286,7 +288,7 @@ def test_explain_isolate_and_fix_when_devices_are_short():
                               'resources2:VGPU': '1',
                               'group_policy': 'isolate'})
     hosts = [named('a', gpu(1)), named('b', gpu(1, used=4), gpu(2))]
-    steps, fix = c.explain(request, hosts)
+    steps, fix = explanation.explain(request, hosts)
     isolate = next(s for s in steps if 'different devices' in s.constraint)
     # b lost its full device at 'room'; a never had two.
     assert (isolate.hosts_out, isolate.hosts_left) == (2, 0)
@@ -294,13 +296,14 @@ def test_explain_isolate_and_fix_when_devices_are_short():
 
 
 def test_explain_when_servers_fit_has_no_fix():
-    steps, fix = c.explain(flavor_request(VGPU1), [named('a', gpu(1))])
+    steps, fix = explanation.explain(flavor_request(VGPU1),
+                                     [named('a', gpu(1))])
     assert steps[-1].hosts_left == 1 and fix is None
 
 
 def test_no_fix_when_no_device_can_ever_serve():
-    steps, fix = c.explain(flavor_request({'resources:VGPU': '8'}),
-                           [named('a', gpu(1))])
+    steps, fix = explanation.explain(flavor_request({'resources:VGPU': '8'}),
+                                     [named('a', gpu(1))])
     assert fix is None
 
 
@@ -329,7 +332,8 @@ def summary(capacity, used, rc='VGPU'):
      {'g1': summary(16, 1)}, 7, {'a': 7}),
 ])
 def test_multi_create(count, first, summaries, placed, per_host):
-    assert c.multi_create(count, first, summaries) == (placed, per_host)
+    assert multicreate.multi_create(count, first, summaries) == (
+        placed, per_host)
 
 
 def test_multi_create_against_novas_scheduler_loop():
@@ -349,8 +353,8 @@ def test_multi_create_against_novas_scheduler_loop():
                 break
         else:
             break
-    got, _ = c.multi_create(10, first, {'g1': summary(2, 0),
-                                        'g2': summary(1, 0)})
+    got, _ = multicreate.multi_create(10, first, {'g1': summary(2, 0),
+                                                  'g2': summary(1, 0)})
     assert got == placed == 3
 
 
@@ -361,11 +365,12 @@ def test_multi_create_bounds_over_every_first_candidate():
     split = {'pfa': {'resources': {'VF': 1}},
              'pfb': {'resources': {'VF': 1}}}
     summaries = {'pfa': summary(4, 0, 'VF'), 'pfb': summary(4, 0, 'VF')}
-    assert c.multi_create_bounds(4, {'a': [same, split]}, summaries) == (
-        2, 4, {'a': 2})
-    assert c.multi_create_bounds(3, {'a': [split]}, summaries) == (
+    assert multicreate.multi_create_bounds(
+        4, {'a': [same, split]}, summaries) == (2, 4, {'a': 2})
+    assert multicreate.multi_create_bounds(3, {'a': [split]}, summaries) == (
         3, 3, {'a': 4})
-    assert c.multi_create_bounds(1, {'a': []}, summaries) == (0, 0, {'a': 0})
+    assert multicreate.multi_create_bounds(1, {'a': []}, summaries) == (
+        0, 0, {'a': 0})
 
 
 def test_candidate_order_is_fixed_only_without_pci_groups():
@@ -373,8 +378,8 @@ def test_candidate_order_is_fixed_only_without_pci_groups():
     pci = rr.Request(groups=(rr.Group('1', (('VGPU', 1),)),
                              rr.Group('_pci0', (('CUSTOM_X', 1),),
                                       alias='x')))
-    assert c.candidate_order_is_fixed(mdev)
-    assert not c.candidate_order_is_fixed(pci)
+    assert multicreate.candidate_order_is_fixed(mdev)
+    assert not multicreate.candidate_order_is_fixed(pci)
 
 
 @pytest.mark.parametrize('count, per_host, fits, plan', [
@@ -385,7 +390,7 @@ def test_candidate_order_is_fixed_only_without_pci_groups():
     (5, {'a': 0}, {'a': 0}, []),
 ])
 def test_batches(count, per_host, fits, plan):
-    assert c.batches(count, per_host, fits) == plan
+    assert multicreate.batches(count, per_host, fits) == plan
 
 
 def test_owner_nova_in_effect():
@@ -404,7 +409,7 @@ def test_owner_nova_in_effect():
 ])
 def test_unnumbered_trait_on_the_root(request_, ruled_out):
     hosts = [named('a', gpu(1), traits=('OWNER_NOVA', 'HW_X'))]
-    steps, _ = c.explain(request_, hosts)
+    steps, _ = explanation.explain(request_, hosts)
     step = next(s for s in steps if s.constraint == 'required trait HW_X')
     assert step.hosts_out == ruled_out
     assert c.host_capacity(request_, hosts[0]).fits == (4 if not ruled_out
@@ -605,12 +610,12 @@ def test_pci_devices_and_free():
 def test_explain_pci_alias():
     trees = [named('a', vf_pf(0, used=4), vf_pf(1, used=4)),
              named('b', vf_pf(0, rc='CUSTOM_PCI_10DE_2330'))]
-    steps, fix = c.explain(pci_request('l40s-vf:1'), trees)
+    steps, fix = explanation.explain(pci_request('l40s-vf:1'), trees)
     by_name = {s.constraint: s for s in steps}
     assert by_name['offers CUSTOM_NVIDIA_L40S_VF'].hosts_out == 1
     assert by_name['room for 1 CUSTOM_NVIDIA_L40S_VF'].devices_out == 2
     assert fix == 'free 1 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
-    steps, fix = c.explain(pci_request('h100-vf:1'), trees)
+    steps, fix = explanation.explain(pci_request('h100-vf:1'), trees)
     by_name = {s.constraint: s for s in steps}
     assert by_name['required trait CUSTOM_FAST'].hosts_out == 1
     assert fix == 'tag b:0000:C1:00.0 with CUSTOM_FAST, CUSTOM_GPU_H100'
@@ -619,13 +624,13 @@ def test_explain_pci_alias():
 def test_fix_frees_what_several_groups_take_from_one_device():
     # Two VFs per server, every VF used: free 2 on one PF, said once.
     trees = [named('a', vf_pf(0, used=4), vf_pf(1, used=4))]
-    _, fix = c.explain(pci_request('l40s-vf:2'), trees)
+    _, fix = explanation.explain(pci_request('l40s-vf:2'), trees)
     assert fix == 'free 2 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
     # One VF free on each PF: one more on either is enough.
     trees = [named('a', vf_pf(0, used=3), vf_pf(1, used=4))]
-    _, fix = c.explain(pci_request('l40s-vf:3'), trees)
+    _, fix = explanation.explain(pci_request('l40s-vf:3'), trees)
     assert fix == 'free 2 CUSTOM_NVIDIA_L40S_VF on a:0000:C1:00.0'
     # More VFs than the host has: no change of usage helps.
     trees = [named('a', vf_pf(0, total=2))]
-    _, fix = c.explain(pci_request('l40s-vf:3'), trees)
+    _, fix = explanation.explain(pci_request('l40s-vf:3'), trees)
     assert fix is None

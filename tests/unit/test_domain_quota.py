@@ -355,11 +355,12 @@ def test_what_binds_a_flavor(fit: quota.FlavorFit, fits: int,
 
 
 def test_capacity_reason_is_the_step_that_rules_out_the_last_host() -> None:
-    from osc_mdev.domain import capacity
+    from osc_mdev.domain import explanation
 
-    steps = [capacity.Step('offers VGPU', 0, 0, 2, 1),
-             capacity.Step('room for 1 VGPU', 2, 1, 0, 0),
-             capacity.Step('all groups at once', 0, 0, 0, 0)]
+    kind = explanation.Kind
+    steps = [explanation.Step(kind.OFFERS, ('VGPU',), 0, 0, 2, 1),
+             explanation.Step(kind.ROOM, (('VGPU', 1),), 2, 1, 0, 0),
+             explanation.Step(kind.ALL_GROUPS, None, 0, 0, 0, 0)]
     assert quota.capacity_reason(steps, None) == (
         'room for 1 VGPU rules out 2 devices and 1 host, leaving none; '
         'smallest change: none found on the devices')

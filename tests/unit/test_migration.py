@@ -14,6 +14,7 @@
 (marked ``nova``), and the verdicts and plans built on them.
 """
 
+import dataclasses
 import datetime
 import pathlib
 import types
@@ -21,7 +22,12 @@ import types
 import pytest
 
 from osc_mdev.domain import capacity
-from osc_mdev.domain import migration
+from osc_mdev.domain import explanation
+from osc_mdev.domain import migration_model
+from osc_mdev.domain import migration_plan
+from osc_mdev.domain import migration_rules
+from osc_mdev.domain import migration_verdict
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits
@@ -59,17 +65,17 @@ def test_mdev_live_migration_versions_as_nova(libvirt, qemu, hv_type):
     drv = object.__new__(driver.LibvirtDriver)
     drv._host = libvirt_host
     assert driver.MIN_MDEV_LIVEMIG_LIBVIRT_VERSION == \
-        migration.MIN_MDEV_LIVEMIG_LIBVIRT_VERSION
+        migration_rules.MIN_MDEV_LIVEMIG_LIBVIRT_VERSION
     assert driver.MIN_MDEV_LIVEMIG_QEMU_VERSION == \
-        migration.MIN_MDEV_LIVEMIG_QEMU_VERSION
-    assert migration.host_can_support_mdev_live_migration(
+        migration_rules.MIN_MDEV_LIVEMIG_QEMU_VERSION
+    assert migration_rules.host_can_support_mdev_live_migration(
         qemu, libvirt, hv_type) == \
         drv._host_can_support_mdev_live_migration()
 
 
 def test_libvirt_version_unknown_leans_on_qemu():
-    assert migration.host_can_support_mdev_live_migration((8, 1, 0))
-    assert not migration.host_can_support_mdev_live_migration((8, 0, 9))
+    assert migration_rules.host_can_support_mdev_live_migration((8, 1, 0))
+    assert not migration_rules.host_can_support_mdev_live_migration((8, 0, 9))
 
 
 # The controller's files: what nova-conductor reads for
@@ -136,13 +142,13 @@ def test_conductor_files_as_nova(tmp_path: pathlib.Path,
 
     paths = nova_driver.write_files(tmp_path, CONDUCTOR_FILES[files])
     nova = nova_check_compatible(monkeypatch, paths, source, dest)
-    skip = migration.skips_hypervisor_version_check(
+    skip = migration_rules.skips_hypervisor_version_check(
         local_novaconf.load(paths))
     assert skip == nova_driver.nova_config(paths).workarounds[
         'skip_hypervisor_version_check_on_lm']
-    ours = migration.compatible_with_source_hypervisor(
-        source[0], migration.version_tuple(source[1]), dest[0],
-        migration.version_tuple(dest[1]), skip)
+    ours = migration_rules.compatible_with_source_hypervisor(
+        source[0], migration_rules.version_tuple(source[1]), dest[0],
+        migration_rules.version_tuple(dest[1]), skip)
     assert ours == nova
 
 
@@ -154,7 +160,7 @@ def test_conductor_value_nova_refuses(tmp_path: pathlib.Path) -> None:
     path.write_text('[workarounds]\nskip_hypervisor_version_check_on_lm = '
                     'maybe\n')
     with pytest.raises(novaconf.NovaConfError) as err:
-        migration.skips_hypervisor_version_check(
+        migration_rules.skips_hypervisor_version_check(
             local_novaconf.load([str(path)]))
     assert str(err.value) == (
         '[workarounds] skip_hypervisor_version_check_on_lm, %s:2: the value '
@@ -207,12 +213,12 @@ def test_target_mdevs_as_nova(name):
         nova = ('refused', 'not supported' if 'not supported' in str(exc)
                 else 'not fully mapped')
 
-    refusal = migration.unsupported_mdev_types(source, supported)
+    refusal = migration_rules.unsupported_mdev_types(source, supported)
     if refusal:
         ours = ('refused', 'not supported')
         assert refusal in str(nova_reason(drv, source, dest, data))
     else:
-        mapped = migration.target_mdevs(source, dest)
+        mapped = migration_rules.target_mdevs(source, dest)
         ours = (('mapped', mapped) if len(mapped) == len(source)
                 else ('refused', 'not fully mapped'))
     assert ours == nova
@@ -245,8 +251,8 @@ def test_vm_state_as_nova(vm_state, task_state):
         vm_state=vm_state, task_state=task_state, uuid='server',
         launched_at=datetime.datetime(2026, 1, 1))
     for kind, states, method in (
-            (migration.LIVE, ['active', 'paused'], 'live_migrate'),
-            (migration.COLD, ['active', 'stopped'], 'resize')):
+            (migration_rules.LIVE, ['active', 'paused'], 'live_migrate'),
+            (migration_rules.COLD, ['active', 'stopped'], 'resize')):
         def call(self, context, instance):
             return True
         call.__name__ = method
@@ -255,7 +261,7 @@ def test_vm_state_as_nova(vm_state, task_state):
             nova = checked(None, None, instance)
         except exception.InstanceInvalidState:
             nova = False
-        ours = migration.vm_state_allows(kind, vm_state, task_state)
+        ours = migration_rules.vm_state_allows(kind, vm_state, task_state)
         assert (ours is None) == bool(nova), (kind, ours)
 
 
@@ -292,7 +298,7 @@ def test_pci_live_migratable_as_nova(flags, monkeypatch):
         nova = None
     except exception.MigrationPreCheckError as exc:
         nova = exc.kwargs['reason']
-    assert migration.pci_request_live_migratable(aliases) == nova
+    assert migration_rules.pci_request_live_migratable(aliases) == nova
 
 
 @pytest.mark.parametrize('values, off', [
@@ -309,14 +315,14 @@ def test_pci_live_migratable_as_nova(flags, monkeypatch):
       'live_migration_downtime_delay': 3}, 1),
 ])
 def test_downtime_of_nvidia_guide(values, off):
-    problem = migration.downtime_problem(values)
+    problem = novaconf.downtime_problem(values)
     assert (problem.count(' = ') if problem else 0) == off
 
 
 def test_version_tuple_is_novas_integer():
-    assert migration.version_tuple(8001000) == (8, 1, 0)
-    assert migration.version_tuple(10002003) == (10, 2, 3)
-    assert migration.version_tuple(None) is None
+    assert migration_rules.version_tuple(8001000) == (8, 1, 0)
+    assert migration_rules.version_tuple(10002003) == (10, 2, 3)
+    assert migration_rules.version_tuple(None) is None
 
 
 # -- types of devices -------------------------------------------------------
@@ -364,9 +370,9 @@ def node(name, devices, version=(8, 1, 0), status='enabled', state='up',
         {} if root_free else {'MEMORY_MB': 8192},
         frozenset({'OWNER_NOVA'}))
     tree = capacity.Host(name, root, tuple(d for d, _ in devices))
-    return migration.Node(
+    return migration_model.Node(
         name, tree,
-        migration.Hypervisor(name, name, status, state, 'QEMU', version),
+        migration_model.Hypervisor(name, name, status, state, 'QEMU', version),
         {d.uuid: t for d, t in devices}, {d.uuid: 'pci_' + d.device
                                           for d, _ in devices}, conf)
 
@@ -377,18 +383,18 @@ FLAVOR = {'vcpus': 1, 'ram': 512, 'disk': 1,
 
 def server(mdev_type=N11, flavor=FLAVOR, vm_state='active'):
     request = rr.request_from_flavor(flavor)
-    return migration.Server(
+    return migration_model.Server(
         'srv', 'vm', vm_state, None, 'src', 'f', request, None,
-        (migration.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1,
-                        mdev_type),))
+        (migration_model.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1,
+                              mdev_type),))
 
 
 SOURCE = node('src', [(device('src-gpu', '0000:81:00.0', used=1), N11)])
 
 
-def judge(target, first=migration.NOT_ASKED, **kwargs):
-    return migration.judge(kwargs.pop('srv', None) or server(), SOURCE,
-                           target, first, **kwargs)
+def judge(target, first=migration_verdict.NOT_ASKED, **kwargs):
+    return migration_verdict.judge(kwargs.pop('srv', None) or server(),
+                                   SOURCE, target, first, **kwargs)
 
 
 def test_same_type_with_room_is_yes_with_its_device():
@@ -456,11 +462,13 @@ def test_skipped_version_check_lets_an_older_target_through() -> None:
                   version=(9, 0, 0))
     target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
                   version=(8, 1, 0))
-    refused = migration.judge(server(), source, target, {'d1': {'VGPU': 1}})
+    refused = migration_verdict.judge(server(), source, target,
+                                      {'d1': {'VGPU': 1}})
     assert (refused.live, refused.cold) == ('no', 'yes')
     assert 'requires a newer hypervisor version' in refused.live_refusal
-    verdict = migration.judge(server(), source, target, {'d1': {'VGPU': 1}},
-                              skip_version_check=True)
+    verdict = migration_verdict.judge(server(), source, target,
+                                      {'d1': {'VGPU': 1}},
+                                      skip_version_check=True)
     assert (verdict.live, verdict.cold) == ('yes', 'yes')
     assert verdict.reason == (
         'warning: QEMU 8.1.0 here is older than 9.0.0 on the source: the '
@@ -469,8 +477,9 @@ def test_skipped_version_check_lets_an_older_target_through() -> None:
     # Nova's own mdev check does not depend on it.
     old = node('dst', [(device('d1', '0000:82:00.0'), N11)],
                version=(8, 0, 0))
-    verdict = migration.judge(server(), source, old, {'d1': {'VGPU': 1}},
-                              skip_version_check=True)
+    verdict = migration_verdict.judge(server(), source, old,
+                                      {'d1': {'VGPU': 1}},
+                                      skip_version_check=True)
     assert verdict.live == 'no'
     assert 'compute service target are too old' in verdict.live_refusal
 
@@ -490,7 +499,8 @@ def test_newer_but_too_old_for_mdevs():
                   version=(7, 2, 0))
     target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
                   version=(8, 0, 0))
-    verdict = migration.judge(server(), source, target, {'d1': {'VGPU': 1}})
+    verdict = migration_verdict.judge(server(), source, target,
+                                      {'d1': {'VGPU': 1}})
     assert verdict.live == 'no'
     assert 'compute service source are too old' in verdict.live_refusal
 
@@ -511,6 +521,89 @@ def test_root_short():
     verdict = judge(target, None)
     assert verdict.reason.startswith('No valid host: root resources short: '
                                      'MEMORY_MB 512 asked, 0 free')
+
+
+# Targets where the scheduler refuses the server, each for the reason of
+# one kind of explainer step: (target, server's extra specs, kind).
+REFUSED_BY = {
+    'room': (lambda: node('dst', [(device('d1', '0000:82:00.0', used=16),
+                                   N11)]), {}, explanation.Kind.ROOM),
+    'root room': (lambda: node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                               root_free=False), {},
+                  explanation.Kind.ROOT_ROOM),
+    'required trait': (
+        lambda: node('dst', [(device('d1', '0000:82:00.0'), N11)]),
+        {'trait:CUSTOM_NVIDIA_11': 'required'},
+        explanation.Kind.REQUIRED_TRAIT),
+    'forbidden trait': (
+        lambda: node('dst', [(device('d1', '0000:82:00.0',
+                                     extra={'CUSTOM_SLOW'}), N11)]),
+        {'trait:CUSTOM_SLOW': 'forbidden'},
+        explanation.Kind.FORBIDDEN_TRAIT),
+    'offers': (lambda: node('dst', [(device('d1', '0000:82:00.0',
+                                            rc='CUSTOM_A16'), N11)]),
+               {}, explanation.Kind.OFFERS),
+    'units': (lambda: node('dst', [(_steps_of_two(
+        device('d1', '0000:82:00.0')), N11)]), {}, explanation.Kind.UNITS),
+    'service enabled': (lambda: _with_root_traits(
+        node('dst', [(device('d1', '0000:82:00.0'), N11)]),
+        {'OWNER_NOVA', 'COMPUTE_STATUS_DISABLED'}), {},
+        explanation.Kind.SERVICE_ENABLED),
+    'root trait': (lambda: _with_root_traits(
+        node('dst', [(device('d1', '0000:82:00.0'), N11)]), set()), {},
+        explanation.Kind.ROOT_TRAIT),
+}
+
+
+def _steps_of_two(gpu):
+    return dataclasses.replace(gpu, inventories={'VGPU': capacity.Inventory(
+        total=16, max_unit=16, step_size=2)})
+
+
+def _with_root_traits(target, root_traits):
+    tree = target.tree
+    return dataclasses.replace(target, tree=dataclasses.replace(
+        tree, root=dataclasses.replace(tree.root,
+                                       traits=frozenset(root_traits))))
+
+
+def _refused(case):
+    """The verdict on the case's target, and the kind of the step that
+    rules it out.
+    """
+    make, specs, _ = REFUSED_BY[case]
+    flavor = dict(FLAVOR, extra_specs=dict(FLAVOR['extra_specs'], **specs))
+    target, srv = make(), server(flavor=flavor)
+    steps, _ = explanation.explain(rr.with_prefilters(srv.request),
+                                   [target.tree])
+    kind = next(s.kind for s in steps if s.hosts_out)
+    return judge(target, None, srv=srv), kind
+
+
+@pytest.mark.parametrize('case', sorted(REFUSED_BY))
+def test_rewording_the_explainer_changes_no_decision(monkeypatch, case):
+    """Migration reads the kind of the explainer's step, never its words:
+    with every sentence reworded, each refusal is the same, and a step
+    migration does not word itself reads as the renderer words it.
+    """
+    before, kind = _refused(case)
+    assert kind == REFUSED_BY[case][2]
+    assert before.live_refusal.startswith('No valid host: ')
+    reworded = {k: (lambda subject, k=k: 'REWORDED %s of %r' % (
+        k.name, subject)) for k in explanation.Kind}
+    monkeypatch.setattr(explanation, 'SENTENCES', reworded)
+    after, _ = _refused(case)
+    assert (after.live, after.cold) == (before.live, before.cold) == (
+        'no', 'no')
+    if 'REWORDED' in after.live_refusal:
+        # Said in the explainer's words: the step's own sentence.
+        assert after.live_refusal.startswith(
+            'No valid host: REWORDED %s of ' % kind.name)
+        assert kind in (explanation.Kind.UNITS,
+                        explanation.Kind.ROOT_TRAIT)
+    else:
+        assert after.live_refusal == before.live_refusal
+        assert after.reason == before.reason
 
 
 def test_placement_without_candidate_is_no():
@@ -537,7 +630,7 @@ def test_unknown_types_are_said():
 
 
 def test_downtime_warning_with_compute_conf():
-    conf = migration.Conf((N11,), lambda nodedev: N11, {
+    conf = migration_model.Conf((N11,), lambda nodedev: N11, {
         'live_migration_downtime': 500, 'live_migration_downtime_steps': 10,
         'live_migration_downtime_delay': 75})
     target = node('dst', [(device('d1', '0000:82:00.0'), N11)], conf=conf)
@@ -552,20 +645,20 @@ def test_downtime_warning_with_compute_conf():
 
 def servers(count, flavor=FLAVOR):
     request = rr.request_from_flavor(flavor)
-    return [migration.Server(
+    return [migration_model.Server(
         's%d' % n, 'vm%d' % n, 'active', None, 'src', 'f', request, None,
-        (migration.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1, N11),))
+        (migration_model.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1, N11),))
         for n in range(count)]
 
 
 def test_plan_is_joint_and_best_fit():
     small = node('a', [(device('a1', '0000:82:00.0', used=14), N11)])
     large = node('b', [(device('b1', '0000:83:00.0', used=10), N11)])
-    moves = migration.plan(servers(6), SOURCE, [small, large])
+    moves = migration_plan.plan(servers(6), SOURCE, [small, large])
     assert [m.node for m in moves].count('a') == 2
     assert [m.node for m in moves].count('b') == 4
     assert all(m.kind == 'live' for m in moves)
-    moves = migration.plan(servers(9), SOURCE, [small, large])
+    moves = migration_plan.plan(servers(9), SOURCE, [small, large])
     stuck = [m for m in moves if m.node is None]
     assert len(stuck) == 1
     assert 'no device with room for 1 VGPU' in stuck[0].reason
@@ -574,9 +667,9 @@ def test_plan_is_joint_and_best_fit():
 def test_plan_moves_cold_where_live_cannot():
     old = node('a', [(device('a1', '0000:82:00.0'), N11)],
                version=(6, 2, 0))
-    moves = migration.plan(servers(1), SOURCE, [old])
+    moves = migration_plan.plan(servers(1), SOURCE, [old])
     assert (moves[0].node, moves[0].kind) == ('a', 'cold')
-    moves = migration.plan(servers(1), SOURCE, [old], kinds=('live',))
+    moves = migration_plan.plan(servers(1), SOURCE, [old], kinds=('live',))
     assert moves[0].node is None
     assert 'newer hypervisor version' in moves[0].reason
 
@@ -585,12 +678,12 @@ def test_plan_carries_the_caveats_of_check() -> None:
     """Each planned move says what ``migration check`` says for that
     target and kind: Not Checked and the warnings.
     """
-    conf = migration.Conf((N11,), lambda nodedev: N11, {
+    conf = migration_model.Conf((N11,), lambda nodedev: N11, {
         'live_migration_downtime': 500, 'live_migration_downtime_steps': 10,
         'live_migration_downtime_delay': 75})
     target = node('a', [(device('a1', '0000:82:00.0'), N11)], conf=conf)
-    verdict = migration.judge(servers(1)[0], SOURCE, target)
-    [move] = migration.plan(servers(1), SOURCE, [target])
+    verdict = migration_verdict.judge(servers(1)[0], SOURCE, target)
+    [move] = migration_plan.plan(servers(1), SOURCE, [target])
     assert (move.node, move.kind) == ('a', 'live')
     assert move.not_checked == verdict.not_checked
     assert any(n.startswith('libvirt >= 8.6.0') for n in move.not_checked)
@@ -598,7 +691,7 @@ def test_plan_carries_the_caveats_of_check() -> None:
     assert move.reason.startswith('warning: [libvirt] '
                                   'live_migration_downtime = 500')
     # A cold move leans on neither.
-    [move] = migration.plan(servers(1), SOURCE, [target], kinds=('cold',))
+    [move] = migration_plan.plan(servers(1), SOURCE, [target], kinds=('cold',))
     assert (move.kind, move.not_checked, move.reason) == ('cold', (), '')
 
 
@@ -607,10 +700,10 @@ def test_plan_with_the_version_check_skipped() -> None:
                   version=(9, 0, 0))
     old = node('a', [(device('a1', '0000:82:00.0'), N11)],
                version=(8, 1, 0))
-    [move] = migration.plan(servers(1), source, [old], kinds=('live',))
+    [move] = migration_plan.plan(servers(1), source, [old], kinds=('live',))
     assert move.node is None
-    [move] = migration.plan(servers(1), source, [old], kinds=('live',),
-                            skip_version_check=True)
+    [move] = migration_plan.plan(servers(1), source, [old],
+                                 kinds=('live',), skip_version_check=True)
     assert (move.node, move.kind) == ('a', 'live')
     assert 'skip_hypervisor_version_check_on_lm' in move.reason
 
@@ -619,18 +712,18 @@ def test_plan_names_what_would_free_room():
     flavor = dict(FLAVOR, extra_specs={
         'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_11': 'required'})
     untagged = node('a', [(device('a1', '0000:82:00.0'), N11)])
-    moves = migration.plan(
+    moves = migration_plan.plan(
         servers(1, flavor), SOURCE, [untagged],
-        fix=lambda s, nodes: migration.smallest_fix(s, nodes))
+        fix=lambda s, nodes: migration_plan.smallest_fix(s, nodes))
     assert moves[0].node is None
     assert 'tag a:0000:82:00.0 with CUSTOM_NVIDIA_11' in moves[0].reason
 
 
 def test_commands_name_the_service_host():
-    assert migration.command('live', 'gpu2', 'X') == (
+    assert migration_plan.command('live', 'gpu2', 'X') == (
         'openstack --os-compute-api-version 2.30 server migrate '
         '--live-migration --host gpu2 --wait X')
-    assert migration.command('cold', 'gpu2', 'X').endswith(
+    assert migration_plan.command('cold', 'gpu2', 'X').endswith(
         '--host gpu2 --wait X && openstack server migration confirm X')
 
 
@@ -654,13 +747,13 @@ def test_compute_conf_downtime(tmp_path: pathlib.Path, text: str,
 
     path = tmp_path / 'nova.conf'
     path.write_text(text)
-    conf = migration.conf_from(local_novaconf.parse_files([str(path)]))
+    conf = migration_model.conf_from(local_novaconf.parse_files([str(path)]))
     assert conf.downtime == values
     assert conf.supported == (N12,)
     assert conf.type_of('pci_0000_84_00_0') == N12
     target = node('dst', [(device('d1', '0000:82:00.0'), N12)], conf=conf)
-    verdict = migration.judge(server(N12), SOURCE, target,
-                              {'d1': {'VGPU': 1}})
+    verdict = migration_verdict.judge(server(N12), SOURCE, target,
+                                      {'d1': {'VGPU': 1}})
     assert verdict.live == 'yes'
     assert 'live_migration_downtime = 500, live_migration_downtime_steps = ' \
         '10, live_migration_downtime_delay = 75 on dst' in verdict.reason
@@ -671,8 +764,8 @@ def test_plan_ignores_nodes_without_the_class():
     cpu_only = node('cpu', [])
     mlx = node('mlx', [(device('m1', '0000:3b:00.0', rc='CUSTOM_MLX5'),
                         None)])
-    assert not migration.offers(servers(1)[0].request, cpu_only)
-    moves = migration.plan(servers(1), SOURCE, [cpu_only, mlx])
+    assert not migration_model.offers(servers(1)[0].request, cpu_only)
+    moves = migration_plan.plan(servers(1), SOURCE, [cpu_only, mlx])
     assert moves[0].node is None
     assert moves[0].reason == ('no other compute node has a device of '
                                'VGPU')

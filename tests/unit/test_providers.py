@@ -290,10 +290,6 @@ def test_parse_summaries():
     summaries = domain.parse_summaries(SUMMARIES_BODY)
     assert summaries['g1'].resources == {'VGPU': (14, 3)}
     assert summaries['g1'].traits == ('CUSTOM_A', 'OWNER_NOVA')
-    assert domain.has_mdev_inventory(summaries['g1'])
-    # CUSTOM_PCI_* names a mdev-like class: the name check keeps PCI
-    # providers out (find_candidates), not the class.
-    assert not domain.has_mdev_inventory(summaries['n1'])
     assert domain.parse_summaries({'provider_summaries': {}}) == {}
 
 
