@@ -14,7 +14,8 @@
 
 Nova's rules mirrored one function each (naming the Nova function),
 Placement's provider and request models, capacity arithmetic and its
-explainer, and the findings of ``config check`` and ``audit``. No
+explainer, and the findings of ``config check`` and ``audit`` (one
+model of a finding and its severities: ``findings``). No
 network, no files, no sysfs: everything is handed in as data. Imports
 only the standard library, oslo.config's parser, PyYAML (to parse and
 render texts), os-traits, os-resource-classes and itself.

@@ -21,6 +21,7 @@ or ``AddTrait``). Nothing here touches the network.
 import dataclasses
 
 from osc_mdev.domain import capacity
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
@@ -49,9 +50,7 @@ CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
 #: The checks ``--fix`` repairs; nothing else is changed automatically.
 FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
 
-ERROR = 'error'
-WARNING = 'warning'
-INFO = 'info'
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 
 #: Nova's migration statuses after which a migration consumer should hold
 #: nothing: the move was confirmed, reverted, completed or it failed.
@@ -96,29 +95,22 @@ class AddTrait:
                                           self.device.device)
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    severity: str
-    check: str
-    host: str = ''
-    device: str = ''
-    server: str = ''
-    message: str = ''
-    resource_class: str = ''
-    provider_uuid: str = ''
-    repair: object = None
+Finding = findings.Finding
 
-    @property
-    def sort_key(self):
-        order = CHECKS + (NOVA_UNREACHABLE, PCI_ALIAS_UNCHECKED)
-        return (order.index(self.check), self.host, self.device,
-                self.server, self.message)
+
+def sort_key(finding: Finding) -> tuple[int, str, str, str, str]:
+    """The order of an audit's findings: by check, then host, device,
+    server and message.
+    """
+    order = CHECKS + (NOVA_UNREACHABLE, PCI_ALIAS_UNCHECKED)
+    return (order.index(finding.check), finding.host, finding.device,
+            finding.server, finding.message)
 
 
 def _finding(severity, check, device=None, server='', message='',
              resource_class=None, repair=None):
     return Finding(
-        severity, check,
+        severity, check=check,
         host=device.host if device is not None else '',
         device=device.device if device is not None else '',
         server=server, message=message,
@@ -305,7 +297,7 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
         what = ('holds none' if not has else 'holds %s'
                 % _describe_amounts(has))
         found.append(Finding(
-            ERROR, MISSING_ALLOCATION, host=node_of(server),
+            ERROR, check=MISSING_ALLOCATION, host=node_of(server),
             server=server['id'],
             resource_class=','.join(sorted(set(wanted) | set(has))),
             message='Server %s: its flavor asks for %s but it %s in '
@@ -666,7 +658,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                        and k.name in missing_classes})
         if gone:
             found.append(Finding(
-                WARNING, UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
+                WARNING, check=UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
                 message='Flavor %s asks for resource class %s, which does '
                         'not exist in Placement; see it with: openstack '
                         'mdev flavor show %s' % (label, ', '.join(gone),
@@ -679,7 +671,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                 rr.request_from_flavor(flavor, aliases=aliases)
             except rr.RequestError as exc:
                 found.append(Finding(
-                    WARNING, UNSCHEDULABLE_FLAVOR,
+                    WARNING, check=UNSCHEDULABLE_FLAVOR,
                     message='Flavor %s cannot be booted: %s; see it with: '
                             'openstack mdev flavor show %s' % (
                                 label, exc, flavor['id'])))
@@ -689,7 +681,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
         reason = capacity.unschedulable_reason(request, trees)
         if reason:
             found.append(Finding(
-                WARNING, UNSCHEDULABLE_FLAVOR,
+                WARNING, check=UNSCHEDULABLE_FLAVOR,
                 resource_class=', '.join(request.mdev_classes()),
                 message='Flavor %s cannot be scheduled: %s; see it with: '
                         'openstack mdev capacity --flavor %s --explain'
@@ -770,7 +762,7 @@ def pci_alias_unchecked(servers, flavor_list):
             for n, word in ((n_servers, 'server'), (n_flavors, 'flavor'))
             if n]
     return Finding(
-        INFO, PCI_ALIAS_UNCHECKED,
+        INFO, check=PCI_ALIAS_UNCHECKED,
         message='%s ask%s for PCI devices by alias (%s), which %s and %s '
                 'did not check; give the controller\'s nova.conf with '
                 '--controller-conf <file> to check them.' % (

@@ -23,6 +23,7 @@ from reading the sysfs tree.
 import dataclasses
 import re
 
+from osc_mdev.domain import findings
 from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
@@ -31,8 +32,8 @@ from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
 
-ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
-Finding = novaconf.Finding
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
+Finding = findings.Finding
 OTHER_DEVICES = '(any other device)'
 
 
@@ -499,10 +500,6 @@ def placement_findings(conf, host, devices, prefix=trait_logic
                 % (device.address, ', '.join(wrong), mdev_type, host,
                    type_traits[mdev_type])))
     return found
-
-
-def sort_findings(findings):
-    return sorted(findings, key=lambda f: novaconf.SEVERITY_ORDER[f.severity])
 
 
 # -- [pci]: PCI devices in Placement ----------------------------------------

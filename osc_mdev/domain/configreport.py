@@ -23,6 +23,7 @@ checked, and the verdict ("nothing is wrong" for a clean file).
 import dataclasses
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import findings as finding_model
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -166,7 +167,7 @@ def report(findings, effects, files, checked, long=False):
     columns = COLUMNS + (LONG_COLUMNS if long else ())
     blank = ('', '', '', '') if long else ()
     rows = [(f.severity, f.where, f.message) + blank
-            for f in configcheck.sort_findings(findings)]
+            for f in finding_model.by_severity(findings)]
     if long:
         rows += [(EFFECTIVE, e.where, e.message, e.device, e.mdev_type,
                   e.resource_class, e.traits) for e in effects]

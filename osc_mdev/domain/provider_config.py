@@ -33,12 +33,12 @@ import re
 
 import yaml
 
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
-from osc_mdev.domain import novaconf
 from osc_mdev.domain import traits as trait_logic
 
-ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
-Finding = novaconf.Finding
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
+Finding = findings.Finding
 
 #: The schema version osc-mdev writes, the one Nova 34 knows.
 SCHEMA_VERSION = '1.0'

@@ -285,7 +285,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             skipped[:0] = [domain.ORPHANED_ALLOCATION,
                            domain.MISSING_ALLOCATION, domain.NODE_MISMATCH]
         found.append(domain.Finding(
-            domain.ERROR, domain.NOVA_UNREACHABLE,
+            domain.ERROR, check=domain.NOVA_UNREACHABLE,
             message='Nova could not be read (%s), so %s %s not checked; '
                     'run the audit again when Nova answers.'
                     % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
@@ -322,7 +322,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             snapshot.flavors if flavors else None)
         if note is not None:
             found.append(note)
-    return sorted(found, key=lambda f: f.sort_key)
+    return sorted(found, key=domain.sort_key)
 
 
 @dataclasses.dataclass(frozen=True)

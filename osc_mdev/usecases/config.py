@@ -37,7 +37,7 @@ class Checked:
     checked.
     """
 
-    findings: list          # novaconf.Finding
+    findings: list[novaconf.Finding]
     effects: list           # configreport.Effect: devices, [pci] parts
     files: tuple            # the files read, in order
     scope: list             # what was checked, in words

@@ -426,9 +426,11 @@ def test_unknown_classes():
 def test_repairs_only_of_the_checks_asked_and_once_each():
     remove = audit.RemoveAllocations('x', 1, 'p', 'u')
     add = audit.AddTrait(device('g1'), 'CUSTOM_T')
-    found = [audit.Finding('error', 'orphaned-allocation', repair=remove),
-             audit.Finding('error', 'orphaned-allocation', repair=remove),
-             audit.Finding('warning', 'lost-trait', repair=add)]
+    found = [audit.Finding('error', check='orphaned-allocation',
+                           repair=remove),
+             audit.Finding('error', check='orphaned-allocation',
+                           repair=remove),
+             audit.Finding('warning', check='lost-trait', repair=add)]
     assert audit.repairs(found, ('orphaned-allocation',)) == [remove]
     assert audit.repairs(found, audit.FIXABLE) == [remove, add]
 
