@@ -28,6 +28,9 @@ from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
@@ -520,7 +523,7 @@ def _name_findings(kind: str, written: str, normalized: str, here: str,
                    fatal_where: str) -> list[Finding]:
     """Findings about one class or trait name as Nova normalizes it."""
     found = []
-    problem = pci_rules.placement_name_problem(normalized, kind)
+    problem = translator.placement_name_problem(normalized, kind)
     if problem:
         found.append(_f(ERROR, here, '%s from %r: %s; %s.' % (
             normalized, written, problem, fatal_where)))
@@ -532,9 +535,9 @@ def _name_findings(kind: str, written: str, normalized: str, here: str,
             '%s %r has spaces around it: Nova makes %s of it, not %s; '
             'remove the spaces (write "a,b", not "a, b").') % (
                 kind, written, normalized,
-                pci_rules.normalize_traits([written.strip()])[0]
+                translator.normalize_traits([written.strip()])[0]
                 if kind == 'trait' else
-                pci_rules.normalize_resource_class(written.strip()))))
+                translator.normalize_resource_class(written.strip()))))
     elif kind == 'trait' and _is_standard_trait(written.upper()):
         found.append(_f(WARNING, here, (
             'trait %r is the standard trait %s in lower case: Nova does not '
@@ -556,11 +559,11 @@ def _spec_name_findings(spec, fatal_where):
     if requested:
         found += _name_findings(
             'resource class', requested,
-            pci_rules.normalize_resource_class(requested), spec.where,
+            translator.normalize_resource_class(requested), spec.where,
             fatal_where)
     for written in _written_traits(spec.tags.get('traits', '')):
         found += _name_findings('trait', written,
-                                pci_rules.normalize_traits([written])[0],
+                                translator.normalize_traits([written])[0],
                                 spec.where, fatal_where)
     return found
 
@@ -571,19 +574,19 @@ def _alias_name_findings(alias, fatal_where):
     if spec.get('resource_class'):
         found += _name_findings(
             'resource class', spec['resource_class'],
-            pci_rules.normalize_resource_class(spec['resource_class']),
+            translator.normalize_resource_class(spec['resource_class']),
             alias.where, fatal_where)
     for written in _written_traits(spec.get('traits', '')):
         found += _name_findings('trait', written,
-                                pci_rules.normalize_traits([written])[0],
+                                translator.normalize_traits([written])[0],
                                 alias.where, fatal_where)
     return found
 
 
 def _ids_compatible(spec, vendor, product):
     """Whether a device spec can match devices with these ids."""
-    return (spec.vendor_id in (pci_rules.ANY, (vendor or '').lower())
-            and spec.product_id in (pci_rules.ANY, (product or '').lower()))
+    return (spec.vendor_id in (pci_devspec.ANY, (vendor or '').lower())
+            and spec.product_id in (pci_devspec.ANY, (product or '').lower()))
 
 
 def alias_problem(alias, specs, in_placement):
@@ -606,8 +609,9 @@ def alias_problem(alias, specs, in_placement):
     rc = alias.resource_class
     of_class = []
     for s in specs:
-        if s.resource_class is not None:
-            if s.resource_class == rc:
+        spec_rc = translator.spec_resource_class(s)
+        if spec_rc is not None:
+            if spec_rc == rc:
                 of_class.append(s)
             continue
         match = re.match(r'^CUSTOM_PCI_([0-9A-F]{4})_([0-9A-F]{4})$', rc)
@@ -616,10 +620,10 @@ def alias_problem(alias, specs, in_placement):
     if not of_class:
         return 'no device spec gives resource class %s' % rc
     missing = set(alias.traits)
-    with_traits = [s for s in of_class if alias.traits <= s.traits]
-    if not with_traits:
+    spec_traits = [translator.device_traits(s.tags) for s in of_class]
+    if not any(alias.traits <= traits for traits in spec_traits):
         missing = sorted(alias.traits - min(
-            (s.traits for s in of_class), key=lambda t: len(alias.traits - t)))
+            spec_traits, key=lambda t: len(alias.traits - t)))
         return 'no device spec of class %s has trait %s' % (
             rc, ', '.join(missing))
     return None
@@ -643,7 +647,7 @@ def pci_findings(pci: pci_rules.PciConfig,
             found.append(_f(INFO, where(occ.section, occ.name, occ),
                             '%s is the deprecated name of %s; Nova still '
                             'reads it.' % (occ.name, new)))
-    placed = [s for s in pci.specs if s.in_placement]
+    placed = [s for s in pci.specs if translator.in_placement(s)]
     starting = 'nova-compute cannot report the device to Placement'
     if pci.report_in_placement:
         for spec in placed:
@@ -655,7 +659,7 @@ def pci_findings(pci: pci_rules.PciConfig,
                     'the PCI address instead.' % spec.devname))
             found += _spec_name_findings(spec, starting)
         for spec in pci.specs:
-            if not spec.in_placement:
+            if not translator.in_placement(spec):
                 found.append(_f(
                     INFO, spec.where,
                     'Has physical_network: Neutron SR-IOV, not reported to '
@@ -720,22 +724,18 @@ def pci_findings(pci: pci_rules.PciConfig,
     return found
 
 
-def _physical_functions(devices):
-    return {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF}
-
-
 def _pci_sysfs_findings(pci, devices, root_name):
     found = []
-    pfs = _physical_functions(devices)
+    pfs = pci_devspec.physical_functions(devices)
     for spec in pci.specs:
-        if not any(pci_rules.spec_matches(spec, d, pfs) for d in devices):
+        if not any(pci_devspec.spec_matches(spec, d, pfs) for d in devices):
             found.append(_f(
                 WARNING, spec.where,
                 'Matches no PCI device under --sysfs (%s): Nova offers '
                 'nothing from it.' % spec.describe()))
     if pci.report_in_placement:
-        _, problems = pci_rules.pci_providers(root_name, devices,
-                                              pci.specs, pfs)
+        _, problems = translator.pci_providers(root_name, devices,
+                                               pci.specs, pfs)
         for exception, message in problems:
             found.append(_f(
                 ERROR, where('pci', 'device_spec'),
@@ -750,7 +750,7 @@ def alias_request(alias, count=1, pci_in_placement=True):
     spec = alias.specs[0]
     kind = spec.get('dev_type') or 'any type'
     if pci_in_placement:
-        groups = pci_rules.alias_request_groups(alias, count)
+        groups = pci_request.alias_request_groups(alias, count)
         [rc] = groups[0][0]
         text = '%d request group%s of %s:1' % (
             count, '' if count == 1 else 's', rc)
@@ -786,7 +786,7 @@ def pci_placement_findings(pci, host, placed, predicted=None):
     """
     found = []
     where_host = 'Placement, host %s' % host
-    if pci_rules.tracking_disabled_after_enabled(
+    if translator.tracking_disabled_after_enabled(
             pci.report_in_placement, [p.traits for p in placed]):
         found.append(_f(
             ERROR, pci.settings.pci['report_in_placement'].where,

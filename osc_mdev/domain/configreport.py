@@ -20,6 +20,7 @@ columns ``--long`` adds), and last the one ``result`` row: what was
 checked, and the verdict ("nothing is wrong" for a clean file).
 """
 
+from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.domain import configcheck
@@ -27,6 +28,8 @@ from osc_mdev.domain import findings as finding_model
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
 from osc_mdev.domain import words
 
 COLUMNS = ('Severity', 'Where', 'Message')
@@ -64,14 +67,16 @@ def device_effects(conf, devices=()):
             for r in configcheck.effective(conf, devices)]
 
 
-def pci_effects(pci, devices=None, root_name='<node>'):
+def pci_effects(pci: pci_rules.PciConfig,
+                devices: Sequence[pci_devspec.PciDevice] | None = None,
+                root_name: str = '<node>') -> list[Effect]:
     """What Nova makes of ``[pci]``: each device spec (the class and
     traits of the devices it matches), with the node's PCI functions
     (``devices``) the providers Nova will make, and each alias' request.
     """
     found = []
     for spec in pci.specs:
-        if not spec.in_placement:
+        if not translator.in_placement(spec):
             found.append(Effect(spec.where, (
                 'PCI device spec with physical_network: for Neutron SR-IOV, '
                 'not reported to Placement.'), spec.describe()))
@@ -84,13 +89,14 @@ def pci_effects(pci, devices=None, root_name='<node>'):
                 spec.where, 'PCI device spec: Nova reports the devices it '
                 'matches to Placement with this class and these traits.',
                 spec.describe(),
-                resource_class=spec.resource_class or
+                resource_class=translator.spec_resource_class(spec) or
                 'CUSTOM_PCI_<VENDOR>_<PRODUCT>',
-                traits=', '.join(sorted(spec.traits))))
+                traits=', '.join(sorted(translator.device_traits(
+                    spec.tags)))))
     if devices is not None and pci.report_in_placement:
-        providers, _ = pci_rules.pci_providers(
+        providers, _ = translator.pci_providers(
             root_name, devices, pci.specs,
-            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
+            pci_devspec.physical_functions(devices))
         for provider in sorted(providers.values(), key=lambda p: p.name):
             found.append(Effect(
                 novaconf.where('pci', 'device_spec'),

@@ -193,7 +193,7 @@ def pci_request_live_migratable(aliases):
     """Mirrors ``LiveMigrationTask._check_can_migrate_pci`` for flavor
     PCI requests (``InstancePCIRequest.is_live_migratable``: every spec
     of the alias says ``live_migratable`` true). ``aliases`` are the
-    pci.Alias of the flavor's ``pci_passthrough:alias``. None, or the
+    pci_request.Alias of the flavor's ``pci_passthrough:alias``. None, or the
     reason in Nova's words.
     """
     for alias in aliases:
@@ -358,7 +358,7 @@ class Server:
     request: rr.Request | None = None   # the flavor's, no prefilters
     problem: str | None = None   # why the request is not known
     held: tuple = ()
-    pci_aliases: tuple = ()      # pci.Alias of the flavor's alias devices
+    pci_aliases: tuple = ()      # pci_request.Alias of its alias devices
 
     @property
     def mdevs(self):

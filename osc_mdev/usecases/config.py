@@ -25,6 +25,8 @@ from osc_mdev.domain import configcheck
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
 from osc_mdev.usecases import allocation as allocations
@@ -116,9 +118,9 @@ def pci_placement(placement, pci, devices, host):
     placed = node_pci_providers(placement, host)
     predicted = None
     if devices is not None:
-        predicted, _ = pci_rules.pci_providers(
+        predicted, _ = translator.pci_providers(
             host, devices, pci.specs,
-            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
+            pci_devspec.physical_functions(devices))
     return configcheck.pci_placement_findings(pci, host, placed, predicted)
 
 
@@ -133,7 +135,7 @@ def node_pci_providers(placement, host):
         return []
     found = placement.find_providers(
         in_tree=root['uuid'],
-        required_traits=[pci_rules.COMPUTE_MANAGED_PCI_DEVICE])
+        required_traits=[translator.COMPUTE_MANAGED_PCI_DEVICE])
     details = placement.get_provider_details([p['uuid'] for p in found])
     result = []
     for provider in found:

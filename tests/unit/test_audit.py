@@ -17,7 +17,7 @@ import pytest
 from osc_mdev.domain import allocations
 from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
@@ -513,7 +513,7 @@ def test_pci_devices_in_orphan_and_capacity_checks_only():
 # -- PCI aliases: the controller's [pci] alias -----------------------------
 
 A16 = 'CUSTOM_PCI_10DE_25B6'
-ALIASES = pci.pci_aliases([
+ALIASES = pci_request.pci_aliases([
     ('{"name": "a16", "vendor_id": "10de", "product_id": "25b6"}', ''),
     ('{"name": "l40s", "resource_class": "CUSTOM_L40S", '
      '"traits": "fast"}', '')], pci_in_placement=True)

@@ -20,6 +20,7 @@ import pytest
 
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_request
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
 from tests.fixtures import nova_driver
@@ -375,7 +376,7 @@ device_spec = {"address": "0000:25:00.4", "resource_class": "A16",
 device_spec = {"vendor_id": "10de", "product_id": "2236"}
 device_spec = {"address": "0000:41:00.0"}
 """, tmp_path)
-    alias = pci_rules.Alias
+    alias = pci_request.Alias
     a16 = alias('a16', 'legacy', ({'resource_class': 'a16'},))
     red = alias('red', 'legacy', ({'resource_class': 'A16',
                                    'traits': 'red'},))

@@ -440,9 +440,9 @@ PCI_SPECS = {
 
 
 def _aliases():
-    from osc_mdev.domain import pci
-    return pci.pci_aliases([(json.dumps(a), '[pci] alias')
-                            for a in ALIASES], pci_in_placement=True)
+    from osc_mdev.domain import pci_request
+    return pci_request.pci_aliases([(json.dumps(a), '[pci] alias')
+                                    for a in ALIASES], pci_in_placement=True)
 
 
 def nova_pci_request(flavor, specs):

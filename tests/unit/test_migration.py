@@ -22,7 +22,7 @@ import pytest
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import migration
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits
 
@@ -273,7 +273,7 @@ def test_pci_live_migratable_as_nova(flags, monkeypatch):
         spec = {'vendor_id': '10de', 'product_id': '26b9'}
         if flag is not None:
             spec['live_migratable'] = flag
-        aliases.append(pci.Alias('a%d' % n, 'legacy', (spec,)))
+        aliases.append(pci_request.Alias('a%d' % n, 'legacy', (spec,)))
         requests.append(objects.InstancePCIRequest(
             count=1, spec=[dict(spec)], alias_name='a%d' % n))
     task = object.__new__(live_migrate.LiveMigrationTask)
