@@ -10,14 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``mdev config check``: what nova-compute will make of a configuration.
+"""``mdev config check``, its mdev half: what nova-compute will make of
+a configuration's names (``spelling``), its ``[devices]`` and
+``[mdev_<type>]`` options and the live-migration settings vGPUs need.
 
-Nova's own rules come from ``novaconf`` and ``pci`` (one function per
-Nova rule);
+Nova's own rules come from ``novaconf`` (one function per Nova rule);
 this module adds what Nova does not say (options it silently ignores,
 addresses that can never match), compares the file with a compute node's
-sysfs tree and with what Placement shows for the node. Pure logic apart
-from reading the sysfs tree.
+sysfs tree (as ``osc_mdev.local`` read it) and with what Placement shows
+for the node. ``configcheck_pci`` is the ``[pci]`` half; ``configreport``
+renders both.
 """
 
 import dataclasses
@@ -27,10 +29,6 @@ from osc_mdev.domain import findings
 from osc_mdev.domain import migration
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci as pci_rules
-from osc_mdev.domain import pci_devspec
-from osc_mdev.domain import pci_placement_translator as translator
-from osc_mdev.domain import pci_request
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
@@ -340,7 +338,7 @@ def sysfs_findings(conf, parents, functions=None):
                     '%s is the physical function of an SR-IOV GPU: its '
                     'mdevs are on its virtual functions (%s); list those '
                     'instead. Nova will report nothing for %s.'
-                    % (address, _short(pf.virtfns), address)))
+                    % (address, words.first_few(pf.virtfns), address)))
             else:
                 found.append(_f(
                     WARNING, here,
@@ -414,13 +412,6 @@ def no_mdev_bus(conf):
         'libvirt it offers no mediated devices: it reports no mdev '
         'inventory for this node (child providers made before are left as '
         'they are), so servers asking for vGPUs are not scheduled here.'))
-
-
-def _short(items, limit=4):
-    items = list(items)
-    text = ', '.join(items[:limit])
-    return text + (' and %d more' % (len(items) - limit)
-                   if len(items) > limit else '')
 
 
 def _looks_like_vf(address, parents):
@@ -502,337 +493,4 @@ def placement_findings(conf, host, devices, prefix=trait_logic
                 'after the restart to tag it %s.'
                 % (device.address, ', '.join(wrong), mdev_type, host,
                    type_traits[mdev_type])))
-    return found
-
-
-# -- [pci]: PCI devices in Placement ----------------------------------------
-
-_DEPRECATED_PCI = {
-    ('pci', 'passthrough_whitelist'): '[pci] device_spec',
-    ('DEFAULT', 'pci_passthrough_whitelist'): '[pci] device_spec',
-    ('DEFAULT', 'pci_alias'): '[pci] alias',
-}
-
-
-def _written_traits(text):
-    return [t for t in text.split(',')] if isinstance(text, str) and text \
-        else []
-
-
-def _name_findings(kind: str, written: str, normalized: str, here: str,
-                   fatal_where: str) -> list[Finding]:
-    """Findings about one class or trait name as Nova normalizes it."""
-    found = []
-    problem = translator.placement_name_problem(normalized, kind)
-    if problem:
-        found.append(_f(ERROR, here, '%s from %r: %s; %s.' % (
-            normalized, written, problem, fatal_where)))
-        return found
-    if written == normalized:
-        return found
-    if written != written.strip():
-        found.append(_f(WARNING, here, (
-            '%s %r has spaces around it: Nova makes %s of it, not %s; '
-            'remove the spaces (write "a,b", not "a, b").') % (
-                kind, written, normalized,
-                translator.normalize_traits([written.strip()])[0]
-                if kind == 'trait' else
-                translator.normalize_resource_class(written.strip()))))
-    elif kind == 'trait' and _is_standard_trait(written.upper()):
-        found.append(_f(WARNING, here, (
-            'trait %r is the standard trait %s in lower case: Nova does not '
-            'recognise it and reports the custom trait %s instead; write '
-            '%s.') % (written, written.upper(), normalized, written.upper())))
-    # Else Nova makes of it what was meant (blue: CUSTOM_BLUE), as of the
-    # name written in full: the effective rows show the name.
-    return found
-
-
-def _is_standard_trait(name):
-    import os_traits
-    return os_traits.check_traits([name])[0] == {name}
-
-
-def _spec_name_findings(spec, fatal_where):
-    found = []
-    requested = spec.tags.get('resource_class')
-    if requested:
-        found += _name_findings(
-            'resource class', requested,
-            translator.normalize_resource_class(requested), spec.where,
-            fatal_where)
-    for written in _written_traits(spec.tags.get('traits', '')):
-        found += _name_findings('trait', written,
-                                translator.normalize_traits([written])[0],
-                                spec.where, fatal_where)
-    return found
-
-
-def _alias_name_findings(alias, fatal_where):
-    found = []
-    spec = alias.specs[0]
-    if spec.get('resource_class'):
-        found += _name_findings(
-            'resource class', spec['resource_class'],
-            translator.normalize_resource_class(spec['resource_class']),
-            alias.where, fatal_where)
-    for written in _written_traits(spec.get('traits', '')):
-        found += _name_findings('trait', written,
-                                translator.normalize_traits([written])[0],
-                                alias.where, fatal_where)
-    return found
-
-
-def _ids_compatible(spec, vendor, product):
-    """Whether a device spec can match devices with these ids."""
-    return (spec.vendor_id in (pci_devspec.ANY, (vendor or '').lower())
-            and spec.product_id in (pci_devspec.ANY, (product or '').lower()))
-
-
-def alias_problem(alias, specs, in_placement):
-    """Why no device spec of ``specs`` can serve ``alias``, or None.
-
-    ``in_placement``: the scheduler asks Placement (resource class and
-    traits of the device spec); else Nova's PCI filter matches vendor and
-    product ids.
-    """
-    spec = alias.specs[0]
-    vendor, product = spec.get('vendor_id'), spec.get('product_id')
-    if not in_placement:
-        if vendor is None or product is None or any(
-                _ids_compatible(s, vendor, product) for s in specs):
-            # An alias without ids asks Placement only (and this node is
-            # not in Placement: reported apart).
-            return None
-        return 'no device spec matches vendor_id %s and product_id %s' % (
-            vendor, product)
-    rc = alias.resource_class
-    of_class = []
-    for s in specs:
-        spec_rc = translator.spec_resource_class(s)
-        if spec_rc is not None:
-            if spec_rc == rc:
-                of_class.append(s)
-            continue
-        match = re.match(r'^CUSTOM_PCI_([0-9A-F]{4})_([0-9A-F]{4})$', rc)
-        if match and _ids_compatible(s, *match.groups()):
-            of_class.append(s)
-    if not of_class:
-        return 'no device spec gives resource class %s' % rc
-    missing = set(alias.traits)
-    spec_traits = [translator.device_traits(s.tags) for s in of_class]
-    if not any(alias.traits <= traits for traits in spec_traits):
-        missing = sorted(alias.traits - min(
-            spec_traits, key=lambda t: len(alias.traits - t)))
-        return 'no device spec of class %s has trait %s' % (
-            rc, ', '.join(missing))
-    return None
-
-
-def pci_findings(pci: pci_rules.PciConfig,
-                 sysfs_devices: list | None = None,
-                 root_name: str = '<node>') -> list[Finding]:
-    """Findings about ``[pci]`` (and ``[filter_scheduler]
-    pci_in_placement``) beyond the errors ``pci.pci_config`` found.
-
-    ``sysfs_devices``: the node's PCI functions (``read_pci_devices``)
-    when known.
-    """
-    settings = pci.settings
-    found = list(pci.findings)
-    for occ in settings.occurrences:
-        new = _DEPRECATED_PCI.get((novaconf.group_key(occ.section),
-                                   occ.name))
-        if new:
-            found.append(_f(INFO, where(occ.section, occ.name, occ),
-                            '%s is the deprecated name of %s; Nova still '
-                            'reads it.' % (occ.name, new)))
-    placed = [s for s in pci.specs if translator.in_placement(s)]
-    starting = 'nova-compute cannot report the device to Placement'
-    if pci.report_in_placement:
-        for spec in placed:
-            if spec.devname:
-                found.append(_f(
-                    ERROR, spec.where,
-                    'nova-compute refuses to start: PCI in Placement does '
-                    'not support devname (%s) in [pci] device_spec; give '
-                    'the PCI address instead.' % spec.devname))
-            found += _spec_name_findings(spec, starting)
-        for spec in pci.specs:
-            if not translator.in_placement(spec):
-                found.append(_f(
-                    INFO, spec.where,
-                    'Has physical_network: Neutron SR-IOV, not reported to '
-                    'Placement by Nova.'))
-        if placed and sysfs_devices is None:
-            found.append(_f(
-                INFO, where('pci', 'device_spec'),
-                'Without --sysfs the virtual functions of each physical '
-                'function are not known: nova-compute refuses to start '
-                'when VFs of one PF get different classes or traits, or a '
-                'PF is listed with its VFs; check with --sysfs /sys.'))
-        pis = settings.pci['pci_in_placement']
-        if not pci.pci_in_placement:
-            found.append(_f(
-                WARNING, pis.where,
-                '[pci] report_in_placement is on but [filter_scheduler] '
-                'pci_in_placement is off here: unless it is True on '
-                'nova-api, nova-scheduler and nova-conductor, the scheduler '
-                'ignores the PCI devices in Placement and does not allocate '
-                'them there.'))
-    else:
-        for spec in pci.specs:
-            named = [t for t in ('resource_class', 'traits')
-                     if t in spec.tags]
-            if named:
-                found.append(_f(
-                    WARNING, spec.where,
-                    'Ignored: %s is only used with [pci] report_in_placement '
-                    '= True, which is off.' % ' and '.join(named)))
-        if pci.pci_in_placement and placed:
-            found.append(_f(
-                WARNING, settings.pci['report_in_placement'].where,
-                '[filter_scheduler] pci_in_placement is on but this '
-                "compute's [pci] report_in_placement is off: its devices "
-                'are not in Placement, so servers with PCI aliases are never '
-                'scheduled to it.'))
-    scheduler = 'the scheduler cannot ask Placement for the alias'
-    for name, alias in sorted(pci.aliases.items()):
-        spec = alias.specs[0]
-        if pci.pci_in_placement:
-            found += _alias_name_findings(alias, scheduler)
-        else:
-            named = [t for t in ('resource_class', 'traits') if t in spec]
-            if named:
-                found.append(_f(
-                    WARNING, alias.where,
-                    'Alias %s: %s is ignored while [filter_scheduler] '
-                    'pci_in_placement is off (it is only used to ask '
-                    'Placement).' % (name, ' and '.join(named))))
-        if pci.specs:
-            in_placement = pci.pci_in_placement and pci.report_in_placement
-            problem = alias_problem(
-                alias, placed if in_placement else pci.specs, in_placement)
-            if problem:
-                found.append(_f(
-                    WARNING, alias.where,
-                    'Alias %s cannot be served by this node: %s, so servers '
-                    'asking for it are never scheduled here.'
-                    % (name, problem)))
-    if sysfs_devices is not None and pci.specs:
-        found += _pci_sysfs_findings(pci, sysfs_devices, root_name)
-    return found
-
-
-def _pci_sysfs_findings(pci, devices, root_name):
-    found = []
-    pfs = pci_devspec.physical_functions(devices)
-    for spec in pci.specs:
-        if not any(pci_devspec.spec_matches(spec, d, pfs) for d in devices):
-            found.append(_f(
-                WARNING, spec.where,
-                'Matches no PCI device under --sysfs (%s): Nova offers '
-                'nothing from it.' % spec.describe()))
-    if pci.report_in_placement:
-        _, problems = translator.pci_providers(root_name, devices,
-                                               pci.specs, pfs)
-        for exception, message in problems:
-            found.append(_f(
-                ERROR, where('pci', 'device_spec'),
-                'nova-compute refuses to start (%s): %s; list either the '
-                'PF or its VFs, and give VFs of one PF one resource_class '
-                'and one set of traits.' % (exception, message)))
-    return found
-
-
-def alias_request(alias, count=1, pci_in_placement=True):
-    """An alias' request in words."""
-    spec = alias.specs[0]
-    kind = spec.get('dev_type') or 'any type'
-    if pci_in_placement:
-        groups = pci_request.alias_request_groups(alias, count)
-        [rc] = groups[0][0]
-        text = '%d request group%s of %s:1' % (
-            count, '' if count == 1 else 's', rc)
-        if groups[0][1]:
-            text += ' with ' + ', '.join(sorted(groups[0][1]))
-    else:
-        ids = ' or '.join(
-            '%s:%s' % (s.get('vendor_id', '*'), s.get('product_id', '*'))
-            for s in alias.specs)
-        text = '%s %s' % (words.count(count, 'device'), ids)
-        text += ' (PCI filter only, not Placement)'
-    return '%s; %s; numa_policy %s' % (text, kind, alias.numa_policy)
-
-
-@dataclasses.dataclass(frozen=True)
-class PlacementPciProvider:
-    """One PCI provider of the node in Placement (one row per class)."""
-
-    name: str
-    resource_class: str | None
-    total: int
-    used: int
-    traits: tuple
-
-
-def pci_placement_findings(pci, host, placed, predicted=None):
-    """What happens to the node's PCI providers when nova-compute
-    restarts with the files.
-
-    ``placed``: PlacementPciProvider rows; ``predicted``: the providers
-    Nova will make (``pci.pci_providers`` of the sysfs devices, by
-    name), None when the devices are not known.
-    """
-    found = []
-    where_host = 'Placement, host %s' % host
-    if translator.tracking_disabled_after_enabled(
-            pci.report_in_placement, [p.traits for p in placed]):
-        found.append(_f(
-            ERROR, pci.settings.pci['report_in_placement'].where,
-            'nova-compute refuses to start (PlacementPciException): [pci] '
-            'report_in_placement is off but Placement has %d PCI '
-            'provider(s) of %s (%s), so it was on before, and Nova cannot '
-            'turn it off again; set report_in_placement = True.'
-            % (len({p.name for p in placed}), host,
-               _short(sorted({p.name for p in placed})))))
-        return found
-    if not pci.report_in_placement or predicted is None:
-        return found
-    for provider in placed:
-        expected = predicted.get(provider.name)
-        in_use = (' %d in use: Placement refuses the change while '
-                  'servers hold allocations there, so nova-compute\'s '
-                  'updates of the node fail until they go.' % provider.used
-                  if provider.used else '')
-        if expected is None:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s (%s, total %d) matches no device spec any '
-                'more: nova-compute removes it on restart%s' % (
-                    provider.name, provider.resource_class, provider.total,
-                    ' (it keeps it while %d server device(s) use it).'
-                    % provider.used if provider.used else '.')))
-            continue
-        if provider.resource_class != expected.resource_class:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s is %s in Placement but Nova will report %s: '
-                'its inventory changes class on restart.%s' % (
-                    provider.name, provider.resource_class,
-                    expected.resource_class, in_use)))
-        lost = sorted(set(provider.traits) - set(expected.traits or ())
-                      - {'OWNER_NOVA'})
-        if lost:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s carries %s, which nova-compute removes when it '
-                'restarts: it sets the traits of PCI providers from '
-                '[pci] device_spec only; put them in the spec\'s traits.'
-                % (provider.name, ', '.join(lost))))
-    for name in sorted(set(predicted) - {p.name for p in placed}):
-        found.append(_f(
-            INFO, where_host, 'Provider %s (%s) is new: nova-compute '
-            'creates it on restart.' % (name,
-                                        predicted[name].resource_class)))
     return found

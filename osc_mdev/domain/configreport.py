@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import findings as finding_model
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
@@ -107,8 +108,8 @@ def pci_effects(pci: pci_rules.PciConfig,
     for name, alias in sorted(pci.aliases.items()):
         found.append(Effect(
             alias.where, 'PCI alias %s: %s.' % (
-                name, configcheck.alias_request(alias, 1,
-                                                pci.pci_in_placement)),
+                name, configcheck_pci.alias_request(alias, 1,
+                                                    pci.pci_in_placement)),
             resource_class=alias.resource_class
             if pci.pci_in_placement else None))
     return found

@@ -24,3 +24,11 @@ def and_list(items):
     if len(items) < 2:
         return ''.join(items)
     return '%s and %s' % (', '.join(items[:-1]), items[-1])
+
+
+def first_few(items, limit=4):
+    """``'a, b, c, d and 2 more'``: at most ``limit`` of the items."""
+    items = list(items)
+    text = ', '.join(items[:limit])
+    return text + (' and %d more' % (len(items) - limit)
+                   if len(items) > limit else '')

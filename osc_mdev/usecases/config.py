@@ -22,6 +22,7 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -91,7 +92,7 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
         pci_devices = (sysfs.read_pci_devices(sysfs_root)
                        if sysfs_root else None)
         node = host or '<node>'
-        findings += configcheck.pci_findings(pci, pci_devices, node)
+        findings += configcheck_pci.pci_findings(pci, pci_devices, node)
         if host:
             placement, _ = clients()
             findings += pci_placement(placement, pci, pci_devices, node)
@@ -121,7 +122,8 @@ def pci_placement(placement, pci, devices, host):
         predicted, _ = translator.pci_providers(
             host, devices, pci.specs,
             pci_devspec.physical_functions(devices))
-    return configcheck.pci_placement_findings(pci, host, placed, predicted)
+    return configcheck_pci.pci_placement_findings(pci, host, placed,
+                                                  predicted)
 
 
 def node_pci_providers(placement, host):
@@ -145,11 +147,11 @@ def node_pci_providers(placement, host):
         inventories = detail['inventories'][1]
         usages = detail.get('usages') or {}
         for rc, inventory in sorted(inventories.items()):
-            result.append(configcheck.PlacementPciProvider(
+            result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], rc, inventory['total'],
                 usages.get(rc, 0), tuple(sorted(detail.get('traits') or ()))))
         if not inventories:
-            result.append(configcheck.PlacementPciProvider(
+            result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], None, 0, 0,
                 tuple(sorted(detail.get('traits') or ()))))
     return result
