@@ -18,11 +18,14 @@ finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
 or ``AddTrait``). Nothing here touches the network.
 """
 
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
@@ -225,18 +228,23 @@ def orphaned_allocations(allocations, servers, facts):
 
 # -- missing-allocation / node-mismatch ----------------------------------
 
-def server_request(server, aliases=None):
+def server_request(server: Mapping[str, typing.Any],
+                   pci_config: pci_rules.PciConfig | None = None
+                   ) -> rr.Request | None:
     """The request of the server's embedded flavor (the copy Nova keeps
     with the server, ``flavor`` from microversion 2.47), as Nova builds
     it (``resource_request.request_from_flavor``); its PCI alias devices
-    only with ``aliases`` (the controller's ``[pci] alias``). None when
-    Nova would refuse the flavor's ``pci_passthrough:alias``.
+    only with ``pci_config`` (the controller's ``[pci]``), asked for as
+    with ``pci_in_placement`` on, whatever it says. None when Nova would
+    refuse the flavor's ``pci_passthrough:alias``.
     """
     flavor = server.get('flavor') or {}
-    pci = aliases is not None and has_pci_alias(flavor.get('extra_specs'))
+    if pci_config is None or not has_pci_alias(flavor.get('extra_specs')):
+        pci_config = None
+    elif not pci_config.pci_in_placement:
+        pci_config = dataclasses.replace(pci_config, pci_in_placement=True)
     try:
-        return rr.request_from_flavor(flavor,
-                                      aliases=aliases if pci else None)
+        return rr.request_from_flavor(flavor, pci_config=pci_config)
     except rr.RequestError:
         return None
 
@@ -264,13 +272,14 @@ def _describe_amounts(amounts):
         amounts.items())) or 'no mdev'
 
 
-def missing_allocations(servers, allocations, mdev_classes, aliases=None):
+def missing_allocations(servers, allocations, mdev_classes,
+                        pci_config=None):
     """``missing-allocation``: servers whose embedded flavor (the copy
     Nova keeps with the server, ``flavor.extra_specs`` from microversion
     2.47) asks for mdevs they do not hold in Placement, or holds another
     class or amount.
 
-    With ``aliases`` (the controller's ``[pci] alias``), the PCI devices
+    With ``pci_config`` (the controller's ``[pci]``), the PCI devices
     of the flavor's ``pci_passthrough:alias`` count too, one of the
     alias' resource class per device (``allocations`` should then hold
     the PCI-in-Placement allocations as well); a server whose alias is
@@ -286,7 +295,7 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
     for server in servers:
         if not settled(server):
             continue
-        request = server_request(server, aliases)
+        request = server_request(server, pci_config)
         if request is None:
             continue
         wanted = request.device_amounts(classes)
@@ -597,8 +606,7 @@ def provider_config_findings(devices, files, found=(),
 
 # -- unschedulable-flavor -------------------------------------------------
 
-def flavor_requests(flavor_list, classes, aliases=None,
-                    pci_in_placement=True):
+def flavor_requests(flavor_list, classes, pci_config=None):
     """``{flavor id: resource_request.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
@@ -606,8 +614,8 @@ def flavor_requests(flavor_list, classes, aliases=None,
     class that exists but no mdev device has is not ours to judge.
 
     Flavors with ``pci_passthrough:alias`` are judged only with
-    ``aliases`` (the controller's ``[pci] alias``), their PCI devices
-    asked as Nova asks them (with ``pci_in_placement``); an alias Nova
+    ``pci_config`` (the controller's ``[pci]``), their PCI devices
+    asked as Nova asks them (with its ``pci_in_placement``); an alias Nova
     refuses leaves the flavor out here (``unschedulable_flavors`` says
     why).
     """
@@ -616,12 +624,11 @@ def flavor_requests(flavor_list, classes, aliases=None,
         if flavor.get('OS-FLV-DISABLED:disabled'):
             continue
         pci = has_pci_alias(flavor.get('extra_specs'))
-        if pci and aliases is None:
+        if pci and pci_config is None:
             continue
         try:
             request = rr.request_from_flavor(
-                flavor, aliases=aliases if pci else None,
-                pci_in_placement=pci_in_placement)
+                flavor, pci_config=pci_config if pci else None)
         except rr.RequestError:
             continue
         if set(request.mdev_classes()) & set(classes) or any(
@@ -631,7 +638,7 @@ def flavor_requests(flavor_list, classes, aliases=None,
 
 
 def unschedulable_flavors(flavor_list, trees, missing_classes=(),
-                          aliases=None, pci_in_placement=True):
+                          pci_config=None):
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
     on ``trees``, the compute node trees of ``usecases.capacity``: no device
@@ -639,14 +646,13 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
     too small, disabled compute services), or that ask for a resource
     class Placement does not have (``missing_classes``). The message
     gives the explainer's reason and smallest change. Disabled flavors
-    are left out; a full cloud is no finding. With ``aliases`` (the
-    controller's ``[pci] alias``), flavors with ``pci_passthrough:alias``
-    are judged too, and one whose alias Nova refuses is a finding.
+    are left out; a full cloud is no finding. With ``pci_config`` (the
+    controller's ``[pci]``), flavors with ``pci_passthrough:alias`` are
+    judged too, and one whose alias Nova refuses is a finding.
     """
     classes = {names.VGPU} | {rc for h in trees for d in h.devices
                               for rc in d.inventories}
-    requests = flavor_requests(flavor_list, classes, aliases,
-                               pci_in_placement)
+    requests = flavor_requests(flavor_list, classes, pci_config)
     found = []
     for flavor in flavor_list:
         if flavor.get('OS-FLV-DISABLED:disabled'):
@@ -665,10 +671,10 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                                                  flavor['id'])))
             continue
         request = requests.get(flavor['id'])
-        if request is None and aliases is not None and pci_in_placement \
-                and has_pci_alias(specs):
+        if request is None and pci_config is not None \
+                and pci_config.pci_in_placement and has_pci_alias(specs):
             try:
-                rr.request_from_flavor(flavor, aliases=aliases)
+                rr.request_from_flavor(flavor, pci_config=pci_config)
             except rr.RequestError as exc:
                 found.append(Finding(
                     WARNING, check=UNSCHEDULABLE_FLAVOR,

@@ -281,8 +281,7 @@ def nova_refuses(specs):
     return refused
 
 
-def request_from_flavor(flavor, is_bfv=False, aliases=None,
-                        pci_in_placement=True):
+def request_from_flavor(flavor, is_bfv=False, pci_config=None):
     """The groups Nova asks Placement for, for one server of ``flavor``.
 
     Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
@@ -304,14 +303,14 @@ def request_from_flavor(flavor, is_bfv=False, aliases=None,
       unnumbered group **only for classes no group of the extra specs
       names** (``resources:VCPU=0`` therefore asks no VCPU at all);
     * zero amounts are dropped, and groups left empty with them;
-    * with ``aliases`` (``{name: pci_request.Alias}``, the controller's
-      ``[pci] alias``) and ``pci_in_placement``, the flavor's
-      ``pci_passthrough:alias`` adds one numbered group per device
-      (``pci_groups``); then, as ``resources_from_request_spec`` does,
+    * with ``pci_config`` (``pci.PciConfig``, the controller's ``[pci]``)
+      and its ``pci_in_placement``, the flavor's ``pci_passthrough:alias``
+      (its aliases defined in ``pci_config``) adds one numbered group per
+      device (``pci_groups``); then, as ``resources_from_request_spec`` does,
       a request with two or more numbered groups and no ``group_policy``
       gets ``group_policy=none`` when the flavor itself has at most one
       numbered group (else it stays unset and Placement refuses it).
-      ``aliases`` None leaves the PCI devices out.
+      ``pci_config`` None leaves the PCI devices out.
 
     Image properties and ports are not part of a flavor and are left out.
     Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
@@ -364,8 +363,8 @@ def request_from_flavor(flavor, is_bfv=False, aliases=None,
     from_flavor = {k.suffix for k in map(spec_key, specs)
                    if k and k.suffix}
     pci = []
-    if aliases is not None and pci_in_placement:
-        pci = pci_groups(flavor_aliases(flavor), aliases,
+    if pci_config is not None and pci_config.pci_in_placement:
+        pci = pci_groups(flavor_aliases(flavor), pci_config.aliases,
                          taken=set(groups) | from_flavor)
 
     merged = {rc for g in groups.values() for rc in g['resources']} | {

@@ -18,6 +18,10 @@ flavor's request is Nova's (``domain.resource_request``), judged by the
 capacity engine (``domain.capacity``), then written.
 """
 
+from collections.abc import Container
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 
 from keystoneauth1 import exceptions as ks_exc
@@ -102,9 +106,55 @@ def _read(compute, placement, reference, requests=()):
     return flavor, trees
 
 
+def _check_mdev_names(traits: Iterable[str], classes: Iterable[str],
+                      known: Container[str], rc_exists: bool) -> None:
+    """CommandError for a resource class or trait of the mdev request
+    that Placement does not have.
+    """
+    if not rc_exists:
+        raise exceptions.CommandError(
+            "Resource class %s does not exist in Placement; check "
+            "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
+            "resource class list'." % ', '.join(classes))
+    missing = [t for t in traits if t not in known]
+    if missing:
+        raise exceptions.CommandError(
+            "Trait %s does not exist in Placement; tag devices with "
+            "'openstack mdev trait set' first." % ', '.join(missing))
+
+
+def _plan_mdev(current: Mapping[str, str], request: rr.Request | None,
+               trees: Sequence[capacity_logic.Host], traits: Iterable[str],
+               carried: Container[str], known: Container[str],
+               isolate_others: bool
+               ) -> tuple[dict[str, str], list[str], list[domain.SpecChange]]:
+    """``(to_set, to_delete, changes)`` of the mdev request (None: the
+    earlier one goes) on the flavor's ``current`` extra specs; a
+    CommandError when ``--spread``'s isolate would reach other groups
+    and ``isolate_others`` does not allow it.
+    """
+    mdev_classes = _mdev_classes(trees)
+    device_traits = _cloud_traits(trees) | set(traits)
+    if not request:
+        to_delete, changes = domain.plan_without_mdev(
+            current, mdev_classes, device_traits, carried, known)
+        return {}, to_delete, changes
+    others = domain.isolate_reaches_others(
+        current, request, mdev_classes, device_traits, carried, known)
+    if others and not isolate_others:
+        raise exceptions.CommandError(
+            'Nova applies group_policy=isolate to every numbered '
+            'request group of a flavor, so --spread would also make %s '
+            'come from a provider of its own; add --isolate-other-groups '
+            'to go on.'
+            % ', '.join(others))
+    return domain.plan(
+        current, request, mdev_classes, device_traits, carried, known)
+
+
 def configure(compute, placement, reference, request, validate=True,
-              dry_run=False, isolate_others=False, pci=None, aliases=None,
-              pci_in_placement=True):
+              dry_run=False, isolate_others=False, pci=None,
+              pci_config=None):
     """Check the device request against the cloud and write it onto the
     flavor.
 
@@ -112,9 +162,9 @@ def configure(compute, placement, reference, request, validate=True,
     ``bare_request``) or None; ``pci``: the PCI request
     (domain.PciRequest) or None; at least one is given, and the keys of
     an earlier request of the other kind are removed unless both are
-    given. ``aliases``: ``{name: pci.Alias}`` of the controller's
-    ``[pci] alias`` (None: not known, names are not checked);
-    ``pci_in_placement``: whether the scheduler asks Placement for them.
+    given. ``pci_config``: the controller's ``[pci]`` (its aliases, and
+    whether the scheduler asks Placement for them); None: not known,
+    alias names are not checked.
 
     The earlier mdev request is replaced wherever the flavor writes it
     (unnumbered, numbered or named group). The flavor's extra specs that
@@ -140,35 +190,9 @@ def configure(compute, placement, reference, request, validate=True,
                                    classes))],
         placement.max_workers)
     if validate and request:
-        if not rc_exists:
-            raise exceptions.CommandError(
-                "Resource class %s does not exist in Placement; check "
-                "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
-                "resource class list'." % ', '.join(classes))
-        missing = [t for t in traits if t not in known]
-        if missing:
-            raise exceptions.CommandError(
-                "Trait %s does not exist in Placement; tag devices with "
-                "'openstack mdev trait set' first." % ', '.join(missing))
-
-    mdev_classes = _mdev_classes(trees)
-    device_traits = _cloud_traits(trees) | set(traits)
-    if request:
-        others = domain.isolate_reaches_others(
-            current, request, mdev_classes, device_traits, carried, known)
-        if others and not isolate_others:
-            raise exceptions.CommandError(
-                'Nova applies group_policy=isolate to every numbered '
-                'request group of a flavor, so --spread would also make %s '
-                'come from a provider of its own; add --isolate-other-groups '
-                'to go on.'
-                % ', '.join(others))
-        to_set, to_delete, changes = domain.plan(
-            current, request, mdev_classes, device_traits, carried, known)
-    else:
-        to_set = {}
-        to_delete, changes = domain.plan_without_mdev(
-            current, mdev_classes, device_traits, carried, known)
+        _check_mdev_names(traits, classes, known, rc_exists)
+    to_set, to_delete, changes = _plan_mdev(
+        current, request, trees, traits, carried, known, isolate_others)
     pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
     after = domain.resulting(current, {**to_set, **pci_set},
                              to_delete + pci_delete)
@@ -187,7 +211,7 @@ def configure(compute, placement, reference, request, validate=True,
                 'No host in the cloud can serve this flavor: %s; use '
                 '--no-validate to configure it anyway.' % problem)
     if pci is not None:
-        note = check_pci(placement, pci, aliases, pci_in_placement,
+        note = check_pci(placement, pci, pci_config,
                          after.get(domain.GROUP_POLICY), validate)
         pci_changes = [dataclasses.replace(c, note=note)
                        for c in pci_changes]
@@ -204,8 +228,7 @@ def configure(compute, placement, reference, request, validate=True,
         for c in changes}, error)
 
 
-def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
-              validate=True):
+def check_pci(placement, pci, pci_config, group_policy, validate=True):
     """Check a PCI request against the alias definitions and Placement.
 
     Raises CommandError for an alias that is not defined, or (with
@@ -213,9 +236,10 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
     request per alias, with the request groups Nova makes of it (one
     per device). Returns the note for the table: what was not checked.
     """
-    if aliases is None:
+    if pci_config is None:
         return ('alias names not checked: give the controller\'s nova.conf '
                 'with --controller-conf')
+    aliases = pci_config.aliases
     unknown = [n for n, _ in pci.aliases if n not in aliases]
     if unknown:
         raise exceptions.CommandError(
@@ -226,7 +250,7 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
                          ', '.join(sorted(aliases)) or 'none'))
     if not validate:
         return 'not checked against Placement (--no-validate)'
-    if not pci_in_placement:
+    if not pci_config.pci_in_placement:
         return ('not checked against Placement: [filter_scheduler] '
                 'pci_in_placement is off in --controller-conf, so the '
                 'scheduler does not ask Placement for PCI devices')

@@ -42,6 +42,7 @@ from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import migration as domain
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
@@ -60,13 +61,13 @@ NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 class Inputs:
     """What the nova.conf files given say: each compute's (``confs``:
     host -> domain.Conf, from --compute-conf) and the controller's
-    (``aliases``: ``nova_conf.controller_aliases``, None without
-    --controller-conf; ``skip_version_check``: nova-conductor's
-    ``[workarounds] skip_hypervisor_version_check_on_lm``).
+    (``pci_config``: its ``[pci]``, None without --controller-conf;
+    ``skip_version_check``: nova-conductor's ``[workarounds]
+    skip_hypervisor_version_check_on_lm``).
     """
 
     confs: dict
-    aliases: tuple | None = None
+    pci_config: pci_rules.PciConfig | None = None
     skip_version_check: bool = False
 
 
@@ -78,10 +79,10 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
     named in a warning: nova-compute does not read it.
     """
     computes = nova_conf.compute_confs(compute_confs)
-    aliases, skip = None, False
+    pci_config, skip = None, False
     if controller_conf:
         settings = nova_conf.controller_settings(controller_conf)
-        aliases = nova_conf.aliases_of(settings)
+        pci_config = nova_conf.pci_of(settings)
         try:
             skip = domain.skips_hypervisor_version_check(settings)
         except novaconf.NovaConfError as exc:
@@ -97,7 +98,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
                 "controller's nova.conf with --controller-conf.", host,
                 value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
     return Inputs({host: domain.conf_from(conf, prefix)
-                   for host, conf in computes.items()}, aliases, skip)
+                   for host, conf in computes.items()}, pci_config, skip)
 
 
 # -- reading ---------------------------------------------------------------
@@ -152,18 +153,18 @@ def _held(server_id, allocations, listing, node):
     return tuple(held)
 
 
-def _server(server, held, aliases):
+def _server(server, held, pci_config):
     """A domain.Server of a server Nova shows with its embedded flavor."""
     flavor = dict(server.get('flavor') or {})
     flavor.setdefault('name', flavor.get('original_name') or '')
     request, problem, pci = None, None, ()
     try:
         request = capacity_reads.flavor_request(
-            flavor, aliases, is_bfv=not server.get('image'))
+            flavor, pci_config, is_bfv=not server.get('image'))
         rr.check_request(request)
         wanted = [n for n, _ in rr.flavor_aliases(flavor)]
-        if wanted and aliases is not None:
-            pci = tuple(aliases[0][n] for n in dict.fromkeys(wanted))
+        if wanted and pci_config is not None:
+            pci = tuple(pci_config.aliases[n] for n in dict.fromkeys(wanted))
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return domain.Server(
@@ -219,7 +220,7 @@ def check(placement: object, compute: object, reference: str,
     nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
-    confs, aliases = inputs.confs, inputs.aliases
+    confs, pci_config = inputs.confs, inputs.pci_config
     server_id, _ = naming.find_server_id(compute, reference)
     server, allocations, listing, hypervisors = pool.call_all([
         lambda: compute.get_server(server_id, embedded_flavor=True),
@@ -243,7 +244,7 @@ def check(placement: object, compute: object, reference: str,
             '--host %s is the compute node the server is on; name another.'
             % host)
     hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
-    found = _server(server, (), aliases)
+    found = _server(server, (), pci_config)
     if found.request is None:
         raise exceptions.CommandError('Server %s: %s.' % (
             server_id, found.problem))
@@ -255,7 +256,7 @@ def check(placement: object, compute: object, reference: str,
                    hosts + [source_name])
     source = nodes[source_name]
     found = _server(server, _held(server_id, allocations, listing, source),
-                    aliases)
+                    pci_config)
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
                if name != source_name and (
@@ -288,7 +289,7 @@ def plan(placement: object, compute: object, host: str,
     files' ``inputs``.
     """
     inputs = inputs or Inputs({})
-    confs, aliases = inputs.confs, inputs.aliases
+    confs, pci_config = inputs.confs, inputs.pci_config
     listing, hypervisors, on_node = pool.call_all([
         placement.list_providers, compute.list_hypervisors,
         lambda: compute.servers_on_node(host, embedded_flavor=True)],
@@ -325,7 +326,7 @@ def plan(placement: object, compute: object, host: str,
 
     if not servers:
         return []
-    bare = [_server(s, (), aliases) for s in servers]
+    bare = [_server(s, (), pci_config) for s in servers]
     requests = [s.request for s in bare if s.request is not None]
     wanted = tuple(targets) + (host,) if targets else ()
     trees = capacity_reads.read_hosts(placement, requests, listing,
@@ -339,7 +340,7 @@ def plan(placement: object, compute: object, host: str,
         for consumer, alloc in allocs.items():
             allocations.setdefault(consumer, {})[uuid] = alloc
     found = sorted((_server(s, _held(s['id'], allocations.get(s['id'], {}),
-                                     listing, source), aliases)
+                                     listing, source), pci_config)
                     for s in servers), key=lambda s: (s.name, s.id))
     target_nodes = [n for name, n in sorted(nodes.items()) if name != host]
 
