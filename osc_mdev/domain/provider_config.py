@@ -10,32 +10,33 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova-compute's provider config files: what ``trait export`` writes and
-what ``config check --provider-config`` and ``audit --provider-config``
-judge.
+"""nova-compute's provider config files as it reads them: what
+``config check --provider-config`` and ``audit --provider-config`` judge
+and what ``trait export`` checks its files against.
 
 nova-compute reads every ``*.yaml`` file of ``[compute]
 provider_config_location`` (default ``/etc/nova/provider_config/``) once,
 when it starts (``nova.compute.provider_config.get_provider_configs``),
-and refuses to start on a file it rejects. On every update of its
-provider tree it adds each file's ``traits.additional`` to the provider
-the file names by name or UUID (``ResourceTracker._merge_provider_configs``),
-a provider it has just re-created included: a device provider's name
-(``<node>_pci_0000_84_00_0``) survives its re-creation, its UUID does not.
+and refuses to start on a file it rejects.
 
-Each of Nova's rules is one function below, named after the Nova code it
-mirrors; tests/unit/test_provider_config.py runs Nova's own functions on
-the same files. Pure: texts in, texts and findings out.
+Mirrors nova/compute/provider_config.py: each of its rules is one
+function below, named after the Nova code it mirrors;
+tests/unit/test_provider_config.py runs Nova's own functions on the same
+files. What nova-compute then does with the entries on its provider tree
+is ``provider_config_merge``'s; the files ``trait export`` writes are
+``provider_config_write``'s. Pure: texts in, entries and findings out.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
 import dataclasses
 import re
+import typing
 
 import yaml
 
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
-from osc_mdev.domain import traits as trait_logic
 
 ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 Finding = findings.Finding
@@ -66,8 +67,11 @@ _INVENTORY_FIELDS = {'total': 'integer', 'reserved': 'integer',
 _CUSTOM = 'CUSTOM_'
 _REFUSED = 'nova-compute refuses to start with this file.'
 
+#: Where a value sits in a YAML document: its keys and indexes.
+YamlPath = tuple[str | int, ...]
 
-def refused_by_nova(findings):
+
+def refused_by_nova(findings: Iterable[Finding]) -> list[Finding]:
     """The findings of rules that stop nova-compute at start (the files
     Nova's own ``get_provider_configs`` rejects).
     """
@@ -88,15 +92,15 @@ class Entry:
     line: int
     key: str
     value: str
-    traits: tuple = ()
-    resource_classes: tuple = ()
+    traits: tuple[str, ...] = ()
+    resource_classes: tuple[str, ...] = ()
 
     @property
-    def where(self):
+    def where(self) -> str:
         return '%s:%d' % (self.source, self.line)
 
     @property
-    def kept(self):
+    def kept(self) -> bool:
         """Nova ignores an entry with neither traits nor inventories."""
         return bool(self.traits or self.resource_classes)
 
@@ -108,22 +112,23 @@ class ConfigFile:
     """
 
     source: str
-    entries: list
-    findings: list
+    entries: list[Entry]
+    findings: list[Finding]
 
     @property
-    def refused(self):
+    def refused(self) -> bool:
         """True when nova-compute refuses to start with this file."""
         return bool(refused_by_nova(self.findings))
 
 
-def _error(where, message):
+def _error(where: str, message: str) -> Finding:
     return Finding(ERROR, where, '%s %s' % (message, _REFUSED))
 
 
 # -- Reading a file -------------------------------------------------------
 
-def load_yaml(text, source):
+def load_yaml(text: str, source: str
+              ) -> tuple[typing.Any, yaml.Node | None, Finding | None]:
     """``(document, node)`` of a file's text, or a finding.
 
     Mirrors ``nova.compute.provider_config._load_yaml_file``:
@@ -144,7 +149,7 @@ def load_yaml(text, source):
     return document, node, None
 
 
-def parse_version(raw):
+def parse_version(raw: typing.Any) -> tuple[int, int] | None:
     """``(major, minor)`` or None.
 
     Mirrors ``microversion_parse.parse_version_string`` as
@@ -160,7 +165,7 @@ def parse_version(raw):
         return None
 
 
-def schema_version(document, source):
+def schema_version(document: object, source: str) -> list[Finding]:
     """Findings of ``meta.schema_version``; the first error stops Nova.
 
     Mirrors ``nova.compute.provider_config._parse_provider_yaml``: a
@@ -189,23 +194,23 @@ def schema_version(document, source):
 # jsonschema's types: a YAML mapping is an object, a sequence an array;
 # an integer is an int (not a bool) or a float with no fraction.
 
-def _is_integer(value):
+def _is_integer(value: object) -> bool:
     return not isinstance(value, bool) and (
         isinstance(value, int)
         or isinstance(value, float) and value.is_integer())
 
 
-def _is_number(value):
+def _is_number(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
-def _lines(node):
+def _lines(node: yaml.Node | None) -> dict[YamlPath, int]:
     """``{path: line}`` of a composed YAML tree (1-based lines; paths are
     tuples of keys and indexes).
     """
     found = {}
 
-    def walk(n, path):
+    def walk(n: yaml.Node, path: YamlPath) -> None:
         found[path] = n.start_mark.line + 1
         if isinstance(n, yaml.MappingNode):
             for key, value in n.value:
@@ -220,7 +225,8 @@ def _lines(node):
     return found
 
 
-def schema_findings(document, source, lines):
+def schema_findings(document: dict[str, typing.Any], source: str,
+                    lines: dict[YamlPath, int]) -> list[Finding]:
     """Findings of the file's top level against Nova's schema.
 
     Mirrors ``jsonschema.validate(yaml_file, SCHEMA_V1)`` in
@@ -231,7 +237,7 @@ def schema_findings(document, source, lines):
     """
     found = []
 
-    def at(*path):
+    def at(*path: str) -> str:
         return '%s:%d' % (source, lines.get(path, 1))
 
     if '__source_file' in document:
@@ -250,7 +256,8 @@ def schema_findings(document, source, lines):
     return found
 
 
-def identification_findings(identification, where):
+def identification_findings(identification: object,
+                            where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerIdentification``: a mapping of
     exactly one of ``name`` (1 to 200 characters) and ``uuid`` (a UUID or
     ``$COMPUTE_NODE``).
@@ -279,7 +286,7 @@ def identification_findings(identification, where):
     return []
 
 
-def traits_findings(traits, where):
+def traits_findings(traits: object, where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerTraits``: a mapping whose
     ``additional`` is a list of names matching ``^[A-Z0-9_]{1,255}$``.
     """
@@ -299,7 +306,7 @@ def traits_findings(traits, where):
     return []
 
 
-def inventories_findings(inventories, where):
+def inventories_findings(inventories: object, where: str) -> list[Finding]:
     """Mirrors SCHEMA_V1's ``providerInventories``: ``additional`` is a
     list of ``{RESOURCE_CLASS: {total: N, ...}}``, the fields of a
     Placement inventory only, ``total`` required.
@@ -342,7 +349,7 @@ def inventories_findings(inventories, where):
     return found
 
 
-def provider_findings(provider, where):
+def provider_findings(provider: object, where: str) -> list[Finding]:
     """One item of ``providers`` against SCHEMA_V1: a mapping with an
     ``identification``, and ``traits`` and ``inventories`` as above.
     """
@@ -361,7 +368,7 @@ def provider_findings(provider, where):
 
 # -- Nova's checks after the schema ------------------------------------------
 
-def custom_findings(entry):
+def custom_findings(entry: Entry) -> list[Finding]:
     """Mirrors ``nova.compute.provider_config._validate_provider_config``
     (its ``_validate_traits`` and ``_validate_rc``): only custom traits
     and resource classes; an entry with neither is ignored with a warning.
@@ -384,7 +391,7 @@ def custom_findings(entry):
     return found
 
 
-def placement_name_findings(entry):
+def placement_name_findings(entry: Entry) -> list[Finding]:
     """Trait names Nova accepts but Placement refuses (``CUSTOM_`` and
     nothing after it): nova-compute starts, and then cannot create the
     trait, so its updates of the node fail.
@@ -399,10 +406,11 @@ def placement_name_findings(entry):
         % (', '.join(bad), names.CUSTOM_NAME_RULE)))]
 
 
-def _entry(provider, source, line):
+def _entry(provider: dict[str, typing.Any], source: str,
+           line: int) -> Entry:
     identification = provider['identification']
     key = next(iter(identification))
-    classes = []
+    classes: list[str] = []
     for item in (provider.get('inventories') or {}).get('additional', []):
         if isinstance(item, dict):
             classes.extend(item)
@@ -411,7 +419,7 @@ def _entry(provider, source, line):
                  tuple(classes))
 
 
-def parse(text, source):
+def parse(text: str, source: str) -> ConfigFile:
     """A ConfigFile of ``text`` (read from ``source``), by Nova's rules
     for one file.
     """
@@ -439,7 +447,7 @@ def parse(text, source):
     return ConfigFile(source, entries, found)
 
 
-def duplicate_findings(files):
+def duplicate_findings(files: Iterable[ConfigFile]) -> list[Finding]:
     """A provider defined twice, in one file or in two.
 
     Mirrors ``nova.compute.provider_config.get_provider_configs``: the
@@ -447,7 +455,7 @@ def duplicate_findings(files):
     an entry Nova keeps is refused (entries with no traits or inventories
     are not kept, so they do not count).
     """
-    seen = {}
+    seen: dict[str, Entry] = {}
     found = []
     for config in files:
         for entry in config.entries:
@@ -461,7 +469,7 @@ def duplicate_findings(files):
     return found
 
 
-def ignored_file_findings(ignored):
+def ignored_file_findings(ignored: Iterable[str]) -> list[Finding]:
     """Files of a directory nova-compute does not read although they look
     like provider config files: Nova globs ``*.yaml``, so a ``.yml`` or
     ``.YAML`` file or a hidden file is silently skipped.
@@ -473,7 +481,8 @@ def ignored_file_findings(ignored):
         if path.endswith(('.yml', '.YAML', '.yaml', '.YML'))]
 
 
-def split_option(value, is_path=False):
+def split_option(value: str,
+                 is_path: bool = False) -> tuple[str | None, str]:
     """``[HOST=]PATH`` -> ``(host or None, path)``; a value that is an
     existing path (``is_path``) is a path, ``=`` or not.
     """
@@ -486,7 +495,8 @@ def split_option(value, is_path=False):
     return host, path
 
 
-def check_files(files, ignored=()):
+def check_files(files: Collection[ConfigFile],
+                ignored: Iterable[str] = ()) -> list[Finding]:
     """Every finding of a set of files nova-compute reads together (the
     files of its ``provider_config_location``, as ConfigFile in Nova's
     order): each file's own and the duplicates across them.
@@ -500,196 +510,3 @@ def check_files(files, ignored=()):
             'No provider config file: nova-compute adds no trait to its '
             'providers.')))
     return found
-
-
-# -- Against the node's providers in Placement -------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class TreeProvider:
-    """A provider of the compute node's tree in Placement.
-
-    ``kind`` is ``root`` for the compute node, ``mdev`` or ``pci`` for a
-    device (``domain.providers`` kinds), None for anything else.
-    """
-
-    uuid: str
-    name: str
-    kind: str | None
-    traits: tuple = ()
-
-
-def merge_targets(entries, tree):
-    """``[(entry, TreeProvider)]``: the providers each kept entry reaches,
-    and the entries that reach none.
-
-    Mirrors ``ResourceTracker._get_providers_to_update``: ``$COMPUTE_NODE``
-    reaches every compute node root not named otherwise, a name or UUID
-    the provider it names in the tree (UUIDs compared as Nova's tree
-    compares them, as written).
-    """
-    by_key = {}
-    for provider in tree:
-        by_key[provider.uuid] = provider
-        by_key.setdefault(provider.name, provider)
-    explicit = {e.value for e in entries if e.kept}
-    reached, absent = [], []
-    for entry in entries:
-        if not entry.kept:
-            continue
-        if entry.value == COMPUTE_NODE:
-            reached += [(entry, p) for p in tree if p.kind == 'root'
-                        and p.name not in explicit and p.uuid not in explicit]
-            continue
-        provider = by_key.get(entry.value)
-        if provider is None:
-            absent.append(entry)
-        else:
-            reached.append((entry, provider))
-    return reached, absent
-
-
-def merge_findings(entries, tree, node):
-    """What nova-compute of node ``node`` makes of the entries of its
-    files on its provider tree (``tree``, TreeProvider list).
-
-    Mirrors ``ResourceTracker._merge_provider_configs``: an entry naming
-    no provider of the tree is warned about and ignored; one provider
-    reached by two entries (by name and by UUID) fails every update of
-    the node. (Its check of traits the virt driver owns cannot fire for
-    custom traits: it leaves out the custom traits the provider has.)
-    """
-    reached, absent = merge_targets(entries, tree)
-    found = []
-
-    def elsewhere(entry):
-        return (entry.key == 'name' and entry.value != node
-                and not entry.value.startswith(node + '_'))
-
-    # A file all of whose entries name another node's providers is the
-    # file of another host: one finding for it.
-    foreign = set()
-    for source in dict.fromkeys(e.source for e in absent):
-        kept = [e for e in entries if e.source == source and e.kept]
-        if len(kept) > 1 and all(e in absent and elsewhere(e) for e in kept):
-            foreign.add(source)
-            found.append(Finding(WARNING, source, (
-                'None of the %d providers of this file is a provider of '
-                'node %s (they are named after another compute node): it '
-                "is another host's file; nova-compute logs a warning for "
-                'each and ignores them.' % (len(kept), node))))
-    for entry in absent:
-        if entry.source in foreign:
-            continue
-        found.append(Finding(WARNING, entry.where, (
-            'Node %s has no provider %s: nova-compute logs a warning and '
-            'ignores the entry%s.' % (
-                node, entry.value,
-                ' (it names a provider of another compute node: is this '
-                'the file of another host?)' if elsewhere(entry) else
-                ', and applies it if the provider appears'))))
-    first = {}
-    for entry, provider in reached:
-        earlier = first.setdefault(provider.uuid, entry)
-        if earlier is not entry:
-            found.append(Finding(ERROR, entry.where, (
-                'Provider %s (%s) is also identified at %s: nova-compute '
-                'starts, but every update of node %s fails until one entry '
-                'goes.' % (provider.name, provider.uuid, earlier.where,
-                           node))))
-        if provider.kind == 'pci' and entry.traits:
-            found.append(Finding(WARNING, entry.where, (
-                '%s is a PCI-in-Placement device: Nova sets its traits from '
-                '[pci] device_spec on every update and then adds the '
-                "file's, so a trait taken out of device_spec stays while "
-                'the file gives it; set the traits of PCI devices in '
-                '[pci] device_spec only.' % provider.name)))
-    return found
-
-
-def uncovered_findings(entries, tree, node):
-    """Devices of the node whose custom traits no entry keeps: they lose
-    them when Nova re-creates their provider.
-    """
-    reached, _ = merge_targets(entries, tree)
-    covered = {}
-    for entry, provider in reached:
-        covered.setdefault(provider.uuid, set()).update(entry.traits)
-    found = []
-    for provider in sorted(tree, key=lambda p: p.name):
-        if provider.kind != 'mdev':
-            continue
-        custom = sorted(t for t in provider.traits
-                        if names.is_custom_name(t))
-        missing = [t for t in custom
-                   if t not in covered.get(provider.uuid, ())]
-        if not missing:
-            continue
-        found.append(Finding(WARNING, 'Placement, host %s' % node, (
-            'Device provider %s carries %s, which no provider config file '
-            'gives it: lost when Nova re-creates the provider; export '
-            "again: 'openstack mdev trait export --host %s --output-dir "
-            "DIR'." % (provider.name, ', '.join(missing), node))))
-    return found
-
-
-# -- Writing -----------------------------------------------------------------
-
-def file_name(host):
-    """``<host>.yaml``; ValueError for a name that cannot be a file of
-    its own in the directory.
-    """
-    if not host or '/' in host or '\0' in host or host.startswith('.'):
-        raise ValueError("Host name '%s' cannot name a file" % host)
-    return host + FILE_SUFFIX
-
-
-def exported_traits(traits, type_traits_only=False,
-                    prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
-    """The traits of a device a file keeps: its custom traits (Nova
-    refuses the others), or only its type traits.
-    """
-    kept = [t for t in traits if names.is_custom_name(t)]
-    if type_traits_only:
-        kept = [t for t in kept if trait_logic.is_type_trait(t, prefix)]
-    return sorted(set(kept))
-
-
-def document(providers):
-    """The file's content: ``providers`` is ``{provider name: traits}``;
-    providers with no trait are left out (Nova would ignore them).
-    """
-    return {
-        'meta': {'schema_version': SCHEMA_VERSION},
-        'providers': [
-            {'identification': {'name': name},
-             'traits': {'additional': list(traits)}}
-            for name, traits in sorted(providers.items()) if traits],
-    }
-
-
-def header(host):
-    return (
-        '# Provider config of compute node %s for nova-compute\n'
-        '# ([compute] provider_config_location, default %s).\n'
-        "# Written by 'openstack mdev trait export': the custom traits of "
-        'the\n'
-        "# node's mdev devices, by provider name. nova-compute adds them "
-        'to\n'
-        '# each provider on every update, also when it re-creates one; it '
-        'reads\n'
-        '# this file only when it starts: restart it after a change.\n'
-        % (host, DEFAULT_LOCATION))
-
-
-def render(host, providers):
-    """The text of the file of ``host``; ValueError if Nova would refuse
-    it (it never should: a guard, checked with Nova's own rules).
-    """
-    text = header(host) + yaml.safe_dump(
-        document(providers), default_flow_style=False, sort_keys=False)
-    checked = parse(text, file_name(host))
-    errors = [f for f in check_files([checked]) if f.severity == ERROR]
-    if errors:
-        raise ValueError('the file of %s would be refused by nova-compute: '
-                         '%s' % (host, errors[0].message))
-    return text

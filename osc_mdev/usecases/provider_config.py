@@ -12,7 +12,8 @@
 
 """nova-compute's provider config files: read (``osc_mdev.local``), judged
 by Nova's rules and compared with a compute node's providers in Placement
-(``osc_mdev.domain.provider_config``), and written by ``trait export``.
+(``osc_mdev.domain.provider_config`` and ``provider_config_merge``), and
+written by ``trait export`` (``provider_config_write``).
 """
 
 import dataclasses
@@ -20,6 +21,8 @@ import dataclasses
 from osc_lib import exceptions
 
 from osc_mdev.domain import provider_config as domain
+from osc_mdev.domain import provider_config_merge as merge
+from osc_mdev.domain import provider_config_write as export
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import provider_config as local
@@ -73,7 +76,7 @@ def node_tree(placement, host):
     for provider in listed:
         root = (provider.get('root_provider_uuid')
                 or provider['uuid']) == provider['uuid']
-        tree.append(domain.TreeProvider(
+        tree.append(merge.TreeProvider(
             provider['uuid'], provider['name'],
             'root' if root else kinds.get(provider['uuid']),
             traits.get(provider['uuid'], ())))
@@ -86,8 +89,8 @@ def placement_findings(placement, host, configs):
     """
     kept = entries(configs)
     tree = node_tree(placement, host)
-    return (domain.merge_findings(kept, tree, host)
-            + domain.uncovered_findings(kept, tree, host))
+    return (merge.merge_findings(kept, tree, host)
+            + merge.uncovered_findings(kept, tree, host))
 
 
 def host_files(values):
@@ -168,14 +171,14 @@ def build(placement, hosts=(), type_traits_only=False,
         if device.kind != providers.MDEV or device.host not in chosen:
             continue
         traits = (overrides or {}).get(device.uuid, device.traits or ())
-        kept = domain.exported_traits(traits, type_traits_only, prefix)
+        kept = export.exported_traits(traits, type_traits_only, prefix)
         mine = per_host[device.host].setdefault(device.candidate.name, set())
         mine.update(kept)
     files = []
     for host in sorted(chosen):
         try:
-            name = domain.file_name(host)
-            text = domain.render(host, {n: sorted(t) for n, t
+            name = export.file_name(host)
+            text = export.render(host, {n: sorted(t) for n, t
                                         in per_host[host].items()})
         except ValueError as exc:
             raise _failed(exc) from exc
