@@ -22,8 +22,13 @@ for the node. ``configcheck_pci`` is the ``[pci]`` half; ``configreport``
 renders both.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import re
+import typing
 
 from osc_mdev.domain import findings
 from osc_mdev.domain import migration
@@ -38,15 +43,17 @@ Finding = findings.Finding
 OTHER_DEVICES = '(any other device)'
 
 
-def _f(severity, where, message):
+def _f(severity: str, where: str, message: str) -> Finding:
     return Finding(severity, where, message)
 
 
-def _where_type(conf, mdev_type, option=None):
-    value = conf.settings.groups.get(mdev_type, {}).get(option or '')
+def _where_type(conf: novaconf.MdevConfig, mdev_type: str,
+                option: str | None = None) -> str:
+    settings = _settings(conf)
+    value = settings.groups.get(mdev_type, {}).get(option or '')
     if value is not None and value.is_set:
         return value.where
-    return conf.settings.group_line('mdev_%s' % mdev_type)
+    return settings.group_line('mdev_%s' % mdev_type)
 
 
 # -- The file alone ---------------------------------------------------------
@@ -56,7 +63,7 @@ def file_findings(conf: novaconf.MdevConfig,
     """Findings about the files themselves, beyond Nova's fatal ones:
     names Nova does not read (``spelling``), then the mdev rules.
     """
-    settings = conf.settings
+    settings = _settings(conf)
     found = spelling.findings(settings)
     enabled = settings.enabled
     if not enabled.value and enabled.error is None:
@@ -64,7 +71,8 @@ def file_findings(conf: novaconf.MdevConfig,
                         'No mdev type is enabled: nova-compute offers no '
                         'mediated devices from this configuration.'))
         return found + _stray_groups(settings, ())
-    types = list(dict.fromkeys(enabled.value or ()))
+    types = list(dict.fromkeys(
+        typing.cast('Iterable[str]', enabled.value or ())))
     for mdev_type in types:
         found.extend(_group_findings(settings, mdev_type))
     found.extend(_stray_groups(settings, types))
@@ -116,13 +124,14 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
     absent, empty or lists no address.
     """
     name = conf.default_type
-    addresses = conf.settings.groups.get(name, {}).get('device_addresses')
+    settings = _settings(conf)
+    addresses = settings.groups.get(name, {}).get('device_addresses')
     if addresses is not None and addresses.is_set:
         here = addresses.where
-    elif _section_exists(conf.settings, 'mdev_%s' % name):
-        here = conf.settings.group_line('mdev_%s' % name)
+    elif _section_exists(settings, 'mdev_%s' % name):
+        here = settings.group_line('mdev_%s' % name)
     else:
-        here = conf.settings.enabled.where
+        here = settings.enabled.where
     return _f(INFO, here,
               'Type %s has no device_addresses: it is the default type, '
               'given to every device no other type lists.' % name)
@@ -138,19 +147,19 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
               if trait_logic.mdev_type(t.name).is_nvidia]
     if not nvidia:
         return []
-    off = migration.downtime_off(migration.downtime_settings(conf.settings))
+    settings = _settings(conf)
+    off = migration.downtime_off(migration.downtime_settings(settings))
     if not off:
         return []
-    settings = conf.settings.libvirt
+    libvirt = settings.libvirt
     problem = ', '.join(
         '%s = %s (refused by oslo.config: %s)' % (
-            option, settings[option].written.value, settings[option].error)
-        if settings[option].error else '%s = %s' % (option, value)
+            option, libvirt[option].written.value, libvirt[option].error)
+        if libvirt[option].error else '%s = %s' % (option, value)
         for option, value in off)
-    written = [settings[option] for option, _ in off
-               if settings[option].is_set]
-    here = (written[0].where if written
-            else conf.settings.group_line('libvirt'))
+    written = [libvirt[option] for option, _ in off
+               if libvirt[option].is_set]
+    here = written[0].where if written else settings.group_line('libvirt')
     what = ('Types %s are NVIDIA vGPU types' % ', '.join(nvidia)
             if len(nvidia) > 1 else
             'Type %s is an NVIDIA vGPU type' % nvidia[0])
@@ -160,8 +169,15 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
                    what, problem, migration.DOWNTIME_NEEDED))]
 
 
-def where(section, option, occurrence=None):
+def where(section: str, option: str | None,
+          occurrence: novaconf.Occurrence | None = None) -> str:
     return novaconf.where(section, option, occurrence)
+
+
+def _settings(conf: novaconf.MdevConfig) -> novaconf.Settings:
+    """The settings ``novaconf.supported_vgpu_types`` always gives."""
+    assert conf.settings is not None
+    return conf.settings
 
 
 def _group_findings(settings: novaconf.Settings,
@@ -177,7 +193,7 @@ def _group_findings(settings: novaconf.Settings,
     taken = addresses.written if addresses is not None else None
     taken_old = taken is not None and \
         novaconf.group_key(taken.section) == novaconf.group_key(old)
-    if taken_old:
+    if taken is not None and taken_old:
         for occ in _options_in(settings, new):
             if occ.name == 'device_addresses':
                 found.append(_f(
@@ -212,19 +228,21 @@ def _group_findings(settings: novaconf.Settings,
     return found
 
 
-def _options_in(settings, section):
+def _options_in(settings: novaconf.Settings,
+                section: str) -> list[novaconf.Occurrence]:
     return [o for o in settings.occurrences
             if novaconf.group_key(o.section) == novaconf.group_key(section)]
 
 
-def _section_exists(settings, section):
+def _section_exists(settings: novaconf.Settings, section: str) -> bool:
     return any(novaconf.group_key(name) == novaconf.group_key(section)
                for name, _, _ in settings.sections)
 
 
-def _stray_groups(settings, types):
+def _stray_groups(settings: novaconf.Settings,
+                  types: Sequence[str]) -> list[Finding]:
     found = []
-    seen = set()
+    seen: set[str] = set()
     enabled = {novaconf.group_key('mdev_%s' % t) for t in types} | {
         novaconf.group_key('vgpu_%s' % t) for t in types}
     for name, file, line in settings.sections:
@@ -254,14 +272,15 @@ class DeviceResult:
     where: str = ''            # the line that decides it
 
 
-def nodedev_of(address):
+def nodedev_of(address: str) -> str:
     """libvirt's node device name of a device address."""
     if novaconf.matches_libvirt(address):
         return 'pci_' + re.sub('[:.]', '_', address)
     return address
 
 
-def effective(conf, devices=()):
+def effective(conf: novaconf.MdevConfig,
+              devices: Collection[str] = ()) -> list[DeviceResult]:
     """Each device with the type and class Nova will give it.
 
     ``devices`` are libvirt node device names known to exist (from sysfs
@@ -310,12 +329,16 @@ def effective(conf, devices=()):
 @dataclasses.dataclass(frozen=True)
 class SysfsDevice:
     address: str
-    types: dict                # type -> available_instances (or None)
-    physfn: str | None = None  # parent PF address for a VF
-    virtfns: tuple = ()        # VF addresses for a PF
+    #: type -> available_instances (None when it cannot be read)
+    types: dict[str, int | None]
+    physfn: str | None = None          # parent PF address for a VF
+    virtfns: tuple[str, ...] = ()      # VF addresses for a PF
 
 
-def sysfs_findings(conf, parents, functions=None):
+def sysfs_findings(conf: novaconf.MdevConfig,
+                   parents: Mapping[str, SysfsDevice] | None,
+                   functions: Mapping[str, SysfsDevice] | None = None
+                   ) -> list[Finding]:
     """Compare the file with the mdev parents sysfs shows.
 
     ``parents``: ``read_sysfs`` of the node; ``functions``: other PCI
@@ -385,7 +408,7 @@ def sysfs_findings(conf, parents, functions=None):
         if mdev_type and device.address not in listed and \
                 mdev_type not in device.types:
             found.append(_f(
-                WARNING, conf.settings.enabled.where,
+                WARNING, _settings(conf).enabled.where,
                 '%s takes the default type %s, which it does not offer (it '
                 'offers %s): Nova will report no inventory for it.'
                 % (device.address, mdev_type,
@@ -393,7 +416,7 @@ def sysfs_findings(conf, parents, functions=None):
     return found
 
 
-def no_mdev_bus(conf):
+def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
     """The sysfs tree has no ``class/mdev_bus``: no device offers mdevs.
 
     nova-compute still starts: nothing it runs at start looks at the
@@ -414,7 +437,8 @@ def no_mdev_bus(conf):
         'they are), so servers asking for vGPUs are not scheduled here.'))
 
 
-def _looks_like_vf(address, parents):
+def _looks_like_vf(address: str,
+                   parents: Mapping[str, SysfsDevice]) -> bool:
     return any(d.physfn and d.physfn[:10] == address[:10]
                for d in parents.values())
 
@@ -429,12 +453,14 @@ class PlacementDevice:
     address: str
     resource_class: str
     total: int
-    traits: tuple
-    servers: tuple = ()        # names (or IDs) of servers allocated there
+    traits: tuple[str, ...]
+    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
 
 
-def placement_findings(conf, host, devices, prefix=trait_logic
-                       .DEFAULT_TRAIT_PREFIX):
+def placement_findings(conf: novaconf.MdevConfig, host: str,
+                       devices: Iterable[PlacementDevice],
+                       prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                       ) -> list[Finding]:
     """What changes on ``host`` when nova-compute restarts with ``conf``.
 
     ``devices``: the node's PlacementDevice list.

@@ -20,6 +20,8 @@ columns ``--long`` adds), and last the one ``result`` row: what was
 checked, and the verdict ("nothing is wrong" for a clean file).
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
 
@@ -39,6 +41,9 @@ LONG_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Traits')
 EFFECTIVE = 'effective'
 RESULT = 'result'
 
+#: A row: a finding's, an effective one, or the result.
+Row = tuple[str | None, ...]
+
 
 @dataclasses.dataclass(frozen=True)
 class Effect:
@@ -55,11 +60,12 @@ class Effect:
     traits: str = ''
 
 
-def _sentence(text):
+def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + '.'
 
 
-def device_effects(conf, devices=()):
+def device_effects(conf: novaconf.MdevConfig,
+                   devices: Collection[str] = ()) -> list[Effect]:
     """``configcheck.effective`` as rows: each device with the type and
     resource class Nova will give it.
     """
@@ -115,8 +121,9 @@ def pci_effects(pci: pci_rules.PciConfig,
     return found
 
 
-def scope(conf, pci_configured=False, sysfs_root=None, host=None,
-          provider_configs=False):
+def scope(conf: novaconf.MdevConfig | None, pci_configured: bool = False,
+          sysfs_root: str | None = None, host: str | None = None,
+          provider_configs: bool = False) -> list[str]:
     """What a check looked at, in words, for the result row: the
     nova.conf files' ``conf`` (None when only provider config files were
     given) and, with ``provider_configs``, nova-compute's provider config
@@ -144,7 +151,8 @@ def scope(conf, pci_configured=False, sysfs_root=None, host=None,
     return checked
 
 
-def result(files, findings, checked):
+def result(files: Iterable[str], findings: Collection[novaconf.Finding],
+           checked: Iterable[str]) -> tuple[str, str, str]:
     """The last row: what was checked and the verdict."""
     counts = {s: sum(1 for f in findings if f.severity == s)
               for s in (novaconf.ERROR, novaconf.WARNING, novaconf.INFO)}
@@ -167,14 +175,16 @@ def result(files, findings, checked):
         words.and_list(checked), verdict))
 
 
-def report(findings, effects, files, checked, long=False):
+def report(findings: Collection[novaconf.Finding], effects: Iterable[Effect],
+           files: Iterable[str], checked: Iterable[str],
+           long: bool = False) -> tuple[tuple[str, ...], list[Row]]:
     """``(columns, rows)`` of the check: the findings (sorted by
     severity), with ``long`` the effective rows, and the result row.
     """
     columns = COLUMNS + (LONG_COLUMNS if long else ())
     blank = ('', '', '', '') if long else ()
-    rows = [(f.severity, f.where, f.message) + blank
-            for f in finding_model.by_severity(findings)]
+    rows: list[Row] = [(f.severity, f.where, f.message) + blank
+                       for f in finding_model.by_severity(findings)]
     if long:
         rows += [(EFFECTIVE, e.where, e.message, e.device, e.mdev_type,
                   e.resource_class, e.traits) for e in effects]

@@ -12,13 +12,15 @@
 
 """How the messages of the commands count and list things in English."""
 
+from collections.abc import Iterable
 
-def count(number, word):
+
+def count(number: int, word: str) -> str:
     """``'1 device'``, ``'3 devices'``."""
     return '%d %s%s' % (number, word, '' if number == 1 else 's')
 
 
-def and_list(items):
+def and_list(items: Iterable[str]) -> str:
     """``'a'``, ``'a and b'``, ``'a, b and c'``."""
     items = list(items)
     if len(items) < 2:
@@ -26,9 +28,9 @@ def and_list(items):
     return '%s and %s' % (', '.join(items[:-1]), items[-1])
 
 
-def first_few(items, limit=4):
+def first_few(items: Iterable[str], limit: int = 4) -> str:
     """``'a, b, c, d and 2 more'``: at most ``limit`` of the items."""
-    items = list(items)
-    text = ', '.join(items[:limit])
-    return text + (' and %d more' % (len(items) - limit)
-                   if len(items) > limit else '')
+    shown = list(items)
+    text = ', '.join(shown[:limit])
+    return text + (' and %d more' % (len(shown) - limit)
+                   if len(shown) > limit else '')
