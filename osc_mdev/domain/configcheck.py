@@ -383,6 +383,28 @@ def sysfs_findings(conf: novaconf.MdevConfig,
                 'Virtual function %s is listed together with its physical '
                 'function %s: list the virtual functions only.'
                 % (address, device.physfn)))
+    found += _max_instances_findings(conf, parents)
+    for device in sorted(parents.values(), key=lambda d: d.address):
+        nodedev = nodedev_of(device.address)
+        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        if mdev_type and device.address not in listed and \
+                mdev_type not in device.types:
+            found.append(_f(
+                WARNING, _settings(conf).enabled.where,
+                '%s takes the default type %s, which it does not offer (it '
+                'offers %s): Nova will report no inventory for it.'
+                % (device.address, mdev_type,
+                   ', '.join(sorted(device.types)) or 'no type')))
+    return found
+
+
+def _max_instances_findings(conf: novaconf.MdevConfig,
+                            parents: Mapping[str, SysfsDevice]
+                            ) -> list[Finding]:
+    """Each type's ``max_instances`` against the instances its devices
+    offer.
+    """
+    found = []
     for mdev_type, limit in sorted(conf.max_instances.items()):
         holders = [d for d in parents.values()
                    if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
@@ -402,17 +424,6 @@ def sysfs_findings(conf: novaconf.MdevConfig,
                 'max_instances = %d but the devices of type %s offer only %d '
                 'instances: the limit has no effect.'
                 % (limit, mdev_type, available)))
-    for device in sorted(parents.values(), key=lambda d: d.address):
-        nodedev = nodedev_of(device.address)
-        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
-        if mdev_type and device.address not in listed and \
-                mdev_type not in device.types:
-            found.append(_f(
-                WARNING, _settings(conf).enabled.where,
-                '%s takes the default type %s, which it does not offer (it '
-                'offers %s): Nova will report no inventory for it.'
-                % (device.address, mdev_type,
-                   ', '.join(sorted(device.types)) or 'no type')))
     return found
 
 

@@ -191,6 +191,10 @@ def build(placement, hosts=(), type_traits_only=False,
 
 @dataclasses.dataclass(frozen=True)
 class Written:
+    """What became of one file: its path and the result (created,
+    updated, unchanged, or why it failed).
+    """
+
     file: HostFile
     path: str
     result: str
