@@ -19,6 +19,8 @@ virtual parents under ``ROOT/devices/virtual``, handed to
 ROOT is ``/sys`` on a compute node, or a copy of it.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
 import os
 import re
 
@@ -27,17 +29,17 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci_devspec
 
 
-def sysfs_virtual_parent(root):
+def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:
     """A ``virtual_parent_exists`` for ``novaconf.validate_device_address``
     that looks under ROOT like Nova looks under /sys.
     """
-    def exists(address):
+    def exists(address: str) -> bool:
         return os.path.exists(os.path.join(
             root, 'devices', 'virtual', address.replace('_', '/')))
     return exists
 
 
-def read_sysfs(root):
+def read_sysfs(root: str) -> dict[str, configcheck.SysfsDevice] | None:
     """``{address: configcheck.SysfsDevice}`` of ``ROOT/class/mdev_bus``
     (the mdev parents) and of the PCI functions they are linked with.
     """
@@ -61,28 +63,29 @@ def read_sysfs(root):
     return found
 
 
-def _sysfs_device(address, path):
-    types = {}
+def _sysfs_device(address: str, path: str) -> configcheck.SysfsDevice:
+    types: dict[str, int | None] = {}
     types_dir = os.path.join(path, 'mdev_supported_types')
     if os.path.isdir(types_dir):
         for mdev_type in sorted(os.listdir(types_dir)):
             types[mdev_type] = _read_int(os.path.join(
                 types_dir, mdev_type, 'available_instances'))
     physfn = _link_name(os.path.join(path, 'physfn'))
-    virtfns = tuple(sorted(
-        _link_name(os.path.join(path, name)) for name in _listdir(path)
-        if re.match(r'^virtfn\d+$', name)))
+    links = [_link_name(os.path.join(path, name)) for name in _listdir(path)
+             if re.match(r'^virtfn\d+$', name)]
+    # A link listed here is None only when it vanished since.
+    virtfns = tuple(sorted(link for link in links if link is not None))
     return configcheck.SysfsDevice(address, types, physfn, virtfns)
 
 
-def _listdir(path):
+def _listdir(path: str) -> list[str]:
     try:
         return os.listdir(path)
     except OSError:
         return []
 
 
-def _read_int(path):
+def _read_int(path: str) -> int | None:
     try:
         with open(path) as value:
             return int(value.read().strip())
@@ -90,13 +93,14 @@ def _read_int(path):
         return None
 
 
-def _link_name(path):
+def _link_name(path: str) -> str | None:
     if not os.path.islink(path) and not os.path.exists(path):
         return None
     return os.path.basename(os.path.realpath(path))
 
 
-def pci_functions(root, addresses):
+def pci_functions(root: str, addresses: Iterable[str]
+                  ) -> dict[str, configcheck.SysfsDevice]:
     """``{address: configcheck.SysfsDevice}`` for PCI functions under
     ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents).
     """
@@ -108,7 +112,7 @@ def pci_functions(root, addresses):
     return found
 
 
-def read_pci_devices(root):
+def read_pci_devices(root: str) -> list[pci_devspec.PciDevice]:
     """The PCI functions under ``ROOT/bus/pci/devices`` as libvirt reports
     them to Nova: ids, and type-VF (``physfn`` link) / type-PF
     (``virtfn*`` links or ``sriov_totalvfs`` > 0) / type-PCI.
@@ -132,7 +136,7 @@ def read_pci_devices(root):
     return devices
 
 
-def _read_id(path):
+def _read_id(path: str) -> str:
     try:
         with open(path) as value:
             text = value.read().strip().lower()

@@ -17,10 +17,15 @@ The files and sysfs are read through ``osc_mdev.local``; Placement and
 Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 
 from osc_lib import exceptions
 
+from osc_mdev.api import compute as compute_client
+from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import configreport
@@ -28,10 +33,15 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_devspec
 from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
 from osc_mdev.usecases import allocation as allocations
 from osc_mdev.usecases import provider_config
+
+#: What gives the Placement and Compute clients when they are first needed.
+Clients = Callable[[], tuple[placement_client.PlacementClient,
+                             compute_client.ComputeClient]]
 
 
 @dataclasses.dataclass
@@ -41,17 +51,20 @@ class Checked:
     """
 
     findings: list[novaconf.Finding]
-    effects: list           # configreport.Effect: devices, [pci] parts
-    files: tuple            # the files read, in order
-    scope: list             # what was checked, in words
+    effects: list[configreport.Effect]  # devices, [pci] parts
+    files: tuple[str, ...]              # the files read, in order
+    scope: list[str]                    # what was checked, in words
 
     @property
-    def errors(self):
+    def errors(self) -> list[novaconf.Finding]:
         return [f for f in self.findings if f.severity == novaconf.ERROR]
 
 
-def check(files, sysfs_root=None, host=None, trait_prefix=None,
-          clients=None, provider_configs=()):
+def check(files: Sequence[str], sysfs_root: str | None = None,
+          host: str | None = None,
+          trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+          clients: Clients | None = None,
+          provider_configs: Iterable[str] = ()) -> Checked:
     """Check the nova.conf ``files`` (read in order, as nova-compute
     reads them), with the node's sysfs under ``sysfs_root`` and, for
     ``host``, against what Placement has for that compute node;
@@ -69,11 +82,13 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
     virtual = (sysfs.sysfs_virtual_parent(sysfs_root)
                if sysfs_root else None)
     conf = local_novaconf.parse_files(files, virtual)
+    settings = conf.settings
+    assert settings is not None     # parsed from the files
     findings = list(conf.findings)
     findings += configcheck.file_findings(
         conf, sysfs_checked=bool(sysfs_root))
-    known = []
-    pci = pci_rules.pci_config(conf.settings)
+    known: list[str] = []
+    pci = pci_rules.pci_config(settings)
     mdev_sysfs = bool(conf.supported_types) or not pci.configured
     if sysfs_root and mdev_sysfs:
         parents = sysfs.read_sysfs(sysfs_root)
@@ -82,7 +97,7 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
         findings += configcheck.sysfs_findings(conf, parents, functions)
         known += [configcheck.nodedev_of(a) for a in parents or ()]
     if host:
-        placement, compute = clients()
+        placement, compute = _asked(clients)
         placed = placement_devices(placement, compute, host)
         findings += configcheck.placement_findings(conf, host, placed,
                                                    trait_prefix)
@@ -94,16 +109,26 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
         node = host or '<node>'
         findings += configcheck_pci.pci_findings(pci, pci_devices, node)
         if host:
-            placement, _ = clients()
+            placement, _ = _asked(clients)
             findings += pci_placement(placement, pci, pci_devices, node)
         effects += configreport.pci_effects(pci, pci_devices, node)
     return Checked(findings + extra, effects,
-                   tuple(conf.settings.files) + config_paths,
+                   tuple(settings.files) + config_paths,
                    configreport.scope(conf, pci.configured, sysfs_root,
                                       host, bool(config_paths)))
 
 
-def placement_devices(placement, compute, host):
+def _asked(clients: Clients | None
+           ) -> tuple[placement_client.PlacementClient,
+                      compute_client.ComputeClient]:
+    """The clients, which a check of a host is always given."""
+    assert clients is not None
+    return clients()
+
+
+def placement_devices(placement: placement_client.PlacementClient,
+                      compute: compute_client.ComputeClient,
+                      host: str) -> list[configcheck.PlacementDevice]:
     """The node's mdev devices in Placement, with the servers on each."""
     found = allocations.node_devices_with_servers(placement, compute, host)
     return [configcheck.PlacementDevice(
@@ -112,7 +137,10 @@ def placement_devices(placement, compute, host):
         for d, servers in found]
 
 
-def pci_placement(placement, pci, devices, host):
+def pci_placement(placement: placement_client.PlacementClient,
+                  pci: pci_rules.PciConfig,
+                  devices: Sequence[pci_devspec.PciDevice] | None,
+                  host: str) -> list[novaconf.Finding]:
     """What happens to the node's PCI providers in Placement when
     nova-compute restarts with the files.
     """
@@ -126,7 +154,9 @@ def pci_placement(placement, pci, devices, host):
                                                   predicted)
 
 
-def node_pci_providers(placement, host):
+def node_pci_providers(placement: placement_client.PlacementClient,
+                       host: str
+                       ) -> list[configcheck_pci.PlacementPciProvider]:
     """The PCI providers nova-compute made for node ``host`` (trait
     COMPUTE_MANAGED_PCI_DEVICE, in the node's tree): one listing, then
     inventories, usages and traits of each in the bounded pool. Empty when
@@ -139,7 +169,7 @@ def node_pci_providers(placement, host):
         in_tree=root['uuid'],
         required_traits=[translator.COMPUTE_MANAGED_PCI_DEVICE])
     details = placement.get_provider_details([p['uuid'] for p in found])
-    result = []
+    result: list[configcheck_pci.PlacementPciProvider] = []
     for provider in found:
         detail = details.get(provider['uuid'])
         if detail is None:
@@ -157,7 +187,9 @@ def node_pci_providers(placement, host):
     return result
 
 
-def check_provider_configs(values, host=None, clients=None):
+def check_provider_configs(values: Iterable[str], host: str | None = None,
+                           clients: Clients | None = None
+                           ) -> list[novaconf.Finding]:
     """Findings of nova-compute's provider config files (``[HOST=]PATH``
     values, read together as one nova-compute reads its directory) by
     Nova's rules and, for the compute node (``HOST=`` or ``host``),
@@ -173,7 +205,7 @@ def check_provider_configs(values, host=None, clients=None):
             'check each node on its own.' % ', '.join(sorted(named)))
     configs, findings = provider_config.read([p for _, p in split])
     if named:
-        placement, _ = clients()
+        placement, _ = _asked(clients)
         findings += provider_config.placement_findings(
             placement, named.pop(), configs)
     return findings

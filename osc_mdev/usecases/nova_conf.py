@@ -16,6 +16,7 @@ types) and the controller's (its PCI aliases), read through
 one-line CommandError, what it silently does otherwise a warning.
 """
 
+from collections.abc import Iterable
 import logging
 
 from osc_lib import exceptions
@@ -28,7 +29,7 @@ from osc_mdev.local import novaconf as local_novaconf
 LOG = logging.getLogger(__name__)
 
 
-def read_nova_conf(path):
+def read_nova_conf(path: str) -> novaconf.MdevConfig:
     """The MdevConfig nova-compute makes of ``path``; a CommandError for a
     file it cannot read or would refuse; notes on stderr for what Nova
     will silently do otherwise.
@@ -81,12 +82,12 @@ def pci_of(settings: novaconf.Settings,
     return pci
 
 
-def compute_confs(values):
+def compute_confs(values: Iterable[str]) -> dict[str, novaconf.MdevConfig]:
     """``{host: MdevConfig}`` of --compute-conf HOST=FILE options; a
     CommandError for a malformed option, a host named twice or a file
     Nova would refuse.
     """
-    confs = {}
+    confs: dict[str, novaconf.MdevConfig] = {}
     for value in values:
         try:
             host, path = audit.parse_nova_conf_option(value)

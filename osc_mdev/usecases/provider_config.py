@@ -16,10 +16,14 @@ by Nova's rules and compared with a compute node's providers in Placement
 written by ``trait export`` (``provider_config_write``).
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 
 from osc_lib import exceptions
 
+from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import provider_config as domain
 from osc_mdev.domain import provider_config_merge as merge
 from osc_mdev.domain import provider_config_write as export
@@ -29,12 +33,12 @@ from osc_mdev.local import provider_config as local
 from osc_mdev.usecases import provider as device_reads
 
 
-def _failed(exc):
+def _failed(exc: Exception) -> exceptions.CommandError:
     text = str(exc)
     return exceptions.CommandError('%s%s.' % (text[:1].upper(), text[1:]))
 
 
-def split(values):
+def split(values: Iterable[str]) -> list[tuple[str | None, str]]:
     """``[(host or None, path)]`` of ``--provider-config`` values."""
     try:
         return [domain.split_option(v, local.exists(v)) for v in values]
@@ -42,7 +46,8 @@ def split(values):
         raise _failed(exc) from exc
 
 
-def read(paths):
+def read(paths: Iterable[str]
+         ) -> tuple[list[domain.ConfigFile], list[domain.Finding]]:
     """``(configs, findings)`` of the files ``paths`` stand for, read as
     one nova-compute reads its directory: each file's ConfigFile, and
     every finding of Nova's file rules (each file's, the duplicates
@@ -59,12 +64,13 @@ def read(paths):
     return configs, findings
 
 
-def entries(configs):
+def entries(configs: Iterable[domain.ConfigFile]) -> list[domain.Entry]:
     """The entries of the files nova-compute would accept."""
     return [e for c in configs if not c.refused for e in c.entries]
 
 
-def node_tree(placement, host):
+def node_tree(placement: placement_client.PlacementClient,
+              host: str) -> list[merge.TreeProvider]:
     """The compute node's providers as TreeProvider: its root, its mdev
     and PCI devices (with their traits) and any other provider of its
     tree.
@@ -72,7 +78,7 @@ def node_tree(placement, host):
     devices, listed = device_reads.node_devices(placement, [host])
     traits = {d.uuid: tuple(d.traits or ()) for d in devices}
     kinds = {d.uuid: d.kind for d in devices}
-    tree = []
+    tree: list[merge.TreeProvider] = []
     for provider in listed:
         root = (provider.get('root_provider_uuid')
                 or provider['uuid']) == provider['uuid']
@@ -83,7 +89,9 @@ def node_tree(placement, host):
     return tree
 
 
-def placement_findings(placement, host, configs):
+def placement_findings(placement: placement_client.PlacementClient,
+                       host: str, configs: Iterable[domain.ConfigFile]
+                       ) -> list[domain.Finding]:
     """What nova-compute of ``host`` makes of the files on its providers
     in Placement, and the devices whose traits no file keeps.
     """
@@ -93,12 +101,12 @@ def placement_findings(placement, host, configs):
             + merge.uncovered_findings(kept, tree, host))
 
 
-def host_files(values):
+def host_files(values: Iterable[str]) -> dict[str, list[domain.Entry]]:
     """``{host: [Entry]}`` of ``--provider-config HOST=PATH`` values, the
     files of each host read together; files nova-compute would refuse are
     a CommandError (``config check --provider-config`` says why).
     """
-    by_host = {}
+    by_host: dict[str, list[str]] = {}
     for host, path in split(values):
         if host is None:
             raise exceptions.CommandError(
@@ -106,7 +114,7 @@ def host_files(values):
                 'compute node (as --host names it) and its file or '
                 'directory.' % path)
         by_host.setdefault(host, []).append(path)
-    result = {}
+    result: dict[str, list[domain.Entry]] = {}
     for host, paths in by_host.items():
         configs, findings = read(paths)
         refused = domain.refused_by_nova(findings)
@@ -135,12 +143,15 @@ class HostFile:
     devices: int                 # devices with traits in the file
     traits: int
     pci_left_out: int = 0        # PCI-in-Placement devices of the host
-    providers: tuple = ()        # the provider names the file defines
+    providers: tuple[str, ...] = ()   # the provider names the file defines
 
 
-def build(placement, hosts=(), type_traits_only=False,
-          prefix=trait_logic.DEFAULT_TRAIT_PREFIX, existing=(),
-          overrides=None):
+def build(placement: placement_client.PlacementClient,
+          hosts: Iterable[str] = (), type_traits_only: bool = False,
+          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+          existing: Iterable[str] = (),
+          overrides: Mapping[str, Iterable[str]] | None = None
+          ) -> list[HostFile]:
     """The files of ``hosts`` (every node with mdev devices, and the
     nodes of ``existing`` files, when none), from the devices' traits in
     Placement (``overrides``: ``{provider uuid: traits}`` to use instead,
@@ -162,11 +173,11 @@ def build(placement, hosts=(), type_traits_only=False,
     else:
         chosen = {d.host for d in devices if d.kind == providers.MDEV}
         chosen |= nodes & set(existing)
-    pci = {}
+    pci: dict[str, set[str]] = {}
     for d in devices:
         if d.kind == providers.PCI and d.host in chosen:
             pci.setdefault(d.host, set()).add(d.uuid)
-    per_host = {host: {} for host in chosen}
+    per_host: dict[str, dict[str, set[str]]] = {host: {} for host in chosen}
     for device in devices:
         if device.kind != providers.MDEV or device.host not in chosen:
             continue
@@ -182,10 +193,11 @@ def build(placement, hosts=(), type_traits_only=False,
                                         in per_host[host].items()})
         except ValueError as exc:
             raise _failed(exc) from exc
-        kept = {n: t for n, t in per_host[host].items() if t}
-        files.append(HostFile(host, name, text, len(kept),
-                              sum(len(t) for t in kept.values()),
-                              len(pci.get(host, ())), tuple(sorted(kept))))
+        with_traits = {n: t for n, t in per_host[host].items() if t}
+        files.append(HostFile(host, name, text, len(with_traits),
+                              sum(len(t) for t in with_traits.values()),
+                              len(pci.get(host, ())),
+                              tuple(sorted(with_traits))))
     return files
 
 
@@ -201,7 +213,7 @@ class Written:
     failed: bool = False
 
 
-def existing_hosts(directory):
+def existing_hosts(directory: str) -> list[str]:
     """The hosts whose ``<host>.yaml`` is in ``directory`` already."""
     try:
         return local.existing_hosts(directory)
@@ -209,7 +221,8 @@ def existing_hosts(directory):
         raise _failed(exc) from exc
 
 
-def check_directory(directory, names, provider_names):
+def check_directory(directory: str, names: Iterable[str],
+                    provider_names: Iterable[str]) -> None:
     """Refuse, before anything is written, a directory that cannot be
     written, or whose files other than ``names`` (the files to be
     written) define a provider of ``provider_names`` (nova-compute
@@ -235,7 +248,8 @@ def check_directory(directory, names, provider_names):
                                             entry.source))
 
 
-def write(directory, files, dry_run=False):
+def write(directory: str, files: Sequence[HostFile],
+          dry_run: bool = False) -> list[Written]:
     """Write each file as ``<directory>/<host>.yaml``, atomically; one
     Written each: created, updated, unchanged (or what would be, with
     ``dry_run``), or failed with the reason (the old file stays).

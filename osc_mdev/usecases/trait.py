@@ -18,6 +18,10 @@ Every device is read and written in the bounded pool; a device that
 fails does not stop the others.
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import logging
 
@@ -26,6 +30,7 @@ from osc_lib import exceptions
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import provider_config_write as files
+from osc_mdev.domain import providers
 from osc_mdev.domain import traits as domain
 from osc_mdev.usecases import provider_config
 
@@ -34,15 +39,16 @@ LOG = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    device: object
-    before: frozenset | None
-    after: frozenset | None
+    device: providers.Device
+    before: frozenset[str] | None
+    after: frozenset[str] | None
     result: str
     failed: bool = False
     interrupted: bool = False
 
 
-def check_exist(placement, traits):
+def check_exist(placement: placement_client.PlacementClient,
+                traits: Iterable[str]) -> None:
     """Standard (non-CUSTOM_) traits must exist in os-traits or Placement.
     """
     import os_traits
@@ -59,20 +65,23 @@ def check_exist(placement, traits):
             'custom traits must start with CUSTOM_.' % ', '.join(missing))
 
 
-def create_custom(placement, traits):
+def create_custom(placement: placement_client.PlacementClient,
+                  traits: Iterable[str]) -> None:
     """Create the CUSTOM_ traits (PUT is a no-op for existing ones)."""
     placement.map(placement.ensure_trait,
                   sorted(t for t in traits if t.startswith('CUSTOM_')))
 
 
-def apply(placement, plans, dry_run=False, on_done=lambda: None):
+def apply(placement: placement_client.PlacementClient,
+          plans: Sequence[domain.DevicePlan], dry_run: bool = False,
+          on_done: Callable[[], None] = lambda: None) -> list[Outcome]:
     """Run every DevicePlan; one Outcome each, in the plans' order.
 
     On Ctrl-C the devices being written are let finish and the others are
     left untouched; their Outcome says so (``interrupted``).
     """
 
-    def run(plan):
+    def run(plan: domain.DevicePlan) -> Outcome:
         try:
             if plan.skip:
                 return Outcome(plan.device, None, None,
@@ -102,8 +111,11 @@ def apply(placement, plans, dry_run=False, on_done=lambda: None):
             for i, plan in enumerate(plans)]
 
 
-def export(placement, hosts=(), directory=None, type_traits_only=False,
-           prefix=domain.DEFAULT_TRAIT_PREFIX, dry_run=False):
+def export(placement: placement_client.PlacementClient,
+           hosts: Iterable[str] = (), directory: str | None = None,
+           type_traits_only: bool = False,
+           prefix: str = domain.DEFAULT_TRAIT_PREFIX, dry_run: bool = False
+           ) -> list[provider_config.HostFile] | list[provider_config.Written]:
     """``trait export``: the provider config file of each compute node.
 
     ``hosts``: those nodes; none: every node with mdev devices, and the
@@ -112,7 +124,7 @@ def export(placement, hosts=(), directory=None, type_traits_only=False,
     written there (``[provider_config.Written]``), else returned
     (``[provider_config.HostFile]``).
     """
-    existing = ()
+    existing: list[str] = []
     if directory is not None and not hosts:
         existing = provider_config.existing_hosts(directory)
     built = provider_config.build(placement, hosts, type_traits_only,
@@ -128,7 +140,8 @@ def export(placement, hosts=(), directory=None, type_traits_only=False,
     return result
 
 
-def check_export_dir(directory, devices):
+def check_export_dir(directory: str,
+                     devices: Collection[providers.Device]) -> None:
     """Before ``trait set/unset --export-dir`` writes a trait: the
     directory can be written, and no file of it other than the hosts' own
     defines one of ``devices``.
@@ -138,7 +151,9 @@ def check_export_dir(directory, devices):
         directory, names, [d.candidate.name for d in devices])
 
 
-def export_changed(placement, directory, outcomes, dry_run=False):
+def export_changed(placement: placement_client.PlacementClient,
+                   directory: str, outcomes: Collection[Outcome],
+                   dry_run: bool = False) -> list[provider_config.Written]:
     """``trait set/unset --export-dir``: rewrite the file of each host the
     ``outcomes`` touched, from Placement as it is after the writes (with
     ``dry_run``: with each device's traits as the run would leave them).
