@@ -12,10 +12,17 @@
 
 """Domain: pure logic and data classes, split by concept.
 
-Nova's rules mirrored one function each (naming the Nova function),
+Nova's rules, mirrored one function each (naming the Nova function), in
+a module per Nova file where they span several: ``pci_devspec``,
+``pci_request`` and ``pci_placement_translator``, held together by
+``pci``'s PciConfig; ``provider_config`` (read as nova-compute reads
+the files) and ``provider_config_merge`` (merged into its provider
+tree), beside ``provider_config_write`` (the files we write). Then
 Placement's provider and request models, capacity arithmetic and its
-explainer, and the findings of ``config check`` and ``audit``. No
-network, no files, no sysfs: everything is handed in as data. Imports
-only the standard library, oslo.config's parser, PyYAML (to parse and
-render texts), os-traits, os-resource-classes and itself.
+explainer, and the findings of ``config check`` (``configcheck``,
+``configcheck_pci``, rendered by ``configreport``) and ``audit``: one
+model of a finding and its severities, ``findings``. No network, no
+files, no sysfs: everything is handed in as data. Imports only the
+standard library, oslo.config's parser, PyYAML (to parse and render
+texts), os-traits, os-resource-classes and itself.
 """

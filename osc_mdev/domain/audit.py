@@ -21,7 +21,9 @@ or ``AddTrait``). Nothing here touches the network.
 import dataclasses
 
 from osc_mdev.domain import explanation
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
@@ -50,9 +52,7 @@ CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
 #: The checks ``--fix`` repairs; nothing else is changed automatically.
 FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
 
-ERROR = 'error'
-WARNING = 'warning'
-INFO = 'info'
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 
 #: Nova's migration statuses after which a migration consumer should hold
 #: nothing: the move was confirmed, reverted, completed or it failed.
@@ -97,29 +97,22 @@ class AddTrait:
                                           self.device.device)
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    severity: str
-    check: str
-    host: str = ''
-    device: str = ''
-    server: str = ''
-    message: str = ''
-    resource_class: str = ''
-    provider_uuid: str = ''
-    repair: object = None
+Finding = findings.Finding
 
-    @property
-    def sort_key(self):
-        order = CHECKS + (NOVA_UNREACHABLE, PCI_ALIAS_UNCHECKED)
-        return (order.index(self.check), self.host, self.device,
-                self.server, self.message)
+
+def sort_key(finding: Finding) -> tuple[int, str, str, str, str]:
+    """The order of an audit's findings: by check, then host, device,
+    server and message.
+    """
+    order = CHECKS + (NOVA_UNREACHABLE, PCI_ALIAS_UNCHECKED)
+    return (order.index(finding.check), finding.host, finding.device,
+            finding.server, finding.message)
 
 
 def _finding(severity, check, device=None, server='', message='',
              resource_class=None, repair=None):
     return Finding(
-        severity, check,
+        severity, check=check,
         host=device.host if device is not None else '',
         device=device.device if device is not None else '',
         server=server, message=message,
@@ -234,18 +227,24 @@ def orphaned_allocations(allocations, servers, facts):
 
 # -- missing-allocation / node-mismatch ----------------------------------
 
-def server_request(server, aliases=None):
+def server_request(server: nova_servers.Server,
+                   pci_config: pci_rules.PciConfig | None = None
+                   ) -> rr.Request | None:
     """The request of the server's embedded flavor (the copy Nova keeps
     with the server, ``flavor`` from microversion 2.47), as Nova builds
     it (``resource_request.request_from_flavor``); its PCI alias devices
-    only with ``aliases`` (the controller's ``[pci] alias``). None when
-    Nova would refuse the flavor's ``pci_passthrough:alias``.
+    only with ``pci_config`` (the controller's ``[pci]``), asked for as
+    with ``pci_in_placement`` on, whatever it says. None when Nova would
+    refuse the flavor's ``pci_passthrough:alias``.
     """
     flavor = server.flavor
-    pci = aliases is not None and has_pci_alias(flavor.extra_specs)
+    if pci_config is None or not has_pci_alias(flavor.extra_specs):
+        pci_config = None
+    elif not pci_config.pci_in_placement:
+        pci_config = dataclasses.replace(pci_config, pci_in_placement=True)
     try:
         return rr.request_from_flavor(flavor.request_input(),
-                                      aliases=aliases if pci else None)
+                                      pci_config=pci_config)
     except rr.RequestError:
         return None
 
@@ -268,13 +267,14 @@ def _describe_amounts(amounts):
         amounts.items())) or 'no mdev'
 
 
-def missing_allocations(servers, allocations, mdev_classes, aliases=None):
+def missing_allocations(servers, allocations, mdev_classes,
+                        pci_config=None):
     """``missing-allocation``: servers whose embedded flavor (the copy
     Nova keeps with the server, ``flavor.extra_specs`` from microversion
     2.47) asks for mdevs they do not hold in Placement, or holds another
     class or amount.
 
-    With ``aliases`` (the controller's ``[pci] alias``), the PCI devices
+    With ``pci_config`` (the controller's ``[pci]``), the PCI devices
     of the flavor's ``pci_passthrough:alias`` count too, one of the
     alias' resource class per device (``allocations`` should then hold
     the PCI-in-Placement allocations as well); a server whose alias is
@@ -290,7 +290,7 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
     for server in servers:
         if not settled(server):
             continue
-        request = server_request(server, aliases)
+        request = server_request(server, pci_config)
         if request is None:
             continue
         wanted = request.device_amounts(classes)
@@ -301,7 +301,7 @@ def missing_allocations(servers, allocations, mdev_classes, aliases=None):
         what = ('holds none' if not has else 'holds %s'
                 % _describe_amounts(has))
         found.append(Finding(
-            ERROR, MISSING_ALLOCATION, host=server.node,
+            ERROR, check=MISSING_ALLOCATION, host=server.node,
             server=server.id,
             resource_class=','.join(sorted(set(wanted) | set(has))),
             message='Server %s: its flavor asks for %s but it %s in '
@@ -600,8 +600,7 @@ def provider_config_findings(devices, files, found=(),
 
 # -- unschedulable-flavor -------------------------------------------------
 
-def flavor_requests(flavor_list, classes, aliases=None,
-                    pci_in_placement=True):
+def flavor_requests(flavor_list, classes, pci_config=None):
     """``{flavor id: resource_request.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
@@ -609,8 +608,8 @@ def flavor_requests(flavor_list, classes, aliases=None,
     class that exists but no mdev device has is not ours to judge.
 
     Flavors with ``pci_passthrough:alias`` are judged only with
-    ``aliases`` (the controller's ``[pci] alias``), their PCI devices
-    asked as Nova asks them (with ``pci_in_placement``); an alias Nova
+    ``pci_config`` (the controller's ``[pci]``), their PCI devices
+    asked as Nova asks them (with its ``pci_in_placement``); an alias Nova
     refuses leaves the flavor out here (``unschedulable_flavors`` says
     why).
     """
@@ -619,12 +618,12 @@ def flavor_requests(flavor_list, classes, aliases=None,
         if flavor.disabled:
             continue
         pci = has_pci_alias(flavor.extra_specs)
-        if pci and aliases is None:
+        if pci and pci_config is None:
             continue
         try:
             request = rr.request_from_flavor(
-                flavor.request_input(), aliases=aliases if pci else None,
-                pci_in_placement=pci_in_placement)
+                flavor.request_input(),
+                pci_config=pci_config if pci else None)
         except rr.RequestError:
             continue
         if set(request.mdev_classes()) & set(classes) or any(
@@ -634,7 +633,7 @@ def flavor_requests(flavor_list, classes, aliases=None,
 
 
 def unschedulable_flavors(flavor_list, trees, missing_classes=(),
-                          aliases=None, pci_in_placement=True):
+                          pci_config=None):
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
     on ``trees``, the compute node trees of ``usecases.capacity``: no device
@@ -642,14 +641,13 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
     too small, disabled compute services), or that ask for a resource
     class Placement does not have (``missing_classes``). The message
     gives the explainer's reason and smallest change. Disabled flavors
-    are left out; a full cloud is no finding. With ``aliases`` (the
-    controller's ``[pci] alias``), flavors with ``pci_passthrough:alias``
-    are judged too, and one whose alias Nova refuses is a finding.
+    are left out; a full cloud is no finding. With ``pci_config`` (the
+    controller's ``[pci]``), flavors with ``pci_passthrough:alias`` are
+    judged too, and one whose alias Nova refuses is a finding.
     """
     classes = {names.VGPU} | {rc for h in trees for d in h.devices
                               for rc in d.inventories}
-    requests = flavor_requests(flavor_list, classes, aliases,
-                               pci_in_placement)
+    requests = flavor_requests(flavor_list, classes, pci_config)
     found = []
     for flavor in flavor_list:
         if flavor.disabled:
@@ -661,21 +659,21 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
                        and k.name in missing_classes})
         if gone:
             found.append(Finding(
-                WARNING, UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
+                WARNING, check=UNSCHEDULABLE_FLAVOR, resource_class=gone[0],
                 message='Flavor %s asks for resource class %s, which does '
                         'not exist in Placement; see it with: openstack '
                         'mdev flavor show %s' % (label, ', '.join(gone),
                                                  flavor.id)))
             continue
         request = requests.get(flavor.id)
-        if request is None and aliases is not None and pci_in_placement \
-                and has_pci_alias(specs):
+        if request is None and pci_config is not None \
+                and pci_config.pci_in_placement and has_pci_alias(specs):
             try:
                 rr.request_from_flavor(flavor.request_input(),
-                                       aliases=aliases)
+                                       pci_config=pci_config)
             except rr.RequestError as exc:
                 found.append(Finding(
-                    WARNING, UNSCHEDULABLE_FLAVOR,
+                    WARNING, check=UNSCHEDULABLE_FLAVOR,
                     message='Flavor %s cannot be booted: %s; see it with: '
                             'openstack mdev flavor show %s' % (
                                 label, exc, flavor.id)))
@@ -685,7 +683,7 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
         reason = explanation.unschedulable_reason(request, trees)
         if reason:
             found.append(Finding(
-                WARNING, UNSCHEDULABLE_FLAVOR,
+                WARNING, check=UNSCHEDULABLE_FLAVOR,
                 resource_class=', '.join(request.mdev_classes()),
                 message='Flavor %s cannot be scheduled: %s; see it with: '
                         'openstack mdev capacity --flavor %s --explain'
@@ -765,7 +763,7 @@ def pci_alias_unchecked(servers, flavor_list):
             for n, word in ((n_servers, 'server'), (n_flavors, 'flavor'))
             if n]
     return Finding(
-        INFO, PCI_ALIAS_UNCHECKED,
+        INFO, check=PCI_ALIAS_UNCHECKED,
         message='%s ask%s for PCI devices by alias (%s), which %s and %s '
                 'did not check; give the controller\'s nova.conf with '
                 '--controller-conf <file> to check them.' % (

@@ -10,42 +10,49 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``mdev config check``: what nova-compute will make of a configuration.
+"""``mdev config check``, its mdev half: what nova-compute will make of
+a configuration's names (``spelling``), its ``[devices]`` and
+``[mdev_<type>]`` options and the live-migration settings vGPUs need.
 
-Nova's own rules come from ``novaconf`` and ``pci`` (one function per
-Nova rule);
+Nova's own rules come from ``novaconf`` (one function per Nova rule);
 this module adds what Nova does not say (options it silently ignores,
 addresses that can never match), compares the file with a compute node's
-sysfs tree and with what Placement shows for the node. Pure logic apart
-from reading the sysfs tree.
+sysfs tree (as ``osc_mdev.local`` read it) and with what Placement shows
+for the node. ``configcheck_pci`` is the ``[pci]`` half; ``configreport``
+renders both.
 """
 
+from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import re
 import typing
 
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
 
-ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
-Finding = novaconf.Finding
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
+Finding = findings.Finding
 OTHER_DEVICES = '(any other device)'
 
 
-def _f(severity, where, message):
+def _f(severity: str, where: str, message: str) -> Finding:
     return Finding(severity, where, message)
 
 
-def _where_type(conf, mdev_type, option=None):
-    value = conf.settings.groups.get(mdev_type, {}).get(option or '')
+def _where_type(conf: novaconf.MdevConfig, mdev_type: str,
+                option: str | None = None) -> str:
+    settings = _settings(conf)
+    value = settings.groups.get(mdev_type, {}).get(option or '')
     if value is not None and value.is_set:
         return value.where
-    return conf.settings.group_line('mdev_%s' % mdev_type)
+    return settings.group_line('mdev_%s' % mdev_type)
 
 
 # -- The file alone ---------------------------------------------------------
@@ -161,7 +168,8 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
                    what, problem, novaconf.DOWNTIME_NEEDED))]
 
 
-def where(section, option, occurrence=None):
+def where(section: str, option: str | None,
+          occurrence: novaconf.Occurrence | None = None) -> str:
     return novaconf.where(section, option, occurrence)
 
 
@@ -219,19 +227,21 @@ def _group_findings(settings: novaconf.Settings,
     return found
 
 
-def _options_in(settings, section):
+def _options_in(settings: novaconf.Settings,
+                section: str) -> list[novaconf.Occurrence]:
     return [o for o in settings.occurrences
             if novaconf.group_key(o.section) == novaconf.group_key(section)]
 
 
-def _section_exists(settings, section):
+def _section_exists(settings: novaconf.Settings, section: str) -> bool:
     return any(novaconf.group_key(name) == novaconf.group_key(section)
                for name, _, _ in settings.sections)
 
 
-def _stray_groups(settings, types):
+def _stray_groups(settings: novaconf.Settings,
+                  types: Sequence[str]) -> list[Finding]:
     found = []
-    seen = set()
+    seen: set[str] = set()
     enabled = {novaconf.group_key('mdev_%s' % t) for t in types} | {
         novaconf.group_key('vgpu_%s' % t) for t in types}
     for name, file, line in settings.sections:
@@ -261,14 +271,15 @@ class DeviceResult:
     where: str = ''            # the line that decides it
 
 
-def nodedev_of(address):
+def nodedev_of(address: str) -> str:
     """libvirt's node device name of a device address."""
     if novaconf.matches_libvirt(address):
         return 'pci_' + re.sub('[:.]', '_', address)
     return address
 
 
-def effective(conf, devices=()):
+def effective(conf: novaconf.MdevConfig,
+              devices: Collection[str] = ()) -> list[DeviceResult]:
     """Each device with the type and class Nova will give it.
 
     ``devices`` are libvirt node device names known to exist (from sysfs
@@ -317,12 +328,16 @@ def effective(conf, devices=()):
 @dataclasses.dataclass(frozen=True)
 class SysfsDevice:
     address: str
-    types: dict                # type -> available_instances (or None)
-    physfn: str | None = None  # parent PF address for a VF
-    virtfns: tuple = ()        # VF addresses for a PF
+    #: type -> available_instances (None when it cannot be read)
+    types: dict[str, int | None]
+    physfn: str | None = None          # parent PF address for a VF
+    virtfns: tuple[str, ...] = ()      # VF addresses for a PF
 
 
-def sysfs_findings(conf, parents, functions=None):
+def sysfs_findings(conf: novaconf.MdevConfig,
+                   parents: Mapping[str, SysfsDevice] | None,
+                   functions: Mapping[str, SysfsDevice] | None = None
+                   ) -> list[Finding]:
     """Compare the file with the mdev parents sysfs shows.
 
     ``parents``: ``read_sysfs`` of the node; ``functions``: other PCI
@@ -345,7 +360,7 @@ def sysfs_findings(conf, parents, functions=None):
                     '%s is the physical function of an SR-IOV GPU: its '
                     'mdevs are on its virtual functions (%s); list those '
                     'instead. Nova will report nothing for %s.'
-                    % (address, _short(pf.virtfns), address)))
+                    % (address, words.first_few(pf.virtfns), address)))
             else:
                 found.append(_f(
                     WARNING, here,
@@ -367,6 +382,28 @@ def sysfs_findings(conf, parents, functions=None):
                 'Virtual function %s is listed together with its physical '
                 'function %s: list the virtual functions only.'
                 % (address, device.physfn)))
+    found += _max_instances_findings(conf, parents)
+    for device in sorted(parents.values(), key=lambda d: d.address):
+        nodedev = nodedev_of(device.address)
+        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        if mdev_type and device.address not in listed and \
+                mdev_type not in device.types:
+            found.append(_f(
+                WARNING, _settings(conf).enabled.where,
+                '%s takes the default type %s, which it does not offer (it '
+                'offers %s): Nova will report no inventory for it.'
+                % (device.address, mdev_type,
+                   ', '.join(sorted(device.types)) or 'no type')))
+    return found
+
+
+def _max_instances_findings(conf: novaconf.MdevConfig,
+                            parents: Mapping[str, SysfsDevice]
+                            ) -> list[Finding]:
+    """Each type's ``max_instances`` against the instances its devices
+    offer.
+    """
+    found = []
     for mdev_type, limit in sorted(conf.max_instances.items()):
         holders = [d for d in parents.values()
                    if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
@@ -386,21 +423,10 @@ def sysfs_findings(conf, parents, functions=None):
                 'max_instances = %d but the devices of type %s offer only %d '
                 'instances: the limit has no effect.'
                 % (limit, mdev_type, available)))
-    for device in sorted(parents.values(), key=lambda d: d.address):
-        nodedev = nodedev_of(device.address)
-        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
-        if mdev_type and device.address not in listed and \
-                mdev_type not in device.types:
-            found.append(_f(
-                WARNING, conf.settings.enabled.where,
-                '%s takes the default type %s, which it does not offer (it '
-                'offers %s): Nova will report no inventory for it.'
-                % (device.address, mdev_type,
-                   ', '.join(sorted(device.types)) or 'no type')))
     return found
 
 
-def no_mdev_bus(conf):
+def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
     """The sysfs tree has no ``class/mdev_bus``: no device offers mdevs.
 
     nova-compute still starts: nothing it runs at start looks at the
@@ -421,14 +447,8 @@ def no_mdev_bus(conf):
         'they are), so servers asking for vGPUs are not scheduled here.'))
 
 
-def _short(items, limit=4):
-    items = list(items)
-    text = ', '.join(items[:limit])
-    return text + (' and %d more' % (len(items) - limit)
-                   if len(items) > limit else '')
-
-
-def _looks_like_vf(address, parents):
+def _looks_like_vf(address: str,
+                   parents: Mapping[str, SysfsDevice]) -> bool:
     return any(d.physfn and d.physfn[:10] == address[:10]
                for d in parents.values())
 
@@ -443,12 +463,14 @@ class PlacementDevice:
     address: str
     resource_class: str
     total: int
-    traits: tuple
-    servers: tuple = ()        # names (or IDs) of servers allocated there
+    traits: tuple[str, ...]
+    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
 
 
-def placement_findings(conf, host, devices, prefix=trait_logic
-                       .DEFAULT_TRAIT_PREFIX):
+def placement_findings(conf: novaconf.MdevConfig, host: str,
+                       devices: Iterable[PlacementDevice],
+                       prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                       ) -> list[Finding]:
     """What changes on ``host`` when nova-compute restarts with ``conf``.
 
     ``devices``: the node's PlacementDevice list.
@@ -507,345 +529,4 @@ def placement_findings(conf, host, devices, prefix=trait_logic
                 'after the restart to tag it %s.'
                 % (device.address, ', '.join(wrong), mdev_type, host,
                    type_traits[mdev_type])))
-    return found
-
-
-def sort_findings(findings):
-    return sorted(findings, key=lambda f: novaconf.SEVERITY_ORDER[f.severity])
-
-
-# -- [pci]: PCI devices in Placement ----------------------------------------
-
-_DEPRECATED_PCI = {
-    ('pci', 'passthrough_whitelist'): '[pci] device_spec',
-    ('DEFAULT', 'pci_passthrough_whitelist'): '[pci] device_spec',
-    ('DEFAULT', 'pci_alias'): '[pci] alias',
-}
-
-
-def _written_traits(text):
-    return [t for t in text.split(',')] if isinstance(text, str) and text \
-        else []
-
-
-def _name_findings(kind: str, written: str, normalized: str, here: str,
-                   fatal_where: str) -> list[Finding]:
-    """Findings about one class or trait name as Nova normalizes it."""
-    found = []
-    problem = pci_rules.placement_name_problem(normalized, kind)
-    if problem:
-        found.append(_f(ERROR, here, '%s from %r: %s; %s.' % (
-            normalized, written, problem, fatal_where)))
-        return found
-    if written == normalized:
-        return found
-    if written != written.strip():
-        found.append(_f(WARNING, here, (
-            '%s %r has spaces around it: Nova makes %s of it, not %s; '
-            'remove the spaces (write "a,b", not "a, b").') % (
-                kind, written, normalized,
-                pci_rules.normalize_traits([written.strip()])[0]
-                if kind == 'trait' else
-                pci_rules.normalize_resource_class(written.strip()))))
-    elif kind == 'trait' and _is_standard_trait(written.upper()):
-        found.append(_f(WARNING, here, (
-            'trait %r is the standard trait %s in lower case: Nova does not '
-            'recognise it and reports the custom trait %s instead; write '
-            '%s.') % (written, written.upper(), normalized, written.upper())))
-    # Else Nova makes of it what was meant (blue: CUSTOM_BLUE), as of the
-    # name written in full: the effective rows show the name.
-    return found
-
-
-def _is_standard_trait(name):
-    import os_traits
-    return os_traits.check_traits([name])[0] == {name}
-
-
-def _spec_name_findings(spec, fatal_where):
-    found = []
-    requested = spec.tags.get('resource_class')
-    if requested:
-        found += _name_findings(
-            'resource class', requested,
-            pci_rules.normalize_resource_class(requested), spec.where,
-            fatal_where)
-    for written in _written_traits(spec.tags.get('traits', '')):
-        found += _name_findings('trait', written,
-                                pci_rules.normalize_traits([written])[0],
-                                spec.where, fatal_where)
-    return found
-
-
-def _alias_name_findings(alias, fatal_where):
-    found = []
-    spec = alias.specs[0]
-    if spec.get('resource_class'):
-        found += _name_findings(
-            'resource class', spec['resource_class'],
-            pci_rules.normalize_resource_class(spec['resource_class']),
-            alias.where, fatal_where)
-    for written in _written_traits(spec.get('traits', '')):
-        found += _name_findings('trait', written,
-                                pci_rules.normalize_traits([written])[0],
-                                alias.where, fatal_where)
-    return found
-
-
-def _ids_compatible(spec, vendor, product):
-    """Whether a device spec can match devices with these ids."""
-    return (spec.vendor_id in (pci_rules.ANY, (vendor or '').lower())
-            and spec.product_id in (pci_rules.ANY, (product or '').lower()))
-
-
-def alias_problem(alias, specs, in_placement):
-    """Why no device spec of ``specs`` can serve ``alias``, or None.
-
-    ``in_placement``: the scheduler asks Placement (resource class and
-    traits of the device spec); else Nova's PCI filter matches vendor and
-    product ids.
-    """
-    spec = alias.specs[0]
-    vendor, product = spec.get('vendor_id'), spec.get('product_id')
-    if not in_placement:
-        if vendor is None or product is None or any(
-                _ids_compatible(s, vendor, product) for s in specs):
-            # An alias without ids asks Placement only (and this node is
-            # not in Placement: reported apart).
-            return None
-        return 'no device spec matches vendor_id %s and product_id %s' % (
-            vendor, product)
-    rc = alias.resource_class
-    of_class = []
-    for s in specs:
-        if s.resource_class is not None:
-            if s.resource_class == rc:
-                of_class.append(s)
-            continue
-        match = re.match(r'^CUSTOM_PCI_([0-9A-F]{4})_([0-9A-F]{4})$', rc)
-        if match and _ids_compatible(s, *match.groups()):
-            of_class.append(s)
-    if not of_class:
-        return 'no device spec gives resource class %s' % rc
-    missing = set(alias.traits)
-    with_traits = [s for s in of_class if alias.traits <= s.traits]
-    if not with_traits:
-        missing = sorted(alias.traits - min(
-            (s.traits for s in of_class), key=lambda t: len(alias.traits - t)))
-        return 'no device spec of class %s has trait %s' % (
-            rc, ', '.join(missing))
-    return None
-
-
-def pci_findings(pci: pci_rules.PciConfig,
-                 sysfs_devices: list | None = None,
-                 root_name: str = '<node>') -> list[Finding]:
-    """Findings about ``[pci]`` (and ``[filter_scheduler]
-    pci_in_placement``) beyond the errors ``pci.pci_config`` found.
-
-    ``sysfs_devices``: the node's PCI functions (``read_pci_devices``)
-    when known.
-    """
-    settings = pci.settings
-    assert settings is not None     # pci.pci_config always sets it
-    found = list(pci.findings)
-    for occ in settings.occurrences:
-        new = _DEPRECATED_PCI.get((novaconf.group_key(occ.section),
-                                   occ.name))
-        if new:
-            found.append(_f(INFO, where(occ.section, occ.name, occ),
-                            '%s is the deprecated name of %s; Nova still '
-                            'reads it.' % (occ.name, new)))
-    placed = [s for s in pci.specs if s.in_placement]
-    starting = 'nova-compute cannot report the device to Placement'
-    if pci.report_in_placement:
-        for spec in placed:
-            if spec.devname:
-                found.append(_f(
-                    ERROR, spec.where,
-                    'nova-compute refuses to start: PCI in Placement does '
-                    'not support devname (%s) in [pci] device_spec; give '
-                    'the PCI address instead.' % spec.devname))
-            found += _spec_name_findings(spec, starting)
-        for spec in pci.specs:
-            if not spec.in_placement:
-                found.append(_f(
-                    INFO, spec.where,
-                    'Has physical_network: Neutron SR-IOV, not reported to '
-                    'Placement by Nova.'))
-        if placed and sysfs_devices is None:
-            found.append(_f(
-                INFO, where('pci', 'device_spec'),
-                'Without --sysfs the virtual functions of each physical '
-                'function are not known: nova-compute refuses to start '
-                'when VFs of one PF get different classes or traits, or a '
-                'PF is listed with its VFs; check with --sysfs /sys.'))
-        pis = settings.pci['pci_in_placement']
-        if not pci.pci_in_placement:
-            found.append(_f(
-                WARNING, pis.where,
-                '[pci] report_in_placement is on but [filter_scheduler] '
-                'pci_in_placement is off here: unless it is True on '
-                'nova-api, nova-scheduler and nova-conductor, the scheduler '
-                'ignores the PCI devices in Placement and does not allocate '
-                'them there.'))
-    else:
-        for spec in pci.specs:
-            named = [t for t in ('resource_class', 'traits')
-                     if t in spec.tags]
-            if named:
-                found.append(_f(
-                    WARNING, spec.where,
-                    'Ignored: %s is only used with [pci] report_in_placement '
-                    '= True, which is off.' % ' and '.join(named)))
-        if pci.pci_in_placement and placed:
-            found.append(_f(
-                WARNING, settings.pci['report_in_placement'].where,
-                '[filter_scheduler] pci_in_placement is on but this '
-                "compute's [pci] report_in_placement is off: its devices "
-                'are not in Placement, so servers with PCI aliases are never '
-                'scheduled to it.'))
-    scheduler = 'the scheduler cannot ask Placement for the alias'
-    for name, alias in sorted(pci.aliases.items()):
-        spec = alias.specs[0]
-        if pci.pci_in_placement:
-            found += _alias_name_findings(alias, scheduler)
-        else:
-            named = [t for t in ('resource_class', 'traits') if t in spec]
-            if named:
-                found.append(_f(
-                    WARNING, alias.where,
-                    'Alias %s: %s is ignored while [filter_scheduler] '
-                    'pci_in_placement is off (it is only used to ask '
-                    'Placement).' % (name, ' and '.join(named))))
-        if pci.specs:
-            in_placement = pci.pci_in_placement and pci.report_in_placement
-            problem = alias_problem(
-                alias, placed if in_placement else pci.specs, in_placement)
-            if problem:
-                found.append(_f(
-                    WARNING, alias.where,
-                    'Alias %s cannot be served by this node: %s, so servers '
-                    'asking for it are never scheduled here.'
-                    % (name, problem)))
-    if sysfs_devices is not None and pci.specs:
-        found += _pci_sysfs_findings(pci, sysfs_devices, root_name)
-    return found
-
-
-def _physical_functions(devices):
-    return {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF}
-
-
-def _pci_sysfs_findings(pci, devices, root_name):
-    found = []
-    pfs = _physical_functions(devices)
-    for spec in pci.specs:
-        if not any(pci_rules.spec_matches(spec, d, pfs) for d in devices):
-            found.append(_f(
-                WARNING, spec.where,
-                'Matches no PCI device under --sysfs (%s): Nova offers '
-                'nothing from it.' % spec.describe()))
-    if pci.report_in_placement:
-        _, problems = pci_rules.pci_providers(root_name, devices,
-                                              pci.specs, pfs)
-        for exception, message in problems:
-            found.append(_f(
-                ERROR, where('pci', 'device_spec'),
-                'nova-compute refuses to start (%s): %s; list either the '
-                'PF or its VFs, and give VFs of one PF one resource_class '
-                'and one set of traits.' % (exception, message)))
-    return found
-
-
-def alias_request(alias, count=1, pci_in_placement=True):
-    """An alias' request in words."""
-    spec = alias.specs[0]
-    kind = spec.get('dev_type') or 'any type'
-    if pci_in_placement:
-        groups = pci_rules.alias_request_groups(alias, count)
-        [rc] = groups[0][0]
-        text = '%d request group%s of %s:1' % (
-            count, '' if count == 1 else 's', rc)
-        if groups[0][1]:
-            text += ' with ' + ', '.join(sorted(groups[0][1]))
-    else:
-        ids = ' or '.join(
-            '%s:%s' % (s.get('vendor_id', '*'), s.get('product_id', '*'))
-            for s in alias.specs)
-        text = '%s %s' % (words.count(count, 'device'), ids)
-        text += ' (PCI filter only, not Placement)'
-    return '%s; %s; numa_policy %s' % (text, kind, alias.numa_policy)
-
-
-@dataclasses.dataclass(frozen=True)
-class PlacementPciProvider:
-    """One PCI provider of the node in Placement (one row per class)."""
-
-    name: str
-    resource_class: str | None
-    total: int
-    used: int
-    traits: tuple
-
-
-def pci_placement_findings(pci, host, placed, predicted=None):
-    """What happens to the node's PCI providers when nova-compute
-    restarts with the files.
-
-    ``placed``: PlacementPciProvider rows; ``predicted``: the providers
-    Nova will make (``pci.pci_providers`` of the sysfs devices, by
-    name), None when the devices are not known.
-    """
-    found = []
-    where_host = 'Placement, host %s' % host
-    if pci_rules.tracking_disabled_after_enabled(
-            pci.report_in_placement, [p.traits for p in placed]):
-        found.append(_f(
-            ERROR, pci.settings.pci['report_in_placement'].where,
-            'nova-compute refuses to start (PlacementPciException): [pci] '
-            'report_in_placement is off but Placement has %d PCI '
-            'provider(s) of %s (%s), so it was on before, and Nova cannot '
-            'turn it off again; set report_in_placement = True.'
-            % (len({p.name for p in placed}), host,
-               _short(sorted({p.name for p in placed})))))
-        return found
-    if not pci.report_in_placement or predicted is None:
-        return found
-    for provider in placed:
-        expected = predicted.get(provider.name)
-        in_use = (' %d in use: Placement refuses the change while '
-                  'servers hold allocations there, so nova-compute\'s '
-                  'updates of the node fail until they go.' % provider.used
-                  if provider.used else '')
-        if expected is None:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s (%s, total %d) matches no device spec any '
-                'more: nova-compute removes it on restart%s' % (
-                    provider.name, provider.resource_class, provider.total,
-                    ' (it keeps it while %d server device(s) use it).'
-                    % provider.used if provider.used else '.')))
-            continue
-        if provider.resource_class != expected.resource_class:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s is %s in Placement but Nova will report %s: '
-                'its inventory changes class on restart.%s' % (
-                    provider.name, provider.resource_class,
-                    expected.resource_class, in_use)))
-        lost = sorted(set(provider.traits) - set(expected.traits or ())
-                      - {'OWNER_NOVA'})
-        if lost:
-            found.append(_f(
-                WARNING, where_host,
-                'Provider %s carries %s, which nova-compute removes when it '
-                'restarts: it sets the traits of PCI providers from '
-                '[pci] device_spec only; put them in the spec\'s traits.'
-                % (provider.name, ', '.join(lost))))
-    for name in sorted(set(predicted) - {p.name for p in placed}):
-        found.append(_f(
-            INFO, where_host, 'Provider %s (%s) is new: nova-compute '
-            'creates it on restart.' % (name,
-                                        predicted[name].resource_class)))
     return found

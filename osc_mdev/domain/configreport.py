@@ -26,9 +26,13 @@ from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configcheck_pci
+from osc_mdev.domain import findings as finding_model
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
 from osc_mdev.domain import words
 
 COLUMNS = ('Severity', 'Where', 'Message')
@@ -71,7 +75,7 @@ def device_effects(conf: novaconf.MdevConfig,
 
 
 def pci_effects(pci: pci_rules.PciConfig,
-                devices: Sequence[pci_rules.PciDevice] | None = None,
+                devices: Sequence[pci_devspec.PciDevice] | None = None,
                 root_name: str = '<node>') -> list[Effect]:
     """What Nova makes of ``[pci]``: each device spec (the class and
     traits of the devices it matches), with the node's PCI functions
@@ -79,7 +83,7 @@ def pci_effects(pci: pci_rules.PciConfig,
     """
     found = []
     for spec in pci.specs:
-        if not spec.in_placement:
+        if not translator.in_placement(spec):
             found.append(Effect(spec.where, (
                 'PCI device spec with physical_network: for Neutron SR-IOV, '
                 'not reported to Placement.'), spec.describe()))
@@ -92,13 +96,14 @@ def pci_effects(pci: pci_rules.PciConfig,
                 spec.where, 'PCI device spec: Nova reports the devices it '
                 'matches to Placement with this class and these traits.',
                 spec.describe(),
-                resource_class=spec.resource_class or
+                resource_class=translator.spec_resource_class(spec) or
                 'CUSTOM_PCI_<VENDOR>_<PRODUCT>',
-                traits=', '.join(sorted(spec.traits))))
+                traits=', '.join(sorted(translator.device_traits(
+                    spec.tags)))))
     if devices is not None and pci.report_in_placement:
-        providers, _ = pci_rules.pci_providers(
+        providers, _ = translator.pci_providers(
             root_name, devices, pci.specs,
-            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
+            pci_devspec.physical_functions(devices))
         for provider in sorted(providers.values(), key=lambda p: p.name):
             found.append(Effect(
                 novaconf.where('pci', 'device_spec'),
@@ -109,8 +114,8 @@ def pci_effects(pci: pci_rules.PciConfig,
     for name, alias in sorted(pci.aliases.items()):
         found.append(Effect(
             alias.where, 'PCI alias %s: %s.' % (
-                name, configcheck.alias_request(alias, 1,
-                                                pci.pci_in_placement)),
+                name, configcheck_pci.alias_request(alias, 1,
+                                                    pci.pci_in_placement)),
             resource_class=alias.resource_class
             if pci.pci_in_placement else None))
     return found
@@ -179,7 +184,7 @@ def report(findings: Collection[novaconf.Finding], effects: Iterable[Effect],
     columns = COLUMNS + (LONG_COLUMNS if long else ())
     blank = ('', '', '', '') if long else ()
     rows: list[Row] = [(f.severity, f.where, f.message) + blank
-                       for f in configcheck.sort_findings(findings)]
+                       for f in finding_model.by_severity(findings)]
     if long:
         rows += [(EFFECTIVE, e.where, e.message, e.device, e.mdev_type,
                   e.resource_class, e.traits) for e in effects]

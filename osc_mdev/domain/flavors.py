@@ -332,7 +332,7 @@ def parse_pci_aliases(values: Iterable[str]) -> PciRequest:
     Raises ValueError for a name Nova's syntax refuses, a count below 1
     or a name given twice.
     """
-    from osc_mdev.domain import pci
+    from osc_mdev.domain import pci_request
 
     aliases: list[tuple[str, int]] = []
     for value in values:
@@ -340,7 +340,7 @@ def parse_pci_aliases(values: Iterable[str]) -> PciRequest:
             name, sep, count = part.strip().partition(':')
             text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
             try:
-                [(name, number)] = pci.parse_alias_request(text)
+                [(name, number)] = pci_request.parse_alias_request(text)
             except ValueError:
                 raise ValueError(
                     "--pci-alias '%s' is not NAME or NAME:COUNT (a [pci] "
@@ -361,10 +361,10 @@ def parse_pci_aliases(values: Iterable[str]) -> PciRequest:
 
 def describe_pci(value: str) -> str:
     """A ``pci_passthrough:alias`` value in words."""
-    from osc_mdev.domain import pci
+    from osc_mdev.domain import pci_request
 
     try:
-        requests = pci.parse_alias_request(value)
+        requests = pci_request.parse_alias_request(value)
     except ValueError:
         return ('invalid: %r is not NAME:COUNT[,NAME:COUNT]; Nova refuses '
                 'to boot servers with it' % value)
@@ -409,7 +409,7 @@ def plan_without_mdev(current: Specs, mdev_classes: Iterable[str],
 def pci_query(groups: Iterable[tuple[Mapping[str, int], Collection[str]]],
               group_policy: str | None = None) -> str:
     """The allocation candidates query string for PCI request groups
-    (``pci.alias_request_groups``), one numbered group per device
+    (``pci_request.alias_request_groups``), one numbered group per device
     as Nova asks, ``group_policy`` none unless the flavor says isolate.
     """
     import urllib.parse

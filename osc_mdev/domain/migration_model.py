@@ -123,7 +123,7 @@ class Server:
     request: rr.Request | None = None   # the flavor's, no prefilters
     problem: str | None = None   # why the request is not known
     held: tuple[Held, ...] = ()
-    pci_aliases: tuple = ()      # pci.Alias of the flavor's alias devices
+    pci_aliases: tuple = ()      # pci_request.Alias of its alias devices
 
     @property
     def mdevs(self) -> list[Held]:

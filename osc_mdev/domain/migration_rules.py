@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_request
 
 #: The two moves: ``server migrate --live-migration`` and ``server
 #: migrate`` (a cold migration, a resize to the same flavor in Nova).
@@ -158,12 +158,13 @@ def skips_hypervisor_version_check(settings: novaconf.Settings) -> bool:
     return bool(value.value)
 
 
-def pci_request_live_migratable(aliases: Iterable[pci.Alias]) -> str | None:
+def pci_request_live_migratable(aliases: Iterable[pci_request.Alias]
+                                ) -> str | None:
     """Mirrors ``LiveMigrationTask._check_can_migrate_pci`` for flavor
     PCI requests (``InstancePCIRequest.is_live_migratable``: every spec
     of the alias says ``live_migratable`` true). ``aliases`` are the
-    pci.Alias of the flavor's ``pci_passthrough:alias``. None, or the
-    reason in Nova's words.
+    pci_request.Alias of the flavor's ``pci_passthrough:alias``. None, or
+    the reason in Nova's words.
     """
     for alias in aliases:
         if not all(spec.get('live_migratable') == 'true'

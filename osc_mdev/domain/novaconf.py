@@ -41,15 +41,17 @@ import os_resource_classes
 from oslo_config import cfg
 from oslo_config import iniparser
 
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
 
 VGPU = names.VGPU
 MDEV_CLASS_PATTERN = r'^(VGPU|CUSTOM_[A-Z0-9_]+)$'
 
-ERROR = 'error'        # nova-compute refuses to start
-WARNING = 'warning'    # Nova silently does something other than written
-INFO = 'info'
-SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+# The severities and the finding of ``findings``: ERROR, nova-compute
+# refuses to start; WARNING, Nova silently does something other than
+# written.
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
+Finding = findings.Finding
 
 # libvirt's name of a PCI parent and the address Nova compares with it.
 _LIBVIRT_PCI_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
@@ -62,13 +64,6 @@ class NovaConfError(ValueError):
     """One line: a file that cannot be read, or that nova-compute would
     refuse to start with.
     """
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    severity: str
-    where: str
-    message: str
 
 
 # -- Parsing with oslo.config ------------------------------------------------

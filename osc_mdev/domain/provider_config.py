@@ -10,39 +10,36 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova-compute's provider config files: what ``trait export`` writes and
-what ``config check --provider-config`` and ``audit --provider-config``
-judge.
+"""nova-compute's provider config files as it reads them: what
+``config check --provider-config`` and ``audit --provider-config`` judge
+and what ``trait export`` checks its files against.
 
 nova-compute reads every ``*.yaml`` file of ``[compute]
 provider_config_location`` (default ``/etc/nova/provider_config/``) once,
 when it starts (``nova.compute.provider_config.get_provider_configs``),
-and refuses to start on a file it rejects. On every update of its
-provider tree it adds each file's ``traits.additional`` to the provider
-the file names by name or UUID (``ResourceTracker._merge_provider_configs``),
-a provider it has just re-created included: a device provider's name
-(``<node>_pci_0000_84_00_0``) survives its re-creation, its UUID does not.
+and refuses to start on a file it rejects.
 
-Each of Nova's rules is one function below, named after the Nova code it
-mirrors; tests/unit/test_provider_config.py runs Nova's own functions on
-the same files. Pure: texts in, texts and findings out.
+Mirrors nova/compute/provider_config.py: each of its rules is one
+function below, named after the Nova code it mirrors;
+tests/unit/test_provider_config.py runs Nova's own functions on the same
+files. What nova-compute then does with the entries on its provider tree
+is ``provider_config_merge``'s; the files ``trait export`` writes are
+``provider_config_write``'s. Pure: texts in, entries and findings out.
 """
 
 from collections.abc import Collection
 from collections.abc import Iterable
-from collections.abc import Mapping
 import dataclasses
 import re
 import typing
 
 import yaml
 
+from osc_mdev.domain import findings
 from osc_mdev.domain import names
-from osc_mdev.domain import novaconf
-from osc_mdev.domain import traits as trait_logic
 
-ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
-Finding = novaconf.Finding
+ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
+Finding = findings.Finding
 
 #: The schema version osc-mdev writes, the one Nova 34 knows.
 SCHEMA_VERSION = '1.0'
@@ -513,204 +510,3 @@ def check_files(files: Collection[ConfigFile],
             'No provider config file: nova-compute adds no trait to its '
             'providers.')))
     return found
-
-
-# -- Against the node's providers in Placement -------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class TreeProvider:
-    """A provider of the compute node's tree in Placement.
-
-    ``kind`` is ``root`` for the compute node, ``mdev`` or ``pci`` for a
-    device (``domain.providers`` kinds), None for anything else.
-    """
-
-    uuid: str
-    name: str
-    kind: str | None
-    traits: tuple[str, ...] = ()
-
-
-def merge_targets(entries: Collection[Entry],
-                  tree: Collection[TreeProvider]
-                  ) -> tuple[list[tuple[Entry, TreeProvider]], list[Entry]]:
-    """``[(entry, TreeProvider)]``: the providers each kept entry reaches,
-    and the entries that reach none.
-
-    Mirrors ``ResourceTracker._get_providers_to_update``: ``$COMPUTE_NODE``
-    reaches every compute node root not named otherwise, a name or UUID
-    the provider it names in the tree (UUIDs compared as Nova's tree
-    compares them, as written).
-    """
-    by_key: dict[str, TreeProvider] = {}
-    for provider in tree:
-        by_key[provider.uuid] = provider
-        by_key.setdefault(provider.name, provider)
-    explicit = {e.value for e in entries if e.kept}
-    reached: list[tuple[Entry, TreeProvider]] = []
-    absent: list[Entry] = []
-    for entry in entries:
-        if not entry.kept:
-            continue
-        if entry.value == COMPUTE_NODE:
-            reached += [(entry, p) for p in tree if p.kind == 'root'
-                        and p.name not in explicit and p.uuid not in explicit]
-            continue
-        named = by_key.get(entry.value)
-        if named is None:
-            absent.append(entry)
-        else:
-            reached.append((entry, named))
-    return reached, absent
-
-
-def merge_findings(entries: Collection[Entry], tree: Collection[TreeProvider],
-                   node: str) -> list[Finding]:
-    """What nova-compute of node ``node`` makes of the entries of its
-    files on its provider tree (``tree``, TreeProvider list).
-
-    Mirrors ``ResourceTracker._merge_provider_configs``: an entry naming
-    no provider of the tree is warned about and ignored; one provider
-    reached by two entries (by name and by UUID) fails every update of
-    the node. (Its check of traits the virt driver owns cannot fire for
-    custom traits: it leaves out the custom traits the provider has.)
-    """
-    reached, absent = merge_targets(entries, tree)
-    found = []
-
-    def elsewhere(entry: Entry) -> bool:
-        return (entry.key == 'name' and entry.value != node
-                and not entry.value.startswith(node + '_'))
-
-    # A file all of whose entries name another node's providers is the
-    # file of another host: one finding for it.
-    foreign = set()
-    for source in dict.fromkeys(e.source for e in absent):
-        kept = [e for e in entries if e.source == source and e.kept]
-        if len(kept) > 1 and all(e in absent and elsewhere(e) for e in kept):
-            foreign.add(source)
-            found.append(Finding(WARNING, source, (
-                'None of the %d providers of this file is a provider of '
-                'node %s (they are named after another compute node): it '
-                "is another host's file; nova-compute logs a warning for "
-                'each and ignores them.' % (len(kept), node))))
-    for entry in absent:
-        if entry.source in foreign:
-            continue
-        found.append(Finding(WARNING, entry.where, (
-            'Node %s has no provider %s: nova-compute logs a warning and '
-            'ignores the entry%s.' % (
-                node, entry.value,
-                ' (it names a provider of another compute node: is this '
-                'the file of another host?)' if elsewhere(entry) else
-                ', and applies it if the provider appears'))))
-    first: dict[str, Entry] = {}
-    for entry, provider in reached:
-        earlier = first.setdefault(provider.uuid, entry)
-        if earlier is not entry:
-            found.append(Finding(ERROR, entry.where, (
-                'Provider %s (%s) is also identified at %s: nova-compute '
-                'starts, but every update of node %s fails until one entry '
-                'goes.' % (provider.name, provider.uuid, earlier.where,
-                           node))))
-        if provider.kind == 'pci' and entry.traits:
-            found.append(Finding(WARNING, entry.where, (
-                '%s is a PCI-in-Placement device: Nova sets its traits from '
-                '[pci] device_spec on every update and then adds the '
-                "file's, so a trait taken out of device_spec stays while "
-                'the file gives it; set the traits of PCI devices in '
-                '[pci] device_spec only.' % provider.name)))
-    return found
-
-
-def uncovered_findings(entries: Collection[Entry],
-                       tree: Collection[TreeProvider],
-                       node: str) -> list[Finding]:
-    """Devices of the node whose custom traits no entry keeps: they lose
-    them when Nova re-creates their provider.
-    """
-    reached, _ = merge_targets(entries, tree)
-    covered: dict[str, set[str]] = {}
-    for entry, provider in reached:
-        covered.setdefault(provider.uuid, set()).update(entry.traits)
-    found = []
-    for provider in sorted(tree, key=lambda p: p.name):
-        if provider.kind != 'mdev':
-            continue
-        custom = sorted(t for t in provider.traits
-                        if names.is_custom_name(t))
-        missing = [t for t in custom
-                   if t not in covered.get(provider.uuid, ())]
-        if not missing:
-            continue
-        found.append(Finding(WARNING, 'Placement, host %s' % node, (
-            'Device provider %s carries %s, which no provider config file '
-            'gives it: lost when Nova re-creates the provider; export '
-            "again: 'openstack mdev trait export --host %s --output-dir "
-            "DIR'." % (provider.name, ', '.join(missing), node))))
-    return found
-
-
-# -- Writing -----------------------------------------------------------------
-
-def file_name(host: str) -> str:
-    """``<host>.yaml``; ValueError for a name that cannot be a file of
-    its own in the directory.
-    """
-    if not host or '/' in host or '\0' in host or host.startswith('.'):
-        raise ValueError("Host name '%s' cannot name a file" % host)
-    return host + FILE_SUFFIX
-
-
-def exported_traits(traits: Iterable[str], type_traits_only: bool = False,
-                    prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
-                    ) -> list[str]:
-    """The traits of a device a file keeps: its custom traits (Nova
-    refuses the others), or only its type traits.
-    """
-    kept = [t for t in traits if names.is_custom_name(t)]
-    if type_traits_only:
-        kept = [t for t in kept if trait_logic.is_type_trait(t, prefix)]
-    return sorted(set(kept))
-
-
-def document(providers: Mapping[str, Collection[str]]
-             ) -> dict[str, typing.Any]:
-    """The file's content: ``providers`` is ``{provider name: traits}``;
-    providers with no trait are left out (Nova would ignore them).
-    """
-    return {
-        'meta': {'schema_version': SCHEMA_VERSION},
-        'providers': [
-            {'identification': {'name': name},
-             'traits': {'additional': list(traits)}}
-            for name, traits in sorted(providers.items()) if traits],
-    }
-
-
-def header(host: str) -> str:
-    return (
-        '# Provider config of compute node %s for nova-compute\n'
-        '# ([compute] provider_config_location, default %s).\n'
-        "# Written by 'openstack mdev trait export': the custom traits of "
-        'the\n'
-        "# node's mdev devices, by provider name. nova-compute adds them "
-        'to\n'
-        '# each provider on every update, also when it re-creates one; it '
-        'reads\n'
-        '# this file only when it starts: restart it after a change.\n'
-        % (host, DEFAULT_LOCATION))
-
-
-def render(host: str, providers: Mapping[str, Collection[str]]) -> str:
-    """The text of the file of ``host``; ValueError if Nova would refuse
-    it (it never should: a guard, checked with Nova's own rules).
-    """
-    text = header(host) + yaml.safe_dump(
-        document(providers), default_flow_style=False, sort_keys=False)
-    checked = parse(text, file_name(host))
-    errors = [f for f in check_files([checked]) if f.severity == ERROR]
-    if errors:
-        raise ValueError('the file of %s would be refused by nova-compute: '
-                         '%s' % (host, errors[0].message))
-    return text

@@ -30,7 +30,7 @@ import os_resource_classes
 import os_traits
 
 from osc_mdev.domain import names
-from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_request
 
 VCPU = 'VCPU'
 PCPU = 'PCPU'
@@ -45,7 +45,7 @@ NONE = 'none'
 # Nova's [scheduler] max_placement_results default: the ``limit`` of the
 # allocation candidate query.
 MAX_PLACEMENT_RESULTS = 1000
-PCI_ALIAS_KEY = pci_rules.ALIAS_KEY
+PCI_ALIAS_KEY = pci_request.ALIAS_KEY
 
 GROUP_POLICY = 'group_policy'
 POLICIES = (ISOLATE, NONE)
@@ -251,9 +251,9 @@ def nova_refuses(specs):
                                 % value))
             continue
         if key == PCI_ALIAS_KEY:
-            if not pci_rules.ALIAS_SPEC_RE.fullmatch(value):
+            if not pci_request.ALIAS_SPEC_RE.fullmatch(value):
                 refused.append((key, "'%s' is not of the format '%s'" % (
-                    value, pci_rules.ALIAS_SPEC_RE.pattern)))
+                    value, pci_request.ALIAS_SPEC_RE.pattern)))
             continue
         parsed = spec_key(key)
         if parsed is None:
@@ -281,8 +281,7 @@ def nova_refuses(specs):
     return refused
 
 
-def request_from_flavor(flavor, is_bfv=False, aliases=None,
-                        pci_in_placement=True):
+def request_from_flavor(flavor, is_bfv=False, pci_config=None):
     """The groups Nova asks Placement for, for one server of ``flavor``.
 
     Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
@@ -304,14 +303,14 @@ def request_from_flavor(flavor, is_bfv=False, aliases=None,
       unnumbered group **only for classes no group of the extra specs
       names** (``resources:VCPU=0`` therefore asks no VCPU at all);
     * zero amounts are dropped, and groups left empty with them;
-    * with ``aliases`` (``{name: pci.Alias}``, the controller's
-      ``[pci] alias``) and ``pci_in_placement``, the flavor's
-      ``pci_passthrough:alias`` adds one numbered group per device
-      (``pci_groups``); then, as ``resources_from_request_spec`` does,
+    * with ``pci_config`` (``pci.PciConfig``, the controller's ``[pci]``)
+      and its ``pci_in_placement``, the flavor's ``pci_passthrough:alias``
+      (its aliases defined in ``pci_config``) adds one numbered group per
+      device (``pci_groups``); then, as ``resources_from_request_spec`` does,
       a request with two or more numbered groups and no ``group_policy``
       gets ``group_policy=none`` when the flavor itself has at most one
       numbered group (else it stays unset and Placement refuses it).
-      ``aliases`` None leaves the PCI devices out.
+      ``pci_config`` None leaves the PCI devices out.
 
     Image properties and ports are not part of a flavor and are left out.
     Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
@@ -364,8 +363,8 @@ def request_from_flavor(flavor, is_bfv=False, aliases=None,
     from_flavor = {k.suffix for k in map(spec_key, specs)
                    if k and k.suffix}
     pci = []
-    if aliases is not None and pci_in_placement:
-        pci = pci_groups(flavor_aliases(flavor), aliases,
+    if pci_config is not None and pci_config.pci_in_placement:
+        pci = pci_groups(flavor_aliases(flavor), pci_config.aliases,
                          taken=set(groups) | from_flavor)
 
     merged = {rc for g in groups.values() for rc in g['resources']} | {
@@ -408,7 +407,7 @@ def flavor_aliases(flavor):
     if text is None:
         return []
     try:
-        return pci_rules.parse_alias_request(text)
+        return pci_request.parse_alias_request(text)
     except ValueError as exc:
         raise RequestError('the flavor\'s %s is not valid: %s' % (
             PCI_ALIAS_KEY, exc)) from exc
@@ -420,7 +419,8 @@ def pci_groups(requested, aliases, taken=()):
     ``get_pci_requests_from_flavor`` (nova/pci/request.py) and
     ``RequestSpec.generate_request_groups_from_pci_requests``
     (nova/objects/request_spec.py), one numbered group per device asking
-    ``{class: 1}`` with the alias' traits (``pci.alias_request_groups``).
+    ``{class: 1}`` with the alias' traits
+    (``pci_request.alias_request_groups``).
 
     Nova names each group after a fresh request UUID; here they are
     ``_pci<N>_<I>`` (alias N of the extra spec, device I), never one of
@@ -437,7 +437,7 @@ def pci_groups(requested, aliases, taken=()):
     result = []
     for n, (name, count) in enumerate(requested, 1):
         try:
-            made = pci_rules.alias_request_groups(aliases[name], count)
+            made = pci_request.alias_request_groups(aliases[name], count)
         except ValueError as exc:
             raise RequestError('PCI alias %s: %s' % (name, exc)) from exc
         for i, (resources, traits) in enumerate(made):

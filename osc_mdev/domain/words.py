@@ -26,3 +26,11 @@ def and_list(items: Iterable[str]) -> str:
     if len(items) < 2:
         return ''.join(items)
     return '%s and %s' % (', '.join(items[:-1]), items[-1])
+
+
+def first_few(items: Iterable[str], limit: int = 4) -> str:
+    """``'a, b, c, d and 2 more'``: at most ``limit`` of the items."""
+    shown = list(items)
+    text = ', '.join(shown[:limit])
+    return text + (' and %d more' % (len(shown) - limit)
+                   if len(shown) > limit else '')

@@ -19,7 +19,7 @@ written whole or not at all: the text goes to a hidden temporary file in
 the same directory (which nova-compute never reads: it does not end in
 ``.yaml``), is flushed to disk, then renamed over the old file; a failure
 leaves the old file as it was. ``osc_mdev.domain.provider_config`` parses
-and renders the texts.
+the texts, ``provider_config_write`` renders them.
 """
 
 from collections.abc import Iterable

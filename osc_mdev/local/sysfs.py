@@ -26,7 +26,7 @@ import re
 
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_devspec
 
 
 def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:
@@ -112,7 +112,7 @@ def pci_functions(root: str, addresses: Iterable[str]
     return found
 
 
-def read_pci_devices(root: str) -> list[pci.PciDevice]:
+def read_pci_devices(root: str) -> list[pci_devspec.PciDevice]:
     """The PCI functions under ``ROOT/bus/pci/devices`` as libvirt reports
     them to Nova: ids, and type-VF (``physfn`` link) / type-PF
     (``virtfn*`` links or ``sriov_totalvfs`` > 0) / type-PCI.
@@ -125,14 +125,14 @@ def read_pci_devices(root: str) -> list[pci.PciDevice]:
         product = _read_id(os.path.join(path, 'device'))
         physfn = _link_name(os.path.join(path, 'physfn'))
         if physfn:
-            dev_type = pci.TYPE_VF
+            dev_type = pci_devspec.TYPE_VF
         elif any(re.match(r'^virtfn\d+$', n) for n in _listdir(path)) or \
                 (_read_int(os.path.join(path, 'sriov_totalvfs')) or 0) > 0:
-            dev_type = pci.TYPE_PF
+            dev_type = pci_devspec.TYPE_PF
         else:
-            dev_type = pci.TYPE_PCI
-        devices.append(pci.PciDevice(address, vendor, product, dev_type,
-                                     physfn))
+            dev_type = pci_devspec.TYPE_PCI
+        devices.append(pci_devspec.PciDevice(address, vendor, product,
+                                             dev_type, physfn))
     return devices
 
 

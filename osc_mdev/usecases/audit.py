@@ -97,13 +97,13 @@ def _record(placement, consumer):
 
 
 def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
-         aliases=None, pci_in_placement=True):
+         pci_config=None):
     """Everything the checks need, in few requests.
 
     ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
-    be compute nodes in Placement. ``aliases``: the controller's ``[pci]
-    alias`` (``{name: pci.Alias}``), with which flavors asking for
-    PCI devices are judged too; None when not given.
+    be compute nodes in Placement. ``pci_config``: the controller's
+    ``[pci]`` (``pci.PciConfig``), with which flavors asking for PCI
+    devices are judged too; None when not given.
     """
     provider_list = placement.list_providers()
     device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))
@@ -159,7 +159,7 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
         known = {names.VGPU} | {d.resource_class for d in devices}
         asked = domain.unknown_classes(flavor_list, known)
         requests = list(domain.flavor_requests(
-            flavor_list, known, aliases, pci_in_placement).values())
+            flavor_list, known, pci_config).values())
         calls = [lambda rc=rc: placement.resource_class_exists(rc)
                  for rc in asked]
         if requests:
@@ -260,17 +260,16 @@ def _consumer_facts(placement, compute, consumers):
     return facts
 
 
-def audit(snapshot, confs=None, flavors=True, aliases=None,
-          pci_in_placement=True, prefix=trait_logic.DEFAULT_TRAIT_PREFIX,
-          provider_configs=None):
+def audit(snapshot, confs=None, flavors=True, pci_config=None,
+          prefix=trait_logic.DEFAULT_TRAIT_PREFIX, provider_configs=None):
     """Every finding of the snapshot, sorted.
 
     ``prefix``: of the type traits (``--trait-prefix``), for lost-trait
     and wrong-trait.
 
     orphaned-allocation and over-capacity cover PCI-in-Placement devices
-    too. With ``aliases`` (the controller's ``[pci] alias``, as ``read``
-    took them), missing-allocation and unschedulable-flavor cover the PCI
+    too. With ``pci_config`` (the controller's ``[pci]``, as ``read``
+    took it), missing-allocation and unschedulable-flavor cover the PCI
     devices flavors ask for with ``pci_passthrough:alias``; without, one
     info finding says how many servers and flavors were not judged. The
     trait checks see mdev devices only (Nova sets a PCI device's traits
@@ -283,7 +282,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
     mdev_allocations = [a for a in snapshot.allocations
                         if a.kind == providers.MDEV]
     pci_allocations = [a for a in snapshot.allocations
-                       if a.kind == providers.PCI] if aliases is not None \
+                       if a.kind == providers.PCI] if pci_config is not None \
         else []
     found = []
     if snapshot.nova_error:
@@ -292,7 +291,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             skipped[:0] = [domain.ORPHANED_ALLOCATION,
                            domain.MISSING_ALLOCATION, domain.NODE_MISMATCH]
         found.append(domain.Finding(
-            domain.ERROR, domain.NOVA_UNREACHABLE,
+            domain.ERROR, check=domain.NOVA_UNREACHABLE,
             message='Nova could not be read (%s), so %s %s not checked; '
                     'run the audit again when Nova answers.'
                     % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
@@ -308,7 +307,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
         classes = {names.VGPU} | {d.resource_class for d in mdev_devices}
         theirs = mdev_allocations + snapshot.elsewhere
         found += domain.missing_allocations(
-            mine, theirs + pci_allocations, classes, aliases)
+            mine, theirs + pci_allocations, classes, pci_config)
         found += domain.node_mismatches(mine, theirs)
     found += domain.over_capacity(snapshot.devices, snapshot.allocations)
     traits = domain.trait_findings(mdev_devices, confs, prefix)
@@ -320,8 +319,8 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
     if flavors and snapshot.flavors is not None:
         found += domain.unschedulable_flavors(
             snapshot.flavors, snapshot.trees, snapshot.missing_classes,
-            aliases, pci_in_placement)
-    if aliases is None:
+            pci_config)
+    if pci_config is None:
         hosts = snapshot.hosts
         note = domain.pci_alias_unchecked(
             [s for s in snapshot.servers or ()
@@ -329,7 +328,7 @@ def audit(snapshot, confs=None, flavors=True, aliases=None,
             snapshot.flavors if flavors else None)
         if note is not None:
             found.append(note)
-    return sorted(found, key=lambda f: f.sort_key)
+    return sorted(found, key=domain.sort_key)
 
 
 @dataclasses.dataclass(frozen=True)

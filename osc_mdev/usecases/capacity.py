@@ -319,40 +319,38 @@ class Counted:
         return sum(h.fits for h in self.per_host)
 
 
-def flavor_request(flavor, aliases=None, is_bfv=False):
+def flavor_request(flavor, pci_config=None, is_bfv=False):
     """The request Nova builds for a server of ``flavor``, its PCI alias
-    devices included as Nova asks for them; ``aliases`` is ``({name:
-    Alias}, pci_in_placement)`` of the controller's nova.conf, or None;
-    ``is_bfv``: a server booted from volume (no root disk is asked).
-    CommandError when the devices cannot be known.
+    devices included as Nova asks for them; ``pci_config`` is the
+    PciConfig of the controller's nova.conf, or None; ``is_bfv``: a
+    server booted from volume (no root disk is asked). CommandError when
+    the devices cannot be known.
     """
     name = flavor.get('name') or flavor.get('id')
     try:
         wanted = rr.flavor_aliases(flavor)
-        if wanted and aliases is None:
+        if wanted and pci_config is None:
             raise exceptions.CommandError(
                 'Flavor %s asks for PCI devices (%s=%s), whose aliases '
                 'are defined in the controller\'s [pci] alias: pass its '
                 'nova.conf with --controller-conf <file>.' % (
                     name, rr.PCI_ALIAS_KEY,
                     flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
-        defined, in_placement = aliases or (None, True)
-        if wanted and not in_placement:
+        if wanted and not pci_config.pci_in_placement:
             LOG.warning(
                 'Warning: [filter_scheduler] pci_in_placement is off in '
                 '--controller-conf: Nova asks Placement nothing for the '
                 'PCI alias of flavor %s (its PCI filter picks the '
                 'devices), so they are not counted.', name)
         return rr.request_from_flavor(
-            flavor, is_bfv=is_bfv, aliases=defined if wanted else None,
-            pci_in_placement=in_placement)
+            flavor, is_bfv=is_bfv, pci_config=pci_config if wanted else None)
     except rr.RequestError as exc:
         raise exceptions.CommandError('Flavor %s: %s.' % (
             name, exc)) from exc
 
 
 def count(placement, compute, flavor=None, request=None, hosts=(),
-          aliases=None, explain=False, auto_explain=True, count=None):
+          pci_config=None, explain=False, auto_explain=True, count=None):
     """How many more servers of ``flavor`` (a name or ID) or of the bare
     ``request`` fit on the compute nodes (``hosts``: only these), with
     Nova's prefilters; the explainer's steps with ``explain`` (or with
@@ -363,7 +361,7 @@ def count(placement, compute, flavor=None, request=None, hosts=(),
         placement, compute, flavor, hosts, request)
     bare = request is not None
     if not bare:
-        request = flavor_request(found, aliases)
+        request = flavor_request(found, pci_config)
         check_flavor_request(request)
     trees = read_hosts(placement, request, listing, services, hosts,
                        need_roots=not bare, early=early)

@@ -27,9 +27,13 @@ from osc_lib import exceptions
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
 from osc_mdev.usecases import allocation as allocations
@@ -57,7 +61,8 @@ class Checked:
 
 
 def check(files: Sequence[str], sysfs_root: str | None = None,
-          host: str | None = None, trait_prefix: str | None = None,
+          host: str | None = None,
+          trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           clients: Clients | None = None,
           provider_configs: Iterable[str] = ()) -> Checked:
     """Check the nova.conf ``files`` (read in order, as nova-compute
@@ -102,7 +107,7 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
         pci_devices = (sysfs.read_pci_devices(sysfs_root)
                        if sysfs_root else None)
         node = host or '<node>'
-        findings += configcheck.pci_findings(pci, pci_devices, node)
+        findings += configcheck_pci.pci_findings(pci, pci_devices, node)
         if host:
             placement, _ = _asked(clients)
             findings += pci_placement(placement, pci, pci_devices, node)
@@ -134,7 +139,7 @@ def placement_devices(placement: placement_client.PlacementClient,
 
 def pci_placement(placement: placement_client.PlacementClient,
                   pci: pci_rules.PciConfig,
-                  devices: Sequence[pci_rules.PciDevice] | None,
+                  devices: Sequence[pci_devspec.PciDevice] | None,
                   host: str) -> list[novaconf.Finding]:
     """What happens to the node's PCI providers in Placement when
     nova-compute restarts with the files.
@@ -142,14 +147,16 @@ def pci_placement(placement: placement_client.PlacementClient,
     placed = node_pci_providers(placement, host)
     predicted = None
     if devices is not None:
-        predicted, _ = pci_rules.pci_providers(
+        predicted, _ = translator.pci_providers(
             host, devices, pci.specs,
-            {d.address for d in devices if d.dev_type == pci_rules.TYPE_PF})
-    return configcheck.pci_placement_findings(pci, host, placed, predicted)
+            pci_devspec.physical_functions(devices))
+    return configcheck_pci.pci_placement_findings(pci, host, placed,
+                                                  predicted)
 
 
 def node_pci_providers(placement: placement_client.PlacementClient,
-                       host: str) -> list[configcheck.PlacementPciProvider]:
+                       host: str
+                       ) -> list[configcheck_pci.PlacementPciProvider]:
     """The PCI providers nova-compute made for node ``host`` (trait
     COMPUTE_MANAGED_PCI_DEVICE, in the node's tree): one listing, then
     inventories, usages and traits of each in the bounded pool. Empty when
@@ -160,9 +167,9 @@ def node_pci_providers(placement: placement_client.PlacementClient,
         return []
     found = placement.find_providers(
         in_tree=root['uuid'],
-        required_traits=[pci_rules.COMPUTE_MANAGED_PCI_DEVICE])
+        required_traits=[translator.COMPUTE_MANAGED_PCI_DEVICE])
     details = placement.get_provider_details([p['uuid'] for p in found])
-    result: list[configcheck.PlacementPciProvider] = []
+    result: list[configcheck_pci.PlacementPciProvider] = []
     for provider in found:
         detail = details.get(provider['uuid'])
         if detail is None:
@@ -170,11 +177,11 @@ def node_pci_providers(placement: placement_client.PlacementClient,
         inventories = detail['inventories'][1]
         usages = detail.get('usages') or {}
         for rc, inventory in sorted(inventories.items()):
-            result.append(configcheck.PlacementPciProvider(
+            result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], rc, inventory['total'],
                 usages.get(rc, 0), tuple(sorted(detail.get('traits') or ()))))
         if not inventories:
-            result.append(configcheck.PlacementPciProvider(
+            result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], None, 0, 0,
                 tuple(sorted(detail.get('traits') or ()))))
     return result

@@ -116,8 +116,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
               validate: bool = True, dry_run: bool = False,
               isolate_others: bool = False,
               pci: domain.PciRequest | None = None,
-              aliases: dict[str, pci_rules.Alias] | None = None,
-              pci_in_placement: bool = True) -> Configured:
+              pci_config: pci_rules.PciConfig | None = None) -> Configured:
     """Check the device request against the cloud and write it onto the
     flavor.
 
@@ -125,9 +124,9 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     ``bare_request``) or None; ``pci``: the PCI request
     (domain.PciRequest) or None; at least one is given, and the keys of
     an earlier request of the other kind are removed unless both are
-    given. ``aliases``: ``{name: pci.Alias}`` of the controller's
-    ``[pci] alias`` (None: not known, names are not checked);
-    ``pci_in_placement``: whether the scheduler asks Placement for them.
+    given. ``pci_config``: the controller's ``[pci]`` (its aliases, and
+    whether the scheduler asks Placement for them); None: not known,
+    alias names are not checked.
 
     The earlier mdev request is replaced wherever the flavor writes it
     (unnumbered, numbered or named group). The flavor's extra specs that
@@ -150,7 +149,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
                              to_delete + pci_delete)
     _check_result(flavor, after, request, trees, carried, known, validate)
     if pci is not None:
-        note = check_pci(placement, pci, aliases, pci_in_placement,
+        note = check_pci(placement, pci, pci_config,
                          after.get(domain.GROUP_POLICY), validate)
         pci_changes = [dataclasses.replace(c, note=note)
                        for c in pci_changes]
@@ -251,8 +250,9 @@ def _check_result(flavor: dict, after: dict[str, str],
                 '--no-validate to configure it anyway.' % problem)
 
 
-def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
-              validate=True):
+def check_pci(placement: PlacementClient, pci: domain.PciRequest,
+              pci_config: pci_rules.PciConfig | None,
+              group_policy: str | None, validate: bool = True) -> str:
     """Check a PCI request against the alias definitions and Placement.
 
     Raises CommandError for an alias that is not defined, or (with
@@ -260,9 +260,10 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
     request per alias, with the request groups Nova makes of it (one
     per device). Returns the note for the table: what was not checked.
     """
-    if aliases is None:
+    if pci_config is None:
         return ('alias names not checked: give the controller\'s nova.conf '
                 'with --controller-conf')
+    aliases = pci_config.aliases
     unknown = [n for n, _ in pci.aliases if n not in aliases]
     if unknown:
         raise exceptions.CommandError(
@@ -273,7 +274,7 @@ def check_pci(placement, pci, aliases, pci_in_placement, group_policy,
                          ', '.join(sorted(aliases)) or 'none'))
     if not validate:
         return 'not checked against Placement (--no-validate)'
-    if not pci_in_placement:
+    if not pci_config.pci_in_placement:
         return ('not checked against Placement: [filter_scheduler] '
                 'pci_in_placement is off in --controller-conf, so the '
                 'scheduler does not ask Placement for PCI devices')

@@ -50,6 +50,8 @@ from osc_mdev.domain import migration_plan
 from osc_mdev.domain import migration_rules
 from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
@@ -67,13 +69,13 @@ LOG = logging.getLogger(__name__)
 class Inputs:
     """What the nova.conf files given say: each compute's (``confs``:
     host -> migration_model.Conf, from --compute-conf) and the controller's
-    (``aliases``: ``nova_conf.controller_aliases``, None without
-    --controller-conf; ``skip_version_check``: nova-conductor's
-    ``[workarounds] skip_hypervisor_version_check_on_lm``).
+    (``pci_config``: its ``[pci]``, None without --controller-conf;
+    ``skip_version_check``: nova-conductor's ``[workarounds]
+    skip_hypervisor_version_check_on_lm``).
     """
 
     confs: dict
-    aliases: tuple | None = None
+    pci_config: pci_rules.PciConfig | None = None
     skip_version_check: bool = False
 
 
@@ -85,10 +87,10 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
     named in a warning: nova-compute does not read it.
     """
     computes = nova_conf.compute_confs(compute_confs)
-    aliases, skip = None, False
+    pci_config, skip = None, False
     if controller_conf:
         settings = nova_conf.controller_settings(controller_conf)
-        aliases = nova_conf.aliases_of(settings)
+        pci_config = nova_conf.pci_of(settings)
         try:
             skip = migration_rules.skips_hypervisor_version_check(settings)
         except novaconf.NovaConfError as exc:
@@ -105,7 +107,7 @@ def read_inputs(compute_confs: list[str], controller_conf: list[str],
                 "controller's nova.conf with --controller-conf.", host,
                 value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
     return Inputs({host: migration_model.conf_from(conf, prefix)
-                   for host, conf in computes.items()}, aliases, skip)
+                   for host, conf in computes.items()}, pci_config, skip)
 
 
 # -- reading ---------------------------------------------------------------
@@ -165,19 +167,22 @@ def _held(server_id: str, allocations: dict, listing: list[dict],
 
 def _server(server: nova_servers.Server,
             held: tuple[migration_model.Held, ...],
-            aliases: tuple | None) -> migration_model.Server:
+            pci_config: pci_rules.PciConfig | None
+            ) -> migration_model.Server:
     """A migration_model.Server of a server (a servers.Server, with its
     embedded flavor).
     """
     flavor = server.flavor.request_input()
-    request, problem, pci = None, None, ()
+    request, problem = None, None
+    pci: tuple[pci_request.Alias, ...] = ()
     try:
         request = capacity_reads.flavor_request(
-            flavor, aliases, is_bfv=server.booted_from_volume)
+            flavor, pci_config, is_bfv=server.booted_from_volume)
         rr.check_request(request)
         wanted = [n for n, _ in rr.flavor_aliases(flavor)]
-        if wanted and aliases is not None:
-            pci = tuple(aliases[0][n] for n in dict.fromkeys(wanted))
+        if wanted and pci_config is not None:
+            pci = tuple(pci_config.aliases[n]
+                        for n in dict.fromkeys(wanted))
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return migration_model.Server(
@@ -243,7 +248,7 @@ def check(placement: placement_client.PlacementClient,
     first, with the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
-    confs, aliases = inputs.confs, inputs.aliases
+    confs, pci_config = inputs.confs, inputs.pci_config
     server_id, _ = naming.find_server_id(compute, reference)
     server, allocations, listing, hypervisors = pool.call_all([
         lambda: compute.get_server(server_id, embedded_flavor=True),
@@ -268,7 +273,7 @@ def check(placement: placement_client.PlacementClient,
             '--host %s is the compute node the server is on; name another.'
             % host)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
-    found = _server(server, (), aliases)
+    found = _server(server, (), pci_config)
     if found.request is None:
         raise exceptions.CommandError('Server %s: %s.' % (
             server_id, found.problem))
@@ -280,7 +285,7 @@ def check(placement: placement_client.PlacementClient,
                    hosts + [source_name])
     source = nodes[source_name]
     found = _server(server, _held(server_id, allocations, listing, source),
-                    aliases)
+                    pci_config)
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
                if name != source_name and (
@@ -351,7 +356,7 @@ def plan(placement: placement_client.PlacementClient,
     the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
-    confs, aliases = inputs.confs, inputs.aliases
+    confs, pci_config = inputs.confs, inputs.pci_config
     listing, hypervisors, on_node = pool.call_all([
         placement.list_providers, compute.list_hypervisors,
         lambda: compute.servers_on_node(host, embedded_flavor=True)],
@@ -367,7 +372,7 @@ def plan(placement: placement_client.PlacementClient,
         placement, listing, host, [nova_payloads.server(s) for s in on_node])
     if not servers:
         return []
-    bare = [_server(s, (), aliases) for s in servers]
+    bare = [_server(s, (), pci_config) for s in servers]
     requests = [s.request for s in bare if s.request is not None]
     wanted = tuple(targets) + (host,) if targets else ()
     trees = capacity_reads.read_hosts(placement, requests, listing,
@@ -377,7 +382,7 @@ def plan(placement: placement_client.PlacementClient,
                    list(wanted) or [host])
     source = nodes[host]
     found = sorted((_server(s, _held(s.id, allocations.get(s.id, {}),
-                                     listing, source), aliases)
+                                     listing, source), pci_config)
                     for s in servers), key=lambda s: (s.name, s.id))
     target_nodes = [n for name, n in sorted(nodes.items()) if name != host]
 

@@ -61,20 +61,19 @@ def controller_settings(paths: list[str],
         raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
 
 
-def controller_aliases(paths: list[str], option: str = '--controller-conf'
-                       ) -> tuple[dict[str, pci_rules.Alias], bool]:
-    """``({name: Alias}, pci_in_placement)`` of the controller's nova.conf
-    (``controller_settings``); a CommandError (one line) for files that
-    cannot be read or aliases Nova refuses.
+def controller_pci(paths: list[str], option: str = '--controller-conf'
+                   ) -> pci_rules.PciConfig:
+    """The PciConfig of the controller's nova.conf (its aliases and
+    ``pci_in_placement``, ``controller_settings``); a CommandError (one
+    line) for files that cannot be read or aliases Nova refuses.
     """
-    return aliases_of(controller_settings(paths, option), option)
+    return pci_of(controller_settings(paths, option), option)
 
 
-def aliases_of(settings: novaconf.Settings,
-               option: str = '--controller-conf'
-               ) -> tuple[dict[str, pci_rules.Alias], bool]:
-    """``({name: Alias}, pci_in_placement)`` of the controller's
-    Settings; a CommandError (one line) for aliases Nova refuses.
+def pci_of(settings: novaconf.Settings,
+           option: str = '--controller-conf') -> pci_rules.PciConfig:
+    """The PciConfig of the controller's Settings; a CommandError (one
+    line) for aliases Nova refuses.
     """
     pci = pci_rules.pci_config(settings)
     errors = [f for f in pci.findings if f.severity == novaconf.ERROR
@@ -82,7 +81,7 @@ def aliases_of(settings: novaconf.Settings,
     if errors:
         raise exceptions.CommandError('%s: %s: %s' % (
             option, errors[0].where, errors[0].message))
-    return pci.aliases, pci.pci_in_placement
+    return pci
 
 
 def controller_quota(paths: list[str],

@@ -12,7 +12,8 @@
 
 """nova-compute's provider config files: read (``osc_mdev.local``), judged
 by Nova's rules and compared with a compute node's providers in Placement
-(``osc_mdev.domain.provider_config``), and written by ``trait export``.
+(``osc_mdev.domain.provider_config`` and ``provider_config_merge``), and
+written by ``trait export`` (``provider_config_write``).
 """
 
 from collections.abc import Iterable
@@ -24,6 +25,8 @@ from osc_lib import exceptions
 
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import provider_config as domain
+from osc_mdev.domain import provider_config_merge as merge
+from osc_mdev.domain import provider_config_write as export
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import provider_config as local
@@ -67,7 +70,7 @@ def entries(configs: Iterable[domain.ConfigFile]) -> list[domain.Entry]:
 
 
 def node_tree(placement: placement_client.PlacementClient,
-              host: str) -> list[domain.TreeProvider]:
+              host: str) -> list[merge.TreeProvider]:
     """The compute node's providers as TreeProvider: its root, its mdev
     and PCI devices (with their traits) and any other provider of its
     tree.
@@ -75,11 +78,11 @@ def node_tree(placement: placement_client.PlacementClient,
     devices, listed = device_reads.node_devices(placement, [host])
     traits = {d.uuid: tuple(d.traits or ()) for d in devices}
     kinds = {d.uuid: d.kind for d in devices}
-    tree: list[domain.TreeProvider] = []
+    tree: list[merge.TreeProvider] = []
     for provider in listed:
         root = (provider.get('root_provider_uuid')
                 or provider['uuid']) == provider['uuid']
-        tree.append(domain.TreeProvider(
+        tree.append(merge.TreeProvider(
             provider['uuid'], provider['name'],
             'root' if root else kinds.get(provider['uuid']),
             traits.get(provider['uuid'], ())))
@@ -94,8 +97,8 @@ def placement_findings(placement: placement_client.PlacementClient,
     """
     kept = entries(configs)
     tree = node_tree(placement, host)
-    return (domain.merge_findings(kept, tree, host)
-            + domain.uncovered_findings(kept, tree, host))
+    return (merge.merge_findings(kept, tree, host)
+            + merge.uncovered_findings(kept, tree, host))
 
 
 def host_files(values: Iterable[str]) -> dict[str, list[domain.Entry]]:
@@ -179,14 +182,14 @@ def build(placement: placement_client.PlacementClient,
         if device.kind != providers.MDEV or device.host not in chosen:
             continue
         traits = (overrides or {}).get(device.uuid, device.traits or ())
-        kept = domain.exported_traits(traits, type_traits_only, prefix)
+        kept = export.exported_traits(traits, type_traits_only, prefix)
         mine = per_host[device.host].setdefault(device.candidate.name, set())
         mine.update(kept)
     files = []
     for host in sorted(chosen):
         try:
-            name = domain.file_name(host)
-            text = domain.render(host, {n: sorted(t) for n, t
+            name = export.file_name(host)
+            text = export.render(host, {n: sorted(t) for n, t
                                         in per_host[host].items()})
         except ValueError as exc:
             raise _failed(exc) from exc
@@ -200,6 +203,10 @@ def build(placement: placement_client.PlacementClient,
 
 @dataclasses.dataclass(frozen=True)
 class Written:
+    """What became of one file: its path and the result (created,
+    updated, unchanged, or why it failed).
+    """
+
     file: HostFile
     path: str
     result: str

@@ -54,6 +54,7 @@ from osc_mdev.api import compute as compute_api
 from osc_mdev.api import identity as identity_api
 from osc_mdev.api import placement as placement_api
 from osc_mdev.api import pool
+from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import providers
 from osc_mdev.domain import quota as domain
 from osc_mdev.domain import quota_metrics
@@ -264,15 +265,17 @@ def quota_list(placement: placement_api.PlacementClient,
 def flavor_fits(placement: placement_api.PlacementClient,
                 compute: compute_api.ComputeClient, report: QuotaReport,
                 flavors: list[str],
-                aliases: tuple | None = None) -> list[domain.FlavorFit]:
+                pci_config: pci_rules.PciConfig | None = None
+                ) -> list[domain.FlavorFit]:
     """How many more servers of each flavor (name or ID) each project of
     ``report`` can boot: the servers its limits allow (as Nova enforces
     them on the flavor's resources and ``servers``) and those the cloud's
     capacity fits (``capacity --flavor``, with its explainer when none
-    does), fewest first. ``aliases``: the controller's PCI aliases, as
-    ``capacity`` takes them.
+    does), fewest first. ``pci_config``: the controller's ``[pci]``, as
+    ``capacity`` takes it.
     """
-    counted = [capacity.count(placement, compute, flavor=f, aliases=aliases)
+    counted = [capacity.count(placement, compute, flavor=f,
+                              pci_config=pci_config)
                for f in flavors]
     deltas = [domain.flavor_deltas(c.request) for c in counted]
     names = set().union(*deltas) if deltas else set()

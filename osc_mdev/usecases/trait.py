@@ -29,7 +29,7 @@ from osc_lib import exceptions
 
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
-from osc_mdev.domain import provider_config as files
+from osc_mdev.domain import provider_config_write as files
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as domain
 from osc_mdev.usecases import provider_config

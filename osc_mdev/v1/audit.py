@@ -92,20 +92,17 @@ Repair what is safe to repair, shown first::
                 '--provider-config names %s, which --host leaves out; add '
                 '--host %s or drop the file.'
                 % (', '.join(outside), outside[0]))
-        aliases, pci_in_placement = None, True
+        pci_config = None
         if parsed_args.controller_conf:
-            aliases, pci_in_placement = nova_conf.controller_aliases(
-                parsed_args.controller_conf)
+            pci_config = nova_conf.controller_pci(parsed_args.controller_conf)
         mdev = self.app.client_manager.mdev
         placement = mdev.placement
         flavors = not hosts
         snapshot = audit.read(placement, mdev.compute, hosts, flavors,
                               conf_hosts=tuple(confs) + tuple(files),
-                              aliases=aliases,
-                              pci_in_placement=pci_in_placement)
-        findings = audit.audit(snapshot, confs, flavors, aliases,
-                               pci_in_placement, parsed_args.trait_prefix,
-                               files)
+                              pci_config=pci_config)
+        findings = audit.audit(snapshot, confs, flavors, pci_config,
+                               parsed_args.trait_prefix, files)
 
         outcomes = {}
         if checks:

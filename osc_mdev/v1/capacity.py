@@ -103,9 +103,9 @@ Room for a bare request of two vGPUs with a trait::
                 '--controller-conf gives the PCI aliases of a flavor; use it '
                 'with '
                 '--flavor, not --resource-class.')
-        self._aliases = None
+        self._pci_config = None
         if parsed_args.controller_conf:
-            self._aliases = nova_conf.controller_aliases(
+            self._pci_config = nova_conf.controller_pci(
                 parsed_args.controller_conf)
         if bare:
             return [(None, common.bare_request(
@@ -132,7 +132,7 @@ Room for a bare request of two vGPUs with a trait::
     def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
         answer = reads.count(
             mdev.placement, mdev.compute, flavor=flavor, request=request,
-            hosts=tuple(parsed_args.host), aliases=self._aliases,
+            hosts=tuple(parsed_args.host), pci_config=self._pci_config,
             explain=parsed_args.explain, auto_explain=auto_explain,
             count=parsed_args.count)
         if answer.steps is not None:

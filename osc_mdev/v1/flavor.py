@@ -94,13 +94,12 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         return parser
 
     def take_action(self, parsed_args):
-        pci = aliases = None
-        pci_in_placement = True
+        pci = pci_config = None
         if parsed_args.pci_alias:
             pci = common.check(flavor_logic.parse_pci_aliases,
                                parsed_args.pci_alias)
             if parsed_args.controller_conf:
-                aliases, pci_in_placement = nova_conf.controller_aliases(
+                pci_config = nova_conf.controller_pci(
                     parsed_args.controller_conf)
         elif parsed_args.controller_conf:
             raise exceptions.CommandError(
@@ -126,8 +125,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
             self.outcome = flavors.configure(
                 mdev.compute, mdev.placement, parsed_args.flavor, None,
                 validate=not parsed_args.no_validate,
-                dry_run=parsed_args.dry_run, pci=pci, aliases=aliases,
-                pci_in_placement=pci_in_placement)
+                dry_run=parsed_args.dry_run, pci=pci, pci_config=pci_config)
             return CONFIGURE_COLUMNS, self._rows(parsed_args)
         request = common.bare_request(parsed_args,
                                       _required_traits(parsed_args))
@@ -142,7 +140,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
             validate=not parsed_args.no_validate,
             dry_run=parsed_args.dry_run,
             isolate_others=parsed_args.isolate_other_groups, pci=pci,
-            aliases=aliases, pci_in_placement=pci_in_placement)
+            pci_config=pci_config)
         return CONFIGURE_COLUMNS, self._rows(parsed_args)
 
     def _rows(self, parsed_args):

@@ -71,9 +71,9 @@ How many more servers of a flavor each project can boot::
     def take_action(self, parsed_args: argparse.Namespace) -> tuple:
         resource_class = common.resource_class(parsed_args.resource_class)
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
-        aliases = None
+        pci_config = None
         if parsed_args.flavor and parsed_args.controller_conf:
-            aliases = nova_conf.controller_aliases(
+            pci_config = nova_conf.controller_pci(
                 parsed_args.controller_conf)
         mdev = common.client(self.app)
         report = reads.quota_list(
@@ -83,7 +83,7 @@ How many more servers of a flavor each project can boot::
             names=parsed_args.long)
         if parsed_args.flavor:
             fits = reads.flavor_fits(mdev.placement, mdev.compute, report,
-                                     parsed_args.flavor, aliases)
+                                     parsed_args.flavor, pci_config)
             return self._fit_rows(parsed_args, report, fits)
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
         rows = []

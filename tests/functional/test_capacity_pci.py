@@ -112,12 +112,12 @@ def client(placement_url):
 
 
 @pytest.fixture(scope='module')
-def aliases(tmp_path_factory):
+def controller(tmp_path_factory):
     path = tmp_path_factory.mktemp('controller') / 'nova.conf'
     path.write_text(CONTROLLER)
     pci = pci_rules.pci_config(local_novaconf.load([str(path)]))
     assert pci.pci_in_placement and not pci.findings
-    return pci.aliases
+    return pci
 
 
 def counted(client, request):
@@ -128,9 +128,10 @@ def counted(client, request):
 
 
 @pytest.mark.parametrize('name', sorted(SPECS))
-def test_fits_agree_with_allocation_candidates(cloud, client, aliases, name):
+def test_fits_agree_with_allocation_candidates(cloud, client, controller,
+                                               name):
     request, per_host = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS[name]), aliases=aliases))
+        dict(FLAVOR, extra_specs=SPECS[name]), pci_config=controller))
     assert any(g.is_pci for g in request.groups)
     assert set(per_host) == set(cloud.roots)
     for host, root in cloud.roots.items():
@@ -139,9 +140,10 @@ def test_fits_agree_with_allocation_candidates(cloud, client, aliases, name):
             per_host[host].fits, (host, per_host[host])
 
 
-def test_pci_rows(cloud, client, aliases):
+def test_pci_rows(cloud, client, controller):
     _, per_host = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS['two l40s vfs']), aliases=aliases))
+        dict(FLAVOR, extra_specs=SPECS['two l40s vfs']),
+        pci_config=controller))
     assert {h: (c.fits, c.devices, c.free, c.limit)
             for h, c in per_host.items()} == {
         'sriov-a': (2, ('0000:c1:00.0', '0000:c1:01.0'), 4, L40S),
@@ -152,9 +154,10 @@ def test_pci_rows(cloud, client, aliases):
     }
 
 
-def test_explain_names_the_pci_constraint(cloud, client, aliases):
+def test_explain_names_the_pci_constraint(cloud, client, controller):
     request, _ = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS['three l40s vfs']), aliases=aliases))
+        dict(FLAVOR, extra_specs=SPECS['three l40s vfs']),
+        pci_config=controller))
     trees = reads.read_hosts(client, request, client.list_providers())
     steps, fix = explanation.explain(request, trees)
     by_name = {s.constraint: s for s in steps}
@@ -168,7 +171,7 @@ def test_explain_names_the_pci_constraint(cloud, client, aliases):
     # h100-vf requires the alias' trait on the PF's provider.
     request, per_host = counted(client, rr.request_from_flavor(
         dict(FLAVOR, extra_specs=SPECS['h100 vf with its trait']),
-        aliases=aliases))
+        pci_config=controller))
     trees = reads.read_hosts(client, request, client.list_providers())
     steps, _ = explanation.explain(request, trees)
     step = next(s for s in steps

@@ -21,6 +21,7 @@ from osc_mdev.domain import audit
 from osc_mdev.domain import capacity
 from osc_mdev.domain import explanation
 from osc_mdev.domain import pci
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
@@ -433,9 +434,11 @@ def test_unknown_classes():
 def test_repairs_only_of_the_checks_asked_and_once_each():
     remove = audit.RemoveAllocations('x', 1, 'p', 'u')
     add = audit.AddTrait(device('g1'), 'CUSTOM_T')
-    found = [audit.Finding('error', 'orphaned-allocation', repair=remove),
-             audit.Finding('error', 'orphaned-allocation', repair=remove),
-             audit.Finding('warning', 'lost-trait', repair=add)]
+    found = [audit.Finding('error', check='orphaned-allocation',
+                           repair=remove),
+             audit.Finding('error', check='orphaned-allocation',
+                           repair=remove),
+             audit.Finding('warning', check='lost-trait', repair=add)]
     assert audit.repairs(found, ('orphaned-allocation',)) == [remove]
     assert audit.repairs(found, audit.FIXABLE) == [remove, add]
 
@@ -518,15 +521,17 @@ def test_pci_devices_in_orphan_and_capacity_checks_only():
 # -- PCI aliases: the controller's [pci] alias -----------------------------
 
 A16 = 'CUSTOM_PCI_10DE_25B6'
-ALIASES = pci.pci_aliases([
+CONTROLLER = pci.PciConfig(aliases=pci_request.pci_aliases([
     ('{"name": "a16", "vendor_id": "10de", "product_id": "25b6"}', ''),
     ('{"name": "l40s", "resource_class": "CUSTOM_L40S", '
-     '"traits": "fast"}', '')], pci_in_placement=True)
+     '"traits": "fast"}', '')], pci_in_placement=True),
+    pci_in_placement=True)
 
 
 def test_pci_devices_of_the_server_request():
     def amounts(specs):
-        request = audit.server_request(server('s', specs=specs), ALIASES)
+        request = audit.server_request(server('s', specs=specs),
+                                       CONTROLLER)
         return None if request is None else request.device_amounts(())
 
     assert amounts({}) == {}
@@ -559,7 +564,8 @@ def pci_alloc(consumer, rc=A16, amount=1):
 ])
 def test_missing_pci_allocations(specs, held, expected):
     found = audit.missing_allocations(
-        [server('s1', node='gpu5', specs=specs)], held, {'VGPU'}, ALIASES)
+        [server('s1', node='gpu5', specs=specs)], held, {'VGPU'},
+        CONTROLLER)
     if expected is None:
         assert found == []
     else:
@@ -579,7 +585,7 @@ def test_missing_allocation_through_the_client_with_aliases():
     snapshot = client_audit.Snapshot(
         [rp], [pci_alloc('s1')], servers, None, {}, [], (),
         frozenset({'gpu5'}))
-    found = client_audit.audit(snapshot, aliases=ALIASES)
+    found = client_audit.audit(snapshot, pci_config=CONTROLLER)
     assert [(f.check, f.server) for f in found] == [
         ('missing-allocation', 's2')]
 
@@ -594,16 +600,17 @@ def pci_tree(name, rc=A16, total=4, used=0, traits=PCI_TRAITS):
 def test_unschedulable_pci_alias_flavors():
     cloud = [pci_tree('gpu5'), pci_tree('gpu6', rc='CUSTOM_L40S')]
     ok = flavor({'pci_passthrough:alias': 'a16:4'})
-    assert audit.unschedulable_flavors([ok], cloud, aliases=ALIASES) == []
+    assert audit.unschedulable_flavors([ok], cloud,
+                                       pci_config=CONTROLLER) == []
     # Five VFs on one host: no PF has them (group_policy none: any PF).
     [finding] = audit.unschedulable_flavors(
         [flavor({'pci_passthrough:alias': 'a16:5'})], cloud,
-        aliases=ALIASES)
+        pci_config=CONTROLLER)
     assert 'all groups at once rules out' in finding.message
     # The alias' trait is on no PF.
     [finding] = audit.unschedulable_flavors(
         [flavor({'pci_passthrough:alias': 'l40s:1'})], cloud,
-        aliases=ALIASES)
+        pci_config=CONTROLLER)
     assert finding.resource_class == 'CUSTOM_L40S'
     assert finding.message.startswith(
         'Flavor fl (f) cannot be scheduled: required trait CUSTOM_FAST '
@@ -612,7 +619,7 @@ def test_unschedulable_pci_alias_flavors():
     # An alias Nova does not know: the boot is refused.
     [finding] = audit.unschedulable_flavors(
         [flavor({'pci_passthrough:alias': 'nope:1'})], cloud,
-        aliases=ALIASES)
+        pci_config=CONTROLLER)
     assert 'PCI alias nope of the flavor is not defined' in finding.message
     # Without the aliases, alias flavors are not judged here.
     assert audit.unschedulable_flavors(

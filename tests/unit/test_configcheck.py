@@ -19,7 +19,9 @@ import pathlib
 import pytest
 
 from osc_mdev.domain import configcheck
+from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import pci_request
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
 from tests.fixtures import nova_driver
@@ -375,38 +377,38 @@ device_spec = {"address": "0000:25:00.4", "resource_class": "A16",
 device_spec = {"vendor_id": "10de", "product_id": "2236"}
 device_spec = {"address": "0000:41:00.0"}
 """, tmp_path)
-    alias = pci_rules.Alias
+    alias = pci_request.Alias
     a16 = alias('a16', 'legacy', ({'resource_class': 'a16'},))
     red = alias('red', 'legacy', ({'resource_class': 'A16',
                                    'traits': 'red'},))
     ids = alias('ids', 'legacy', ({'vendor_id': '10de',
                                    'product_id': '2237'},))
     specs = pci.specs
-    assert configcheck.alias_problem(a16, specs, True) is None
-    assert configcheck.alias_problem(red, specs, True) == (
+    assert configcheck_pci.alias_problem(a16, specs, True) is None
+    assert configcheck_pci.alias_problem(red, specs, True) == (
         'no device spec of class CUSTOM_A16 has trait CUSTOM_RED')
     # The third spec's devices get CUSTOM_PCI_<their ids>: any id fits.
-    assert configcheck.alias_problem(ids, specs, True) is None
-    assert configcheck.alias_problem(ids, specs[:2], True) == (
+    assert configcheck_pci.alias_problem(ids, specs, True) is None
+    assert configcheck_pci.alias_problem(ids, specs[:2], True) == (
         'no device spec gives resource class CUSTOM_PCI_10DE_2237')
     # The PCI filter matches ids: a spec without ids matches any.
-    assert configcheck.alias_problem(ids, specs[:2], False) is None
-    assert configcheck.alias_problem(ids, specs[1:2], False) == (
+    assert configcheck_pci.alias_problem(ids, specs[:2], False) is None
+    assert configcheck_pci.alias_problem(ids, specs[1:2], False) == (
         'no device spec matches vendor_id 10de and product_id 2237')
-    assert configcheck.alias_problem(a16, specs[:2], False) is None
+    assert configcheck_pci.alias_problem(a16, specs[:2], False) is None
 
 
 def test_pci_placement_findings_without_devices(tmp_path):
     pci = _pci('[pci]\nreport_in_placement = True\n'
                'device_spec = {"address": "0000:41:00.0"}\n', tmp_path)
-    placed = [configcheck.PlacementPciProvider(
+    placed = [configcheck_pci.PlacementPciProvider(
         'n_0000:41:00.0', 'CUSTOM_X', 1, 0,
         ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA'))]
     # Nothing is predicted without the devices; no finding is invented.
-    assert configcheck.pci_placement_findings(pci, 'n', placed) == []
+    assert configcheck_pci.pci_placement_findings(pci, 'n', placed) == []
     pci = _pci('[pci]\ndevice_spec = {"address": "0000:41:00.0"}\n',
                tmp_path)
-    [error] = configcheck.pci_placement_findings(pci, 'n', placed)
+    [error] = configcheck_pci.pci_placement_findings(pci, 'n', placed)
     assert error.severity == 'error'
     assert error.where == '[pci] report_in_placement'
 

@@ -444,10 +444,12 @@ PCI_SPECS = {
 }
 
 
-def _aliases():
+def _pci_config(pci_in_placement=True):
     from osc_mdev.domain import pci
-    return pci.pci_aliases([(json.dumps(a), '[pci] alias')
-                            for a in ALIASES], pci_in_placement=True)
+    from osc_mdev.domain import pci_request
+    return pci.PciConfig(aliases=pci_request.pci_aliases(
+        [(json.dumps(a), '[pci] alias') for a in ALIASES],
+        pci_in_placement=True), pci_in_placement=pci_in_placement)
 
 
 def nova_pci_request(flavor, specs):
@@ -498,7 +500,7 @@ def specs_suffixes(specs):
 def test_pci_alias_request_is_novas(name):
     specs = PCI_SPECS[name]
     flavor = dict(FLAVOR, extra_specs=specs)
-    ours = rr.request_from_flavor(flavor, aliases=_aliases())
+    ours = rr.request_from_flavor(flavor, pci_config=_pci_config())
     groups, unnumbered, policy = nova_pci_request(flavor, specs)
     assert sorted(
         (not g.is_pci, sorted(g.resources), sorted(g.required),
@@ -510,7 +512,7 @@ def test_pci_alias_request_is_novas(name):
 
 def test_pci_alias_groups():
     flavor = dict(FLAVOR, extra_specs=PCI_SPECS['two aliases'])
-    request = rr.request_from_flavor(flavor, aliases=_aliases())
+    request = rr.request_from_flavor(flavor, pci_config=_pci_config())
     pci = [g for g in request.groups if g.is_pci]
     assert [(g.alias, g.amounts) for g in pci] == [
         ('l40s-vf', {'CUSTOM_NVIDIA_L40S_VF': 1}),
@@ -522,7 +524,7 @@ def test_pci_alias_groups():
     # OWNER_NOVA goes to the PCI groups too, never to mdev groups.
     prefiltered = rr.with_prefilters(rr.request_from_flavor(
         dict(FLAVOR, extra_specs=PCI_SPECS['vf and numbered vgpu']),
-        aliases=_aliases()))
+        pci_config=_pci_config()))
     assert {g.suffix: 'OWNER_NOVA' in g.required
             for g in prefiltered.numbered_groups} == {
         '1': False, '_pci1_0': True}
@@ -530,14 +532,14 @@ def test_pci_alias_groups():
     # asked for no PCI device.
     assert not any(g.is_pci for g in rr.request_from_flavor(flavor).groups)
     assert not any(g.is_pci for g in rr.request_from_flavor(
-        flavor, aliases=_aliases(), pci_in_placement=False).groups)
+        flavor, pci_config=_pci_config(False)).groups)
 
 
 def test_pci_alias_suffix_never_taken_by_the_flavor():
     specs = {'pci_passthrough:alias': 'l40s-vf:1',
              'resources_pci1_0:VGPU': '1', 'group_policy': 'none'}
     request = rr.request_from_flavor(dict(FLAVOR, extra_specs=specs),
-                                     aliases=_aliases())
+                                     pci_config=_pci_config())
     assert sorted(g.suffix for g in request.numbered_groups) == [
         '__pci1_0', '_pci1_0']
 
@@ -549,7 +551,7 @@ def test_pci_alias_suffix_never_taken_by_the_flavor():
 def test_pci_alias_nova_refuses(value, message):
     flavor = dict(FLAVOR, extra_specs={'pci_passthrough:alias': value})
     with pytest.raises(rr.RequestError, match=message):
-        rr.request_from_flavor(flavor, aliases=_aliases())
+        rr.request_from_flavor(flavor, pci_config=_pci_config())
 
 
 PF_TRAITS = ('OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE')
@@ -564,7 +566,8 @@ def vf_pf(n, total=4, used=0, traits=PF_TRAITS, rc='CUSTOM_NVIDIA_L40S_VF'):
 def pci_request(value, **specs):
     return rr.with_prefilters(rr.request_from_flavor(
         dict(FLAVOR_1, extra_specs=dict(
-            specs, **{'pci_passthrough:alias': value})), aliases=_aliases()))
+            specs, **{'pci_passthrough:alias': value})),
+        pci_config=_pci_config()))
 
 
 @pytest.mark.parametrize('request_, tree, fits, limit', [

@@ -28,7 +28,7 @@ from osc_mdev.domain import migration_plan
 from osc_mdev.domain import migration_rules
 from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_request
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits
 
@@ -279,7 +279,7 @@ def test_pci_live_migratable_as_nova(flags, monkeypatch):
         spec = {'vendor_id': '10de', 'product_id': '26b9'}
         if flag is not None:
             spec['live_migratable'] = flag
-        aliases.append(pci.Alias('a%d' % n, 'legacy', (spec,)))
+        aliases.append(pci_request.Alias('a%d' % n, 'legacy', (spec,)))
         requests.append(objects.InstancePCIRequest(
             count=1, spec=[dict(spec)], alias_name='a%d' % n))
     task = object.__new__(live_migrate.LiveMigrationTask)
@@ -787,14 +787,15 @@ def test_inputs_read_the_conductor_option_from_the_controller(
     # nova-compute does not read it: without the controller's files the
     # conductor's default holds, and the compute's line is named.
     inputs = usecase.read_inputs(['gpu1=%s' % compute], [])
-    assert (inputs.skip_version_check, inputs.aliases) == (False, None)
+    assert (inputs.skip_version_check, inputs.pci_config) == (False, None)
     assert list(inputs.confs) == ['gpu1']
     assert 'nova-conductor reads it, not nova-compute' in caplog.text
     assert '%s:4' % compute in caplog.text
     caplog.clear()
     inputs = usecase.read_inputs(['gpu1=%s' % compute], [str(controller)])
     assert inputs.skip_version_check is True
-    assert inputs.aliases == ({}, False)
+    assert (inputs.pci_config.aliases,
+            inputs.pci_config.pci_in_placement) == ({}, False)
     assert caplog.text == ''
     controller.write_text('[workarounds]\n'
                           'skip_hypervisor_version_check_on_lm = maybe\n')

@@ -22,7 +22,9 @@ import json
 import pytest
 
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci
+from osc_mdev.domain import pci_devspec
+from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import pci_request
 
 NAMES = ['CUSTOM_A16_16A', 'a16-16a', 'PGPU', 'pgpu', 'VGPU', 'my gpu',
          'CUSTOM_x', '-', 'x' * 300]
@@ -76,11 +78,11 @@ def nova_conf():
 def test_resource_class_agrees_with_nova(name):
     from nova.compute import pci_placement_translator as nova
 
-    assert pci.normalize_resource_class(name) == \
+    assert translator.normalize_resource_class(name) == \
         nova._normalize_resource_class(name)
-    assert pci.pci_resource_class(name, '10de', '25b6') == \
+    assert translator.pci_resource_class(name, '10de', '25b6') == \
         nova.get_resource_class(name, '10de', '25b6')
-    assert pci.pci_resource_class(None, '10de', '25b6') == \
+    assert translator.pci_resource_class(None, '10de', '25b6') == \
         nova.get_resource_class(None, '10de', '25b6') == \
         'CUSTOM_PCI_10DE_25B6'
 
@@ -90,24 +92,24 @@ def test_resource_class_agrees_with_nova(name):
 def test_traits_agree_with_nova(text):
     from nova.compute import pci_placement_translator as nova
 
-    assert pci.pci_traits(text) == nova.get_traits(text)
-    assert sorted(pci.normalize_traits(text.split(','))) == \
+    assert translator.pci_traits(text) == nova.get_traits(text)
+    assert sorted(translator.normalize_traits(text.split(','))) == \
         sorted(nova._normalize_traits(text.split(',')))
     for live in ({}, {'live_migratable': 'yes'}, {'live_migratable': 'no'}):
         tags = dict(live, traits=text)
-        assert pci.device_traits(tags) == nova._get_traits_for_dev(tags)
+        assert translator.device_traits(tags) == nova._get_traits_for_dev(tags)
 
 
 def test_normalisation_surprises():
     # A space after the comma is part of the name; a lower-case standard
     # trait is not standard any more; an empty name is "CUSTOM_".
-    assert pci.pci_traits('blue, big') == {'CUSTOM_BLUE', 'CUSTOM__BIG'}
-    assert pci.pci_traits('hw_gpu_api_vulkan') == {
+    assert translator.pci_traits('blue, big') == {'CUSTOM_BLUE', 'CUSTOM__BIG'}
+    assert translator.pci_traits('hw_gpu_api_vulkan') == {
         'CUSTOM_HW_GPU_API_VULKAN'}
-    assert pci.pci_traits('a,,b') == {'CUSTOM_A', 'CUSTOM_', 'CUSTOM_B'}
-    assert pci.placement_name_problem('CUSTOM_', 'trait')
-    assert pci.placement_name_problem('CUSTOM_' + 'X' * 250, 'trait')
-    assert pci.placement_name_problem('CUSTOM__BIG', 'trait') is None
+    assert translator.pci_traits('a,,b') == {'CUSTOM_A', 'CUSTOM_', 'CUSTOM_B'}
+    assert translator.placement_name_problem('CUSTOM_', 'trait')
+    assert translator.placement_name_problem('CUSTOM_' + 'X' * 250, 'trait')
+    assert translator.placement_name_problem('CUSTOM__BIG', 'trait') is None
 
 
 def _nova_whitelist(text, report_in_placement, conf):
@@ -127,7 +129,7 @@ def test_device_specs_agree_with_nova(name, report, nova_conf):
     text = TEXTS.get(name) or json.dumps(SPECS[name])
     nova = _nova_whitelist(text, report, nova_conf)
     try:
-        ours = pci.device_spec_entries(text, 'here', report)
+        ours = pci_devspec.device_spec_entries(text, 'here', report)
     except novaconf.NovaConfError as exc:
         assert isinstance(nova, Exception), (name, exc)
         return
@@ -199,10 +201,10 @@ def _nova_view(specs, conf):
 @pytest.mark.parametrize('name', sorted(VIEWS))
 def test_providers_agree_with_nova(name, nova_conf):
     nova = _nova_view(VIEWS[name], nova_conf)
-    specs = pci.device_spec_entries(json.dumps(VIEWS[name]), 'here',
-                                    True)
-    devices = [pci.PciDevice(*d) for d in DEVICES]
-    providers, problems = pci.pci_providers('node1', devices, specs)
+    specs = pci_devspec.device_spec_entries(json.dumps(VIEWS[name]), 'here',
+                                            True)
+    devices = [pci_devspec.PciDevice(*d) for d in DEVICES]
+    providers, problems = translator.pci_providers('node1', devices, specs)
     if isinstance(nova, Exception):
         assert problems, name
         assert problems[0][0] == type(nova).__name__
@@ -214,9 +216,9 @@ def test_providers_agree_with_nova(name, nova_conf):
 
 
 def test_provider_names_follow_nova():
-    specs = pci.device_spec_entries(json.dumps(VIEWS['vfs one class']))
-    devices = [pci.PciDevice(*d) for d in DEVICES]
-    providers, _ = pci.pci_providers('gpu1.example.net', devices, specs)
+    specs = pci_devspec.device_spec_entries(json.dumps(VIEWS['vfs one class']))
+    devices = [pci_devspec.PciDevice(*d) for d in DEVICES]
+    providers, _ = translator.pci_providers('gpu1.example.net', devices, specs)
     assert list(providers) == ['gpu1.example.net_0000:25:00.0']
     assert providers['gpu1.example.net_0000:25:00.0'].resource_class == \
         'CUSTOM_A16'
@@ -274,8 +276,8 @@ def test_aliases_agree_with_nova(name, in_placement, nova_conf):
     texts = ALIASES[name]
     nova = _nova_aliases(texts, in_placement, nova_conf)
     try:
-        ours = pci.pci_aliases([(t, 'here') for t in texts],
-                               in_placement)
+        ours = pci_request.pci_aliases([(t, 'here') for t in texts],
+                                       in_placement)
     except novaconf.NovaConfError as exc:
         assert isinstance(nova, Exception), (name, exc)
         assert type(nova).__name__ == 'PciInvalidAlias'
@@ -306,11 +308,11 @@ def test_request_groups_agree_with_nova(name, count, nova_conf):
     nova = [(g.resources, g.required_traits)
             for g in spec.requested_resources]
 
-    [alias] = pci.pci_aliases([(t, 'here') for t in texts],
-                              True).values()
-    ours = pci.alias_request_groups(alias, count)
+    [alias] = pci_request.pci_aliases([(t, 'here') for t in texts],
+                                      True).values()
+    ours = pci_request.alias_request_groups(alias, count)
     assert [(dict(r), set(t)) for r, t in ours] == nova
-    assert pci.alias_request_groups(alias, count, False) == []
+    assert pci_request.alias_request_groups(alias, count, False) == []
 
 
 @pytest.mark.nova
@@ -327,7 +329,7 @@ def test_alias_request_syntax_agrees_with_nova(text):
     except Exception:
         nova_ok = False
     try:
-        ours = pci.parse_alias_request(text)
+        ours = pci_request.parse_alias_request(text)
     except ValueError:
         assert not nova_ok, text
         return
@@ -343,7 +345,7 @@ def test_alias_request_syntax_agrees_with_nova(text):
 def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
     import uuid
 
-    from nova.compute import pci_placement_translator as translator
+    from nova.compute import pci_placement_translator as nova
     from nova.compute import provider_tree
 
     tree = provider_tree.ProviderTree()
@@ -354,10 +356,10 @@ def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
                                uuid=str(uuid.uuid4()))
         tree.update_traits(child, names_)
     try:
-        translator.ensure_tracking_was_not_enabled_before(tree)
+        nova.ensure_tracking_was_not_enabled_before(tree)
         nova_refuses = False
     except Exception:
         nova_refuses = True
     # Nova checks this only while report_in_placement is off.
-    assert pci.tracking_disabled_after_enabled(report, traits) == (
+    assert translator.tracking_disabled_after_enabled(report, traits) == (
         nova_refuses and not report)

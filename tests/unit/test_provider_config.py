@@ -26,6 +26,8 @@ import types
 import pytest
 
 from osc_mdev.domain import provider_config as pc
+from osc_mdev.domain import provider_config_merge as merge
+from osc_mdev.domain import provider_config_write as write
 
 HEAD = "meta:\n  schema_version: '1.0'\n"
 
@@ -240,19 +242,19 @@ def test_rendered_files_are_read_by_nova_as_written(tmp_path):
         # YAML would read these as other types unless quoted.
         'true': ['CUSTOM_A'], '0123': ['CUSTOM_B'], 'null': ['CUSTOM_C'],
     }
-    text = pc.render('gpu3.dc2.example.net', providers)
+    text = write.render('gpu3.dc2.example.net', providers)
     directory = tmp_path / 'provider_config'
     directory.mkdir()
-    (directory / pc.file_name('gpu3.dc2.example.net')).write_text(text)
+    (directory / write.file_name('gpu3.dc2.example.net')).write_text(text)
     assert nova_reads(directory) == {n: t for n, t in providers.items() if t}
     assert pc.parse(text, 'x.yaml').findings == []
 
 
 def test_render_refuses_what_nova_would():
     with pytest.raises(ValueError, match='refused by nova-compute'):
-        pc.render('h', {'h_pci_0000_84_00_0': ['HW_GPU_API_VULKAN']})
+        write.render('h', {'h_pci_0000_84_00_0': ['HW_GPU_API_VULKAN']})
     with pytest.raises(ValueError, match='refused'):
-        pc.render('h', {'x' * 201: ['CUSTOM_A']})
+        write.render('h', {'x' * 201: ['CUSTOM_A']})
 
 
 @pytest.mark.parametrize('traits, only, prefix, kept_traits', [
@@ -267,13 +269,13 @@ def test_render_refuses_what_nova_would():
      ['CUSTOM_I915_GVTG_V5_4', 'CUSTOM_MLX5_CORE', 'CUSTOM_MTTY_1']),
 ])
 def test_exported_traits(traits, only, prefix, kept_traits):
-    assert pc.exported_traits(traits, only, prefix) == kept_traits
+    assert write.exported_traits(traits, only, prefix) == kept_traits
 
 
 @pytest.mark.parametrize('host', ['', 'a/b', '.hidden', 'x\0y'])
 def test_file_name_refuses_what_cannot_be_a_file(host):
     with pytest.raises(ValueError):
-        pc.file_name(host)
+        write.file_name(host)
 
 
 def test_files_nova_does_not_read():
@@ -308,12 +310,12 @@ GPU = '5c2b9f0e-7c55-4e3e-9a3a-2a5f1d0b7c02'
 PCI = '8e4c6a1d-3b2f-4f6e-8d9c-7a1b2c3d4e03'
 NODE = 'gpu3.dc2.example.net'
 TREE = [
-    pc.TreeProvider(ROOT, NODE, 'root', ('COMPUTE_NODE', 'OWNER_NOVA')),
-    pc.TreeProvider(GPU, NODE + '_pci_0000_84_00_0', 'mdev',
-                    ('CUSTOM_NVIDIA_35', 'OWNER_NOVA')),
-    pc.TreeProvider(PCI, NODE + '_0000:81:00.0', 'pci',
-                    ('COMPUTE_MANAGED_PCI_DEVICE', 'CUSTOM_GPU_L40S',
-                     'OWNER_NOVA')),
+    merge.TreeProvider(ROOT, NODE, 'root', ('COMPUTE_NODE', 'OWNER_NOVA')),
+    merge.TreeProvider(GPU, NODE + '_pci_0000_84_00_0', 'mdev',
+                       ('CUSTOM_NVIDIA_35', 'OWNER_NOVA')),
+    merge.TreeProvider(PCI, NODE + '_0000:81:00.0', 'pci',
+                       ('COMPUTE_MANAGED_PCI_DEVICE', 'CUSTOM_GPU_L40S',
+                        'OWNER_NOVA')),
 ]
 
 
@@ -364,7 +366,7 @@ def nova_merge(text, tree=TREE):
 def merge_ours(text, tree=TREE):
     config = pc.parse(text, 'a.yaml')
     assert not config.refused
-    return pc.merge_findings(config.entries, tree, NODE)
+    return merge.merge_findings(config.entries, tree, NODE)
 
 
 @pytest.mark.nova
@@ -433,7 +435,7 @@ def test_merge_of_compute_node_reaches_the_root_only():
     assert after[NODE + '_pci_0000_84_00_0'] == [
         'CUSTOM_NVIDIA_35', 'OWNER_NOVA']
     config = pc.parse(text, 'a.yaml')
-    reached, absent = pc.merge_targets(config.entries, TREE)
+    reached, absent = merge.merge_targets(config.entries, TREE)
     assert [p.uuid for _, p in reached] == [ROOT] and absent == []
 
 
@@ -448,7 +450,7 @@ def test_compute_node_as_a_name_is_the_compute_node_too(tmp_path):
     after, failure, _ = nova_merge(text)
     assert failure is None and 'CUSTOM_RACK_7' in after[NODE]
     config = pc.parse(text, 'a.yaml')
-    reached, _ = pc.merge_targets(config.entries, TREE)
+    reached, _ = merge.merge_targets(config.entries, TREE)
     assert [p.uuid for _, p in reached] == [ROOT]
     both = text + ("- identification: {uuid: '$COMPUTE_NODE'}\n"
                    "  traits: {additional: [CUSTOM_RACK_8]}\n")
@@ -480,11 +482,11 @@ def test_devices_whose_traits_no_file_keeps():
     text = HEAD + ('providers:\n- identification: {name: %s_pci_0000_84_00_'
                    '0}\n  traits: {additional: [CUSTOM_RACK_7]}\n' % NODE)
     config = pc.parse(text, 'a.yaml')
-    found = pc.uncovered_findings(config.entries, TREE, NODE)
+    found = merge.uncovered_findings(config.entries, TREE, NODE)
     assert len(found) == 1 and 'CUSTOM_NVIDIA_35' in found[0].message
     # The PCI device's traits come from its device spec: not reported.
     assert 'CUSTOM_GPU_L40S' not in found[0].message
-    assert pc.uncovered_findings([], TREE[:1], NODE) == []
+    assert merge.uncovered_findings([], TREE[:1], NODE) == []
     # Named twice (Nova fails on it, merge_findings says so): the traits
     # of both entries count.
     both = HEAD + ("providers:\n- identification: {name: %s_pci_0000_84_00_"
@@ -492,4 +494,4 @@ def test_devices_whose_traits_no_file_keeps():
                    "- identification: {uuid: '%s'}\n"
                    "  traits: {additional: [CUSTOM_B]}\n" % (NODE, GPU))
     config = pc.parse(both, 'a.yaml')
-    assert pc.uncovered_findings(config.entries, TREE, NODE) == []
+    assert merge.uncovered_findings(config.entries, TREE, NODE) == []
