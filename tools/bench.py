@@ -217,7 +217,8 @@ class NovaServers:
     --flavor`` and ``capacity --flavor`` ask Nova.
 
     Version discovery; ``GET /v2.1/servers/detail`` (by ``host=``, or
-    every server, paged by ``limit``/``marker``): every consumer the
+    every server, paged by ``limit``/``marker`` and linked to the next
+    page as Nova does): every consumer the
     fill put on a host, as an ACTIVE server of a flavor asking what its
     allocation holds; ``GET /v2.1/servers/{id}``; the one flavor
     ``FLAVOR`` (``/flavors/{id}``, ``/flavors/detail``); no
@@ -247,13 +248,21 @@ class NovaServers:
         return [self._server(h, s) for h in sorted(self.servers)
                 for s in self.servers[h]]
 
-    def _page(self, items, query):
+    def _listing(self, path, name, items, query):
+        """``{name: page}`` after ``marker``, at most ``limit`` (Nova's
+        default ``[api] max_limit`` of 1000 at most), with a ``next``
+        link when the page is full.
+        """
         if 'marker' in query:
             ids = [i['id'] for i in items]
             items = items[ids.index(query['marker']) + 1:]
-        if 'limit' in query:
-            items = items[:int(query['limit'])]
-        return items
+        size = min(int(query.get('limit', 1000)), 1000)
+        body = {name: items[:size]}
+        if body[name] and len(body[name]) == size:
+            body[name + '_links'] = [{'rel': 'next', 'href': '%s%s?%s' % (
+                self.url, path, urllib.parse.urlencode(
+                    dict(query, marker=body[name][-1]['id'])))}]
+        return body
 
     def app(self, environ, start_response):
         self.requests += 1
@@ -279,13 +288,13 @@ class NovaServers:
                     for s in ids]
             else:
                 found = self._all()
-            body = {'servers': self._page(found, query)}
+            body = self._listing(path, 'servers', found, query)
         elif path.startswith('/v2.1/servers/') and \
                 path.rsplit('/', 1)[1] in by_id:
             uuid = path.rsplit('/', 1)[1]
             body = {'server': self._server(by_id[uuid], uuid)}
         elif path == '/v2.1/flavors/detail':
-            body = {'flavors': self._page([flavor], query)}
+            body = self._listing(path, 'flavors', [flavor], query)
         elif path in ('/v2.1/flavors/%s' % FLAVOR['id'],
                       '/v2.1/flavors/%s' % FLAVOR['name']):
             body = {'flavor': flavor}
