@@ -163,7 +163,7 @@ def alias_problem(alias: pci_request.Alias,
     of_class = _of_class(rc, specs)
     if not of_class:
         return 'no device spec gives resource class %s' % rc
-    spec_traits = [translator.device_traits(s.tags) for s in of_class]
+    spec_traits = [translator.parent_traits(s.tags) for s in of_class]
     if not any(alias.traits <= traits for traits in spec_traits):
         missing = sorted(alias.traits - min(
             spec_traits, key=lambda t: len(alias.traits - t)))

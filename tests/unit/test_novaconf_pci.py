@@ -162,6 +162,15 @@ VIEWS = {
         {'address': '0000:25:00.0'}, {'address': '0000:25:00.4'}],
     'vf one_time_use': [
         {'address': '0000:25:00.4', 'one_time_use': 'true'}],
+    'vf one_time_use false': [
+        {'address': '0000:25:00.4', 'one_time_use': 'false'}],
+    'pf one_time_use': [
+        {'address': '0000:25:00.0', 'one_time_use': 'true'}],
+    'pci one_time_use yes': [
+        {'address': '0000:41:00.0', 'one_time_use': 'yes',
+         'traits': 'blue'}],
+    'pci one_time_use false': [
+        {'address': '0000:41:00.0', 'one_time_use': 'false'}],
     'whole gpus by ids': [{'vendor_id': '10de', 'product_id': '2236'}],
     'first spec wins': [
         {'address': '0000:25:00.4', 'traits': 'blue'},
