@@ -274,6 +274,16 @@ def pci_providers(root_name: str, devices: Iterable[devspec.PciDevice],
     return providers, problems
 
 
+def specs_with_devname(specs: Iterable[devspec.DeviceSpec]
+                       ) -> list[devspec.DeviceSpec]:
+    """Mirrors ``ensure_no_dev_spec_with_devname``: with ``[pci]
+    report_in_placement`` on, nova-compute refuses to start
+    (PlacementPciException) while any device spec names a ``devname``,
+    whether it has a ``physical_network`` or not. The specs that do.
+    """
+    return [spec for spec in specs if spec.conf.get('devname')]
+
+
 def tracking_disabled_after_enabled(
         report_in_placement: bool,
         provider_traits: Iterable[Collection[str]]) -> bool:

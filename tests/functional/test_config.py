@@ -370,6 +370,9 @@ device_spec = [{"address": "%s"}, {"address": "%s"}]
      'alias a16 has no vendor_id and product_id'),
     ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0"}\n',
      'error', 'PCI in Placement does not support devname'),
+    ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0", '
+     '"physical_network": "physnet1"}\n',
+     'error', 'PCI in Placement does not support devname (eth0)'),
     ('[pci]\nreport_in_placement = True\n'
      'device_spec = {"address": "0000:25:00.4", "traits": "a,,b"}\n',
      'error', "trait 'CUSTOM_' has nothing after CUSTOM_"),

@@ -372,3 +372,39 @@ def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
     # Nova checks this only while report_in_placement is off.
     assert translator.tracking_disabled_after_enabled(report, traits) == (
         nova_refuses and not report)
+
+
+DEVNAME_SPECS = {
+    'devname': [{'devname': 'enp129s0f0'}],
+    'devname with physical_network': [
+        {'devname': 'enp129s0f0', 'physical_network': 'physnet1'}],
+    'address with physical_network': [
+        {'address': '0000:25:00.4', 'physical_network': 'physnet1'}],
+    'empty devname': [{'devname': ''}],
+    'devname after an address': [
+        {'address': '0000:25:00.4'},
+        {'devname': 'enp129s0f1', 'physical_network': 'physnet2',
+         'vendor_id': '15b3'}],
+    'addresses': [{'address': '0000:25:00.4'}, {'vendor_id': '10de'}],
+}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(DEVNAME_SPECS))
+def test_devname_in_placement_agrees_with_nova(name, nova_conf):
+    from nova.compute import pci_placement_translator as nova
+    from nova.pci import whitelist
+
+    nova_conf.set_override('report_in_placement', True, 'pci')
+    text = json.dumps(DEVNAME_SPECS[name])
+    try:
+        nova.ensure_no_dev_spec_with_devname(
+            whitelist.Whitelist([text]).specs)
+        nova_refuses = False
+    except Exception as exc:
+        assert type(exc).__name__ == 'PlacementPciException'
+        nova_refuses = True
+    specs = pci_devspec.device_spec_entries(text, 'here', True)
+    refused = translator.specs_with_devname(specs)
+    assert bool(refused) == nova_refuses
+    assert refused == [s for s in specs if s.devname]
