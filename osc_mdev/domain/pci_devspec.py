@@ -134,7 +134,8 @@ def parse_address_spec(address: object) -> PciAddress:
         raise novaconf.NovaConfError(
             'address %s is neither a string nor a dict' % json_text(address))
     dbs, _, func = address.partition('.')
-    func = _hex_field('function', func.strip() or ANY, 0x7, '%01x')
+    func = _hex_field('function', func.strip() if func else ANY, 0x7,
+                      '%01x')
     fields = [ANY, ANY, ANY]
     if dbs:
         parts = dbs.split(':')

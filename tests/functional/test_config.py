@@ -364,6 +364,8 @@ device_spec = [{"address": "%s"}, {"address": "%s"}]
      'invalid [pci] device_spec (not valid JSON'),
     ('[pci]\ndevice_spec = {"address": "0000:25:00.8"}\n', 'error',
      'function 8 is greater than the maximum 7'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00. "}\n', 'error',
+     "function '' is not a hex number"),
     ('[pci]\nalias = {"name": "a16", "resource-class": "X"}\n', 'error',
      "Additional properties are not allowed ('resource-class' unexpected)"),
     ('[pci]\nalias = {"name": "a16", "resource_class": "X"}\n', 'error',

@@ -50,6 +50,9 @@ SPECS = {
     'live_migratable yes': {'address': '0000:25:00.4',
                             'live_migratable': 'yes'},
     'one_time_use': {'address': '0000:25:00.0', 'one_time_use': 'true'},
+    'function blank': {'address': '0000:25:00. '},
+    'function empty': {'address': '0000:25:00.'},
+    'slot blank': {'address': '0000:25: .4'},
 }
 TEXTS = {
     'not json': '{"vendor_id": "10de",}',
