@@ -359,6 +359,22 @@ device_spec = [{"address": "%s"}, {"address": "%s"}]
     assert 'both %s and %s are listed' % (VF5, PF) in errors[1]
 
 
+def test_pci_pf_named_by_address_fields_matches_its_vfs(tmp_path):
+    # The fields of a PF's address, as regular expressions that are plain
+    # hex: Nova takes them for the PF's address, so its VFs match too.
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": {"domain": "0000", "bus": "25", "slot": "00",
+    "function": "0"}}
+""")
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    errors = [f['Message'] for f in json.loads(result.stdout)
+              if f['Severity'] == 'error']
+    assert len(errors) == 2
+    assert all('PlacementPciDependentDeviceException' in e for e in errors)
+
+
 @pytest.mark.parametrize('text,severity,fragment', [
     ('[pci]\ndevice_spec = {"vendor_id": "10de",}\n', 'error',
      'invalid [pci] device_spec (not valid JSON'),

@@ -184,6 +184,20 @@ VIEWS = {
 }
 
 
+PFS = {d[0] for d in DEVICES if d[3] == 'type-PF'}
+
+
+@pytest.fixture
+def nova_pfs(monkeypatch):
+    """Nova's sysfs test of a physical function
+    (``nova.pci.utils.is_physical_function``) answers from DEVICES.
+    """
+    from nova.pci import utils
+
+    monkeypatch.setattr(utils, 'is_physical_function', lambda *fields: (
+        '%s:%s:%s.%s' % fields) in PFS)
+
+
 def _nova_view(specs, conf):
     from nova.compute import pci_placement_translator as translator
     from nova import objects
@@ -211,12 +225,13 @@ def _nova_view(specs, conf):
 
 @pytest.mark.nova
 @pytest.mark.parametrize('name', sorted(VIEWS))
-def test_providers_agree_with_nova(name, nova_conf):
+def test_providers_agree_with_nova(name, nova_conf, nova_pfs):
     nova = _nova_view(VIEWS[name], nova_conf)
     specs = pci_devspec.device_spec_entries(json.dumps(VIEWS[name]), 'here',
                                             True)
     devices = [pci_devspec.PciDevice(*d) for d in DEVICES]
-    providers, problems = translator.pci_providers('node1', devices, specs)
+    providers, problems = translator.pci_providers('node1', devices, specs,
+                                                   PFS)
     if isinstance(nova, Exception):
         assert problems, name
         assert problems[0][0] == type(nova).__name__
@@ -225,6 +240,45 @@ def test_providers_agree_with_nova(name, nova_conf):
     assert {n: (p.resource_class, p.traits,
                 sorted(d.address for d in p.devices))
             for n, p in providers.items() if p.devices} == nova
+
+
+MATCHING = {
+    'pf address': {'address': '0000:25:00.0'},
+    'pf address, vf ids': {'address': '0000:25:00.0', 'product_id': '25b6'},
+    'vf address': {'address': '0000:25:00.4'},
+    'pf address fields': {'address': {
+        'domain': '0000', 'bus': '25', 'slot': '00', 'function': '0'}},
+    'pf address patterns': {'address': {'bus': '25', 'function': '0'}},
+    'pf address fields, vf ids': {'product_id': '25b6', 'address': {
+        'domain': '0000', 'bus': '25', 'slot': '00', 'function': '0'}},
+    'pci address fields': {'address': {
+        'domain': '0000', 'bus': '41', 'slot': '00', 'function': '0'}},
+    'pf address fields in upper case': {'address': {
+        'domain': '0000', 'bus': '2A', 'slot': '00', 'function': '0'}},
+    'short pf address fields': {'address': {
+        'domain': '0', 'bus': '25', 'slot': '0', 'function': '0'}},
+    'glob': {'address': '*:25:00.*'},
+}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(MATCHING))
+def test_devices_a_spec_matches_agree_with_nova(name, nova_conf, nova_pfs):
+    from nova import objects
+    from nova.pci import whitelist
+
+    objects.register_all()
+    text = json.dumps(MATCHING[name])
+    [nova] = whitelist.Whitelist([text]).specs
+    [ours] = pci_devspec.device_spec_entries(text)
+    for address, vendor, product, dev_type, parent in DEVICES:
+        device = objects.PciDevice(
+            address=address, vendor_id=vendor, product_id=product,
+            dev_type=dev_type, parent_addr=parent)
+        assert pci_devspec.spec_matches(
+            ours, pci_devspec.PciDevice(address, vendor, product, dev_type,
+                                        parent), PFS) == \
+            nova.match_pci_obj(device), address
 
 
 def test_provider_names_follow_nova():
