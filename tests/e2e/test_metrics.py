@@ -16,10 +16,10 @@ Each flavor's ``openstack_mdev_flavor_fits`` follows the servers that
 boot, and is the number of servers Nova's scheduler then boots before it
 answers NoValidHost; the used mdevs per device are those the fake
 hypervisor created. A flavor deleted meanwhile costs its own series
-only: the rest is written and the command exits non-zero. With ``--allocations`` each server's series names the GPU the
-fake hypervisor gave it (an mdev's parent device, a VF's PF) and the
-project and flavor Nova has for it; PCI-in-Placement GPUs are in the
-default run.
+only: the rest is written and the command exits non-zero. With
+``--allocations`` each server's series names the GPU the fake hypervisor
+gave it (an mdev's parent device, a VF's PF) and the project and flavor
+Nova has for it; PCI-in-Placement GPUs are in the default run.
 """
 
 from prometheus_client import parser
