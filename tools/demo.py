@@ -553,12 +553,14 @@ def drain_tour(t, cloud):
              'Host', '-c', 'Live', '-c', 'Cold', '-c', 'Devices', '-c',
              'Reason')
     t.sample('drain-check-not-checked', 'mdev', 'migration', 'check',
-             'train-1', '--host', tight, '-f', 'yaml', '-c', 'Not Checked')
+             'train-1', '--target', tight, '-f', 'yaml', '-c',
+             'Not Checked')
     t.say('A server whose flavor asks for any VGPU, on an nvidia-11 GPU of '
           'compute1; the one\nVGPU device of %s is an nvidia-12:' % tight)
     t.boot('vgpu.any', 'render', 'compute1')
     t.sample('drain-check-any-type', 'mdev', 'migration', 'check',
-             'render', '--host', tight, '-f', 'yaml', expect_failure=True)
+             'render', '--target', tight, '-f', 'yaml',
+             expect_failure=True)
     t.say('Plan the whole host, first onto two nodes only, then onto any:')
     t.sample('drain-plan-targets', 'mdev', 'migration', 'plan', '--host',
              node, '--live', '--target', old, '--target', tight, '-c',

@@ -211,12 +211,12 @@ def _check_hosts(listing, hosts, option):
 # -- check -----------------------------------------------------------------
 
 def check(placement: object, compute: object, reference: str,
-          host: str | None = None, inputs: Inputs | None = None,
+          targets: tuple = (), inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
           ) -> tuple[domain.Server, list[domain.Verdict]]:
     """``(server, [domain.Verdict])``: where the server ``reference``
-    names can move (``host``: only there), best targets first, with the
-    nova.conf files' ``inputs``.
+    names can move (``targets``: only there), best targets first, with
+    the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, aliases = inputs.confs, inputs.aliases
@@ -235,13 +235,13 @@ def check(placement: object, compute: object, reference: str,
         raise exceptions.CommandError(
             'Server %s is on no compute node (status %s): there is nothing '
             'to migrate.' % (server_id, server.get('status')))
-    hosts = [host] if host else []
-    _check_hosts(listing, hosts, '--host')
+    hosts = list(dict.fromkeys(targets))
+    _check_hosts(listing, hosts, '--target')
     _check_hosts(listing, list(confs), '--compute-conf')
-    if host == source_name:
+    if source_name in hosts:
         raise exceptions.CommandError(
-            '--host %s is the compute node the server is on; name another.'
-            % host)
+            '--target %s is the compute node the server is on; name '
+            'another.' % source_name)
     hypervisors = [domain.hypervisor_from_api(h) for h in hypervisors]
     found = _server(server, (), aliases)
     if found.request is None:
@@ -259,7 +259,7 @@ def check(placement: object, compute: object, reference: str,
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
     targets = [n for name, n in sorted(nodes.items())
                if name != source_name and (
-                   name == host or not host and domain.offers(request, n))]
+                   name in hosts or not hosts and domain.offers(request, n))]
     asked = [t for t in targets if _worth_asking(request, t)]
     firsts = _firsts(placement, [(request, t.tree.root.uuid)
                                  for t in asked])

@@ -62,8 +62,7 @@ Room for a bare request of two vGPUs with a trait::
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf',
-                           'controller_conf')
+        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.resource_class(parser)
         options.amount_and_spread(parser)
         options.trait(parser)

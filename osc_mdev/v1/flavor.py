@@ -69,16 +69,14 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
                  'default); repeat, or give a comma list as in '
                  'pci_passthrough:alias.')
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf',
-                           'controller_conf')
+        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.amount_and_spread(parser)
         parser.add_argument(
             '--isolate-other-groups', action='store_true',
             help='With --spread, go on although the flavor has numbered '
                  'groups of other requests, which group_policy=isolate then '
                  'binds too.')
-        options.deprecated(parser, '--force', '--isolate-other-groups',
-                           'isolate_other_groups', flag=True)
+        options.deprecated(parser, '--force', '--isolate-other-groups')
         options.trait(parser)
         options.forbid_trait(parser)
         parser.add_argument(

@@ -50,7 +50,7 @@ class CheckMigration(command.Lister):
 
     Answers "where can this server go, and will Nova agree?" before Nova
     is asked: one row per compute node with devices of the server's
-    classes (or --host) saying Live and Cold yes or no, the devices of its
+    classes (or --target) saying Live and Cold yes or no, the devices of its
     type with room, the first of Nova's rules that fails, in Nova's words,
     and what the APIs cannot show (Not Checked). Give the controller's
     nova.conf (--controller-conf) when its nova-conductor has [workarounds]
@@ -67,7 +67,7 @@ Every node the server could go to::
 
 One target, its and the source's nova.conf checked too::
 
-    openstack mdev migration check vm-1 --host gpu2 --compute-conf \\
+    openstack mdev migration check vm-1 --target gpu2 --compute-conf \\
         gpu1=/etc/nova/gpu1.conf --compute-conf gpu2=/etc/nova/gpu2.conf
 
 With the settings of the controller's nova-conductor::
@@ -81,7 +81,8 @@ With the settings of the controller's nova-conductor::
         parser.add_argument(
             'server', metavar='<server>',
             help='Server name or ID (any project).')
-        options.host(parser, several=False)
+        options.target(parser)
+        options.deprecated(parser, '--host', '--target')
         _shared(parser)
         return parser
 
@@ -90,7 +91,7 @@ With the settings of the controller's nova-conductor::
         mdev = self.app.client_manager.mdev
         _, verdicts = migration.check(
             mdev.placement, mdev.compute, parsed_args.server,
-            parsed_args.host, inputs, parsed_args.trait_prefix)
+            tuple(parsed_args.target), inputs, parsed_args.trait_prefix)
         self.fits = any(v.fits for v in verdicts)
         rows = [(v.node, v.live, v.cold,
                  format_columns.ListColumn(v.devices), v.reason,
@@ -141,11 +142,7 @@ Live migrations only, onto two nodes, the commands alone::
         kind.add_argument(
             '--cold', action='store_true',
             help='Plan cold migrations only.')
-        parser.add_argument(
-            '--target', metavar='<host>', action='append', default=[],
-            help='A compute node the servers may go to, named as --host '
-                 'names them; repeat for several (default: every other '
-                 'node).')
+        options.target(parser)
         _shared(parser)
         return parser
 

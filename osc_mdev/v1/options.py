@@ -10,17 +10,23 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The options several commands share, each defined once.
+"""The options several commands share, each defined once, and the
+``type=`` functions that parse option values.
 
 An option name means one thing in every command and is described in the
 same words (tests/unit/test_options.py holds every command to it). What
 a command does with it is in the command's own description. Renamed
 options keep their old spelling for one release as a hidden alias that
 logs a deprecation warning.
+
+A value that cannot be parsed is refused by argparse, before any file is
+read or any request made, as one line naming the option
+(``common.one_line_errors``).
 """
 
 import argparse
 import logging
+import typing
 
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
@@ -30,8 +36,10 @@ LOG = logging.getLogger(__name__)
 HOST = ("A compute node, named as in 'openstack hypervisor list' (its "
         "hypervisor hostname), not the service host; repeatable where the "
         "command takes several.")
+TARGET = ('A compute node to migrate to, named as --host names nodes; '
+          'repeat for several (default: every other node).')
 RESOURCE_CLASS = (
-    "Resource class of the devices: VGPU, an mdev type's CUSTOM_<NAME> "
+    'Resource class of the devices: VGPU, an mdev type\'s CUSTOM_<NAME> '
     'class, or the class of PCI-in-Placement devices.')
 TRAIT = ('A trait such as CUSTOM_NVIDIA_12: the one to add or remove in '
          "'trait set' and 'trait unset', one the device must have "
@@ -64,116 +72,6 @@ FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
           'reader sees the old file or the new one, and a failed write '
           'leaves the old file.')
-
-
-class _Deprecated(argparse.Action):
-    """An old spelling of an option: does what the new one does, and
-    says so once in a warning.
-    """
-
-    def __init__(self, option_strings, dest, new=None, **kwargs):
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        LOG.warning('%s is deprecated and will be removed in the next '
-                    'release; use %s.', option_string, self.new)
-        if self.nargs == 0:
-            setattr(namespace, self.dest, self.const)
-            return
-        items = list(getattr(namespace, self.dest, None) or [])
-        items.append(values)
-        setattr(namespace, self.dest, items)
-
-
-def deprecated(parser, old, new, dest, flag=False):
-    """``old`` as a hidden alias of option ``new`` (stored in ``dest``).
-    """
-    if flag:
-        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
-                            nargs=0, const=True, help=argparse.SUPPRESS)
-    else:
-        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
-                            help=argparse.SUPPRESS)
-
-
-def host(parser, several=True):
-    if several:
-        parser.add_argument('--host', metavar='<host>', action='append',
-                            default=[], help=HOST)
-    else:
-        parser.add_argument('--host', metavar='<host>', help=HOST)
-
-
-def resource_class(parser, several=False):
-    if several:
-        parser.add_argument('--resource-class', metavar='<resource-class>',
-                            action='append', default=[],
-                            help=RESOURCE_CLASS)
-    else:
-        parser.add_argument('--resource-class', metavar='<resource-class>',
-                            help=RESOURCE_CLASS)
-
-
-def trait(parser, required=False):
-    parser.add_argument('--trait', metavar='<trait>', action='append',
-                        default=[], required=required, help=TRAIT)
-
-
-def forbid_trait(parser):
-    parser.add_argument('--forbid-trait', metavar='<trait>',
-                        action='append', default=[], help=FORBID_TRAIT)
-
-
-def trait_prefix(parser):
-    parser.add_argument('--trait-prefix', metavar='<prefix>',
-                        default=trait_logic.DEFAULT_TRAIT_PREFIX,
-                        help=TRAIT_PREFIX)
-
-
-def amount_and_spread(parser):
-    parser.add_argument('--amount', metavar='<count>', type=int, default=1,
-                        help=AMOUNT)
-    parser.add_argument('--spread', action='store_true', help=SPREAD)
-
-
-def dry_run(parser):
-    parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
-
-
-def long(parser):
-    parser.add_argument('--long', action='store_true', help=LONG)
-
-
-def controller_conf(parser):
-    parser.add_argument('--controller-conf', metavar='<file>',
-                        action='append', default=[], help=CONTROLLER_CONF)
-
-
-def compute_conf(parser):
-    parser.add_argument('--compute-conf', metavar='<host>=<file>',
-                        action='append', default=[], help=COMPUTE_CONF)
-
-
-def force(parser):
-    parser.add_argument('--force', action='store_true', help=FORCE)
-
-
-def kind(parser, default: str = providers.MDEV) -> None:
-    parser.add_argument(
-        '--kind', choices=sorted(providers.KIND_CHOICES),
-        default=default, help=KIND)
-
-
-def flavor(parser):
-    parser.add_argument('--flavor', metavar='<flavor>', action='append',
-                        default=[], help=FLAVOR)
-
-
-def output(parser):
-    parser.add_argument('--output', metavar='<file>', help=OUTPUT)
-
-
 EXPORT_DIR = (
     "Directory of provider config files as 'trait export --output-dir' "
     'writes them (<host>.yaml): the file of each host changed is '
@@ -183,10 +81,141 @@ PROVIDER_CONFIG = (
     'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
 
 
-def export_dir(parser):
+# -- renamed options ------------------------------------------------------
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: says so in a warning, then does what
+    the new one does (``target``, its action), or keeps the value in its
+    own ``dest`` for the command to translate.
+    """
+
+    def __init__(self, option_strings: list[str], dest: str,
+                 new: str = '', target: argparse.Action | None = None,
+                 **kwargs: typing.Any) -> None:
+        self.new = new
+        self.target = target
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser,
+                 namespace: argparse.Namespace, values: typing.Any,
+                 option_string: str | None = None) -> None:
+        LOG.warning('%s is deprecated and will be removed in the next '
+                    'release; use %s.', option_string, self.new)
+        if self.target is None:
+            setattr(namespace, self.dest, values)
+        else:
+            self.target(parser, namespace, values, option_string)
+
+
+def deprecated(parser: argparse.ArgumentParser, old: str, new: str,
+               dest: str | None = None) -> None:
+    """``old`` as a hidden alias of option ``new``, which ``parser`` has:
+    the same values, parsed the same way, stored where ``new`` stores
+    them. With ``dest``, ``new`` takes its values in another shape: the
+    old value is stored in ``dest`` for the command to translate.
+    """
+    if dest is not None:
+        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
+                            help=argparse.SUPPRESS)
+        return
+    target = parser._option_string_actions[new]
+    parser.add_argument(old, action=_Deprecated, new=new, target=target,
+                        dest=target.dest, nargs=target.nargs,
+                        type=target.type, metavar=target.metavar,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+# -- the shared options ---------------------------------------------------
+
+Parser = argparse.ArgumentParser
+
+
+def host(parser: Parser, several: bool = True) -> None:
+    if several:
+        parser.add_argument('--host', metavar='<host>', action='append',
+                            default=[], help=HOST)
+    else:
+        parser.add_argument('--host', metavar='<host>', help=HOST)
+
+
+def target(parser: Parser) -> None:
+    parser.add_argument('--target', metavar='<host>', action='append',
+                        default=[], help=TARGET)
+
+
+def resource_class(parser: Parser, several: bool = False) -> None:
+    if several:
+        parser.add_argument('--resource-class', metavar='<resource-class>',
+                            action='append', default=[],
+                            help=RESOURCE_CLASS)
+    else:
+        parser.add_argument('--resource-class', metavar='<resource-class>',
+                            help=RESOURCE_CLASS)
+
+
+def trait(parser: Parser, required: bool = False) -> None:
+    parser.add_argument('--trait', metavar='<trait>', action='append',
+                        default=[], required=required, help=TRAIT)
+
+
+def forbid_trait(parser: Parser) -> None:
+    parser.add_argument('--forbid-trait', metavar='<trait>',
+                        action='append', default=[], help=FORBID_TRAIT)
+
+
+def trait_prefix(parser: Parser) -> None:
+    parser.add_argument('--trait-prefix', metavar='<prefix>',
+                        default=trait_logic.DEFAULT_TRAIT_PREFIX,
+                        help=TRAIT_PREFIX)
+
+
+def amount_and_spread(parser: Parser) -> None:
+    parser.add_argument('--amount', metavar='<count>', type=int, default=1,
+                        help=AMOUNT)
+    parser.add_argument('--spread', action='store_true', help=SPREAD)
+
+
+def dry_run(parser: Parser) -> None:
+    parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
+
+
+def long(parser: Parser) -> None:
+    parser.add_argument('--long', action='store_true', help=LONG)
+
+
+def controller_conf(parser: Parser) -> None:
+    parser.add_argument('--controller-conf', metavar='<file>',
+                        action='append', default=[], help=CONTROLLER_CONF)
+
+
+def compute_conf(parser: Parser) -> None:
+    parser.add_argument('--compute-conf', metavar='<host>=<file>',
+                        action='append', default=[], help=COMPUTE_CONF)
+
+
+def force(parser: Parser) -> None:
+    parser.add_argument('--force', action='store_true', help=FORCE)
+
+
+def kind(parser: Parser, default: str = providers.MDEV) -> None:
+    parser.add_argument(
+        '--kind', choices=sorted(providers.KIND_CHOICES),
+        default=default, help=KIND)
+
+
+def flavor(parser: Parser) -> None:
+    parser.add_argument('--flavor', metavar='<flavor>', action='append',
+                        default=[], help=FLAVOR)
+
+
+def output(parser: Parser) -> None:
+    parser.add_argument('--output', metavar='<file>', help=OUTPUT)
+
+
+def export_dir(parser: Parser) -> None:
     parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
 
 
-def provider_config(parser):
+def provider_config(parser: Parser) -> None:
     parser.add_argument('--provider-config', metavar='[<host>=]<path>',
                         action='append', default=[], help=PROVIDER_CONFIG)

@@ -76,8 +76,7 @@ def test_every_option_name_has_one_help_and_one_metavar():
 def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
     parser = argparse.ArgumentParser()
     options.controller_conf(parser)
-    options.deprecated(parser, '--nova-conf', '--controller-conf',
-                       'controller_conf')
+    options.deprecated(parser, '--nova-conf', '--controller-conf')
     parsed = parser.parse_args(old)
     assert getattr(parsed, new[0]) == new[1]
     deprecations = [r for r in caplog.records if 'deprecated' in r.message]
@@ -87,10 +86,36 @@ def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
 def test_deprecated_flag():
     parser = argparse.ArgumentParser()
     parser.add_argument('--isolate-other-groups', action='store_true')
-    options.deprecated(parser, '--force', '--isolate-other-groups',
-                       'isolate_other_groups', flag=True)
+    options.deprecated(parser, '--force', '--isolate-other-groups')
     assert parser.parse_args(['--force']).isolate_other_groups is True
     assert parser.parse_args([]).isolate_other_groups is False
+
+
+#: Each renamed option: a command, its arguments with the old spelling,
+#: the same with the new one.
+RENAMED = [
+    ('mdev audit', ['--nova-conf', 'gpu1=a.conf'],
+     ['--compute-conf', 'gpu1=a.conf']),
+    ('mdev capacity', ['--flavor', 'f', '--nova-conf', 'a.conf'],
+     ['--flavor', 'f', '--controller-conf', 'a.conf']),
+    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--force'],
+     ['f', '--resource-class', 'VGPU', '--isolate-other-groups']),
+    ('mdev migration check', ['vm-1', '--host', 'gpu2', '--host', 'gpu3'],
+     ['vm-1', '--target', 'gpu2', '--target', 'gpu3']),
+]
+
+
+@pytest.mark.parametrize('name, old, new', RENAMED,
+                         ids=[' '.join([n] + o) for n, o, _ in RENAMED])
+def test_old_spellings_parse_as_the_new_and_warn(name, old, new, caplog):
+    parser = commands()[name](None, None).get_parser('openstack ' + name)
+    with caplog.at_level('WARNING'):
+        parsed = parser.parse_args(old)
+    assert vars(parsed) == vars(parser.parse_args(new))
+    spellings = {a for a in old if a.startswith('--')} - set(new)
+    warned = {r.args[0] for r in caplog.records
+              if 'is deprecated' in r.getMessage()}
+    assert spellings and warned == spellings
 
 
 def test_the_options_page_lists_every_option():
