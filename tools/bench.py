@@ -31,8 +31,8 @@ measures, on the same cloud:
 * the same requests one after another in one Python process (listing,
   then inventories, usages and traits of each GPU);
 * ``mdev capacity`` for a bare request (``--resource-class VGPU
-  --amount 1``), the same with ``--trait CUSTOM_NVIDIA_35``, and that
-  one with ``--explain``: each answer is checked against what the
+  --amount 1``), the same with ``--require-trait CUSTOM_NVIDIA_35``, and
+  that one with ``--explain``: each answer is checked against what the
   per-device reads say (per host: servers that fit, free mdevs and the
   devices with room; per constraint: the devices and hosts left).
 
@@ -719,7 +719,7 @@ def measure_capacity(runner, baseline, runs):
     """
     bare = ('mdev', 'capacity', '--resource-class', 'VGPU', '--amount', '1',
             '-f', 'json')
-    traited = bare + ('--trait', CAPACITY_TRAIT)
+    traited = bare + ('--require-trait', CAPACITY_TRAIT)
     result = {}
     t, n, out = runner.measure(runs, *bare)
     result['bare'] = (t, n, capacity_same(
@@ -743,7 +743,7 @@ def capacity_table(results, help_ours, args):
         for key, label in (
                 ('bare', '`mdev capacity --resource-class VGPU --amount 1`'),
                 ('trait', '`mdev capacity --resource-class VGPU --amount 1 '
-                          '--trait %s`' % CAPACITY_TRAIT),
+                          '--require-trait %s`' % CAPACITY_TRAIT),
                 ('explain', 'the same with `--explain`')):
             t, n, ok = r['capacity'][key]
             lines.append('| %d | %s | %.2f | %d | %s |' % (

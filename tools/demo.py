@@ -218,8 +218,8 @@ def tour_with(t):
                     t.nova_conf(other).name, '--host', t.node(other)],
                 env=t.env, cwd=t.workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
-    t.sample('provider-list-trait', 'mdev', 'provider', 'list', '--trait',
-             'CUSTOM_NVIDIA_12')
+    t.sample('provider-list-trait', 'mdev', 'provider', 'list',
+             '--require-trait', 'CUSTOM_NVIDIA_12')
 
     t.say('A flavor for one nvidia-12 vGPU, validated against the cloud:')
     t.run('flavor', 'create', '--vcpus', '1', '--ram', '512', '--disk',
@@ -409,8 +409,8 @@ def errors_tour(t):
     t.say('Bad input is one line and exit status 1; nothing is written:')
     t.sample('error-unknown-device', 'mdev', 'provider', 'show',
              'compute1:0000:99:00.0', expect_failure=True)
-    t.sample('error-trait-name', 'mdev', 'provider', 'list', '--trait',
-             'nvidia-35', expect_failure=True)
+    t.sample('error-trait-name', 'mdev', 'provider', 'list',
+             '--require-trait', 'nvidia-35', expect_failure=True)
     t.sample('trait-unset-owner-refused', 'mdev', 'trait', 'unset',
              '--trait', 'OWNER_NOVA', '--all', expect_failure=True)
 

@@ -54,8 +54,8 @@ Why a flavor gets NoValidHost::
 
 Room for a bare request of two vGPUs with a trait::
 
-    openstack mdev capacity --resource-class VGPU --amount 2 --trait \\
-        CUSTOM_NVIDIA_12
+    openstack mdev capacity --resource-class VGPU --amount 2 \\
+        --require-trait CUSTOM_NVIDIA_12
 """
 
     def get_parser(self, prog_name):
@@ -65,7 +65,8 @@ Room for a bare request of two vGPUs with a trait::
         options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.resource_class(parser)
         options.amount_and_spread(parser)
-        options.trait(parser)
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
         options.host(parser)
         options.long(parser)
@@ -88,12 +89,13 @@ Room for a bare request of two vGPUs with a trait::
             raise exceptions.CommandError(
                 'Give --flavor <flavor> or --resource-class <class> to say '
                 'what to count.')
-        if not bare and (parsed_args.trait or parsed_args.forbid_trait or
+        if not bare and (parsed_args.require_trait or
+                         parsed_args.forbid_trait or
                          parsed_args.spread or parsed_args.amount != 1):
             raise exceptions.CommandError(
-                '--amount, --spread, --trait and --forbid-trait describe a '
-                'bare request; use them with --resource-class, not '
-                '--flavor.')
+                '--amount, --spread, --require-trait and --forbid-trait '
+                'describe a bare request; use them with --resource-class, '
+                'not --flavor.')
         if parsed_args.count is not None and parsed_args.count < 1:
             raise exceptions.CommandError(
                 '--count must be at least 1, not %d.' % parsed_args.count)
@@ -108,7 +110,8 @@ Room for a bare request of two vGPUs with a trait::
                 parsed_args.controller_conf)
         if bare:
             return [(None, common.bare_request(
-                parsed_args, common.trait_names(parsed_args.trait)))]
+                parsed_args,
+                common.trait_names(parsed_args.require_trait)))]
         return [(name, None) for name in parsed_args.flavor]
 
     def take_action(self, parsed_args):

@@ -77,7 +77,8 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
                  'groups of other requests, which group_policy=isolate then '
                  'binds too.')
         options.deprecated(parser, '--force', '--isolate-other-groups')
-        options.trait(parser)
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
         parser.add_argument(
             '--mdev-type', metavar='<type>', action='append', default=[],
@@ -106,7 +107,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         mdev_only = [o for o, v in (
             ('--amount', parsed_args.amount != 1),
             ('--spread', parsed_args.spread),
-            ('--trait', parsed_args.trait),
+            ('--require-trait', parsed_args.require_trait),
             ('--forbid-trait', parsed_args.forbid_trait),
             ('--mdev-type', parsed_args.mdev_type),
             ('--isolate-other-groups', parsed_args.isolate_other_groups))
@@ -210,7 +211,7 @@ Examples:
 
 
 def _required_traits(parsed_args):
-    required = set(common.trait_names(parsed_args.trait))
+    required = set(common.trait_names(parsed_args.require_trait))
     if parsed_args.mdev_type:
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         required.update(

@@ -41,9 +41,10 @@ TARGET = ('A compute node to migrate to, named as --host names nodes; '
 RESOURCE_CLASS = (
     'Resource class of the devices: VGPU, an mdev type\'s CUSTOM_<NAME> '
     'class, or the class of PCI-in-Placement devices.')
-TRAIT = ('A trait such as CUSTOM_NVIDIA_12: the one to add or remove in '
-         "'trait set' and 'trait unset', one the device must have "
-         'elsewhere. Repeat for several.')
+TRAIT = ('A trait to add or remove, such as CUSTOM_NVIDIA_12. Repeat for '
+         'several.')
+REQUIRE_TRAIT = ('A trait the device must have, such as CUSTOM_NVIDIA_12. '
+                 'Repeat for several.')
 FORBID_TRAIT = 'A trait the device must not have. Repeat for several.'
 TRAIT_PREFIX = ('Prefix of the traits named after mdev types (by default '
                 'type nvidia-12 is trait CUSTOM_NVIDIA_12).')
@@ -156,6 +157,11 @@ def resource_class(parser: Parser, several: bool = False) -> None:
 def trait(parser: Parser, required: bool = False) -> None:
     parser.add_argument('--trait', metavar='<trait>', action='append',
                         default=[], required=required, help=TRAIT)
+
+
+def require_trait(parser: Parser) -> None:
+    parser.add_argument('--require-trait', metavar='<trait>',
+                        action='append', default=[], help=REQUIRE_TRAIT)
 
 
 def forbid_trait(parser: Parser) -> None:

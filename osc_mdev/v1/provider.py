@@ -114,7 +114,7 @@ GPUs of one compute node with room for one more vGPU::
 
 GPUs tagged with a type's trait, as JSON::
 
-    openstack mdev provider list --trait CUSTOM_NVIDIA_12 -f json
+    openstack mdev provider list --require-trait CUSTOM_NVIDIA_12 -f json
 
 Every GPU, mdev and PCI-in-Placement alike::
 
@@ -125,7 +125,8 @@ Every GPU, mdev and PCI-in-Placement alike::
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.resource_class(parser)
-        options.trait(parser)
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         usage = parser.add_mutually_exclusive_group()
         usage.add_argument(
             '--free', action='store_true',
@@ -139,7 +140,7 @@ Every GPU, mdev and PCI-in-Placement alike::
 
     def take_action(self, parsed_args):
         resource_class = common.resource_class(parsed_args.resource_class)
-        traits = common.trait_names(parsed_args.trait)
+        traits = common.trait_names(parsed_args.require_trait)
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full,

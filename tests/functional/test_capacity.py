@@ -103,13 +103,13 @@ REQUESTS = {
         {'resources1': 'VGPU:1', 'resources2': 'VGPU:1',
          'group_policy': 'isolate'}),
     'required trait': (
-        ['--resource-class', 'VGPU', '--trait', 'CUSTOM_NVIDIA_11'],
+        ['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_NVIDIA_11'],
         {'resources': 'VGPU:1', 'required': 'CUSTOM_NVIDIA_11'}),
     'forbidden trait': (
         ['--resource-class', 'VGPU', '--forbid-trait', 'CUSTOM_NVIDIA_11'],
         {'resources': 'VGPU:1', 'required': '!CUSTOM_NVIDIA_11'}),
     'trait on the root only': (
-        ['--resource-class', 'VGPU', '--trait', 'HW_CPU_X86_AVX2'],
+        ['--resource-class', 'VGPU', '--require-trait', 'HW_CPU_X86_AVX2'],
         {'resources': 'VGPU:1', 'required': 'HW_CPU_X86_AVX2'}),
     'custom class, three': (
         ['--resource-class', 'CUSTOM_MLX5', '--amount', '3'],
@@ -179,7 +179,7 @@ def test_host_filter(cloud, auth):
 
 def test_explain_names_the_constraint_and_the_fix(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--amount', '4',
-                         '--trait', 'CUSTOM_NVIDIA_11')
+                         '--require-trait', 'CUSTOM_NVIDIA_11')
     steps = {r['Constraint']: r for r in rows}
     assert steps['offers VGPU'] == {
         'Constraint': 'offers VGPU', 'Devices Ruled Out': 1,
@@ -216,7 +216,7 @@ def test_count_with_a_bare_request(cloud, auth):
     ([], 'Give --flavor'),
     (['--resource-class', 'VGPU', '--amount', '0'], 'at least 1'),
     (['--resource-class', 'vgpu'], 'vgpu'),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_A',
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A',
       '--forbid-trait', 'CUSTOM_A'], 'both required and forbidden'),
     (['--resource-class', 'VGPU', '--count', '0'], 'at least 1'),
     (['--resource-class', 'VGPU', '--host', 'nosuch'], 'nosuch'),

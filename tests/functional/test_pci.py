@@ -153,7 +153,7 @@ def test_list_all_kinds_long(cloud, auth):
 def test_pci_filters(cloud, auth):
     rows = listed(auth, '--kind', 'pci', '--resource-class', L4, '--free')
     assert [r['Device'] for r in rows] == ['0000:3c:00.0']
-    rows = listed(auth, '--kind', 'all', '--trait', 'CUSTOM_A16_2Q')
+    rows = listed(auth, '--kind', 'all', '--require-trait', 'CUSTOM_A16_2Q')
     assert [r['Device'] for r in rows] == ['0000:af:00.0']
 
 

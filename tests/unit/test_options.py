@@ -102,6 +102,13 @@ RENAMED = [
      ['f', '--resource-class', 'VGPU', '--isolate-other-groups']),
     ('mdev migration check', ['vm-1', '--host', 'gpu2', '--host', 'gpu3'],
      ['vm-1', '--target', 'gpu2', '--target', 'gpu3']),
+    ('mdev provider list', ['--trait', 'CUSTOM_A', '--trait', 'CUSTOM_B'],
+     ['--require-trait', 'CUSTOM_A', '--require-trait', 'CUSTOM_B']),
+    ('mdev capacity', ['--resource-class', 'VGPU', '--trait', 'CUSTOM_A'],
+     ['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
+    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--trait',
+                               'CUSTOM_A'],
+     ['f', '--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
 ]
 
 
