@@ -726,33 +726,6 @@ def repair_key(repair):
     return _repair_key(repair)
 
 
-def parse_checks(text):
-    """``--fix`` value -> the checks it names; ValueError if unknown or
-    not repairable.
-    """
-    wanted = [c.strip() for c in text.split(',') if c.strip()]
-    if not wanted:
-        raise ValueError('--fix needs at least one check, such as %s'
-                         % ORPHANED_ALLOCATION)
-    for check in wanted:
-        if check not in CHECKS:
-            raise ValueError("'%s' is not a check; the checks are %s"
-                             % (check, ', '.join(CHECKS)))
-        if check not in FIXABLE:
-            raise ValueError("check %s has no automatic fix (only %s do); "
-                             "its findings say the command that fixes them"
-                             % (check, ' and '.join(FIXABLE)))
-    return tuple(dict.fromkeys(wanted))
-
-
-def parse_nova_conf_option(value):
-    """``HOST=FILE`` -> ``(host, file)``; ValueError otherwise."""
-    host, sep, path = value.partition('=')
-    if not sep or not host or not path:
-        raise ValueError("--compute-conf takes HOST=FILE, not '%s'" % value)
-    return host, path
-
-
 def pci_alias_unchecked(servers, flavor_list):
     """The one note that ``pci_passthrough:alias`` requests were not
     judged (the controller's ``[pci] alias`` was not given): how many of

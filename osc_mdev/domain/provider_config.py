@@ -473,19 +473,6 @@ def ignored_file_findings(ignored):
         if path.endswith(('.yml', '.YAML', '.yaml', '.YML'))]
 
 
-def split_option(value, is_path=False):
-    """``[HOST=]PATH`` -> ``(host or None, path)``; a value that is an
-    existing path (``is_path``) is a path, ``=`` or not.
-    """
-    host, sep, path = value.partition('=')
-    if is_path or not sep:
-        return None, value
-    if not host or not path:
-        raise ValueError("--provider-config takes PATH or HOST=PATH, not "
-                         "'%s'" % value)
-    return host, path
-
-
 def check_files(files, ignored=()):
     """Every finding of a set of files nova-compute reads together (the
     files of its ``provider_config_location``, as ConfigFile in Nova's

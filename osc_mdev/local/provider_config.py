@@ -96,10 +96,6 @@ def read(paths):
     return Found(tuple(files), tuple(ignored))
 
 
-def exists(path):
-    return os.path.exists(path)
-
-
 def path_of(directory, name):
     """The path of file ``name`` in ``directory``."""
     return os.path.join(directory, name)

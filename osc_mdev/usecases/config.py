@@ -54,12 +54,12 @@ def check(files, sysfs_root=None, host=None, trait_prefix=None,
     ``host``, against what Placement has for that compute node;
     ``clients`` gives ``(placement, compute)`` when they are first
     needed (the files alone need no credentials). NovaConfError for
-    files nova-compute cannot read. ``provider_configs``: the
-    ``--provider-config`` values, checked by ``check_provider_configs``.
+    files nova-compute cannot read. ``provider_configs``: the ``(host or
+    None, path)`` pairs of ``--provider-config``, checked by
+    ``check_provider_configs``.
     """
     extra = check_provider_configs(provider_configs, host, clients)
-    config_paths = tuple(p for _, p in provider_config.split(
-        provider_configs or ()))
+    config_paths = tuple(p for _, p in provider_configs or ())
     if not files:
         return Checked(extra, [], config_paths, configreport.scope(
             None, host=host, provider_configs=True))
@@ -154,14 +154,14 @@ def node_pci_providers(placement, host):
 
 
 def check_provider_configs(values, host=None, clients=None):
-    """Findings of nova-compute's provider config files (``[HOST=]PATH``
-    values, read together as one nova-compute reads its directory) by
-    Nova's rules and, for the compute node (``HOST=`` or ``host``),
-    against its providers in Placement.
+    """Findings of nova-compute's provider config files (``(host or
+    None, path)`` pairs, read together as one nova-compute reads its
+    directory) by Nova's rules and, for the compute node (a pair's host
+    or ``host``), against its providers in Placement.
     """
     if not values:
         return []
-    split = provider_config.split(values)
+    split = list(values)
     named = {h for h, _ in split if h} | ({host} if host else set())
     if len(named) > 1:
         raise exceptions.CommandError(

@@ -70,7 +70,8 @@ class Inputs:
     skip_version_check: bool = False
 
 
-def read_inputs(compute_confs: list[str], controller_conf: list[str],
+def read_inputs(compute_confs: list[tuple[str, str]],
+                controller_conf: list[str],
                 prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Inputs:
     """The Inputs of the --compute-conf HOST=FILE and --controller-conf
     options, read and judged before any request. A compute's file that

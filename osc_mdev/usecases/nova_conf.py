@@ -16,11 +16,11 @@ types) and the controller's (its PCI aliases), read through
 one-line CommandError, what it silently does otherwise a warning.
 """
 
+from collections import abc
 import logging
 
 from osc_lib import exceptions
 
-from osc_mdev.domain import audit
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.local import novaconf as local_novaconf
@@ -81,17 +81,14 @@ def aliases_of(settings: novaconf.Settings,
     return pci.aliases, pci.pci_in_placement
 
 
-def compute_confs(values):
-    """``{host: MdevConfig}`` of --compute-conf HOST=FILE options; a
-    CommandError for a malformed option, a host named twice or a file
-    Nova would refuse.
+def compute_confs(values: abc.Iterable[tuple[str, str]]
+                  ) -> dict[str, novaconf.MdevConfig]:
+    """``{host: MdevConfig}`` of the ``(host, file)`` pairs of
+    --compute-conf; a CommandError for a host named twice or a file Nova
+    would refuse.
     """
     confs = {}
-    for value in values:
-        try:
-            host, path = audit.parse_nova_conf_option(value)
-        except ValueError as exc:
-            raise exceptions.CommandError('%s.' % exc) from exc
+    for host, path in values:
         if host in confs:
             raise exceptions.CommandError(
                 '--compute-conf names host %s twice; give one file per '

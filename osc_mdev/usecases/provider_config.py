@@ -15,6 +15,7 @@ by Nova's rules and compared with a compute node's providers in Placement
 (``osc_mdev.domain.provider_config``), and written by ``trait export``.
 """
 
+from collections import abc
 import dataclasses
 
 from osc_lib import exceptions
@@ -29,14 +30,6 @@ from osc_mdev.usecases import provider as device_reads
 def _failed(exc):
     text = str(exc)
     return exceptions.CommandError('%s%s.' % (text[:1].upper(), text[1:]))
-
-
-def split(values):
-    """``[(host or None, path)]`` of ``--provider-config`` values."""
-    try:
-        return [domain.split_option(v, local.exists(v)) for v in values]
-    except ValueError as exc:
-        raise _failed(exc) from exc
 
 
 def read(paths):
@@ -90,13 +83,15 @@ def placement_findings(placement, host, configs):
             + domain.uncovered_findings(kept, tree, host))
 
 
-def host_files(values):
-    """``{host: [Entry]}`` of ``--provider-config HOST=PATH`` values, the
-    files of each host read together; files nova-compute would refuse are
-    a CommandError (``config check --provider-config`` says why).
+def host_files(values: abc.Iterable[tuple[str | None, str]]
+               ) -> dict[str, list]:
+    """``{host: [Entry]}`` of the ``(host, path)`` pairs of
+    ``--provider-config HOST=PATH``, the files of each host read
+    together; files nova-compute would refuse are a CommandError
+    (``config check --provider-config`` says why).
     """
     by_host = {}
-    for host, path in split(values):
+    for host, path in values:
         if host is None:
             raise exceptions.CommandError(
                 "--provider-config takes HOST=PATH here, not '%s': the "

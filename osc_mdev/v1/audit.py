@@ -12,6 +12,8 @@
 
 """``openstack mdev audit``."""
 
+import argparse
+
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -22,6 +24,30 @@ from osc_mdev.usecases import nova_conf
 from osc_mdev.usecases import provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
+
+
+def fix_checks(value: str) -> tuple[str, ...]:
+    """The checks a ``--fix`` value names (``CHECK[,CHECK]``), each one
+    that has a repair, in order and once.
+    """
+    wanted = tuple(dict.fromkeys(
+        c.strip() for c in value.split(',') if c.strip()))
+    if not wanted:
+        raise argparse.ArgumentTypeError(
+            'give at least one check, such as %s'
+            % domain.ORPHANED_ALLOCATION)
+    for check in wanted:
+        if check not in domain.CHECKS:
+            raise argparse.ArgumentTypeError(
+                "'%s' is not a check; the checks are %s"
+                % (check, ', '.join(domain.CHECKS)))
+        if check not in domain.FIXABLE:
+            raise argparse.ArgumentTypeError(
+                'check %s has no automatic fix (only %s do); its findings '
+                'say the command that fixes them'
+                % (check, ' and '.join(domain.FIXABLE)))
+    return wanted
+
 
 COLUMNS = ('Severity', 'Check', 'Host', 'Device', 'Server', 'Message')
 REPAIR_COLUMNS = ('Repair',)
@@ -67,7 +93,7 @@ Repair what is safe to repair, shown first::
         options.provider_config(parser)
         options.long(parser)
         parser.add_argument(
-            '--fix', metavar='<check>[,<check>]',
+            '--fix', metavar='<check>[,<check>]', type=fix_checks,
             help='Repair the findings of these checks, the two that have a '
                  'repair: %s and %s; a Repair column reports each.'
                  % domain.FIXABLE)
@@ -75,10 +101,8 @@ Repair what is safe to repair, shown first::
         return parser
 
     def take_action(self, parsed_args):
-        checks = ()
-        if parsed_args.fix is not None:
-            checks = common.check(domain.parse_checks, parsed_args.fix)
-        elif parsed_args.dry_run:
+        checks = parsed_args.fix or ()
+        if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)

@@ -71,7 +71,7 @@ Room for a bare request of two vGPUs with a trait::
         options.host(parser)
         options.long(parser)
         parser.add_argument(
-            '--count', metavar='<count>', type=int,
+            '--count', metavar='<count>', type=options.at_least_one,
             help='Say whether one request for this many servers (server '
                  'create --min N --max N) is placed.')
         parser.add_argument(
@@ -96,9 +96,6 @@ Room for a bare request of two vGPUs with a trait::
                 '--amount, --spread, --require-trait and --forbid-trait '
                 'describe a bare request; use them with --resource-class, '
                 'not --flavor.')
-        if parsed_args.count is not None and parsed_args.count < 1:
-            raise exceptions.CommandError(
-                '--count must be at least 1, not %d.' % parsed_args.count)
         if bare and parsed_args.controller_conf:
             raise exceptions.CommandError(
                 '--controller-conf gives the PCI aliases of a flavor; use it '

@@ -12,11 +12,14 @@
 
 """``openstack mdev flavor configure`` / ``show``."""
 
+import argparse
+
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import flavors as flavor_logic
+from osc_mdev.domain import pci as pci_logic
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import flavor as flavors
 from osc_mdev.usecases import nova_conf
@@ -24,6 +27,42 @@ from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
+
+
+def pci_aliases(value: str) -> tuple[tuple[str, int], ...]:
+    """The ``(alias, count)`` pairs of a ``--pci-alias`` value:
+    ``NAME[:COUNT]``, or a comma list of them as Nova's
+    ``pci_passthrough:alias`` (count 1 by default).
+    """
+    found = []
+    for part in value.split(','):
+        name, sep, count = part.strip().partition(':')
+        text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
+        try:
+            [(name, number)] = pci_logic.parse_alias_request(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                "'%s' is not NAME or NAME:COUNT (a [pci] alias name and a "
+                'whole number of devices)' % part) from None
+        if not name or number < 1:
+            raise argparse.ArgumentTypeError(
+                "'%s' asks for no device: give a name and a count of at "
+                'least 1' % part)
+        found.append((name, number))
+    return tuple(found)
+
+
+def _pci_request(values: list[tuple[tuple[str, int], ...]]
+                 ) -> flavor_logic.PciRequest:
+    """The PciRequest of every --pci-alias, each alias named once."""
+    aliases = {}
+    for name, count in (pair for value in values for pair in value):
+        if name in aliases:
+            raise exceptions.CommandError(
+                '--pci-alias %s is given twice; give it once with the total '
+                'count.' % name)
+        aliases[name] = count
+    return flavor_logic.PciRequest(tuple(aliases.items()))
 
 
 class ConfigureFlavor(command.Lister):
@@ -64,7 +103,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.resource_class(parser)
         parser.add_argument(
             '--pci-alias', metavar='<name>[:<count>]', action='append',
-            default=[],
+            type=pci_aliases, default=[],
             help='PCI devices of a [pci] alias per server (count 1 by '
                  'default); repeat, or give a comma list as in '
                  'pci_passthrough:alias.')
@@ -96,8 +135,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         pci = aliases = None
         pci_in_placement = True
         if parsed_args.pci_alias:
-            pci = common.check(flavor_logic.parse_pci_aliases,
-                               parsed_args.pci_alias)
+            pci = _pci_request(parsed_args.pci_alias)
             if parsed_args.controller_conf:
                 aliases, pci_in_placement = nova_conf.controller_aliases(
                     parsed_args.controller_conf)

@@ -26,6 +26,7 @@ read or any request made, as one line naming the option
 
 import argparse
 import logging
+import os
 import typing
 
 from osc_mdev.domain import providers
@@ -80,6 +81,52 @@ EXPORT_DIR = (
 PROVIDER_CONFIG = (
     "A provider config file of nova-compute, or a directory of them, as "
     'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
+
+
+# -- parsing option values ------------------------------------------------
+
+class HostPath(typing.NamedTuple):
+    """``HOST=PATH`` as given: the compute node (None when the value
+    names no node) and the file or directory.
+    """
+
+    host: str | None
+    path: str
+
+
+def host_file(value: str) -> HostPath:
+    """``HOST=FILE`` (``--compute-conf``)."""
+    host, sep, path = value.partition('=')
+    if not sep or not host or not path:
+        raise argparse.ArgumentTypeError("takes HOST=FILE, not '%s'"
+                                         % value)
+    return HostPath(host, path)
+
+
+def host_path(value: str) -> HostPath:
+    """``[HOST=]PATH`` (``--provider-config``): a value that is an
+    existing path is a path, ``=`` or not.
+    """
+    host, sep, path = value.partition('=')
+    if not sep or os.path.exists(value):
+        return HostPath(None, value)
+    if not host or not path:
+        raise argparse.ArgumentTypeError(
+            "takes PATH or HOST=PATH, not '%s'" % value)
+    return HostPath(host, path)
+
+
+def at_least_one(value: str) -> int:
+    """A whole number of at least 1 (``--amount``, ``--count``)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'invalid int value: %r' % value) from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            'must be at least 1, not %d' % number)
+    return number
 
 
 # -- renamed options ------------------------------------------------------
@@ -176,8 +223,8 @@ def trait_prefix(parser: Parser) -> None:
 
 
 def amount_and_spread(parser: Parser) -> None:
-    parser.add_argument('--amount', metavar='<count>', type=int, default=1,
-                        help=AMOUNT)
+    parser.add_argument('--amount', metavar='<count>', type=at_least_one,
+                        default=1, help=AMOUNT)
     parser.add_argument('--spread', action='store_true', help=SPREAD)
 
 
@@ -196,7 +243,8 @@ def controller_conf(parser: Parser) -> None:
 
 def compute_conf(parser: Parser) -> None:
     parser.add_argument('--compute-conf', metavar='<host>=<file>',
-                        action='append', default=[], help=COMPUTE_CONF)
+                        type=host_file, action='append', default=[],
+                        help=COMPUTE_CONF)
 
 
 def force(parser: Parser) -> None:
@@ -224,4 +272,5 @@ def export_dir(parser: Parser) -> None:
 
 def provider_config(parser: Parser) -> None:
     parser.add_argument('--provider-config', metavar='[<host>=]<path>',
-                        action='append', default=[], help=PROVIDER_CONFIG)
+                        type=host_path, action='append', default=[],
+                        help=PROVIDER_CONFIG)

@@ -290,9 +290,9 @@ CASES = [
      'Give --resource-class (mdev devices), --pci-alias (PCI devices) '
      'or both.'),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
-      '--amount', '0'], '--amount must be at least 1'),
+      '--amount', '0'], '--amount: must be at least 1'),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
-      '--amount', '-2'], '--amount must be at least 1'),
+      '--amount', '-2'], '--amount: must be at least 1'),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
       '--amount', 'two'], "invalid int value: 'two'"),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
@@ -317,7 +317,7 @@ CASES = [
     (['flavor', 'show', ''], "No flavor named or with ID ''"),
     (['flavor', 'configure', 'bad-vgpu', '--resource-class', 'VGPU',
       '--spread', '--no-validate', '--amount', '0'],
-     '--amount must be at least 1'),
+     '--amount: must be at least 1'),
     (['flavor', 'show'], 'The following arguments are required'),
 ]
 

@@ -421,7 +421,7 @@ def test_unknown_classes():
         'CUSTOM_A']
 
 
-# -- repairs and options --------------------------------------------------
+# -- repairs --------------------------------------------------------------
 
 def test_repairs_only_of_the_checks_asked_and_once_each():
     remove = audit.RemoveAllocations('x', 1, 'p', 'u')
@@ -431,35 +431,6 @@ def test_repairs_only_of_the_checks_asked_and_once_each():
              audit.Finding('warning', 'lost-trait', repair=add)]
     assert audit.repairs(found, ('orphaned-allocation',)) == [remove]
     assert audit.repairs(found, audit.FIXABLE) == [remove, add]
-
-
-@pytest.mark.parametrize('text,result', [
-    ('orphaned-allocation', ('orphaned-allocation',)),
-    ('lost-trait, orphaned-allocation,lost-trait',
-     ('lost-trait', 'orphaned-allocation')),
-    ('over-capacity', 'has no automatic fix'),
-    ('nope', "'nope' is not a check"),
-    (',', 'needs at least one check'),
-])
-def test_parse_checks(text, result):
-    if isinstance(result, tuple):
-        assert audit.parse_checks(text) == result
-    else:
-        with pytest.raises(ValueError, match=result):
-            audit.parse_checks(text)
-
-
-@pytest.mark.parametrize('value,result', [
-    ('c1=/etc/nova.conf', ('c1', '/etc/nova.conf')),
-    ('gpu.dc=a=b', ('gpu.dc', 'a=b')),
-    ('c1', None), ('=f', None), ('c1=', None),
-])
-def test_parse_nova_conf_option(value, result):
-    if result:
-        assert audit.parse_nova_conf_option(value) == result
-    else:
-        with pytest.raises(ValueError, match='HOST=FILE'):
-            audit.parse_nova_conf_option(value)
 
 
 @pytest.mark.parametrize('servers,flavors,skipped', [
