@@ -206,16 +206,16 @@ def tour_with(t):
     t.say('Tag each GPU with the trait of its type (see it first with '
           '--dry-run):')
     t.sample('trait-set-dry-run', 'mdev', 'trait', 'set',
-             '--from-nova-conf', conf.name, '--host', t.node(host),
+             '--compute-conf', '%s=%s' % (t.node(host), conf.name),
              '--dry-run')
-    t.sample('trait-set-from-nova-conf', 'mdev', 'trait', 'set',
-             '--from-nova-conf', conf.name, '--host', t.node(host))
+    t.sample('trait-set-compute-conf', 'mdev', 'trait', 'set',
+             '--compute-conf', '%s=%s' % (t.node(host), conf.name))
     for other in sorted(cloud.hosts):
         if other != host and cloud.hosts[other]['enabled_mdev_types']:
             subprocess.run(
                 openstack_command() + [
-                    'mdev', 'trait', 'set', '--from-nova-conf',
-                    t.nova_conf(other).name, '--host', t.node(other)],
+                    'mdev', 'trait', 'set', '--compute-conf', '%s=%s' % (
+                        t.node(other), t.nova_conf(other).name)],
                 env=t.env, cwd=t.workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
     t.sample('provider-list-trait', 'mdev', 'provider', 'list',

@@ -389,7 +389,7 @@ def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
 def trait_findings(devices, confs=None,
                    prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """``lost-trait`` and ``wrong-trait``, with the type traits named as
-    ``prefix`` says (``--trait-prefix``, as ``trait set --from-nova-conf``
+    ``prefix`` says (``--trait-prefix``, as ``trait set --compute-conf``
     names them).
 
     Hosts with a nova.conf (``confs``: ``{host: MdevConfig}``): a device

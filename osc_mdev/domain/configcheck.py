@@ -494,7 +494,7 @@ def placement_findings(conf, host, devices, prefix=trait_logic
             found.append(_f(
                 WARNING, where_host,
                 'Device %s carries %s but will be of type %s: run '
-                "'openstack mdev trait set --from-nova-conf FILE --host %s' "
+                "'openstack mdev trait set --compute-conf %s=FILE' "
                 'after the restart to tag it %s.'
                 % (device.address, ', '.join(wrong), mdev_type, host,
                    type_traits[mdev_type])))

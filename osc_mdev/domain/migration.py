@@ -783,8 +783,9 @@ def _types(server, target, key, plain, typed_found, free, first, strict):
     if any(t is None for t in source_types.values()):
         held = [h.device for h in server.mdevs if h.mdev_type is None]
         notes.append((None, 'the mdev type of %s (no type trait: tag it '
-                      'with "mdev trait set --from-nova-conf" or give '
-                      '--compute-conf)' % ', '.join(held)))
+                      'with "openstack mdev trait set --compute-conf '
+                      'HOST=FILE", or give the nova.conf of its host)'
+                      % ', '.join(held)))
         return refusal, notes, warnings
     wanted = ', '.join(sorted({t.name for t in source_types.values()}))
 

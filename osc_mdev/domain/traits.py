@@ -190,9 +190,9 @@ def mdev_type(name, prefix=DEFAULT_TRAIT_PREFIX):
 
 
 def mdev_type_of_traits(traits, prefix=DEFAULT_TRAIT_PREFIX):
-    """The type a device's traits name, as ``trait set --from-nova-conf``
-    names types (``type_key``): an MdevType, or None when its traits name
-    no type or two.
+    """The type a device's traits name, as the traits of a nova.conf's
+    types are named (``type_key``): an MdevType, or None when its traits
+    name no type or two.
     """
     found = {}
     for trait in traits:

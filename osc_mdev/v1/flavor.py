@@ -122,7 +122,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         parser.add_argument(
             '--mdev-type', metavar='<type>', action='append', default=[],
             help='Require the trait of this mdev type, as "trait set '
-                 '--from-nova-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
+                 '--compute-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
         options.trait_prefix(parser)
         parser.add_argument(
             '--no-validate', action='store_true',

@@ -12,6 +12,7 @@
 
 """``openstack mdev trait set`` / ``unset`` / ``export``."""
 
+import argparse
 import logging
 import sys
 import threading
@@ -55,15 +56,15 @@ class _TraitCommand(command.Lister):
         options.dry_run(parser)
         return parser
 
-    def _selected(self, placement, parsed_args, resource_class):
-        if not (parsed_args.device or parsed_args.host or resource_class
+    def _selected(self, placement, parsed_args, resource_class, hosts):
+        if not (parsed_args.device or hosts or resource_class
                 or parsed_args.all_devices):
             raise exceptions.CommandError(
                 'Name the devices to change, or select them with --host, '
                 '--resource-class or --all.')
         return devices.select_devices(
             placement, references=parsed_args.device,
-            hosts=tuple(parsed_args.host), resource_class=resource_class,
+            hosts=tuple(hosts), resource_class=resource_class,
             all_devices=parsed_args.all_devices)
 
     def _write(self, placement, plans, wanted, dry_run, export_dir=None):
@@ -129,7 +130,7 @@ class SetTrait(_TraitCommand):
     Answers the tagging job that 'resource provider trait set' does
     badly: every trait already on a device stays (Nova's OWNER_NOVA
     included), custom traits are created, and a device another writer
-    changed meanwhile is re-read and written again. --from-nova-conf tags
+    changed meanwhile is re-read and written again. --compute-conf tags
     each GPU of a host with the trait of the type its nova.conf gives it;
     --export-dir keeps the hosts' provider config files in step.
     """
@@ -139,8 +140,8 @@ Examples:
 
 Tag every GPU of a host from its nova.conf, shown first::
 
-    openstack mdev trait set --from-nova-conf /etc/nova/nova.conf --host \\
-        compute1 --dry-run
+    openstack mdev trait set --compute-conf \\
+        compute1=/etc/nova/nova.conf --dry-run
 
 Tag one GPU by hand::
 
@@ -155,52 +156,90 @@ Tag one GPU by hand::
             help='Make the named traits the only ones, keeping OWNER_* '
                  'traits unless --force.')
         options.force(parser)
-        parser.add_argument(
-            '--from-nova-conf', metavar='<file>',
-            help='Tag each device of --host with the trait of the mdev type '
-                 'this nova.conf gives it, read as nova-compute reads it. '
-                 "Traits of the file's other types are removed.")
+        options.compute_conf(parser)
+        options.deprecated(parser, '--from-nova-conf', '--compute-conf',
+                           dest='from_nova_conf')
         options.trait_prefix(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
         add = common.trait_names(parsed_args.trait)
         resource_class = common.resource_class(parsed_args.resource_class)
         if parsed_args.force and not parsed_args.replace:
             raise exceptions.CommandError(
                 '--force only has a meaning with --replace.')
-        conf = None
-        if parsed_args.from_nova_conf:
+        pairs = _compute_confs(parsed_args)
+        if pairs:
             common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
-            if len(parsed_args.host) != 1:
-                raise exceptions.CommandError(
-                    '--from-nova-conf describes one compute host: give '
-                    'exactly one --host.')
-            conf = nova_conf.read_nova_conf(parsed_args.from_nova_conf)
         elif not add:
             raise exceptions.CommandError(
-                'Give at least one --trait (or --from-nova-conf).')
+                'Give at least one --trait (or --compute-conf).')
+        confs = nova_conf.compute_confs(pairs)
+        paths = dict(pairs)
 
         placement = self.app.client_manager.mdev.placement
-        selected = self._selected(placement, parsed_args, resource_class)
+        # The hosts of --compute-conf, unless the devices are chosen
+        # otherwise.
+        hosts = parsed_args.host or (
+            list(confs) if not (parsed_args.device or parsed_args.all_devices)
+            else [])
+        selected = self._selected(placement, parsed_args, resource_class,
+                                  hosts)
         wanted = set(add)
-        if conf is None:
+        if not confs:
             plans = [trait_logic.DevicePlan(
                 d, add=add, replace=parsed_args.replace,
                 force=parsed_args.force) for d in selected]
         else:
-            plans = trait_logic.plans_from_nova_conf(
-                selected, conf, parsed_args.from_nova_conf, add,
-                parsed_args.trait_prefix, parsed_args.replace,
-                parsed_args.force)
-            if all(p.skip for p in plans):
-                raise exceptions.CommandError(
-                    '%s gives no mdev type to any device of host %s.'
-                    % (parsed_args.from_nova_conf, parsed_args.host[0]))
-            wanted.update(trait_logic.type_traits(
-                conf, parsed_args.trait_prefix).values())
+            plans = _plans_from_nova_confs(selected, confs, paths, add,
+                                           parsed_args)
+            for conf in confs.values():
+                wanted.update(trait_logic.type_traits(
+                    conf, parsed_args.trait_prefix).values())
         return self._write(placement, plans, wanted, parsed_args.dry_run,
                            parsed_args.export_dir)
+
+
+def _compute_confs(parsed_args: argparse.Namespace
+                   ) -> list[tuple[str, str]]:
+    """The ``(host, file)`` pairs of --compute-conf, with the deprecated
+    ``--from-nova-conf FILE --host HOST`` as ``HOST=FILE``.
+    """
+    pairs = list(parsed_args.compute_conf)
+    if parsed_args.from_nova_conf:
+        if len(parsed_args.host) != 1:
+            raise exceptions.CommandError(
+                '--from-nova-conf describes one compute host: give exactly '
+                'one --host, or give --compute-conf HOST=FILE.')
+        pairs.append((parsed_args.host[0], parsed_args.from_nova_conf))
+    return pairs
+
+
+def _plans_from_nova_confs(selected: list, confs: dict, paths: dict[str, str],
+                           add: tuple[str, ...],
+                           parsed_args: argparse.Namespace) -> list:
+    """The DevicePlan of each selected device from its host's nova.conf;
+    a CommandError for a device of a host no --compute-conf describes,
+    or when no file gives a type to any device.
+    """
+    plans = []
+    for device in selected:
+        if device.host not in confs:
+            raise exceptions.CommandError(
+                'Device %s:%s is on host %s, which no --compute-conf '
+                'describes; give --compute-conf %s=FILE or leave the device '
+                'out.' % (device.host, device.device, device.host,
+                          device.host))
+        plans += trait_logic.plans_from_nova_conf(
+            [device], confs[device.host], paths[device.host], add,
+            parsed_args.trait_prefix, parsed_args.replace,
+            parsed_args.force)
+    if all(p.skip for p in plans):
+        hosts = sorted({d.host for d in selected})
+        raise exceptions.CommandError(
+            '%s gives no mdev type to any device of host %s.'
+            % (', '.join(paths[h] for h in hosts), ', '.join(hosts)))
+    return plans
 
 
 class UnsetTrait(_TraitCommand):
@@ -237,7 +276,8 @@ Examples:
                 % ', '.join(protected))
         resource_class = common.resource_class(parsed_args.resource_class)
         placement = self.app.client_manager.mdev.placement
-        selected = self._selected(placement, parsed_args, resource_class)
+        selected = self._selected(placement, parsed_args, resource_class,
+                                  parsed_args.host)
         plans = [trait_logic.DevicePlan(d, remove=remove,
                                         force=parsed_args.force)
                  for d in selected]

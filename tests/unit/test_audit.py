@@ -633,7 +633,7 @@ def test_trait_findings_by_nova_conf_with_a_prefix(CONF):
     tagged = [device('g1', ['CUSTOM_GPU_NVIDIA_11']),
               device('g2', ['CUSTOM_GPU_NVIDIA_12']),
               device('g3', ['CUSTOM_GPU_NVIDIA_11'])]
-    # Tagged as 'trait set --from-nova-conf --trait-prefix CUSTOM_GPU_'
+    # Tagged as 'trait set --compute-conf --trait-prefix CUSTOM_GPU_'
     # does: clean with that prefix...
     assert audit.trait_findings(tagged, {'c1': CONF},
                                 prefix='CUSTOM_GPU_') == []

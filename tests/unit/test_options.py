@@ -127,6 +127,22 @@ def test_old_spellings_parse_as_the_new_and_warn(name, old, new, caplog):
     assert spellings and warned == spellings
 
 
+def test_from_nova_conf_with_one_host_is_a_compute_conf(caplog):
+    from osc_mdev.v1 import trait
+
+    parser = commands()['mdev trait set'](None, None).get_parser('openstack')
+    with caplog.at_level('WARNING'):
+        parsed = parser.parse_args(['--from-nova-conf', 'a.conf', '--host',
+                                    'gpu1'])
+    assert trait._compute_confs(parsed) == [('gpu1', 'a.conf')]
+    assert '--from-nova-conf is deprecated' in caplog.text
+    for hosts in ([], ['--host', 'gpu1', '--host', 'gpu2']):
+        parsed = parser.parse_args(['--from-nova-conf', 'a.conf'] + hosts)
+        with pytest.raises(exceptions.CommandError,
+                           match='give exactly one --host'):
+            trait._compute_confs(parsed)
+
+
 def test_the_options_page_lists_every_option():
     page = (ROOT / 'doc' / 'source' / 'cli' / 'options.rst').read_text()
     listed = set(re.findall(r'``(--[a-z-]+)', page))
