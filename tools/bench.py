@@ -606,7 +606,8 @@ def measure_size(runner, url, gpus, nova, args):
 
     with tempfile.TemporaryDirectory() as out_dir:
         t, n, out = runner.measure(runs, 'mdev', 'trait', 'export',
-                                   '--output-dir', out_dir, '-f', 'json')
+                                   '--provider-config-dir', out_dir, '-f',
+                                   'json')
         result['export'] = (t, n, exported_same(out_dir, baseline))
 
     fresh = 'CUSTOM_BENCH_%d' % gpus
@@ -879,7 +880,8 @@ COMMANDS = (
     ('alloc_show', '`mdev allocation show <server>`'),
     ('audit', '`mdev audit`'),
     ('dry', '`mdev trait set --all --dry-run`'),
-    ('export', '`mdev trait export --output-dir DIR` (one file per host)'),
+    ('export', '`mdev trait export --provider-config-dir DIR` (one file '
+               'per host)'),
     ('set', '`mdev trait set --all` (fresh trait, one run)'))
 # The commands that read what the naive reads read: compared with them.
 WHOLE = ('list', '--free', '--full', 'long', 'metrics')

@@ -456,8 +456,8 @@ def durable_tour(t, cloud):
     t.say('Nova re-creates a GPU\'s provider (new UUID, no operator traits) '
           'when the GPU\nloses its last instance. Export the tags as '
           'nova-compute provider config files:')
-    t.sample('trait-export', 'mdev', 'trait', 'export', '--output-dir',
-             'exports')
+    t.sample('trait-export', 'mdev', 'trait', 'export',
+             '--provider-config-dir', 'exports')
     exported = t.workdir / 'exports' / ('%s.yaml' % node)
     t.show_file('trait-export-file', exported)
     t.say('Check the file as nova-compute will read it, and against '

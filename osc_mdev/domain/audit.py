@@ -510,7 +510,7 @@ def _file_traits(device, entries):
 
 
 def _export_command(device):
-    return ("openstack mdev trait export --host %s --output-dir DIR"
+    return ("openstack mdev trait export --host %s --provider-config-dir DIR"
             % device.host)
 
 
@@ -537,9 +537,9 @@ def note_provider_configs(findings, files):
                     'nova-compute.' % finding.host)
         else:
             note = (' The provider config file of %s does not give it: '
-                    'add it there too (trait set --export-dir DIR), or the '
-                    'next re-created provider loses it again.'
-                    % finding.host)
+                    'add it there too (openstack mdev trait set '
+                    '--provider-config-dir DIR), or the next re-created '
+                    'provider loses it again.' % finding.host)
         noted.append(dataclasses.replace(finding,
                                          message=finding.message + note))
     return noted
@@ -578,7 +578,7 @@ def provider_config_findings(devices, files, found=(),
                     'resource_provider_association_refresh, 300 s by '
                     'default) or restarting; to drop %s for good, '
                     'remove %s from the file too: openstack mdev trait unset '
-                    '%s %s --export-dir DIR'
+                    '%s %s --provider-config-dir DIR'
                     % (_where(device), ', '.join(back),
                        'it' if len(back) == 1 else 'them',
                        'it' if len(back) == 1 else 'them',

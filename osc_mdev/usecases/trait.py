@@ -12,7 +12,7 @@
 
 """Trait writes on many devices: checked first, then run at once; and the
 provider config files that make the traits durable (``trait export``,
-``--export-dir``).
+and ``trait set`` / ``unset`` with a directory of them).
 
 Every device is read and written in the bounded pool; a device that
 fails does not stop the others.
@@ -129,7 +129,7 @@ def export(placement, hosts=(), directory=None, type_traits_only=False,
 
 
 def check_export_dir(directory, devices):
-    """Before ``trait set/unset --export-dir`` writes a trait: the
+    """Before ``trait set/unset`` writes a trait: the
     directory can be written, and no file of it other than the hosts' own
     defines one of ``devices``.
     """
@@ -139,9 +139,10 @@ def check_export_dir(directory, devices):
 
 
 def export_changed(placement, directory, outcomes, dry_run=False):
-    """``trait set/unset --export-dir``: rewrite the file of each host the
-    ``outcomes`` touched, from Placement as it is after the writes (with
-    ``dry_run``: with each device's traits as the run would leave them).
+    """``trait set/unset``: rewrite the file in ``directory`` of each
+    host the ``outcomes`` touched, from Placement as it is after the
+    writes (with ``dry_run``: with each device's traits as the run would
+    leave them).
     """
     hosts = sorted({o.device.host for o in outcomes})
     overrides = None

@@ -74,13 +74,13 @@ FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
           'reader sees the old file or the new one, and a failed write '
           'leaves the old file.')
-EXPORT_DIR = (
-    "Directory of provider config files as 'trait export --output-dir' "
-    'writes them (<host>.yaml): the file of each host changed is '
-    'rewritten in the same run.')
+PROVIDER_CONFIG_DIR = (
+    'A directory of provider config files, one <host>.yaml per compute '
+    "node, as 'trait export' writes them to ship to each node.")
 PROVIDER_CONFIG = (
-    "A provider config file of nova-compute, or a directory of them, as "
-    'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
+    "A compute node's own provider config file, or the directory "
+    'nova-compute reads them from (its .yaml files), as PATH or '
+    'HOST=PATH (HOST as --host names it). Repeat for several.')
 
 
 # -- parsing option values ------------------------------------------------
@@ -266,8 +266,9 @@ def output(parser: Parser) -> None:
     parser.add_argument('--output', metavar='<file>', help=OUTPUT)
 
 
-def export_dir(parser: Parser) -> None:
-    parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
+def provider_config_dir(parser: Parser) -> None:
+    parser.add_argument('--provider-config-dir', metavar='<dir>',
+                        help=PROVIDER_CONFIG_DIR)
 
 
 def provider_config(parser: Parser) -> None:

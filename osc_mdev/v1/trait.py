@@ -52,7 +52,8 @@ class _TraitCommand(command.Lister):
             '--all', action='store_true', dest='all_devices',
             help='Every mdev device in the cloud; not with names, --host '
                  'or --resource-class.')
-        options.export_dir(parser)
+        options.provider_config_dir(parser)
+        options.deprecated(parser, '--export-dir', '--provider-config-dir')
         options.dry_run(parser)
         return parser
 
@@ -132,7 +133,8 @@ class SetTrait(_TraitCommand):
     included), custom traits are created, and a device another writer
     changed meanwhile is re-read and written again. --compute-conf tags
     each GPU of a host with the trait of the type its nova.conf gives it;
-    --export-dir keeps the hosts' provider config files in step.
+    --provider-config-dir rewrites the hosts' provider config files there
+    in the same run.
     """
 
     _epilog = """\
@@ -197,7 +199,7 @@ Tag one GPU by hand::
                 wanted.update(trait_logic.type_traits(
                     conf, parsed_args.trait_prefix).values())
         return self._write(placement, plans, wanted, parsed_args.dry_run,
-                           parsed_args.export_dir)
+                           parsed_args.provider_config_dir)
 
 
 def _compute_confs(parsed_args: argparse.Namespace
@@ -246,7 +248,8 @@ class UnsetTrait(_TraitCommand):
     """Remove traits from GPUs (mdev devices), keeping every other trait.
 
     OWNER_* traits (Nova's OWNER_NOVA marks its own providers) are removed
-    only with --force.
+    only with --force. --provider-config-dir rewrites the hosts' provider
+    config files there in the same run.
     """
 
     _epilog = """\
@@ -282,7 +285,7 @@ Examples:
                                         force=parsed_args.force)
                  for d in selected]
         return self._write(placement, plans, (), parsed_args.dry_run,
-                           parsed_args.export_dir)
+                           parsed_args.provider_config_dir)
 
 
 class _Progress:
@@ -315,10 +318,11 @@ class ExportTrait(command.Lister):
     Answers "how do my type traits survive Nova re-creating a GPU's
     provider?": per compute node, <host>.yaml with the custom traits its
     mdev devices carry now (or only type traits), identified by provider
-    name, which nova-compute adds back on every update. Files Nova would
-    refuse are never written; each is replaced atomically. nova-compute
-    reads them at start: install them in its provider_config_location and
-    restart it.
+    name, which nova-compute adds back on every update, written in
+    --provider-config-dir (created if missing), or one --host's printed.
+    Files Nova would refuse are never written; each is replaced
+    atomically. nova-compute reads them at start: install them in its
+    provider_config_location and restart it.
     """
 
     _epilog = """\
@@ -326,7 +330,7 @@ Examples:
 
 The files of every compute node, to ship to each::
 
-    openstack mdev trait export --output-dir exports/
+    openstack mdev trait export --provider-config-dir exports/
     scp exports/gpu3.yaml gpu3:/etc/nova/provider_config/
 
 One host's file, only its type traits, printed::
@@ -337,15 +341,12 @@ One host's file, only its type traits, printed::
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
-        parser.add_argument(
-            '--output-dir', metavar='<dir>',
-            help='Write one file per compute node, <host>.yaml, in this '
-                 'directory (created if missing); without it, the one '
-                 "--host's file is printed.")
+        options.provider_config_dir(parser)
+        options.deprecated(parser, '--output-dir', '--provider-config-dir')
         parser.add_argument(
             '--type-traits-only', action='store_true',
             help='Keep only the traits named after mdev types, as '
-                 "'trait set --from-nova-conf' names them (with "
+                 "'trait set --compute-conf' names them (with "
                  '--trait-prefix).')
         options.trait_prefix(parser)
         options.dry_run(parser)
@@ -354,16 +355,16 @@ One host's file, only its type traits, printed::
     def take_action(self, parsed_args):
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
-        directory = parsed_args.output_dir
+        directory = parsed_args.provider_config_dir
         if directory is None:
             if len(hosts) != 1:
                 raise exceptions.CommandError(
-                    'Give --output-dir for the files of several compute '
-                    'nodes, or one --host to print its file.')
+                    'Give --provider-config-dir for the files of several '
+                    'compute nodes, or one --host to print its file.')
             if parsed_args.dry_run:
                 raise exceptions.CommandError(
-                    '--dry-run shows what --output-dir would change; give '
-                    '--output-dir too.')
+                    '--dry-run shows what --provider-config-dir would '
+                    'change; give --provider-config-dir too.')
         placement = self.app.client_manager.mdev.placement
         done = traits.export(
             placement, hosts, directory, parsed_args.type_traits_only,

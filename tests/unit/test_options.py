@@ -111,6 +111,13 @@ RENAMED = [
     ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--trait',
                                'CUSTOM_A'],
      ['f', '--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
+    ('mdev trait set', ['--trait', 'CUSTOM_A', '--all', '--export-dir', 'd'],
+     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
+    ('mdev trait unset', ['--trait', 'CUSTOM_A', '--all', '--export-dir',
+                          'd'],
+     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
+    ('mdev trait export', ['--output-dir', 'd'],
+     ['--provider-config-dir', 'd']),
 ]
 
 
