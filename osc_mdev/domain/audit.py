@@ -422,6 +422,14 @@ def _unset_command(trait, device):
                                                          _where(device))
 
 
+def _unset_from_files_command(traits, device):
+    """``trait unset`` of ``traits`` on ``device`` and in the provider
+    config files.
+    """
+    return ('openstack mdev trait unset %s %s --provider-config-dir DIR'
+            % (' '.join('--trait %s' % t for t in traits), _where(device)))
+
+
 def _set_command(trait, device):
     return 'openstack mdev trait set --trait %s %s' % (trait, _where(device))
 
@@ -488,7 +496,8 @@ def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
                 WARNING, LOST_TRAIT, device, message=(
                     'Device %s has no type trait while its %s siblings on '
                     'host %s carry %s; which one is its type is not known '
-                    'here: give --compute-conf %s=FILE, or add it: %s'
+                    "here: audit it with its host's nova.conf (openstack "
+                    'mdev audit --compute-conf %s=FILE), or add it: %s'
                     % (_where(device), device.resource_class, device.host,
                        ', '.join(offered), device.host,
                        _set_command('<trait>', device)))))
@@ -577,14 +586,12 @@ def provider_config_findings(devices, files, found=(),
                     'update after refreshing its provider cache ([compute] '
                     'resource_provider_association_refresh, 300 s by '
                     'default) or restarting; to drop %s for good, '
-                    'remove %s from the file too: openstack mdev trait unset '
-                    '%s %s --provider-config-dir DIR'
+                    'remove %s from the file too: %s'
                     % (_where(device), ', '.join(back),
                        'it' if len(back) == 1 else 'them',
                        'it' if len(back) == 1 else 'them',
                        'it' if len(back) == 1 else 'them',
-                       ' '.join('--trait %s' % t for t in back),
-                       _where(device)))))
+                       _unset_from_files_command(back, device)))))
         missing = sorted(carried - given)
         for kind, traits in (
                 (WARNING, [t for t in missing
@@ -745,8 +752,9 @@ def pci_alias_unchecked(servers, flavor_list):
     return Finding(
         INFO, PCI_ALIAS_UNCHECKED,
         message='%s ask%s for PCI devices by alias (%s), which %s and %s '
-                'did not check; give the controller\'s nova.conf with '
-                '--controller-conf <file> to check them.' % (
+                "did not check; check them with the controller's "
+                'nova.conf: openstack mdev audit --controller-conf '
+                '<file>.' % (
                     ' and '.join(what), 's' if len(what) == 1 and (
                         n_servers or n_flavors) == 1 else '',
                     rr.PCI_ALIAS_KEY, MISSING_ALLOCATION,

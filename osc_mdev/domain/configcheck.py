@@ -34,6 +34,8 @@ from osc_mdev.domain import words
 ERROR, WARNING, INFO = novaconf.ERROR, novaconf.WARNING, novaconf.INFO
 Finding = novaconf.Finding
 OTHER_DEVICES = '(any other device)'
+#: Where a finding about the sysfs tree as a whole is.
+MDEV_BUS = 'class/mdev_bus'
 
 
 def _f(severity, where, message):
@@ -102,7 +104,8 @@ def file_findings(conf: novaconf.MdevConfig,
                 INFO, _where_type(conf, conf.pgpu_type_mapping[address],
                                   'device_addresses'),
                 '%s is taken as a virtual parent: nova-compute refuses to '
-                'start unless /sys/devices/virtual/%s exists (check with '
+                'start unless /sys/devices/virtual/%s exists (check it '
+                'against the node: openstack mdev config check FILE '
                 '--sysfs /sys).' % (address, address.replace('_', '/'))))
     found.extend(downtime_findings(conf))
     return found
@@ -401,9 +404,9 @@ def no_mdev_bus(conf):
     ``_ensure_pgpu_providers`` deletes no provider made before.
     """
     if not conf.supported_types:
-        return _f(INFO, '--sysfs', 'There is no class/mdev_bus in the sysfs '
+        return _f(INFO, MDEV_BUS, 'There is no class/mdev_bus in the sysfs '
                   'tree: no device of this host offers mediated devices.')
-    return _f(WARNING, '--sysfs', (
+    return _f(WARNING, MDEV_BUS, (
         'There is no class/mdev_bus in the sysfs tree: no device of this '
         'host offers mediated devices (is the GPU\'s vGPU driver loaded?). '
         'nova-compute will start, but with no mdev-capable device in '
@@ -666,10 +669,11 @@ def pci_findings(pci: pci_rules.PciConfig,
         if placed and sysfs_devices is None:
             found.append(_f(
                 INFO, where('pci', 'device_spec'),
-                'Without --sysfs the virtual functions of each physical '
-                'function are not known: nova-compute refuses to start '
-                'when VFs of one PF get different classes or traits, or a '
-                'PF is listed with its VFs; check with --sysfs /sys.'))
+                "Without the node's sysfs the virtual functions of each "
+                'physical function are not known: nova-compute refuses to '
+                'start when VFs of one PF get different classes or traits, '
+                'or a PF is listed with its VFs; check it against the '
+                'node: openstack mdev config check FILE --sysfs /sys.'))
         pis = settings.pci['pci_in_placement']
         if not pci.pci_in_placement:
             found.append(_f(
@@ -734,8 +738,8 @@ def _pci_sysfs_findings(pci, devices, root_name):
         if not any(pci_rules.spec_matches(spec, d, pfs) for d in devices):
             found.append(_f(
                 WARNING, spec.where,
-                'Matches no PCI device under --sysfs (%s): Nova offers '
-                'nothing from it.' % spec.describe()))
+                "Matches no PCI device of the node's sysfs (%s): Nova "
+                'offers nothing from it.' % spec.describe()))
     if pci.report_in_placement:
         _, problems = pci_rules.pci_providers(root_name, devices,
                                               pci.specs, pfs)

@@ -915,7 +915,7 @@ def _downtime_notes(server: Server, source: Node, target: Node,
     for node in (source, target):
         if node.conf is None:
             notes.append('[libvirt] live_migration_downtime* of %s (give '
-                         '--compute-conf %s=FILE)' % (node.name, node.name))
+                         'its nova.conf)' % node.name)
             continue
         problem = downtime_problem(node.conf.downtime)
         if problem:

@@ -166,11 +166,12 @@ Every server on a compute node's GPUs, with its status in Nova::
     def take_action(self, parsed_args):
         resource_class = common.resource_class(parsed_args.resource_class)
         mdev = self.app.client_manager.mdev
-        found, servers = allocations.list_allocations(
-            mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
-            references=tuple(parsed_args.device),
-            resource_class=resource_class,
-            kinds=providers.KIND_CHOICES[parsed_args.kind])
+        with common.worded():
+            found, servers = allocations.list_allocations(
+                mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
+                references=tuple(parsed_args.device),
+                resource_class=resource_class,
+                kinds=providers.KIND_CHOICES[parsed_args.kind])
         cols = _columns(LIST_COLUMNS, parsed_args)
         _warn_node_mismatches(found, servers)
         return cols, [_row(a, servers[a.consumer], cols) for a in found]

@@ -10,16 +10,26 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Argument checks shared by the command modules.
+"""Argument checks shared by the command modules, and the wording of
+the domain's errors with the names of the options.
 
 Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
+from collections import abc
+import contextlib
 
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
+from osc_mdev.domain import providers
+
+#: How a command words each selector of devices besides their names: a
+#: device that is not selected, and the option.
+SELECTORS = {providers.BY_HOST: ('is on host %s, not on %s', '--host'),
+             providers.BY_RESOURCE_CLASS: ('has resource class %s, not %s',
+                                           '--resource-class')}
 
 
 def check(func, *args):
@@ -28,6 +38,39 @@ def check(func, *args):
         return func(*args)
     except ValueError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
+
+
+def check_selectors(references: abc.Sequence[str],
+                    hosts: abc.Sequence[str], resource_class: str | None,
+                    all_devices: bool) -> None:
+    """Refuse selectors that contradict each other: --all means every
+    device, and with names, --host or --resource-class it would silently
+    mean less, so it stands alone.
+    """
+    others = [what for what, given in (
+        ('device names', references), ('--host', hosts),
+        ('--resource-class', resource_class)) if given]
+    if all_devices and others:
+        raise exceptions.CommandError(
+            '--all selects every device and cannot be combined with %s; '
+            'drop --all to select by %s.'
+            % (' or '.join(others), ' and '.join(others)))
+
+
+@contextlib.contextmanager
+def worded() -> abc.Iterator[None]:
+    """The domain's errors with data, as one CommandError sentence that
+    names the options.
+    """
+    try:
+        yield
+    except providers.OutsideSelection as exc:
+        outside, option = SELECTORS[exc.selector]
+        raise exceptions.CommandError(
+            "The selection contradicts itself: device '%s' %s given with "
+            '%s; drop the option or the name.'
+            % (exc.reference, outside % (exc.value, ', '.join(exc.wanted)),
+               option)) from exc
 
 
 def resource_class(value):

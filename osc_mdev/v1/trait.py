@@ -63,10 +63,13 @@ class _TraitCommand(command.Lister):
             raise exceptions.CommandError(
                 'Name the devices to change, or select them with --host, '
                 '--resource-class or --all.')
-        return devices.select_devices(
-            placement, references=parsed_args.device,
-            hosts=tuple(hosts), resource_class=resource_class,
-            all_devices=parsed_args.all_devices)
+        common.check_selectors(parsed_args.device, hosts, resource_class,
+                               parsed_args.all_devices)
+        with common.worded():
+            return devices.select_devices(
+                placement, references=parsed_args.device,
+                hosts=tuple(hosts), resource_class=resource_class,
+                all_devices=parsed_args.all_devices)
 
     def _write(self, placement, plans, wanted, dry_run, export_dir=None):
         """Check the traits, create custom ones, update every device (and

@@ -597,6 +597,6 @@ def test_no_mdev_bus_is_a_warning_and_exit_0(tmp_path):
     assert result.rc == 0, result.stderr
     [warning] = findings(result.json())
     assert warning['Severity'] == 'warning'
-    assert warning['Where'] == '--sysfs'
+    assert warning['Where'] == 'class/mdev_bus'
     assert 'nova-compute will start' in warning['Message']
     assert result.stderr == ''

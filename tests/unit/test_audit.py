@@ -594,8 +594,9 @@ def test_pci_alias_unchecked_is_said_once():
     assert note.message == (
         '2 servers and 1 flavor ask for PCI devices by alias '
         '(pci_passthrough:alias), which missing-allocation and '
-        'unschedulable-flavor did not check; give the controller\'s '
-        'nova.conf with --controller-conf <file> to check them.')
+        "unschedulable-flavor did not check; check them with the "
+        "controller's nova.conf: openstack mdev audit --controller-conf "
+        '<file>.')
     assert audit.pci_alias_unchecked([server('s3')], []) is None
 
 
