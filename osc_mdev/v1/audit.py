@@ -14,7 +14,6 @@
 
 import argparse
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import audit as domain
@@ -54,7 +53,7 @@ REPAIR_COLUMNS = ('Repair',)
 LONG_COLUMNS = ('Resource Class', 'Provider UUID')
 
 
-class Audit(command.Lister):
+class Audit(common.Lister):
     """Find what Nova, Placement and the flavors disagree on, and repair it.
 
     Answers "is the GPU accounting of this cloud sound?": orphaned and
@@ -100,7 +99,7 @@ Repair what is safe to repair, shown first::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         checks = parsed_args.fix or ()
         if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(
@@ -137,8 +136,7 @@ Repair what is safe to repair, shown first::
         cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + (
             LONG_COLUMNS if parsed_args.long else ())
         rows = []
-        self.errors = 0
-        self.failures = 0
+        errors = 0
         for finding in findings:
             outcome = None
             if finding.repair is not None and finding.check in checks:
@@ -146,7 +144,7 @@ Repair what is safe to repair, shown first::
             repaired = (outcome is not None and not outcome.failed
                         and not parsed_args.dry_run)
             if finding.severity == domain.ERROR and not repaired:
-                self.errors += 1
+                errors += 1
             values = {
                 'Severity': finding.severity,
                 'Check': finding.check,
@@ -161,17 +159,10 @@ Repair what is safe to repair, shown first::
                 'Provider UUID': finding.provider_uuid,
             }
             rows.append(tuple(values[c] for c in cols))
-        self.failures = sum(1 for o in outcomes.values() if o.failed)
-        return cols, rows
-
-    def run(self, parsed_args):
-        self.errors = self.failures = 0
-        status = super().run(parsed_args)
-        if self.failures:
-            raise exceptions.CommandError(
+        failures = sum(1 for o in outcomes.values() if o.failed)
+        outcome = common.verdict(not errors)
+        if failures:
+            outcome = common.Outcome(failure=(
                 '%d repair%s failed; see the Repair column and run the '
-                'audit again.' % (self.failures,
-                                  '' if self.failures == 1 else 's'))
-        if self.errors:
-            return 1
-        return status
+                'audit again.' % (failures, '' if failures == 1 else 's')))
+        return common.Listing(cols, rows, outcome)

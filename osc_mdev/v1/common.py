@@ -10,20 +10,28 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Argument checks shared by the command modules, and the wording of
-the domain's errors with the names of the options.
+"""Argument checks shared by the command modules, the wording of the
+domain's errors with the names of the options, and the one place that
+decides a command's exit status once its rows are shown (``Lister``).
 
 Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
 """
 
+import argparse
 from collections import abc
 import contextlib
+import dataclasses
+import logging
+import typing
 
+from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+
+LOG = logging.getLogger(__name__)
 
 #: How a command words each selector of devices besides their names: a
 #: device that is not selected, and the option.
@@ -154,3 +162,80 @@ def bare_request(parsed_args, required):
     return check(resource_request.bare_request,
                  resource_class(parsed_args.resource_class),
                  parsed_args.amount, required, forbidden, parsed_args.spread)
+
+
+# -- how a command ends ------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a command ends once its rows are shown.
+
+    ``failure``: what failed, one sentence: the command exits 1 with it
+    as a CommandError. ``interrupted``: what was left undone, logged as
+    the command exits as interrupted (Ctrl-C). Otherwise it exits with
+    ``status``: 0, or 1 for an answer that is no (no node takes the
+    server, an error-level finding remains).
+    """
+
+    status: int = 0
+    failure: str | None = None
+    interrupted: str | None = None
+
+    def exit_status(self) -> int:
+        if self.interrupted:
+            LOG.warning('%s', self.interrupted)
+            raise KeyboardInterrupt()
+        if self.failure:
+            raise exceptions.CommandError(self.failure)
+        return self.status
+
+
+DONE = Outcome()
+
+
+def verdict(yes: bool) -> Outcome:
+    """Exit status 0 for an answer that is yes, 1 for no."""
+    return DONE if yes else Outcome(status=1)
+
+
+class Listing(typing.NamedTuple):
+    """What a command lists: its columns and rows, the Outcome that
+    decides its exit status once they are shown and, for a command that
+    prints a file instead of rows, the file's ``text``.
+    """
+
+    columns: tuple[str, ...]
+    rows: list
+    outcome: Outcome = DONE
+    text: str | None = None
+
+
+class Lister(command.Lister):
+    """A Lister whose ``listing`` answers a Listing: its rows (or text)
+    are shown, then its Outcome decides the exit status.
+    """
+
+    _outcome = DONE
+    _text = None
+
+    def listing(self, parsed_args: argparse.Namespace) -> Listing:
+        raise NotImplementedError
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
+        listing = self.listing(parsed_args)
+        self._outcome, self._text = listing.outcome, listing.text
+        return listing.columns, listing.rows
+
+    def produce_output(self, parsed_args: argparse.Namespace,
+                       column_names: abc.Sequence[str],
+                       data: abc.Iterable) -> int:
+        if self._text is not None:
+            self.app.stdout.write(self._text)
+            return 0
+        return super().produce_output(parsed_args, column_names, data)
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        self._outcome, self._text = DONE, None
+        status = super().run(parsed_args)
+        return self._outcome.exit_status() or status

@@ -65,7 +65,7 @@ def _pci_request(values: list[tuple[tuple[str, int], ...]]
     return flavor_logic.PciRequest(tuple(aliases.items()))
 
 
-class ConfigureFlavor(command.Lister):
+class ConfigureFlavor(common.Lister):
     """Make a flavor ask for vGPUs (mdevs) or PCI devices, checked first.
 
     Writes the resources:<CLASS>=N and trait:<TRAIT>=required|forbidden
@@ -96,7 +96,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         --controller-conf /etc/nova/nova.conf
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
@@ -131,7 +131,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         pci = aliases = None
         pci_in_placement = True
         if parsed_args.pci_alias:
@@ -142,70 +142,66 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         elif parsed_args.controller_conf:
             raise exceptions.CommandError(
                 '--controller-conf is only read with --pci-alias.')
-        mdev_only = [o for o, v in (
-            ('--amount', parsed_args.amount != 1),
-            ('--spread', parsed_args.spread),
-            ('--require-trait', parsed_args.require_trait),
-            ('--forbid-trait', parsed_args.forbid_trait),
-            ('--mdev-type', parsed_args.mdev_type),
-            ('--isolate-other-groups', parsed_args.isolate_other_groups))
-            if v]
-        if parsed_args.resource_class is None:
-            if not pci:
-                raise exceptions.CommandError(
-                    'Give --resource-class (mdev devices), --pci-alias (PCI '
-                    'devices) or both.')
-            if mdev_only:
-                raise exceptions.CommandError(
-                    '%s describe an mdev request and need --resource-class.'
-                    % ', '.join(mdev_only))
-            mdev = self.app.client_manager.mdev
-            self.outcome = flavors.configure(
-                mdev.compute, mdev.placement, parsed_args.flavor, None,
-                validate=not parsed_args.no_validate,
-                dry_run=parsed_args.dry_run, pci=pci, aliases=aliases,
-                pci_in_placement=pci_in_placement)
-            return CONFIGURE_COLUMNS, self._rows(parsed_args)
-        request = common.bare_request(parsed_args,
-                                      _required_traits(parsed_args))
-
-        if parsed_args.isolate_other_groups and not parsed_args.spread:
-            raise exceptions.CommandError(
-                '--isolate-other-groups only has a meaning with --spread.')
-
+        request = _mdev_request(parsed_args, pci)
         mdev = self.app.client_manager.mdev
-        self.outcome = flavors.configure(
+        outcome = flavors.configure(
             mdev.compute, mdev.placement, parsed_args.flavor, request,
             validate=not parsed_args.no_validate,
             dry_run=parsed_args.dry_run,
             isolate_others=parsed_args.isolate_other_groups, pci=pci,
             aliases=aliases, pci_in_placement=pci_in_placement)
-        return CONFIGURE_COLUMNS, self._rows(parsed_args)
-
-    def _rows(self, parsed_args):
         rows = []
-        for change in self.outcome.changes:
-            result = self.outcome.results[change.key]
+        for change in outcome.changes:
+            result = outcome.results[change.key]
             if parsed_args.dry_run and result != 'unchanged':
                 result = 'would be ' + result
             rows.append((change.key, change.before, change.after, result,
                          change.note))
-        return rows
+        return common.Listing(CONFIGURE_COLUMNS, rows, _ending(outcome))
 
-    def run(self, parsed_args):
-        self.outcome = None
-        status = super().run(parsed_args)
-        outcome = self.outcome
-        if outcome is not None and outcome.error:
+
+def _mdev_request(parsed_args: argparse.Namespace,
+                  pci: flavor_logic.PciRequest | None) -> object | None:
+    """The mdev request of --resource-class and the options of an mdev
+    request, or None for a flavor of PCI devices only.
+    """
+    mdev_only = [o for o, v in (
+        ('--amount', parsed_args.amount != 1),
+        ('--spread', parsed_args.spread),
+        ('--require-trait', parsed_args.require_trait),
+        ('--forbid-trait', parsed_args.forbid_trait),
+        ('--mdev-type', parsed_args.mdev_type),
+        ('--isolate-other-groups', parsed_args.isolate_other_groups))
+        if v]
+    if parsed_args.resource_class is None:
+        if not pci:
             raise exceptions.CommandError(
-                'Flavor %s is only partly written: %s; written: %s; '
-                'failed: %s; not written: %s; run the same command again '
-                'to finish.'
-                % (outcome.flavor['name'], outcome.error,
-                   ', '.join(outcome.written) or 'nothing',
-                   ', '.join(outcome.failed) or 'nothing',
-                   ', '.join(outcome.not_written) or 'nothing'))
-        return status
+                'Give --resource-class (mdev devices), --pci-alias (PCI '
+                'devices) or both.')
+        if mdev_only:
+            raise exceptions.CommandError(
+                '%s describe an mdev request and need --resource-class.'
+                % ', '.join(mdev_only))
+        return None
+    request = common.bare_request(parsed_args,
+                                  _required_traits(parsed_args))
+    if parsed_args.isolate_other_groups and not parsed_args.spread:
+        raise exceptions.CommandError(
+            '--isolate-other-groups only has a meaning with --spread.')
+    return request
+
+
+def _ending(outcome: flavors.Configured) -> common.Outcome:
+    """A flavor partly written is a failure that says what is left."""
+    if not outcome.error:
+        return common.DONE
+    return common.Outcome(failure=(
+        'Flavor %s is only partly written: %s; written: %s; failed: %s; not '
+        'written: %s; run the same command again to finish.'
+        % (outcome.flavor['name'], outcome.error,
+           ', '.join(outcome.written) or 'nothing',
+           ', '.join(outcome.failed) or 'nothing',
+           ', '.join(outcome.not_written) or 'nothing')))
 
 
 class ShowFlavor(command.ShowOne):
@@ -248,7 +244,7 @@ Examples:
             view.servers_that_fit, view.problem)
 
 
-def _required_traits(parsed_args):
+def _required_traits(parsed_args: argparse.Namespace) -> tuple[str, ...]:
     required = set(common.trait_names(parsed_args.require_trait))
     if parsed_args.mdev_type:
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)

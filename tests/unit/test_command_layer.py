@@ -65,3 +65,24 @@ def test_domain_errors_are_worded_with_the_options(error, sentence):
             raise error
     assert str(raised.value) == sentence
     assert raised.value.__cause__ is error
+
+
+@pytest.mark.parametrize('outcome, status', [
+    (common.DONE, 0),
+    (common.verdict(True), 0),
+    (common.verdict(False), 1),
+])
+def test_an_outcome_decides_the_exit_status(outcome, status):
+    assert outcome.exit_status() == status
+
+
+def test_a_failure_is_one_command_error_after_the_rows():
+    with pytest.raises(exceptions.CommandError, match='^2 of the devices'):
+        common.Outcome(failure='2 of the devices failed.').exit_status()
+
+
+def test_an_interruption_says_what_is_left_and_stops(caplog):
+    with pytest.raises(KeyboardInterrupt):
+        common.Outcome(interrupted='Interrupted: 3 of 9 devices were not '
+                                   'changed.').exit_status()
+    assert 'Interrupted: 3 of 9 devices' in caplog.text
