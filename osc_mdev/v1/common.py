@@ -30,6 +30,9 @@ from osc_lib import exceptions
 
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.domain import traits
+
+LOG = logging.getLogger(__name__)
 
 LOG = logging.getLogger(__name__)
 
@@ -79,6 +82,18 @@ def worded() -> abc.Iterator[None]:
             '%s; drop the option or the name.'
             % (exc.reference, outside % (exc.value, ', '.join(exc.wanted)),
                option)) from exc
+    except traits.NoNovaConf as exc:
+        device = exc.device
+        raise exceptions.CommandError(
+            'Device %s:%s is on host %s, which no --compute-conf describes; '
+            'give --compute-conf %s=FILE or leave the device out.'
+            % (device.host, device.device, device.host, device.host)
+        ) from exc
+    except traits.NoTypeGiven as exc:
+        raise exceptions.CommandError(
+            '%s gives no mdev type to any device of host %s.'
+            % (', '.join(exc.sources.values()), ', '.join(exc.sources))
+        ) from exc
 
 
 def resource_class(value):

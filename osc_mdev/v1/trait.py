@@ -18,12 +18,9 @@ import sys
 import threading
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import traits as trait_logic
-from osc_mdev.usecases import nova_conf
-from osc_mdev.usecases import provider as devices
 from osc_mdev.usecases import trait as traits
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
@@ -36,10 +33,10 @@ EXPORT_COLUMNS = ('Host', 'File', 'Devices', 'Traits', 'Result')
 PROGRESS_THRESHOLD = 20
 
 
-class _TraitCommand(command.Lister):
-    """Shared selection, validation and bulk update of trait commands."""
+class _TraitCommand(common.Lister):
+    """Shared selection, validation and rows of trait set and unset."""
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'device', metavar='<device>', nargs='*',
@@ -57,43 +54,33 @@ class _TraitCommand(command.Lister):
         options.dry_run(parser)
         return parser
 
-    def _selected(self, placement, parsed_args, resource_class, hosts):
-        if not (parsed_args.device or hosts or resource_class
-                or parsed_args.all_devices):
+    def _selection(self, parsed_args: argparse.Namespace,
+                   by_nova_conf: bool = False) -> traits.Selection:
+        """The devices the options select; ``by_nova_conf``: the hosts of
+        --compute-conf select them when nothing else does.
+        """
+        resource_class = common.resource_class(parsed_args.resource_class)
+        if not (parsed_args.device or parsed_args.host or resource_class
+                or parsed_args.all_devices or by_nova_conf):
             raise exceptions.CommandError(
                 'Name the devices to change, or select them with --host, '
                 '--resource-class or --all.')
-        common.check_selectors(parsed_args.device, hosts, resource_class,
-                               parsed_args.all_devices)
-        with common.worded():
-            return devices.select_devices(
-                placement, references=parsed_args.device,
-                hosts=tuple(hosts), resource_class=resource_class,
-                all_devices=parsed_args.all_devices)
+        common.check_selectors(parsed_args.device, parsed_args.host,
+                               resource_class, parsed_args.all_devices)
+        return traits.Selection(tuple(parsed_args.device),
+                                tuple(parsed_args.host), resource_class,
+                                parsed_args.all_devices)
 
-    def _write(self, placement, plans, wanted, dry_run, export_dir=None):
-        """Check the traits, create custom ones, update every device (and
-        with ``export_dir`` the provider config files of their hosts).
+    def _listing(self, writes: traits.Writes,
+                 dry_run: bool) -> common.Listing:
+        """A row per device; the command fails when a device or a
+        provider config file failed.
         """
-        traits.check_exist(placement, wanted)
-        if export_dir:
-            traits.check_export_dir(export_dir, [p.device for p in plans])
-        if not dry_run:
-            traits.create_custom(placement, wanted)
-        progress = _Progress(len(plans))
-        outcomes = traits.apply(placement, plans, dry_run, progress.tick)
-        progress.done()
-        self.failed = [o for o in outcomes if o.failed]
-        self.total = len(outcomes)
-        if export_dir and not any(o.interrupted for o in outcomes):
-            self.files = traits.export_changed(placement, export_dir,
-                                               outcomes, dry_run)
-            for written in self.files:
-                LOG.warning('Provider config %s: %s (%d devices with '
-                            'traits).', written.path, written.result,
-                            written.file.devices)
+        for written in writes.files:
+            LOG.warning('Provider config %s: %s (%d devices with traits).',
+                        written.path, written.result, written.file.devices)
         rows = []
-        for o in outcomes:
+        for o in writes.outcomes:
             after = format_columns.ListColumn(sorted(o.after or ()))
             if dry_run:
                 before = format_columns.ListColumn(sorted(o.before or ()))
@@ -102,30 +89,28 @@ class _TraitCommand(command.Lister):
             else:
                 rows.append((o.device.device, o.device.host, after,
                              o.result))
-        return (DRY_RUN_COLUMNS if dry_run else COLUMNS), rows
+        return common.Listing(DRY_RUN_COLUMNS if dry_run else COLUMNS, rows,
+                              _ending(writes))
 
-    def run(self, parsed_args):
-        self.failed, self.files = [], []
-        status = super().run(parsed_args)
-        stopped = [o for o in self.failed if o.interrupted]
-        if stopped:
-            LOG.warning(
-                'Interrupted: %d of %d devices were not changed (Result '
-                '"not changed: interrupted"); every other device is done as '
-                'shown. Run the command again to finish.',
-                len(stopped), self.total)
-            raise KeyboardInterrupt()
-        if self.failed:
-            raise exceptions.CommandError(
-                '%d of the devices could not be changed; see the Result '
-                'column.' % len(self.failed))
-        unwritten = [f for f in self.files if f.failed]
-        if unwritten:
-            raise exceptions.CommandError(
-                'The traits are set, but %d provider config file(s) could not '
-                'be written (%s); run the command again.'
-                % (len(unwritten), unwritten[0].result))
-        return status
+
+def _ending(writes: traits.Writes) -> common.Outcome:
+    """Interrupted, failed for a device or a file, or done."""
+    if writes.interrupted:
+        return common.Outcome(interrupted=(
+            'Interrupted: %d of %d devices were not changed (Result "not '
+            'changed: interrupted"); every other device is done as shown. '
+            'Run the command again to finish.'
+            % (len(writes.interrupted), len(writes.outcomes))))
+    if writes.failed:
+        return common.Outcome(failure=(
+            '%d of the devices could not be changed; see the Result column.'
+            % len(writes.failed)))
+    if writes.unwritten:
+        return common.Outcome(failure=(
+            'The traits are set, but %d provider config file(s) could not '
+            'be written (%s); run the command again.'
+            % (len(writes.unwritten), writes.unwritten[0].result)))
+    return common.DONE
 
 
 class SetTrait(_TraitCommand):
@@ -153,7 +138,7 @@ Tag one GPU by hand::
     openstack mdev trait set --trait CUSTOM_NVIDIA_12 compute1:0000:84:01.0
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         options.trait(parser)
         parser.add_argument(
@@ -167,9 +152,8 @@ Tag one GPU by hand::
         options.trait_prefix(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         add = common.trait_names(parsed_args.trait)
-        resource_class = common.resource_class(parsed_args.resource_class)
         if parsed_args.force and not parsed_args.replace:
             raise exceptions.CommandError(
                 '--force only has a meaning with --replace.')
@@ -179,30 +163,16 @@ Tag one GPU by hand::
         elif not add:
             raise exceptions.CommandError(
                 'Give at least one --trait (or --compute-conf).')
-        confs = nova_conf.compute_confs(pairs)
-        paths = dict(pairs)
-
-        placement = self.app.client_manager.mdev.placement
-        # The hosts of --compute-conf, unless the devices are chosen
-        # otherwise.
-        hosts = parsed_args.host or (
-            list(confs) if not (parsed_args.device or parsed_args.all_devices)
-            else [])
-        selected = self._selected(placement, parsed_args, resource_class,
-                                  hosts)
-        wanted = set(add)
-        if not confs:
-            plans = [trait_logic.DevicePlan(
-                d, add=add, replace=parsed_args.replace,
-                force=parsed_args.force) for d in selected]
-        else:
-            plans = _plans_from_nova_confs(selected, confs, paths, add,
-                                           parsed_args)
-            for conf in confs.values():
-                wanted.update(trait_logic.type_traits(
-                    conf, parsed_args.trait_prefix).values())
-        return self._write(placement, plans, wanted, parsed_args.dry_run,
-                           parsed_args.provider_config_dir)
+        selection = self._selection(parsed_args, by_nova_conf=bool(pairs))
+        with common.worded():
+            writes = traits.set_traits(
+                self.app.client_manager.mdev.placement, selection, add,
+                replace=parsed_args.replace, force=parsed_args.force,
+                compute_confs=pairs, prefix=parsed_args.trait_prefix,
+                dry_run=parsed_args.dry_run,
+                directory=parsed_args.provider_config_dir,
+                progress=_Progress)
+        return self._listing(writes, parsed_args.dry_run)
 
 
 def _compute_confs(parsed_args: argparse.Namespace
@@ -218,33 +188,6 @@ def _compute_confs(parsed_args: argparse.Namespace
                 'one --host, or give --compute-conf HOST=FILE.')
         pairs.append((parsed_args.host[0], parsed_args.from_nova_conf))
     return pairs
-
-
-def _plans_from_nova_confs(selected: list, confs: dict, paths: dict[str, str],
-                           add: tuple[str, ...],
-                           parsed_args: argparse.Namespace) -> list:
-    """The DevicePlan of each selected device from its host's nova.conf;
-    a CommandError for a device of a host no --compute-conf describes,
-    or when no file gives a type to any device.
-    """
-    plans = []
-    for device in selected:
-        if device.host not in confs:
-            raise exceptions.CommandError(
-                'Device %s:%s is on host %s, which no --compute-conf '
-                'describes; give --compute-conf %s=FILE or leave the device '
-                'out.' % (device.host, device.device, device.host,
-                          device.host))
-        plans += trait_logic.plans_from_nova_conf(
-            [device], confs[device.host], paths[device.host], add,
-            parsed_args.trait_prefix, parsed_args.replace,
-            parsed_args.force)
-    if all(p.skip for p in plans):
-        hosts = sorted({d.host for d in selected})
-        raise exceptions.CommandError(
-            '%s gives no mdev type to any device of host %s.'
-            % (', '.join(paths[h] for h in hosts), ', '.join(hosts)))
-    return plans
 
 
 class UnsetTrait(_TraitCommand):
@@ -265,13 +208,13 @@ Examples:
         --dry-run
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         options.trait(parser, required=True)
         options.force(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         remove = common.trait_names(parsed_args.trait)
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
@@ -280,28 +223,27 @@ Examples:
                 'back when it restarts or refreshes its provider cache (Nova '
                 'does, for OWNER_NOVA); add --force to remove it anyway.'
                 % ', '.join(protected))
-        resource_class = common.resource_class(parsed_args.resource_class)
-        placement = self.app.client_manager.mdev.placement
-        selected = self._selected(placement, parsed_args, resource_class,
-                                  parsed_args.host)
-        plans = [trait_logic.DevicePlan(d, remove=remove,
-                                        force=parsed_args.force)
-                 for d in selected]
-        return self._write(placement, plans, (), parsed_args.dry_run,
-                           parsed_args.provider_config_dir)
+        selection = self._selection(parsed_args)
+        with common.worded():
+            writes = traits.unset_traits(
+                self.app.client_manager.mdev.placement, selection, remove,
+                force=parsed_args.force, dry_run=parsed_args.dry_run,
+                directory=parsed_args.provider_config_dir,
+                progress=_Progress)
+        return self._listing(writes, parsed_args.dry_run)
 
 
 class _Progress:
     """``n/total devices`` on stderr, only on a terminal and for long runs.
     """
 
-    def __init__(self, total):
+    def __init__(self, total: int) -> None:
         self.total = total
         self.count = 0
         self.lock = threading.Lock()
         self.show = total >= PROGRESS_THRESHOLD and sys.stderr.isatty()
 
-    def tick(self):
+    def tick(self) -> None:
         """One more device done."""
         with self.lock:
             self.count += 1
@@ -310,12 +252,12 @@ class _Progress:
                                  % (self.count, self.total))
                 sys.stderr.flush()
 
-    def done(self):
+    def done(self) -> None:
         if self.show:
             sys.stderr.write('\n')
 
 
-class ExportTrait(command.Lister):
+class ExportTrait(common.Lister):
     """Write the provider config files that make the traits durable.
 
     Answers "how do my type traits survive Nova re-creating a GPU's
@@ -341,7 +283,7 @@ One host's file, only its type traits, printed::
     openstack mdev trait export --host gpu3 --type-traits-only
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.provider_config_dir(parser)
@@ -355,7 +297,7 @@ One host's file, only its type traits, printed::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         directory = parsed_args.provider_config_dir
@@ -373,24 +315,13 @@ One host's file, only its type traits, printed::
             placement, hosts, directory, parsed_args.type_traits_only,
             parsed_args.trait_prefix, parsed_args.dry_run)
         if directory is None:
-            self.text = done[0].text
-            return (), []
-        self.failed = [w for w in done if w.failed]
-        return EXPORT_COLUMNS, [
-            (w.file.host, w.path, w.file.devices, w.file.traits, w.result)
-            for w in done]
-
-    def produce_output(self, parsed_args, column_names, data):
-        if self.text is not None:
-            self.app.stdout.write(self.text)
-            return 0
-        return super().produce_output(parsed_args, column_names, data)
-
-    def run(self, parsed_args):
-        self.text, self.failed = None, []
-        status = super().run(parsed_args)
-        if self.failed:
-            raise exceptions.CommandError(
+            return common.Listing((), [], text=done[0].text)
+        failed = [w for w in done if w.failed]
+        outcome = common.DONE
+        if failed:
+            outcome = common.Outcome(failure=(
                 '%d file(s) could not be written (the old ones are kept); '
-                'see the Result column.' % len(self.failed))
-        return status
+                'see the Result column.' % len(failed)))
+        return common.Listing(EXPORT_COLUMNS, [
+            (w.file.host, w.path, w.file.devices, w.file.traits, w.result)
+            for w in done], outcome)

@@ -18,6 +18,7 @@ from osc_lib import exceptions
 import pytest
 
 from osc_mdev.domain import providers
+from osc_mdev.domain import traits
 from osc_mdev.v1 import common
 
 
@@ -58,6 +59,13 @@ def test_all_stands_alone(kwargs, refusal):
      "The selection contradicts itself: device 'x' has resource class "
      "CUSTOM_MLX5, not VGPU given with --resource-class; drop the option or "
      "the name."),
+    (traits.NoNovaConf(providers.Candidate('u', 'h4_pci_0000_84_00_0', 'h4',
+                                           'r', 'pci_0000_84_00_0',
+                                           '0000:84:00.0', 1)),
+     'Device h4:0000:84:00.0 is on host h4, which no --compute-conf '
+     'describes; give --compute-conf h4=FILE or leave the device out.'),
+    (traits.NoTypeGiven({'h1': 'a.conf', 'h2': 'b.conf'}),
+     'a.conf, b.conf gives no mdev type to any device of host h1, h2.'),
 ])
 def test_domain_errors_are_worded_with_the_options(error, sentence):
     with pytest.raises(exceptions.CommandError) as raised:
