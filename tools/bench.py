@@ -565,7 +565,7 @@ def measure_size(runner, url, gpus, nova, args):
     tc, nc, cap = runner.measure(1, 'mdev', 'capacity', '--flavor',
                                  FLAVOR['name'], '-f', 'json')
     nova_capacity = nova.requests - nova_before
-    total = [r['Fits'] for r in json.loads(cap) if r['Host'] == 'Total']
+    total = [sum(r['Fits'] for r in json.loads(cap))]
     result['metrics_flavor'] = (t, n, metrics_same(out, baseline) and
                                 fits == total, nova_metrics)
     result['capacity_flavor'] = (tc, nc, fits == total, nova_capacity)
@@ -672,25 +672,25 @@ def capacity_expected(baseline, rclass, traits=()):
 
 
 def capacity_same(rows, expected):
-    """Whether ``mdev capacity -f json`` rows agree with ``expected``."""
-    total = [r for r in rows if r['Host'] == 'Total']
+    """Whether ``mdev capacity -f json`` rows (one per host) agree with
+    ``expected``.
+    """
     ours = {r['Host']: (r['Fits'], r['Free'], sorted(r['Devices']))
-            for r in rows if r['Host'] != 'Total'}
+            for r in rows}
     want = {h: (f, n, sorted(d)) for h, (f, n, d) in expected.items()}
-    if set(ours) - set(want) or len(total) != 1:
+    if set(ours) - set(want) or len(ours) != len(rows):
         return False
     for host, value in want.items():
         if ours.get(host, (0, 0, [])) != value:
             print('  capacity differs on %s: %s, expected %s' % (
                 host, ours.get(host), value), file=sys.stderr)
             return False
-    return total[0]['Fits'] == sum(f for f, _, _ in want.values())
+    return True
 
 
 def explain_same(rows, baseline, rclass, trait):
     """Whether ``--explain`` counts what the per-device reads count: the
-    devices and hosts left after the class, the trait and the room, and
-    the servers that fit.
+    devices and hosts left after the class, the trait and the room.
     """
     def left(keep):
         found = [(row['Host'], uuid) for (uuid, rc), row in baseline.items()
@@ -701,8 +701,6 @@ def explain_same(rows, baseline, rclass, trait):
     tagged = left(lambda rc, r: rc == rclass and trait in r['Traits'])
     room = left(lambda rc, r: rc == rclass and trait in r['Traits']
                 and r['Free'] > 0)
-    fits = sum(r['Free'] for (_, rc), r in baseline.items()
-               if rc == rclass and trait in r['Traits'])
     steps = {r['Constraint']: (r['Devices Left'], r['Hosts Left'])
              for r in rows}
     want = {'offers %s' % rclass: offers,
@@ -712,7 +710,7 @@ def explain_same(rows, baseline, rclass, trait):
     if not same:
         print('  explain differs: %s, expected %s' % (steps, want),
               file=sys.stderr)
-    return same and 'Servers that fit: %d' % fits in steps
+    return same
 
 
 def measure_capacity(runner, baseline, runs):
@@ -758,9 +756,8 @@ def capacity_table(results, help_ours, args):
         'the CLI starting); requests are counted by Placement. Same data: '
         'per host, the servers that fit, the free mdevs and the devices '
         'with room equal what the per-device reads (inventories, usages '
-        'and traits of every GPU) give, and so does the Total row; '
-        '`--explain`: the devices and hosts left after the class, the '
-        'trait and the room, and the servers that fit.'
+        'and traits of every GPU) give; `--explain`: the devices and '
+        'hosts left after the class, the trait and the room.'
         % (','.join(str(r['gpus']) for r in results), args.runs,
            ' --only capacity' if args.only else '',
            platform.platform(terse=True), os.cpu_count(),

@@ -15,6 +15,7 @@
 import argparse
 
 from osc_lib import exceptions
+from osc_lib import utils
 
 from osc_mdev.domain import audit as domain
 from osc_mdev.domain import traits as trait_logic
@@ -133,8 +134,7 @@ Repair what is safe to repair, shown first::
         if checks:
             outcomes = audit.fix(placement, domain.repairs(findings, checks),
                                  parsed_args.dry_run)
-        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + (
-            LONG_COLUMNS if parsed_args.long else ())
+        long_cols = LONG_COLUMNS if parsed_args.long else ()
         rows = []
         errors = 0
         for finding in findings:
@@ -145,20 +145,14 @@ Repair what is safe to repair, shown first::
                         and not parsed_args.dry_run)
             if finding.severity == domain.ERROR and not repaired:
                 errors += 1
-            values = {
-                'Severity': finding.severity,
-                'Check': finding.check,
-                'Host': finding.host,
-                'Device': finding.device,
-                'Server': finding.server,
-                'Message': finding.message,
-                'Repair': outcome.result if outcome else (
-                    '' if finding.check not in checks else
-                    'no automatic repair'),
-                'Resource Class': finding.resource_class,
-                'Provider UUID': finding.provider_uuid,
-            }
-            rows.append(tuple(values[c] for c in cols))
+            repair = ()
+            if checks:
+                repair = (outcome.result if outcome else
+                          '' if finding.check not in checks else
+                          'no automatic repair',)
+            rows.append(utils.get_item_properties(finding, COLUMNS) + repair
+                        + utils.get_item_properties(finding, long_cols))
+        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + long_cols
         failures = sum(1 for o in outcomes.values() if o.failed)
         outcome = common.verdict(not errors)
         if failures:

@@ -12,11 +12,15 @@
 
 """``openstack mdev capacity``."""
 
+import argparse
+import dataclasses
 
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
+from osc_lib import utils
 
+from osc_mdev.domain import words
 from osc_mdev.usecases import capacity as reads
 from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
@@ -27,6 +31,9 @@ LONG_COLUMNS = COLUMNS + ('Limit',)
 COUNT_COLUMNS = ('One Request', 'Verdict')
 EXPLAIN_COLUMNS = ('Constraint', 'Devices Ruled Out', 'Hosts Ruled Out',
                    'Devices Left', 'Hosts Left')
+# The explainer's Step attributes behind EXPLAIN_COLUMNS.
+STEP_FIELDS = ('Constraint', 'Devices Out', 'Hosts Out', 'Devices Left',
+               'Hosts Left')
 TOTAL = 'Total'
 
 
@@ -111,7 +118,8 @@ Room for a bare request of two vGPUs with a trait::
                 common.trait_names(parsed_args.require_trait)))]
         return [(name, None) for name in parsed_args.flavor]
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         wanted = self._requests(parsed_args)
         mdev = self.app.client_manager.mdev
         several = len(wanted) > 1
@@ -128,44 +136,54 @@ Room for a bare request of two vGPUs with a trait::
             rows.extend(found)
         return columns, rows
 
-    def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
+    def _one(self, mdev: object, parsed_args: argparse.Namespace,
+             flavor: str | None, request: object,
+             auto_explain: bool = True) -> tuple[tuple[str, ...], list]:
+        """The columns and rows of one flavor or bare request; the
+        summary rows (the Total row, the servers that fit and the
+        smallest change of an explanation, the verdict on --count) in
+        the table format only.
+        """
+        summary = parsed_args.formatter == 'table'
         answer = reads.count(
             mdev.placement, mdev.compute, flavor=flavor, request=request,
             hosts=tuple(parsed_args.host), aliases=self._aliases,
             explain=parsed_args.explain, auto_explain=auto_explain,
             count=parsed_args.count)
         if answer.steps is not None:
-            rows = [(s.constraint, s.devices_out, s.hosts_out,
-                     s.devices_left, s.hosts_left) for s in answer.steps]
-            rows.append(('Servers that fit: %d' % answer.total,
-                         '', '', '', ''))
-            fix = answer.fix or ('none needed' if answer.total else
-                                 'none found on the devices')
-            rows.append(('Smallest change: %s' % fix, '', '', '', ''))
+            rows = [utils.get_item_properties(s, STEP_FIELDS)
+                    for s in answer.steps]
+            if summary:
+                fix = answer.fix or ('none needed' if answer.total else
+                                     'none found on the devices')
+                rows.append(('Servers that fit: %d' % answer.total,
+                             '', '', '', ''))
+                rows.append(('Smallest change: %s' % fix, '', '', '', ''))
             return EXPLAIN_COLUMNS, rows
 
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+        one = answer.one_request
         rows = []
         for h in answer.per_host:
-            values = {'Host': h.host, 'Fits': h.fits,
-                      'Devices': format_columns.ListColumn(
-                          ['%s:%s' % (h.host, d) for d in h.devices]),
-                      'Free': h.free, 'Limit': h.limit}
-            rows.append([values[c] for c in cols])
-        totals = {'Host': TOTAL, 'Fits': answer.total,
-                  'Devices': format_columns.ListColumn(
-                      [_devices_text(sum(len(h.devices)
-                                         for h in answer.per_host))]),
-                  'Free': sum(h.free for h in answer.per_host), 'Limit': ''}
-        rows.append([totals[c] for c in cols])
-        if answer.one_request is not None:
-            one = answer.one_request
-            cols = cols + COUNT_COLUMNS
-            for row in rows[:-1]:
-                row.extend([one.per_host.get(row[0], 0), ''])
-            rows[-1].extend([one.placed, one.verdict])
-        return cols, [tuple(r) for r in rows]
-
-
-def _devices_text(n):
-    return '%d device%s' % (n, '' if n == 1 else 's')
+            named = dataclasses.replace(h, devices=tuple(
+                '%s:%s' % (h.host, d) for d in h.devices))
+            row = utils.get_item_properties(
+                named, cols, formatters={'Devices': format_columns.ListColumn})
+            if one is not None:
+                row += (one.per_host.get(h.host, 0),) + (
+                    ('',) if summary else ())
+            rows.append(row)
+        if one is not None:
+            cols += COUNT_COLUMNS if summary else COUNT_COLUMNS[:1]
+        if summary:
+            total = {'Host': TOTAL, 'Fits': answer.total,
+                     'Devices': format_columns.ListColumn([words.count(
+                         sum(len(h.devices) for h in answer.per_host),
+                         'device')]),
+                     'Free': sum(h.free for h in answer.per_host),
+                     'Limit': ''}
+            if one is not None:
+                total.update({'One Request': one.placed,
+                              'Verdict': one.verdict})
+            rows.append(tuple(total[c] for c in cols))
+        return cols, rows
