@@ -12,7 +12,7 @@
 
 """``openstack mdev allocation show`` / ``list``."""
 
-
+import argparse
 import logging
 
 from osc_lib.cli import format_columns
@@ -163,7 +163,8 @@ Every server on a compute node's GPUs, with its status in Nova::
         options.kind(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         resource_class = common.resource_class(parsed_args.resource_class)
         mdev = self.app.client_manager.mdev
         with common.worded():

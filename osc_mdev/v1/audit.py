@@ -83,7 +83,7 @@ Repair what is safe to repair, shown first::
     openstack mdev audit --fix orphaned-allocation,lost-trait --dry-run
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.compute_conf(parser)

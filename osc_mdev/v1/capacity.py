@@ -65,7 +65,7 @@ Room for a bare request of two vGPUs with a trait::
         --require-trait CUSTOM_NVIDIA_12
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
         options.controller_conf(parser)
@@ -87,7 +87,8 @@ Room for a bare request of two vGPUs with a trait::
                  'the hosts (automatic when nothing fits one flavor).')
         return parser
 
-    def _requests(self, parsed_args):
+    def _requests(self, parsed_args: argparse.Namespace
+                  ) -> list[tuple[str | None, object]]:
         bare = parsed_args.resource_class is not None
         if bare and parsed_args.flavor:
             raise exceptions.CommandError(

@@ -43,7 +43,8 @@ SELECTORS = {providers.BY_HOST: ('is on host %s, not on %s', '--host'),
                                            '--resource-class')}
 
 
-def check(func, *args):
+def check(func: abc.Callable[..., typing.Any], *args: typing.Any
+          ) -> typing.Any:
     """Run a domain validator; its ValueError becomes a CommandError."""
     try:
         return func(*args)
@@ -96,19 +97,20 @@ def worded() -> abc.Iterator[None]:
         ) from exc
 
 
-def resource_class(value):
+def resource_class(value: str | None) -> str | None:
     """A valid mdev resource class, or None when none was given."""
     if value is None:
         return None
     return check(names.validate_mdev_resource_class, value)
 
 
-def trait_names(values):
+def trait_names(values: abc.Iterable[str]) -> tuple[str, ...]:
     """Every trait name valid, in the order given."""
     return tuple(check(names.validate_trait_name, t) for t in values)
 
 
-def one_line_errors(parser):
+def one_line_errors(parser: argparse.ArgumentParser
+                    ) -> argparse.ArgumentParser:
     """Make ``parser`` report a bad argument as one CommandError line,
     and lay its help out as written (``Help``).
 
@@ -118,7 +120,7 @@ def one_line_errors(parser):
     parser.formatter_class = _help_formatter(parser.formatter_class)
     command = parser.prog.split(' ', 1)[-1]
 
-    def error(message):
+    def error(message: str) -> typing.NoReturn:
         raise exceptions.CommandError(
             "%s%s; see 'openstack help %s'."
             % (message[0].upper(), message[1:].rstrip('.'), command))
@@ -127,7 +129,8 @@ def one_line_errors(parser):
     return parser
 
 
-def _help_formatter(base):
+def _help_formatter(base: type[argparse.HelpFormatter]
+                    ) -> type[argparse.HelpFormatter]:
     """``base`` (cliff's help formatter) laying out a command's
     description and epilog as written in reStructuredText, as the
     documentation renders them: paragraphs filled one by one, indented
@@ -138,7 +141,7 @@ def _help_formatter(base):
     import textwrap
 
     class Help(base):
-        def _fill_text(self, text, width, indent):
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
             paragraphs = []
             for block in re.split(r'\n[ \t]*\n', text.strip('\n')):
                 lines = block.strip('\n').splitlines()
@@ -161,7 +164,8 @@ def _help_formatter(base):
     return Help
 
 
-def bare_request(parsed_args, required):
+def bare_request(parsed_args: argparse.Namespace,
+                 required: abc.Sequence[str]) -> object:
     """The mdev request of --resource-class, --amount, --spread,
     ``required`` traits and --forbid-trait; a CommandError for a name,
     an amount or a pair of traits that cannot be.

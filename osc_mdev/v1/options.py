@@ -34,9 +34,9 @@ from osc_mdev.domain import traits as trait_logic
 
 LOG = logging.getLogger(__name__)
 
-HOST = ("A compute node, named as in 'openstack hypervisor list' (its "
-        "hypervisor hostname), not the service host; repeatable where the "
-        "command takes several.")
+HOST = ("A compute node the command looks at, named as in 'openstack "
+        "hypervisor list' (its hypervisor hostname), not the service host; "
+        "repeatable where the command takes several.")
 TARGET = ('A compute node to migrate to, named as --host names nodes; '
           'repeat for several (default: every other node).')
 RESOURCE_CLASS = (

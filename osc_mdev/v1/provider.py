@@ -12,7 +12,7 @@
 
 """``openstack mdev provider list`` / ``show``."""
 
-
+import argparse
 import logging
 
 from cliff import columns
@@ -121,7 +121,7 @@ Every GPU, mdev and PCI-in-Placement alike::
     openstack mdev provider list --kind all
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.resource_class(parser)
@@ -138,7 +138,8 @@ Every GPU, mdev and PCI-in-Placement alike::
         options.kind(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         resource_class = common.resource_class(parsed_args.resource_class)
         traits = common.trait_names(parsed_args.require_trait)
         wanted = domain.DeviceFilter(
