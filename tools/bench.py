@@ -621,7 +621,8 @@ def measure_cloud(runner: Runner, url: str, gpus: int,
     def reset() -> None:
         FLAVOR_CONFIGURE['extra_specs'].clear()
     run('flavor_configure', 'flavor', 'configure', FLAVOR_CONFIGURE['name'],
-        '--resource-class', 'VGPU', '--trait', CAPACITY_TRAIT, '-f', 'json',
+        '--resource-class', 'VGPU', '--require-trait', CAPACITY_TRAIT, '-f',
+        'json',
         before=reset, same=lambda out:
         FLAVOR_CONFIGURE['extra_specs'] == CONFIGURED)
 
@@ -660,8 +661,9 @@ def measure_cloud(runner: Runner, url: str, gpus: int,
     print('  %s: osc-mdev reads done' % cloud, flush=True)
 
     with tempfile.TemporaryDirectory() as out_dir:
-        run('export', 'trait', 'export', '--output-dir', out_dir, '-f',
-            'json', same=lambda out: checks.exported_same(out_dir, baseline))
+        run('export', 'trait', 'export', '--provider-config-dir', out_dir,
+            '-f', 'json', same=lambda out: checks.exported_same(
+                out_dir, baseline))
     fresh = 'CUSTOM_BENCH_%d_%s' % (gpus, cloud.upper())
     run('dry', 'trait', 'set', '--all', '--trait', fresh, '--dry-run', '-f',
         'json', same=lambda out: len(json.loads(out)) == gpus)
@@ -679,7 +681,7 @@ def measure_capacity(runner: Runner, baseline: dict, runs: int) -> dict:
     """The bare capacity requests: ``{key: Measured}``."""
     bare = ('mdev', 'capacity', '--resource-class', 'VGPU', '--amount', '1',
             '-f', 'json')
-    traited = bare + ('--trait', CAPACITY_TRAIT)
+    traited = bare + ('--require-trait', CAPACITY_TRAIT)
     result = {}
     for key, cmd, same in (
             ('cap_bare', bare, lambda out: checks.capacity_same(
@@ -764,7 +766,7 @@ COMMANDS = (
     ('capacity_flavor', '`mdev capacity --flavor %s`' % FLAVOR['name']),
     ('flavor_show', '`mdev flavor show %s`' % FLAVOR['name']),
     ('flavor_configure', '`mdev flavor configure %s --resource-class VGPU '
-     '--trait %s`' % (FLAVOR_CONFIGURE['name'], CAPACITY_TRAIT)),
+     '--require-trait %s`' % (FLAVOR_CONFIGURE['name'], CAPACITY_TRAIT)),
     ('alloc', '`mdev allocation list`'),
     ('alloc_show', '`mdev allocation show <server>`'),
     ('audit', '`mdev audit`'),
@@ -772,14 +774,14 @@ COMMANDS = (
     ('config_host', '`mdev config check FILE --host <node>`'),
     ('migration_check', '`mdev migration check <server>`'),
     ('migration_plan', '`mdev migration plan --host <node>`'),
-    ('export', '`mdev trait export --output-dir DIR`'),
+    ('export', '`mdev trait export --provider-config-dir DIR`'),
     ('dry', '`mdev trait set --all --dry-run`'),
     ('set', '`mdev trait set --all` (fresh trait, one run)'),
     ('unset', '`mdev trait unset --all` (that trait, one run)'))
 CAPACITY = (
     ('cap_bare', '`mdev capacity --resource-class VGPU --amount 1`'),
     ('cap_trait', '`mdev capacity --resource-class VGPU --amount 1 '
-     '--trait %s`' % CAPACITY_TRAIT),
+     '--require-trait %s`' % CAPACITY_TRAIT),
     ('cap_explain', 'the same with `--explain`'))
 # The commands that read what the naive reads read: compared with them.
 WHOLE = ('list', '--free', '--full', 'long', 'metrics')
@@ -935,9 +937,8 @@ def capacity_table(results: list, help_ours: float,
         'the CLI starting); requests are counted by Placement. Same data: '
         'per host, the servers that fit, the free mdevs and the devices '
         'with room equal what the per-device reads (inventories, usages '
-        'and traits of every GPU) give, and so does the Total row; '
-        '`--explain`: the devices and hosts left after the class, the '
-        'trait and the room, and the servers that fit.'
+        'and traits of every GPU) give; `--explain`: the devices and '
+        'hosts left after the class, the trait and the room.'
         % (','.join(str(r['gpus']) for r in results), args.runs,
            ' --only capacity' if args.only else '',
            '' if args.max_allocation_candidates is None else

@@ -207,20 +207,20 @@ def tour_with(t):
     t.say('Tag each GPU with the trait of its type (see it first with '
           '--dry-run):')
     t.sample('trait-set-dry-run', 'mdev', 'trait', 'set',
-             '--from-nova-conf', conf.name, '--host', t.node(host),
+             '--compute-conf', '%s=%s' % (t.node(host), conf.name),
              '--dry-run')
-    t.sample('trait-set-from-nova-conf', 'mdev', 'trait', 'set',
-             '--from-nova-conf', conf.name, '--host', t.node(host))
+    t.sample('trait-set-compute-conf', 'mdev', 'trait', 'set',
+             '--compute-conf', '%s=%s' % (t.node(host), conf.name))
     for other in sorted(cloud.hosts):
         if other != host and cloud.hosts[other]['enabled_mdev_types']:
             subprocess.run(
                 openstack_command() + [
-                    'mdev', 'trait', 'set', '--from-nova-conf',
-                    t.nova_conf(other).name, '--host', t.node(other)],
+                    'mdev', 'trait', 'set', '--compute-conf', '%s=%s' % (
+                        t.node(other), t.nova_conf(other).name)],
                 env=t.env, cwd=t.workdir, capture_output=True, check=True)
     t.say('(the other hosts were tagged the same way)')
-    t.sample('provider-list-trait', 'mdev', 'provider', 'list', '--trait',
-             'CUSTOM_NVIDIA_12')
+    t.sample('provider-list-trait', 'mdev', 'provider', 'list',
+             '--require-trait', 'CUSTOM_NVIDIA_12')
 
     t.say('A flavor for one nvidia-12 vGPU, validated against the cloud:')
     t.run('flavor', 'create', '--vcpus', '1', '--ram', '512', '--disk',
@@ -411,8 +411,8 @@ def errors_tour(t):
     t.say('Bad input is one line and exit status 1; nothing is written:')
     t.sample('error-unknown-device', 'mdev', 'provider', 'show',
              'compute1:0000:99:00.0', expect_failure=True)
-    t.sample('error-trait-name', 'mdev', 'provider', 'list', '--trait',
-             'nvidia-35', expect_failure=True)
+    t.sample('error-trait-name', 'mdev', 'provider', 'list',
+             '--require-trait', 'nvidia-35', expect_failure=True)
     t.sample('trait-unset-owner-refused', 'mdev', 'trait', 'unset',
              '--trait', 'OWNER_NOVA', '--all', expect_failure=True)
 
@@ -458,8 +458,8 @@ def durable_tour(t, cloud):
     t.say('Nova re-creates a GPU\'s provider (new UUID, no operator traits) '
           'when the GPU\nloses its last instance. Export the tags as '
           'nova-compute provider config files:')
-    t.sample('trait-export', 'mdev', 'trait', 'export', '--output-dir',
-             'exports')
+    t.sample('trait-export', 'mdev', 'trait', 'export',
+             '--provider-config-dir', 'exports')
     exported = t.workdir / 'exports' / ('%s.yaml' % node)
     t.show_file('trait-export-file', exported)
     t.say('Check the file as nova-compute will read it, and against '
@@ -555,12 +555,14 @@ def drain_tour(t, cloud):
              'Host', '-c', 'Live', '-c', 'Cold', '-c', 'Devices', '-c',
              'Reason')
     t.sample('drain-check-not-checked', 'mdev', 'migration', 'check',
-             'train-1', '--host', tight, '-f', 'yaml', '-c', 'Not Checked')
+             'train-1', '--target', tight, '-f', 'yaml', '-c',
+             'Not Checked')
     t.say('A server whose flavor asks for any VGPU, on an nvidia-11 GPU of '
           'compute1; the one\nVGPU device of %s is an nvidia-12:' % tight)
     t.boot('vgpu.any', 'render', 'compute1')
     t.sample('drain-check-any-type', 'mdev', 'migration', 'check',
-             'render', '--host', tight, '-f', 'yaml', expect_failure=True)
+             'render', '--target', tight, '-f', 'yaml',
+             expect_failure=True)
     t.say('Plan the whole host, first onto two nodes only, then onto any:')
     t.sample('drain-plan-targets', 'mdev', 'migration', 'plan', '--host',
              node, '--live', '--target', old, '--target', tight, '-c',

@@ -384,7 +384,7 @@ def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
 def trait_findings(devices, confs=None,
                    prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     """``lost-trait`` and ``wrong-trait``, with the type traits named as
-    ``prefix`` says (``--trait-prefix``, as ``trait set --from-nova-conf``
+    ``prefix`` says (``--trait-prefix``, as ``trait set --compute-conf``
     names them).
 
     Hosts with a nova.conf (``confs``: ``{host: MdevConfig}``): a device
@@ -415,6 +415,14 @@ def trait_findings(devices, confs=None,
 def _unset_command(trait, device):
     return 'openstack mdev trait unset --trait %s %s' % (trait,
                                                          _where(device))
+
+
+def _unset_from_files_command(traits, device):
+    """``trait unset`` of ``traits`` on ``device`` and in the provider
+    config files.
+    """
+    return ('openstack mdev trait unset %s %s --provider-config-dir DIR'
+            % (' '.join('--trait %s' % t for t in traits), _where(device)))
 
 
 def _set_command(trait, device):
@@ -483,7 +491,8 @@ def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
                 WARNING, LOST_TRAIT, device, message=(
                     'Device %s has no type trait while its %s siblings on '
                     'host %s carry %s; which one is its type is not known '
-                    'here: give --compute-conf %s=FILE, or add it: %s'
+                    "here: audit it with its host's nova.conf (openstack "
+                    'mdev audit --compute-conf %s=FILE), or add it: %s'
                     % (_where(device), device.resource_class, device.host,
                        ', '.join(offered), device.host,
                        _set_command('<trait>', device)))))
@@ -505,7 +514,7 @@ def _file_traits(device, entries):
 
 
 def _export_command(device):
-    return ("openstack mdev trait export --host %s --output-dir DIR"
+    return ("openstack mdev trait export --host %s --provider-config-dir DIR"
             % device.host)
 
 
@@ -532,9 +541,9 @@ def note_provider_configs(findings, files):
                     'nova-compute.' % finding.host)
         else:
             note = (' The provider config file of %s does not give it: '
-                    'add it there too (trait set --export-dir DIR), or the '
-                    'next re-created provider loses it again.'
-                    % finding.host)
+                    'add it there too (openstack mdev trait set '
+                    '--provider-config-dir DIR), or the next re-created '
+                    'provider loses it again.' % finding.host)
         noted.append(dataclasses.replace(finding,
                                          message=finding.message + note))
     return noted
@@ -572,14 +581,12 @@ def provider_config_findings(devices, files, found=(),
                     'update after refreshing its provider cache ([compute] '
                     'resource_provider_association_refresh, 300 s by '
                     'default) or restarting; to drop %s for good, '
-                    'remove %s from the file too: openstack mdev trait unset '
-                    '%s %s --export-dir DIR'
+                    'remove %s from the file too: %s'
                     % (_where(device), ', '.join(back),
                        'it' if len(back) == 1 else 'them',
                        'it' if len(back) == 1 else 'them',
                        'it' if len(back) == 1 else 'them',
-                       ' '.join('--trait %s' % t for t in back),
-                       _where(device)))))
+                       _unset_from_files_command(back, device)))))
         missing = sorted(carried - given)
         for kind, traits in (
                 (WARNING, [t for t in missing
@@ -720,33 +727,6 @@ def repair_key(repair):
     return _repair_key(repair)
 
 
-def parse_checks(text):
-    """``--fix`` value -> the checks it names; ValueError if unknown or
-    not repairable.
-    """
-    wanted = [c.strip() for c in text.split(',') if c.strip()]
-    if not wanted:
-        raise ValueError('--fix needs at least one check, such as %s'
-                         % ORPHANED_ALLOCATION)
-    for check in wanted:
-        if check not in CHECKS:
-            raise ValueError("'%s' is not a check; the checks are %s"
-                             % (check, ', '.join(CHECKS)))
-        if check not in FIXABLE:
-            raise ValueError("check %s has no automatic fix (only %s do); "
-                             "its findings say the command that fixes them"
-                             % (check, ' and '.join(FIXABLE)))
-    return tuple(dict.fromkeys(wanted))
-
-
-def parse_nova_conf_option(value):
-    """``HOST=FILE`` -> ``(host, file)``; ValueError otherwise."""
-    host, sep, path = value.partition('=')
-    if not sep or not host or not path:
-        raise ValueError("--compute-conf takes HOST=FILE, not '%s'" % value)
-    return host, path
-
-
 def pci_alias_unchecked(servers, flavor_list):
     """The one note that ``pci_passthrough:alias`` requests were not
     judged (the controller's ``[pci] alias`` was not given): how many of
@@ -765,8 +745,9 @@ def pci_alias_unchecked(servers, flavor_list):
     return Finding(
         INFO, check=PCI_ALIAS_UNCHECKED,
         message='%s ask%s for PCI devices by alias (%s), which %s and %s '
-                'did not check; give the controller\'s nova.conf with '
-                '--controller-conf <file> to check them.' % (
+                "did not check; check them with the controller's "
+                'nova.conf: openstack mdev audit --controller-conf '
+                '<file>.' % (
                     ' and '.join(what), 's' if len(what) == 1 and (
                         n_servers or n_flavors) == 1 else '',
                     rr.PCI_ALIAS_KEY, MISSING_ALLOCATION,

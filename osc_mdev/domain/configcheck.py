@@ -40,6 +40,8 @@ from osc_mdev.domain import words
 ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 Finding = findings.Finding
 OTHER_DEVICES = '(any other device)'
+#: Where a finding about the sysfs tree as a whole is.
+MDEV_BUS = 'class/mdev_bus'
 
 
 def _f(severity: str, where: str, message: str) -> Finding:
@@ -111,7 +113,8 @@ def file_findings(conf: novaconf.MdevConfig,
                 INFO, _where_type(conf, conf.pgpu_type_mapping[address],
                                   'device_addresses'),
                 '%s is taken as a virtual parent: nova-compute refuses to '
-                'start unless /sys/devices/virtual/%s exists (check with '
+                'start unless /sys/devices/virtual/%s exists (check it '
+                'against the node: openstack mdev config check FILE '
                 '--sysfs /sys).' % (address, address.replace('_', '/'))))
     found.extend(downtime_findings(conf))
     return found
@@ -436,9 +439,9 @@ def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
     ``_ensure_pgpu_providers`` deletes no provider made before.
     """
     if not conf.supported_types:
-        return _f(INFO, '--sysfs', 'There is no class/mdev_bus in the sysfs '
+        return _f(INFO, MDEV_BUS, 'There is no class/mdev_bus in the sysfs '
                   'tree: no device of this host offers mediated devices.')
-    return _f(WARNING, '--sysfs', (
+    return _f(WARNING, MDEV_BUS, (
         'There is no class/mdev_bus in the sysfs tree: no device of this '
         'host offers mediated devices (is the GPU\'s vGPU driver loaded?). '
         'nova-compute will start, but with no mdev-capable device in '
@@ -525,7 +528,7 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
             found.append(_f(
                 WARNING, where_host,
                 'Device %s carries %s but will be of type %s: run '
-                "'openstack mdev trait set --from-nova-conf FILE --host %s' "
+                "'openstack mdev trait set --compute-conf %s=FILE' "
                 'after the restart to tag it %s.'
                 % (device.address, ', '.join(wrong), mdev_type, host,
                    type_traits[mdev_type])))

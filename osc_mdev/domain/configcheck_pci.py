@@ -17,7 +17,7 @@ Nova's own rules, and the errors it stops at, come from the ``pci``
 modules (``pci.PciConfig``); this module adds what Nova does not say
 (names it silently rewrites, options it ignores, aliases no device spec
 of the node can serve), compares the device specs with a compute node's
-PCI functions (``--sysfs``) and with its PCI providers in Placement.
+PCI functions (its sysfs) and with its PCI providers in Placement.
 ``configcheck`` is the mdev half; ``configreport`` renders both.
 """
 
@@ -215,10 +215,11 @@ def _reported_findings(pci: pci_rules.PciConfig,
     if placed and not sysfs_known:
         found.append(Finding(
             INFO, novaconf.where('pci', 'device_spec'),
-            'Without --sysfs the virtual functions of each physical '
-            'function are not known: nova-compute refuses to start '
-            'when VFs of one PF get different classes or traits, or a '
-            'PF is listed with its VFs; check with --sysfs /sys.'))
+            "Without the node's sysfs the virtual functions of each "
+            'physical function are not known: nova-compute refuses to '
+            'start when VFs of one PF get different classes or traits, '
+            'or a PF is listed with its VFs; check it against the '
+            'node: openstack mdev config check FILE --sysfs /sys.'))
     if not pci.pci_in_placement:
         found.append(Finding(
             WARNING, _settings(pci).pci['pci_in_placement'].where,
@@ -297,8 +298,8 @@ def _sysfs_findings(pci: pci_rules.PciConfig,
         if not any(devspec.spec_matches(spec, d, pfs) for d in devices):
             found.append(Finding(
                 WARNING, spec.where,
-                'Matches no PCI device under --sysfs (%s): Nova offers '
-                'nothing from it.' % spec.describe()))
+                "Matches no PCI device of the node's sysfs (%s): Nova "
+                'offers nothing from it.' % spec.describe()))
     if pci.report_in_placement:
         _, problems = translator.pci_providers(root_name, devices,
                                                pci.specs, pfs)

@@ -325,40 +325,6 @@ class PciRequest:
         return describe_pci(self.value)
 
 
-def parse_pci_aliases(values: Iterable[str]) -> PciRequest:
-    """A PciRequest from ``--pci-alias`` values (``NAME[:COUNT]``, each
-    possibly a comma list, as Nova's ``name:count[,name:count]``).
-
-    Raises ValueError for a name Nova's syntax refuses, a count below 1
-    or a name given twice.
-    """
-    from osc_mdev.domain import pci_request
-
-    aliases: list[tuple[str, int]] = []
-    for value in values:
-        for part in value.split(','):
-            name, sep, count = part.strip().partition(':')
-            text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
-            try:
-                [(name, number)] = pci_request.parse_alias_request(text)
-            except ValueError:
-                raise ValueError(
-                    "--pci-alias '%s' is not NAME or NAME:COUNT (a [pci] "
-                    "alias name and a whole number of devices)" % part)
-            if not name or number < 1:
-                raise ValueError(
-                    "--pci-alias '%s' asks for no device: give a name and a "
-                    'count of at least 1' % part)
-            if name in dict(aliases):
-                raise ValueError(
-                    '--pci-alias %s is given twice; give it once with the '
-                    'total count' % name)
-            aliases.append((name, number))
-    if not aliases:
-        raise ValueError('--pci-alias needs at least one alias name')
-    return PciRequest(tuple(aliases))
-
-
 def describe_pci(value: str) -> str:
     """A ``pci_passthrough:alias`` value in words."""
     from osc_mdev.domain import pci_request

@@ -70,10 +70,10 @@ FAMILIES = {
         'Free on the devices of a compute node, per resource class.',
         HOST_LABELS),
     PREFIX + 'allocation_used': (
-        'With --allocations: what one server (consumer) holds on the '
-        'device, one series per server, device and class; the labels join '
-        'it to servers, projects, flavors and per-GPU series by PCI '
-        'address.', ALLOCATION_LABELS),
+        'What one server (consumer) holds on the device, one series per '
+        'server, device and class (openstack mdev metrics --allocations); '
+        'the labels join it to servers, projects, flavors and per-GPU '
+        'series by PCI address.', ALLOCATION_LABELS),
     PREFIX + 'flavor_fits': (
         'How many more servers of the flavor fit now, as '
         "'openstack mdev capacity --flavor' counts them.", ('flavor',)),

@@ -473,9 +473,9 @@ class _Types:
             held = [h.device for h in self.server.mdevs
                     if h.mdev_type is None]
             self.notes.append((None, 'the mdev type of %s (no type trait: '
-                               'tag it with "mdev trait set '
-                               '--from-nova-conf" or give --compute-conf)'
-                               % ', '.join(held)))
+                               'tag it with "openstack mdev trait set '
+                               '--compute-conf HOST=FILE", or give the '
+                               'nova.conf of its host)' % ', '.join(held)))
             return refusal
         supported = self._supported_refusal()
         if supported is not None:
@@ -643,7 +643,7 @@ def _downtime_notes(server: model.Server, source: model.Node,
     for node in (source, target):
         if node.conf is None:
             notes.append('[libvirt] live_migration_downtime* of %s (give '
-                         '--compute-conf %s=FILE)' % (node.name, node.name))
+                         'its nova.conf)' % node.name)
             continue
         problem = novaconf.downtime_problem(node.conf.downtime)
         if problem:

@@ -481,20 +481,6 @@ def ignored_file_findings(ignored: Iterable[str]) -> list[Finding]:
         if path.endswith(('.yml', '.YAML', '.yaml', '.YML'))]
 
 
-def split_option(value: str,
-                 is_path: bool = False) -> tuple[str | None, str]:
-    """``[HOST=]PATH`` -> ``(host or None, path)``; a value that is an
-    existing path (``is_path``) is a path, ``=`` or not.
-    """
-    host, sep, path = value.partition('=')
-    if is_path or not sep:
-        return None, value
-    if not host or not path:
-        raise ValueError("--provider-config takes PATH or HOST=PATH, not "
-                         "'%s'" % value)
-    return host, path
-
-
 def check_files(files: Collection[ConfigFile],
                 ignored: Iterable[str] = ()) -> list[Finding]:
     """Every finding of a set of files nova-compute reads together (the

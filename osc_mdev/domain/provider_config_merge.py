@@ -169,6 +169,7 @@ def uncovered_findings(entries: Collection[provider_config.Entry],
         found.append(Finding(WARNING, 'Placement, host %s' % node, (
             'Device provider %s carries %s, which no provider config file '
             'gives it: lost when Nova re-creates the provider; export '
-            "again: 'openstack mdev trait export --host %s --output-dir "
-            "DIR'." % (provider.name, ', '.join(missing), node))))
+            "again: 'openstack mdev trait export --host %s "
+            "--provider-config-dir DIR'." % (provider.name,
+                                             ', '.join(missing), node))))
     return found

@@ -363,35 +363,43 @@ class DeviceFilter:
         return True
 
 
-def check_selectors(references=(), hosts=(), resource_class=None,
-                    all_devices=False):
-    """Refuse selector combinations that contradict each other.
+#: What selects devices besides their names: their compute node, their
+#: resource class.
+BY_HOST = 'host'
+BY_RESOURCE_CLASS = 'resource_class'
 
-    ``--all`` means every device: with names, ``--host`` or
-    ``--resource-class`` it would silently mean less, so it stands alone.
+
+class OutsideSelection(ValueError):
+    """A device named (``reference``) that the other selectors leave out:
+    by ``selector`` (BY_HOST or BY_RESOURCE_CLASS) it is ``value``, not
+    one of ``wanted``.
     """
-    others = [what for what, given in (
-        ('device names', references), ('--host', hosts),
-        ('--resource-class', resource_class)) if given]
-    if all_devices and others:
-        raise ValueError(
-            '--all selects every device and cannot be combined with %s; '
-            'drop --all to select by %s'
-            % (' or '.join(others), ' and '.join(others)))
+
+    def __init__(self, reference: str, selector: str, value: str,
+                 wanted: tuple[str, ...]) -> None:
+        super().__init__(reference, selector, value, wanted)
+        self.reference = reference
+        self.selector = selector
+        self.value = value
+        self.wanted = wanted
 
 
-def outside_selection(reference, device, hosts=(), resource_class=None):
-    """Why a named device is not within ``--host``/``--resource-class``,
-    or None when it is (``device`` is a Candidate or a Device).
+def outside_selection(reference: str, device: Candidate | Device,
+                      hosts: tuple[str, ...] = (),
+                      resource_class: str | None = None
+                      ) -> OutsideSelection | None:
+    """Why a named device is not among the devices of ``hosts`` and of
+    ``resource_class``, or None when it is (``device`` is a Candidate or
+    a Device). Selectors narrow one another: a named device must match
+    them too.
     """
     host = device.host
     if hosts and host not in hosts:
-        return ("device '%s' is on host %s, not on %s given with --host"
-                % (reference, host, ', '.join(hosts)))
+        return OutsideSelection(reference, BY_HOST, host, tuple(hosts))
     rc = getattr(device, 'resource_class', None)
     if resource_class and rc is not None and rc != resource_class:
-        return ("device '%s' has resource class %s, not %s given with "
-                "--resource-class" % (reference, rc, resource_class))
+        return OutsideSelection(reference, BY_RESOURCE_CLASS, rc,
+                                (resource_class,))
     return None
 
 

@@ -458,7 +458,8 @@ def bare_request(resource_class, amount=1, required=(), forbidden=(),
     ``mdev flavor configure --spread`` writes). Nothing on the root.
     """
     if amount < 1:
-        raise RequestError('--amount must be at least 1, not %d' % amount)
+        raise RequestError('a request asks for at least 1 mdev, not %d'
+                           % amount)
     if spread and amount > 1:
         groups = tuple(Group(str(n), ((resource_class, 1),),
                              frozenset(required), frozenset(forbidden))

@@ -15,6 +15,7 @@
 from collections.abc import Collection
 from collections.abc import Container
 from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import re
 
@@ -181,6 +182,53 @@ def plans_from_nova_conf(devices: Iterable[providers.Device],
     return plans
 
 
+class NoNovaConf(ValueError):
+    """A device to tag by its host's nova.conf, on a host whose nova.conf
+    is not given.
+    """
+
+    def __init__(self, device: providers.Candidate | providers.Device
+                 ) -> None:
+        super().__init__(device)
+        self.device = device
+
+
+class NoTypeGiven(ValueError):
+    """No nova.conf given gives a type to any of the devices of its host
+    (``sources``: ``{host: file}``).
+    """
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        super().__init__(sources)
+        self.sources = sources
+
+
+def plans_from_nova_confs(devices: Iterable[providers.Device],
+                          confs: Mapping[str, novaconf.MdevConfig],
+                          sources: Mapping[str, str],
+                          add: tuple[str, ...] = (),
+                          prefix: str = DEFAULT_TRAIT_PREFIX,
+                          replace: bool = False,
+                          force: bool = False) -> list[DevicePlan]:
+    """``plans_from_nova_conf`` for devices of several hosts, each by its
+    host's nova.conf (``confs``: ``{host: MdevConfig}``, read from
+    ``sources``: ``{host: file}``). NoNovaConf for a device of another
+    host, NoTypeGiven when no device gets a type.
+    """
+    devices = list(devices)
+    plans: list[DevicePlan] = []
+    for device in devices:
+        if device.host not in confs:
+            raise NoNovaConf(device)
+        plans += plans_from_nova_conf(
+            [device], confs[device.host], sources[device.host], add, prefix,
+            replace, force)
+    if all(p.skip for p in plans):
+        hosts = sorted({d.host for d in devices})
+        raise NoTypeGiven({h: sources[h] for h in hosts})
+    return plans
+
+
 @dataclasses.dataclass(frozen=True)
 class MdevType:
     """An mdev type as far as it is known: ``key`` is the part of its
@@ -206,9 +254,9 @@ def mdev_type(name: str, prefix: str = DEFAULT_TRAIT_PREFIX) -> MdevType:
 def mdev_type_of_traits(traits: Iterable[str],
                         prefix: str = DEFAULT_TRAIT_PREFIX
                         ) -> MdevType | None:
-    """The type a device's traits name, as ``trait set --from-nova-conf``
-    names types (``type_key``): an MdevType, or None when its traits name
-    no type or two.
+    """The type a device's traits name, as the traits of a nova.conf's
+    types are named (``type_key``): an MdevType, or None when its traits
+    name no type or two.
     """
     found = {}
     for trait in traits:

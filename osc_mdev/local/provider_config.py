@@ -98,10 +98,6 @@ def read(paths: Iterable[str]) -> Found:
     return Found(tuple(files), tuple(ignored))
 
 
-def exists(path: str) -> bool:
-    return os.path.exists(path)
-
-
 def path_of(directory: str, name: str) -> str:
     """The path of file ``name`` in ``directory``."""
     return os.path.join(directory, name)

@@ -18,7 +18,6 @@ Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 """
 
 from collections.abc import Callable
-from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
 
@@ -64,18 +63,19 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
           host: str | None = None,
           trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           clients: Clients | None = None,
-          provider_configs: Iterable[str] = ()) -> Checked:
+          provider_configs: Sequence[tuple[str | None, str]] = ()
+          ) -> Checked:
     """Check the nova.conf ``files`` (read in order, as nova-compute
     reads them), with the node's sysfs under ``sysfs_root`` and, for
     ``host``, against what Placement has for that compute node;
     ``clients`` gives ``(placement, compute)`` when they are first
     needed (the files alone need no credentials). NovaConfError for
-    files nova-compute cannot read. ``provider_configs``: the
-    ``--provider-config`` values, checked by ``check_provider_configs``.
+    files nova-compute cannot read. ``provider_configs``: the ``(host or
+    None, path)`` pairs of ``--provider-config``, checked by
+    ``check_provider_configs``.
     """
     extra = check_provider_configs(provider_configs, host, clients)
-    config_paths = tuple(p for _, p in provider_config.split(
-        provider_configs or ()))
+    config_paths = tuple(p for _, p in provider_configs or ())
     if not files:
         return Checked(extra, [], config_paths, configreport.scope(
             None, host=host, provider_configs=True))
@@ -187,17 +187,18 @@ def node_pci_providers(placement: placement_client.PlacementClient,
     return result
 
 
-def check_provider_configs(values: Iterable[str], host: str | None = None,
+def check_provider_configs(values: Sequence[tuple[str | None, str]],
+                           host: str | None = None,
                            clients: Clients | None = None
                            ) -> list[novaconf.Finding]:
-    """Findings of nova-compute's provider config files (``[HOST=]PATH``
-    values, read together as one nova-compute reads its directory) by
-    Nova's rules and, for the compute node (``HOST=`` or ``host``),
-    against its providers in Placement.
+    """Findings of nova-compute's provider config files (``(host or
+    None, path)`` pairs, read together as one nova-compute reads its
+    directory) by Nova's rules and, for the compute node (a pair's host
+    or ``host``), against its providers in Placement.
     """
     if not values:
         return []
-    split = provider_config.split(values)
+    split = list(values)
     named = {h for h, _ in split if h} | ({host} if host else set())
     if len(named) > 1:
         raise exceptions.CommandError(

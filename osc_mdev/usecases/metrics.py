@@ -348,7 +348,7 @@ def failure_message(result: Scrape, output: str | None) -> str:
 
 
 def check_input(output: str | None,
-                compute_conf: abc.Sequence[str]
+                compute_conf: abc.Sequence[tuple[str, str]]
                 ) -> dict[str, novaconf.MdevConfig]:
     """Refuse bad input before any read: an output file that cannot be
     written, a --compute-conf that cannot be read or that Nova would

@@ -79,7 +79,8 @@ class Inputs:
     skip_version_check: bool = False
 
 
-def read_inputs(compute_confs: list[str], controller_conf: list[str],
+def read_inputs(compute_confs: list[tuple[str, str]],
+                controller_conf: list[str],
                 prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Inputs:
     """The Inputs of the --compute-conf HOST=FILE and --controller-conf
     options, read and judged before any request. A compute's file that
@@ -240,11 +241,11 @@ def _check_hosts(listing: list[dict], hosts: Sequence[str],
 
 def check(placement: placement_client.PlacementClient,
           compute: compute_client.ComputeClient, reference: str,
-          host: str | None = None, inputs: Inputs | None = None,
+          targets: tuple[str, ...] = (), inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
           ) -> tuple[migration_model.Server, list[migration_verdict.Verdict]]:
     """``(server, [migration_verdict.Verdict])``: where the server
-    ``reference`` names can move (``host``: only there), best targets
+    ``reference`` names can move (``targets``: only there), best targets
     first, with the nova.conf files' ``inputs``.
     """
     inputs = inputs or Inputs({})
@@ -265,13 +266,13 @@ def check(placement: placement_client.PlacementClient,
         raise exceptions.CommandError(
             'Server %s is on no compute node (status %s): there is nothing '
             'to migrate.' % (server_id, server.status))
-    hosts = [host] if host else []
-    _check_hosts(listing, hosts, '--host')
+    hosts = list(dict.fromkeys(targets))
+    _check_hosts(listing, hosts, '--target')
     _check_hosts(listing, list(confs), '--compute-conf')
-    if host == source_name:
+    if source_name in hosts:
         raise exceptions.CommandError(
-            '--host %s is the compute node the server is on; name another.'
-            % host)
+            '--target %s is the compute node the server is on; name '
+            'another.' % source_name)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     found = _server(server, (), pci_config)
     if found.request is None:
@@ -287,14 +288,14 @@ def check(placement: placement_client.PlacementClient,
     found = _server(server, _held(server_id, allocations, listing, source),
                     pci_config)
     request = rr.with_prefilters(found.request, owner_nova=owner_nova)
-    targets = [n for name, n in sorted(nodes.items())
-               if name != source_name and (
-                   name == host or not host and migration_model.offers(
-                       request, n))]
-    asked = [t for t in targets if _worth_asking(request, t)]
+    judged = [n for name, n in sorted(nodes.items())
+              if name != source_name and (
+                  name in hosts or not hosts and migration_model.offers(
+                      request, n))]
+    asked = [t for t in judged if _worth_asking(request, t)]
     firsts = _firsts(placement, [(request, _root_uuid(t)) for t in asked])
     verdicts = []
-    for target in targets:
+    for target in judged:
         first: migration_verdict.First = migration_verdict.NOT_ASKED
         if target in asked:
             first = firsts[(request, _root_uuid(target))]

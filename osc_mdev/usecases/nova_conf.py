@@ -22,7 +22,6 @@ import logging
 
 from osc_lib import exceptions
 
-from osc_mdev.domain import audit
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import quota
@@ -105,17 +104,14 @@ def controller_quota(paths: list[str],
     return strategy
 
 
-def compute_confs(values: Iterable[str]) -> dict[str, novaconf.MdevConfig]:
-    """``{host: MdevConfig}`` of --compute-conf HOST=FILE options; a
-    CommandError for a malformed option, a host named twice or a file
-    Nova would refuse.
+def compute_confs(values: Iterable[tuple[str, str]]
+                  ) -> dict[str, novaconf.MdevConfig]:
+    """``{host: MdevConfig}`` of the ``(host, file)`` pairs of
+    --compute-conf; a CommandError for a host named twice or a file Nova
+    would refuse.
     """
     confs: dict[str, novaconf.MdevConfig] = {}
-    for value in values:
-        try:
-            host, path = audit.parse_nova_conf_option(value)
-        except ValueError as exc:
-            raise exceptions.CommandError('%s.' % exc) from exc
+    for host, path in values:
         if host in confs:
             raise exceptions.CommandError(
                 '--compute-conf names host %s twice; give one file per '

@@ -540,9 +540,9 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
 
     ``references`` name devices one by one (as ``provider show`` takes
     them); ``hosts`` and ``resource_class`` narrow the selection and
-    ``all_devices`` takes every device, by the one rule of selectors
-    (doc/source/cli/trait.rst): a named device outside ``hosts`` or
-    ``resource_class`` and a selection that matches nothing are errors.
+    ``all_devices`` takes every device: a named device outside ``hosts``
+    or ``resource_class`` (domain.OutsideSelection) and a selection that
+    matches nothing are errors.
 
     Each device comes with the generation of the provider listing and the
     traits of the summaries read after it, which a trait write can use
@@ -553,11 +553,6 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     ``all_devices`` leave PCI-in-Placement devices out, and naming one is
     refused (PCI_TRAITS_REFUSAL) before anything is written.
     """
-    try:
-        domain.check_selectors(references, hosts, resource_class,
-                               all_devices)
-    except ValueError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
     whole = bool(all_devices or (
         resource_class and not hosts and not references))
     providers, summaries, named, host_roots = _scope(
@@ -605,11 +600,13 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
 
 
 def check_within(reference, device, hosts=(), resource_class=None):
-    why = domain.outside_selection(reference, device, hosts, resource_class)
-    if why:
-        raise exceptions.CommandError(
-            'The selection contradicts itself: %s; drop the option or the '
-            'name.' % why)
+    """domain.OutsideSelection when the named device is not among those
+    of ``hosts`` and ``resource_class``.
+    """
+    outside = domain.outside_selection(reference, device, hosts,
+                                       resource_class)
+    if outside is not None:
+        raise outside
 
 
 def scope_devices(placement, references=(), hosts=(),
@@ -624,8 +621,8 @@ def scope_devices(placement, references=(), hosts=(),
     candidates = domain.find_candidates(providers, kinds)
     chosen = [c for c in candidates if not hosts or c.host in hosts]
     if references:
-        # Named devices must match --host too (the one rule of
-        # selectors, doc/source/cli/trait.rst).
+        # Named devices must match the hosts too: selectors narrow one
+        # another.
         for reference, candidate in named.items():
             check_within(reference, candidate, hosts)
         chosen = list({c.uuid: c for c in named.values()}.values())

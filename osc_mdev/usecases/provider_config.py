@@ -38,14 +38,6 @@ def _failed(exc: Exception) -> exceptions.CommandError:
     return exceptions.CommandError('%s%s.' % (text[:1].upper(), text[1:]))
 
 
-def split(values: Iterable[str]) -> list[tuple[str | None, str]]:
-    """``[(host or None, path)]`` of ``--provider-config`` values."""
-    try:
-        return [domain.split_option(v, local.exists(v)) for v in values]
-    except ValueError as exc:
-        raise _failed(exc) from exc
-
-
 def read(paths: Iterable[str]
          ) -> tuple[list[domain.ConfigFile], list[domain.Finding]]:
     """``(configs, findings)`` of the files ``paths`` stand for, read as
@@ -101,13 +93,15 @@ def placement_findings(placement: placement_client.PlacementClient,
             + merge.uncovered_findings(kept, tree, host))
 
 
-def host_files(values: Iterable[str]) -> dict[str, list[domain.Entry]]:
-    """``{host: [Entry]}`` of ``--provider-config HOST=PATH`` values, the
-    files of each host read together; files nova-compute would refuse are
-    a CommandError (``config check --provider-config`` says why).
+def host_files(values: Iterable[tuple[str | None, str]]
+               ) -> dict[str, list[domain.Entry]]:
+    """``{host: [Entry]}`` of the ``(host, path)`` pairs of
+    ``--provider-config HOST=PATH``, the files of each host read
+    together; files nova-compute would refuse are a CommandError
+    (``config check --provider-config`` says why).
     """
     by_host: dict[str, list[str]] = {}
-    for host, path in split(values):
+    for host, path in values:
         if host is None:
             raise exceptions.CommandError(
                 "--provider-config takes HOST=PATH here, not '%s': the "

@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Trait writes on many devices: checked first, then run at once; and the
-provider config files that make the traits durable (``trait export``,
-``--export-dir``).
+"""Trait writes on many devices: selected, checked first, then run at
+once (``trait set`` / ``unset``); and the provider config files that make
+the traits durable (``trait export``, and ``trait set`` / ``unset`` with
+a directory of them).
 
 Every device is read and written in the bounded pool; a device that
 fails does not stop the others.
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -32,6 +34,8 @@ from osc_mdev.api import pool
 from osc_mdev.domain import provider_config_write as files
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as domain
+from osc_mdev.usecases import nova_conf
+from osc_mdev.usecases import provider as device_reads
 from osc_mdev.usecases import provider_config
 
 LOG = logging.getLogger(__name__)
@@ -45,6 +49,133 @@ class Outcome:
     result: str
     failed: bool = False
     interrupted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The devices a write acts on: those named (``references``), of
+    ``hosts``, of ``resource_class``, or all of them; selectors narrow
+    one another.
+    """
+
+    references: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    resource_class: str | None = None
+    all_devices: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Writes:
+    """What a trait write did: an Outcome per device, in the selection's
+    order, and with a directory of provider config files, what became of
+    each file (``provider_config.Written``).
+    """
+
+    outcomes: list[Outcome]
+    files: list[provider_config.Written] = dataclasses.field(
+        default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.failed]
+
+    @property
+    def interrupted(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.interrupted]
+
+    @property
+    def unwritten(self) -> list[provider_config.Written]:
+        return [f for f in self.files if f.failed]
+
+
+class Progress(typing.Protocol):
+    """What follows a long write: ``tick`` once per device, ``done`` at
+    the end.
+    """
+
+    def tick(self) -> None: ...
+
+    def done(self) -> None: ...
+
+
+def set_traits(placement: placement_client.PlacementClient,
+               selection: Selection,
+               add: tuple[str, ...] = (), replace: bool = False,
+               force: bool = False,
+               compute_confs: Sequence[tuple[str, str]] = (),
+               prefix: str = domain.DEFAULT_TRAIT_PREFIX,
+               dry_run: bool = False, directory: str | None = None,
+               progress: Callable[[int], Progress] | None = None
+               ) -> Writes:
+    """``trait set``: ``add`` the traits to the selected devices (with
+    ``replace``, make them the only ones) and, with ``compute_confs``
+    (``(host, file)`` pairs, read first), give each device of those
+    hosts the trait of the type its host's nova.conf gives it. Without
+    device names, hosts or ``all_devices``, the devices are those of the
+    hosts of ``compute_confs``.
+    """
+    confs = nova_conf.compute_confs(compute_confs)
+    if confs and not (selection.references or selection.hosts
+                      or selection.all_devices):
+        selection = dataclasses.replace(selection, hosts=tuple(confs))
+    selected = _select(placement, selection)
+    wanted = set(add)
+    if not confs:
+        plans = [domain.DevicePlan(d, add=add, replace=replace, force=force)
+                 for d in selected]
+    else:
+        plans = domain.plans_from_nova_confs(selected, confs,
+                                             dict(compute_confs), add,
+                                             prefix, replace, force)
+        for conf in confs.values():
+            wanted.update(domain.type_traits(conf, prefix).values())
+    return write(placement, plans, wanted, dry_run, directory, progress)
+
+
+def unset_traits(placement: placement_client.PlacementClient,
+                 selection: Selection,
+                 remove: tuple[str, ...], force: bool = False,
+                 dry_run: bool = False, directory: str | None = None,
+                 progress: Callable[[int], Progress] | None = None
+                 ) -> Writes:
+    """``trait unset``: remove the traits from the selected devices."""
+    plans = [domain.DevicePlan(d, remove=remove, force=force)
+             for d in _select(placement, selection)]
+    return write(placement, plans, (), dry_run, directory, progress)
+
+
+def _select(placement: placement_client.PlacementClient,
+            selection: Selection) -> list[providers.Device]:
+    return device_reads.select_devices(
+        placement, references=selection.references,
+        hosts=selection.hosts, resource_class=selection.resource_class,
+        all_devices=selection.all_devices)
+
+
+def write(placement: placement_client.PlacementClient,
+          plans: list[domain.DevicePlan],
+          wanted: Iterable[str], dry_run: bool = False,
+          directory: str | None = None,
+          progress: Callable[[int], Progress] | None = None) -> Writes:
+    """Check the ``wanted`` traits, create the custom ones, run every
+    plan and, with ``directory``, rewrite the provider config file of
+    each host changed (checked before the first write). ``progress``:
+    given the number of devices, what follows the writes.
+    """
+    check_exist(placement, wanted)
+    if directory:
+        check_export_dir(directory, [p.device for p in plans])
+    if not dry_run:
+        create_custom(placement, wanted)
+    meter = progress(len(plans)) if progress else None
+    outcomes = apply(placement, plans, dry_run,
+                     meter.tick if meter else lambda: None)
+    if meter:
+        meter.done()
+    written: list[provider_config.Written] = []
+    if directory and not any(o.interrupted for o in outcomes):
+        written = export_changed(placement, directory, outcomes, dry_run)
+    return Writes(outcomes, written)
 
 
 def check_exist(placement: placement_client.PlacementClient,
@@ -142,7 +273,7 @@ def export(placement: placement_client.PlacementClient,
 
 def check_export_dir(directory: str,
                      devices: Collection[providers.Device]) -> None:
-    """Before ``trait set/unset --export-dir`` writes a trait: the
+    """Before ``trait set/unset`` writes a trait: the
     directory can be written, and no file of it other than the hosts' own
     defines one of ``devices``.
     """
@@ -154,9 +285,10 @@ def check_export_dir(directory: str,
 def export_changed(placement: placement_client.PlacementClient,
                    directory: str, outcomes: Collection[Outcome],
                    dry_run: bool = False) -> list[provider_config.Written]:
-    """``trait set/unset --export-dir``: rewrite the file of each host the
-    ``outcomes`` touched, from Placement as it is after the writes (with
-    ``dry_run``: with each device's traits as the run would leave them).
+    """``trait set/unset``: rewrite the file in ``directory`` of each
+    host the ``outcomes`` touched, from Placement as it is after the
+    writes (with ``dry_run``: with each device's traits as the run would
+    leave them).
     """
     hosts = sorted({o.device.host for o in outcomes})
     overrides = None

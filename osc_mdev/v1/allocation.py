@@ -12,7 +12,7 @@
 
 """``openstack mdev allocation show`` / ``list``."""
 
-
+import argparse
 import logging
 
 from osc_lib.cli import format_columns
@@ -109,7 +109,7 @@ The SR-IOV VFs of a server, by their PF::
         return parser
 
     def take_action(self, parsed_args):
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         result = allocations.server_allocations(
             mdev.placement, mdev.compute, parsed_args.server,
             kinds=providers.KIND_CHOICES[parsed_args.kind])
@@ -163,14 +163,16 @@ Every server on a compute node's GPUs, with its status in Nova::
         options.kind(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         resource_class = common.resource_class(parsed_args.resource_class)
-        mdev = self.app.client_manager.mdev
-        found, servers = allocations.list_allocations(
-            mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
-            references=tuple(parsed_args.device),
-            resource_class=resource_class,
-            kinds=providers.KIND_CHOICES[parsed_args.kind])
+        mdev = common.client(self.app)
+        with common.worded():
+            found, servers = allocations.list_allocations(
+                mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
+                references=tuple(parsed_args.device),
+                resource_class=resource_class,
+                kinds=providers.KIND_CHOICES[parsed_args.kind])
         cols = _columns(LIST_COLUMNS, parsed_args)
         _warn_node_mismatches(found, servers)
         return cols, [_row(a, servers[a.consumer], cols) for a in found]

@@ -12,8 +12,10 @@
 
 """``openstack mdev audit``."""
 
-from osc_lib.command import command
+import argparse
+
 from osc_lib import exceptions
+from osc_lib import utils
 
 from osc_mdev.domain import audit as domain
 from osc_mdev.domain import traits as trait_logic
@@ -23,12 +25,36 @@ from osc_mdev.usecases import provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
+
+def fix_checks(value: str) -> tuple[str, ...]:
+    """The checks a ``--fix`` value names (``CHECK[,CHECK]``), each one
+    that has a repair, in order and once.
+    """
+    wanted = tuple(dict.fromkeys(
+        c.strip() for c in value.split(',') if c.strip()))
+    if not wanted:
+        raise argparse.ArgumentTypeError(
+            'give at least one check, such as %s'
+            % domain.ORPHANED_ALLOCATION)
+    for check in wanted:
+        if check not in domain.CHECKS:
+            raise argparse.ArgumentTypeError(
+                "'%s' is not a check; the checks are %s"
+                % (check, ', '.join(domain.CHECKS)))
+        if check not in domain.FIXABLE:
+            raise argparse.ArgumentTypeError(
+                'check %s has no automatic fix (only %s do); its findings '
+                'say the command that fixes them'
+                % (check, ' and '.join(domain.FIXABLE)))
+    return wanted
+
+
 COLUMNS = ('Severity', 'Check', 'Host', 'Device', 'Server', 'Message')
 REPAIR_COLUMNS = ('Repair',)
 LONG_COLUMNS = ('Resource Class', 'Provider UUID')
 
 
-class Audit(command.Lister):
+class Audit(common.Lister):
     """Find what Nova, Placement and the flavors disagree on, and repair it.
 
     Answers "is the GPU accounting of this cloud sound?": orphaned and
@@ -57,29 +83,26 @@ Repair what is safe to repair, shown first::
     openstack mdev audit --fix orphaned-allocation,lost-trait --dry-run
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.compute_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--compute-conf',
-                           'compute_conf')
+        options.deprecated(parser, '--nova-conf', '--compute-conf')
         options.controller_conf(parser)
         options.trait_prefix(parser)
         options.provider_config(parser)
         options.long(parser)
         parser.add_argument(
-            '--fix', metavar='<check>[,<check>]',
+            '--fix', metavar='<check>[,<check>]', type=fix_checks,
             help='Repair the findings of these checks, the two that have a '
                  'repair: %s and %s; a Repair column reports each.'
                  % domain.FIXABLE)
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args):
-        checks = ()
-        if parsed_args.fix is not None:
-            checks = common.check(domain.parse_checks, parsed_args.fix)
-        elif parsed_args.dry_run:
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+        checks = parsed_args.fix or ()
+        if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
@@ -95,7 +118,7 @@ Repair what is safe to repair, shown first::
         pci_config = None
         if parsed_args.controller_conf:
             pci_config = nova_conf.controller_pci(parsed_args.controller_conf)
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         placement = mdev.placement
         flavors = not hosts
         snapshot = audit.read(placement, mdev.compute, hosts, flavors,
@@ -108,11 +131,9 @@ Repair what is safe to repair, shown first::
         if checks:
             outcomes = audit.fix(placement, domain.repairs(findings, checks),
                                  parsed_args.dry_run)
-        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + (
-            LONG_COLUMNS if parsed_args.long else ())
+        long_cols = LONG_COLUMNS if parsed_args.long else ()
         rows = []
-        self.errors = 0
-        self.failures = 0
+        errors = 0
         for finding in findings:
             outcome = None
             if finding.repair is not None and finding.check in checks:
@@ -120,32 +141,19 @@ Repair what is safe to repair, shown first::
             repaired = (outcome is not None and not outcome.failed
                         and not parsed_args.dry_run)
             if finding.severity == domain.ERROR and not repaired:
-                self.errors += 1
-            values = {
-                'Severity': finding.severity,
-                'Check': finding.check,
-                'Host': finding.host,
-                'Device': finding.device,
-                'Server': finding.server,
-                'Message': finding.message,
-                'Repair': outcome.result if outcome else (
-                    '' if finding.check not in checks else
-                    'no automatic repair'),
-                'Resource Class': finding.resource_class,
-                'Provider UUID': finding.provider_uuid,
-            }
-            rows.append(tuple(values[c] for c in cols))
-        self.failures = sum(1 for o in outcomes.values() if o.failed)
-        return cols, rows
-
-    def run(self, parsed_args):
-        self.errors = self.failures = 0
-        status = super().run(parsed_args)
-        if self.failures:
-            raise exceptions.CommandError(
+                errors += 1
+            repair = ()
+            if checks:
+                repair = (outcome.result if outcome else
+                          '' if finding.check not in checks else
+                          'no automatic repair',)
+            rows.append(utils.get_item_properties(finding, COLUMNS) + repair
+                        + utils.get_item_properties(finding, long_cols))
+        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + long_cols
+        failures = sum(1 for o in outcomes.values() if o.failed)
+        outcome = common.verdict(not errors)
+        if failures:
+            outcome = common.Outcome(failure=(
                 '%d repair%s failed; see the Repair column and run the '
-                'audit again.' % (self.failures,
-                                  '' if self.failures == 1 else 's'))
-        if self.errors:
-            return 1
-        return status
+                'audit again.' % (failures, '' if failures == 1 else 's')))
+        return common.Listing(cols, rows, outcome)

@@ -12,11 +12,17 @@
 
 """``openstack mdev capacity``."""
 
+import argparse
+import dataclasses
 
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
+from osc_lib import utils
 
+from osc_mdev import api
+from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import words
 from osc_mdev.usecases import capacity as reads
 from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
@@ -27,6 +33,9 @@ LONG_COLUMNS = COLUMNS + ('Limit',)
 COUNT_COLUMNS = ('One Request', 'Verdict')
 EXPLAIN_COLUMNS = ('Constraint', 'Devices Ruled Out', 'Hosts Ruled Out',
                    'Devices Left', 'Hosts Left')
+# The explainer's Step attributes behind EXPLAIN_COLUMNS.
+STEP_FIELDS = ('Constraint', 'Devices Out', 'Hosts Out', 'Devices Left',
+               'Hosts Left')
 TOTAL = 'Total'
 
 
@@ -54,24 +63,24 @@ Why a flavor gets NoValidHost::
 
 Room for a bare request of two vGPUs with a trait::
 
-    openstack mdev capacity --resource-class VGPU --amount 2 --trait \\
-        CUSTOM_NVIDIA_12
+    openstack mdev capacity --resource-class VGPU --amount 2 \\
+        --require-trait CUSTOM_NVIDIA_12
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf',
-                           'controller_conf')
+        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.resource_class(parser)
         options.amount_and_spread(parser)
-        options.trait(parser)
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
         options.host(parser)
         options.long(parser)
         parser.add_argument(
-            '--count', metavar='<count>', type=int,
+            '--count', metavar='<count>', type=options.at_least_one,
             help='Say whether one request for this many servers (server '
                  'create --min N --max N) is placed.')
         parser.add_argument(
@@ -80,7 +89,8 @@ Room for a bare request of two vGPUs with a trait::
                  'the hosts (automatic when nothing fits one flavor).')
         return parser
 
-    def _requests(self, parsed_args):
+    def _requests(self, parsed_args: argparse.Namespace
+                  ) -> list[tuple[str | None, rr.Request | None]]:
         bare = parsed_args.resource_class is not None
         if bare and parsed_args.flavor:
             raise exceptions.CommandError(
@@ -89,15 +99,13 @@ Room for a bare request of two vGPUs with a trait::
             raise exceptions.CommandError(
                 'Give --flavor <flavor> or --resource-class <class> to say '
                 'what to count.')
-        if not bare and (parsed_args.trait or parsed_args.forbid_trait or
+        if not bare and (parsed_args.require_trait or
+                         parsed_args.forbid_trait or
                          parsed_args.spread or parsed_args.amount != 1):
             raise exceptions.CommandError(
-                '--amount, --spread, --trait and --forbid-trait describe a '
-                'bare request; use them with --resource-class, not '
-                '--flavor.')
-        if parsed_args.count is not None and parsed_args.count < 1:
-            raise exceptions.CommandError(
-                '--count must be at least 1, not %d.' % parsed_args.count)
+                '--amount, --spread, --require-trait and --forbid-trait '
+                'describe a bare request; use them with --resource-class, '
+                'not --flavor.')
         if bare and parsed_args.controller_conf:
             raise exceptions.CommandError(
                 '--controller-conf gives the PCI aliases of a flavor; use it '
@@ -109,14 +117,17 @@ Room for a bare request of two vGPUs with a trait::
                 parsed_args.controller_conf)
         if bare:
             return [(None, common.bare_request(
-                parsed_args, common.trait_names(parsed_args.trait)))]
+                parsed_args,
+                common.trait_names(parsed_args.require_trait)))]
         return [(name, None) for name in parsed_args.flavor]
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         wanted = self._requests(parsed_args)
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         several = len(wanted) > 1
-        columns, rows = None, []
+        columns: tuple[str, ...] = ()
+        rows: list[tuple[object, ...]] = []
         for flavor, request in wanted:
             # Several flavors share one table: the explanation is shown
             # when asked for, never chosen for one flavor alone.
@@ -129,44 +140,54 @@ Room for a bare request of two vGPUs with a trait::
             rows.extend(found)
         return columns, rows
 
-    def _one(self, mdev, parsed_args, flavor, request, auto_explain=True):
+    def _one(self, mdev: api.MdevClient, parsed_args: argparse.Namespace,
+             flavor: str | None, request: rr.Request | None,
+             auto_explain: bool = True) -> tuple[tuple[str, ...], list]:
+        """The columns and rows of one flavor or bare request; the
+        summary rows (the Total row, the servers that fit and the
+        smallest change of an explanation, the verdict on --count) in
+        the table format only.
+        """
+        summary = parsed_args.formatter == 'table'
         answer = reads.count(
             mdev.placement, mdev.compute, flavor=flavor, request=request,
             hosts=tuple(parsed_args.host), pci_config=self._pci_config,
             explain=parsed_args.explain, auto_explain=auto_explain,
             count=parsed_args.count)
         if answer.steps is not None:
-            rows = [(s.constraint, s.devices_out, s.hosts_out,
-                     s.devices_left, s.hosts_left) for s in answer.steps]
-            rows.append(('Servers that fit: %d' % answer.total,
-                         '', '', '', ''))
-            fix = answer.fix or ('none needed' if answer.total else
-                                 'none found on the devices')
-            rows.append(('Smallest change: %s' % fix, '', '', '', ''))
+            rows = [utils.get_item_properties(s, STEP_FIELDS)
+                    for s in answer.steps]
+            if summary:
+                fix = answer.fix or ('none needed' if answer.total else
+                                     'none found on the devices')
+                rows.append(('Servers that fit: %d' % answer.total,
+                             '', '', '', ''))
+                rows.append(('Smallest change: %s' % fix, '', '', '', ''))
             return EXPLAIN_COLUMNS, rows
 
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+        one = answer.one_request
         rows = []
         for h in answer.per_host:
-            values = {'Host': h.host, 'Fits': h.fits,
-                      'Devices': format_columns.ListColumn(
-                          ['%s:%s' % (h.host, d) for d in h.devices]),
-                      'Free': h.free, 'Limit': h.limit}
-            rows.append([values[c] for c in cols])
-        totals = {'Host': TOTAL, 'Fits': answer.total,
-                  'Devices': format_columns.ListColumn(
-                      [_devices_text(sum(len(h.devices)
-                                         for h in answer.per_host))]),
-                  'Free': sum(h.free for h in answer.per_host), 'Limit': ''}
-        rows.append([totals[c] for c in cols])
-        if answer.one_request is not None:
-            one = answer.one_request
-            cols = cols + COUNT_COLUMNS
-            for row in rows[:-1]:
-                row.extend([one.per_host.get(row[0], 0), ''])
-            rows[-1].extend([one.placed, one.verdict])
-        return cols, [tuple(r) for r in rows]
-
-
-def _devices_text(n):
-    return '%d device%s' % (n, '' if n == 1 else 's')
+            named = dataclasses.replace(h, devices=tuple(
+                '%s:%s' % (h.host, d) for d in h.devices))
+            row = utils.get_item_properties(
+                named, cols, formatters={'Devices': format_columns.ListColumn})
+            if one is not None:
+                row += (one.per_host.get(h.host, 0),) + (
+                    ('',) if summary else ())
+            rows.append(row)
+        if one is not None:
+            cols += COUNT_COLUMNS if summary else COUNT_COLUMNS[:1]
+        if summary:
+            total = {'Host': TOTAL, 'Fits': answer.total,
+                     'Devices': format_columns.ListColumn([words.count(
+                         sum(len(h.devices) for h in answer.per_host),
+                         'device')]),
+                     'Free': sum(h.free for h in answer.per_host),
+                     'Limit': ''}
+            if one is not None:
+                total.update({'One Request': one.placed,
+                              'Verdict': one.verdict})
+            rows.append(tuple(total[c] for c in cols))
+        return cols, rows

@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Argument checks shared by the command modules.
+"""Argument checks shared by the command modules, the wording of the
+domain's errors with the names of the options, and the one place that
+decides a command's exit status once its rows are shown (``Lister``).
 
 Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
@@ -22,11 +24,27 @@ import argparse
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+import contextlib
+import dataclasses
+import logging
 import typing
 
+from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import names
+from osc_mdev.domain import providers
+from osc_mdev.domain import traits
+
+LOG = logging.getLogger(__name__)
+
+#: How a command words each selector of devices besides their names: a
+#: device that is not selected, and the option.
+SELECTORS = {providers.BY_HOST: ('is on host %s, not on %s', '--host'),
+             providers.BY_RESOURCE_CLASS: ('has resource class %s, not %s',
+                                           '--resource-class')}
 
 if typing.TYPE_CHECKING:
     from osc_lib import shell
@@ -50,6 +68,51 @@ def check(func: Callable[..., T], *args: typing.Any) -> T:
         return func(*args)
     except ValueError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
+
+
+def check_selectors(references: Sequence[str],
+                    hosts: Sequence[str], resource_class: str | None,
+                    all_devices: bool) -> None:
+    """Refuse selectors that contradict each other: --all means every
+    device, and with names, --host or --resource-class it would silently
+    mean less, so it stands alone.
+    """
+    others = [what for what, given in (
+        ('device names', references), ('--host', hosts),
+        ('--resource-class', resource_class)) if given]
+    if all_devices and others:
+        raise exceptions.CommandError(
+            '--all selects every device and cannot be combined with %s; '
+            'drop --all to select by %s.'
+            % (' or '.join(others), ' and '.join(others)))
+
+
+@contextlib.contextmanager
+def worded() -> Iterator[None]:
+    """The domain's errors with data, as one CommandError sentence that
+    names the options.
+    """
+    try:
+        yield
+    except providers.OutsideSelection as exc:
+        outside, option = SELECTORS[exc.selector]
+        raise exceptions.CommandError(
+            "The selection contradicts itself: device '%s' %s given with "
+            '%s; drop the option or the name.'
+            % (exc.reference, outside % (exc.value, ', '.join(exc.wanted)),
+               option)) from exc
+    except traits.NoNovaConf as exc:
+        device = exc.device
+        raise exceptions.CommandError(
+            'Device %s:%s is on host %s, which no --compute-conf describes; '
+            'give --compute-conf %s=FILE or leave the device out.'
+            % (device.host, device.device, device.host, device.host)
+        ) from exc
+    except traits.NoTypeGiven as exc:
+        raise exceptions.CommandError(
+            '%s gives no mdev type to any device of host %s.'
+            % (', '.join(exc.sources.values()), ', '.join(exc.sources))
+        ) from exc
 
 
 def resource_class(value: str | None) -> str | None:
@@ -135,3 +198,80 @@ def bare_request(parsed_args: argparse.Namespace,
     return check(resource_request.bare_request,
                  resource_class(parsed_args.resource_class),
                  parsed_args.amount, required, forbidden, parsed_args.spread)
+
+
+# -- how a command ends ------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How a command ends once its rows are shown.
+
+    ``failure``: what failed, one sentence: the command exits 1 with it
+    as a CommandError. ``interrupted``: what was left undone, logged as
+    the command exits as interrupted (Ctrl-C). Otherwise it exits with
+    ``status``: 0, or 1 for an answer that is no (no node takes the
+    server, an error-level finding remains).
+    """
+
+    status: int = 0
+    failure: str | None = None
+    interrupted: str | None = None
+
+    def exit_status(self) -> int:
+        if self.interrupted:
+            LOG.warning('%s', self.interrupted)
+            raise KeyboardInterrupt()
+        if self.failure:
+            raise exceptions.CommandError(self.failure)
+        return self.status
+
+
+DONE = Outcome()
+
+
+def verdict(yes: bool) -> Outcome:
+    """Exit status 0 for an answer that is yes, 1 for no."""
+    return DONE if yes else Outcome(status=1)
+
+
+class Listing(typing.NamedTuple):
+    """What a command lists: its columns and rows, the Outcome that
+    decides its exit status once they are shown and, for a command that
+    prints a file instead of rows, the file's ``text``.
+    """
+
+    columns: tuple[str, ...]
+    rows: list
+    outcome: Outcome = DONE
+    text: str | None = None
+
+
+class Lister(command.Lister):
+    """A Lister whose ``listing`` answers a Listing: its rows (or text)
+    are shown, then its Outcome decides the exit status.
+    """
+
+    _outcome = DONE
+    _text = None
+
+    def listing(self, parsed_args: argparse.Namespace) -> Listing:
+        raise NotImplementedError
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
+        listing = self.listing(parsed_args)
+        self._outcome, self._text = listing.outcome, listing.text
+        return listing.columns, listing.rows
+
+    def produce_output(self, parsed_args: argparse.Namespace,
+                       column_names: Sequence[str],
+                       data: Iterable[typing.Any]) -> int:
+        if self._text is not None:
+            self.app.stdout.write(self._text)
+            return 0
+        return super().produce_output(parsed_args, column_names, data)
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        self._outcome, self._text = DONE, None
+        status = super().run(parsed_args)
+        return self._outcome.exit_status() or status

@@ -15,7 +15,6 @@
 import argparse
 import os
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev import api
@@ -27,7 +26,7 @@ from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
 
-class CheckConfig(command.Lister):
+class CheckConfig(common.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
     Answers "will nova-compute start with these files, and do what they
@@ -75,7 +74,7 @@ What will change in Placement when it restarts::
         options.long(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
@@ -92,20 +91,16 @@ What will change in Placement when it restarts::
                 provider_configs=parsed_args.provider_config)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
-        self.errors = checked.errors
-        return configreport.report(checked.findings, checked.effects,
-                                   checked.files, checked.scope,
-                                   parsed_args.long)
+        columns, rows = configreport.report(
+            checked.findings, checked.effects, checked.files, checked.scope,
+            parsed_args.long)
+        outcome = common.DONE
+        if checked.errors:
+            outcome = common.Outcome(failure=(
+                '%d error(s): nova-compute will refuse to start with this '
+                'configuration.' % len(checked.errors)))
+        return common.Listing(columns, rows, outcome)
 
-    def _clients(self):
+    def _clients(self) -> tuple:
         mdev = api.authenticated(self.app).mdev
         return mdev.placement, mdev.compute
-
-    def run(self, parsed_args):
-        self.errors = []
-        status = super().run(parsed_args)
-        if self.errors:
-            raise exceptions.CommandError(
-                '%d error(s): nova-compute will refuse to start with this '
-                'configuration.' % len(self.errors))
-        return status

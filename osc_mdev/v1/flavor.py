@@ -12,11 +12,15 @@
 
 """``openstack mdev flavor configure`` / ``show``."""
 
+import argparse
+
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import flavors as flavor_logic
+from osc_mdev.domain import pci_request
+from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import flavor as flavors
 from osc_mdev.usecases import nova_conf
@@ -26,7 +30,43 @@ from osc_mdev.v1 import options
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
 
 
-class ConfigureFlavor(command.Lister):
+def pci_aliases(value: str) -> tuple[tuple[str, int], ...]:
+    """The ``(alias, count)`` pairs of a ``--pci-alias`` value:
+    ``NAME[:COUNT]``, or a comma list of them as Nova's
+    ``pci_passthrough:alias`` (count 1 by default).
+    """
+    found = []
+    for part in value.split(','):
+        name, sep, count = part.strip().partition(':')
+        text = '%s:%s' % (name.strip(), count.strip() if sep else '1')
+        try:
+            [(name, number)] = pci_request.parse_alias_request(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                "'%s' is not NAME or NAME:COUNT (a [pci] alias name and a "
+                'whole number of devices)' % part) from None
+        if not name or number < 1:
+            raise argparse.ArgumentTypeError(
+                "'%s' asks for no device: give a name and a count of at "
+                'least 1' % part)
+        found.append((name, number))
+    return tuple(found)
+
+
+def _pci_request(values: list[tuple[tuple[str, int], ...]]
+                 ) -> flavor_logic.PciRequest:
+    """The PciRequest of every --pci-alias, each alias named once."""
+    aliases: dict[str, int] = {}
+    for name, count in (pair for value in values for pair in value):
+        if name in aliases:
+            raise exceptions.CommandError(
+                '--pci-alias %s is given twice; give it once with the total '
+                'count.' % name)
+        aliases[name] = count
+    return flavor_logic.PciRequest(tuple(aliases.items()))
+
+
+class ConfigureFlavor(common.Lister):
     """Make a flavor ask for vGPUs (mdevs) or PCI devices, checked first.
 
     Writes the resources:<CLASS>=N and trait:<TRAIT>=required|forbidden
@@ -57,34 +97,33 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         --controller-conf /etc/nova/nova.conf
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
         options.resource_class(parser)
         parser.add_argument(
             '--pci-alias', metavar='<name>[:<count>]', action='append',
-            default=[],
+            type=pci_aliases, default=[],
             help='PCI devices of a [pci] alias per server (count 1 by '
                  'default); repeat, or give a comma list as in '
                  'pci_passthrough:alias.')
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf',
-                           'controller_conf')
+        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.amount_and_spread(parser)
         parser.add_argument(
             '--isolate-other-groups', action='store_true',
             help='With --spread, go on although the flavor has numbered '
                  'groups of other requests, which group_policy=isolate then '
                  'binds too.')
-        options.deprecated(parser, '--force', '--isolate-other-groups',
-                           'isolate_other_groups', flag=True)
-        options.trait(parser)
+        options.deprecated(parser, '--force', '--isolate-other-groups')
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
         parser.add_argument(
             '--mdev-type', metavar='<type>', action='append', default=[],
             help='Require the trait of this mdev type, as "trait set '
-                 '--from-nova-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
+                 '--compute-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
         options.trait_prefix(parser)
         parser.add_argument(
             '--no-validate', action='store_true',
@@ -93,80 +132,76 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         pci = pci_config = None
         if parsed_args.pci_alias:
-            pci = common.check(flavor_logic.parse_pci_aliases,
-                               parsed_args.pci_alias)
+            pci = _pci_request(parsed_args.pci_alias)
             if parsed_args.controller_conf:
                 pci_config = nova_conf.controller_pci(
                     parsed_args.controller_conf)
         elif parsed_args.controller_conf:
             raise exceptions.CommandError(
                 '--controller-conf is only read with --pci-alias.')
-        mdev_only = [o for o, v in (
-            ('--amount', parsed_args.amount != 1),
-            ('--spread', parsed_args.spread),
-            ('--trait', parsed_args.trait),
-            ('--forbid-trait', parsed_args.forbid_trait),
-            ('--mdev-type', parsed_args.mdev_type),
-            ('--isolate-other-groups', parsed_args.isolate_other_groups))
-            if v]
-        if parsed_args.resource_class is None:
-            if not pci:
-                raise exceptions.CommandError(
-                    'Give --resource-class (mdev devices), --pci-alias (PCI '
-                    'devices) or both.')
-            if mdev_only:
-                raise exceptions.CommandError(
-                    '%s describe an mdev request and need --resource-class.'
-                    % ', '.join(mdev_only))
-            mdev = self.app.client_manager.mdev
-            self.outcome = flavors.configure(
-                mdev.compute, mdev.placement, parsed_args.flavor, None,
-                validate=not parsed_args.no_validate,
-                dry_run=parsed_args.dry_run, pci=pci, pci_config=pci_config)
-            return CONFIGURE_COLUMNS, self._rows(parsed_args)
-        request = common.bare_request(parsed_args,
-                                      _required_traits(parsed_args))
-
-        if parsed_args.isolate_other_groups and not parsed_args.spread:
-            raise exceptions.CommandError(
-                '--isolate-other-groups only has a meaning with --spread.')
-
-        mdev = self.app.client_manager.mdev
-        self.outcome = flavors.configure(
+        request = _mdev_request(parsed_args, pci)
+        mdev = common.client(self.app)
+        outcome = flavors.configure(
             mdev.compute, mdev.placement, parsed_args.flavor, request,
             validate=not parsed_args.no_validate,
             dry_run=parsed_args.dry_run,
             isolate_others=parsed_args.isolate_other_groups, pci=pci,
             pci_config=pci_config)
-        return CONFIGURE_COLUMNS, self._rows(parsed_args)
-
-    def _rows(self, parsed_args):
         rows = []
-        for change in self.outcome.changes:
-            result = self.outcome.results[change.key]
+        for change in outcome.changes:
+            result = outcome.results[change.key]
             if parsed_args.dry_run and result != 'unchanged':
                 result = 'would be ' + result
             rows.append((change.key, change.before, change.after, result,
                          change.note))
-        return rows
+        return common.Listing(CONFIGURE_COLUMNS, rows, _ending(outcome))
 
-    def run(self, parsed_args):
-        self.outcome = None
-        status = super().run(parsed_args)
-        outcome = self.outcome
-        if outcome is not None and outcome.error:
+
+def _mdev_request(parsed_args: argparse.Namespace,
+                  pci: flavor_logic.PciRequest | None) -> rr.Request | None:
+    """The mdev request of --resource-class and the options of an mdev
+    request, or None for a flavor of PCI devices only.
+    """
+    mdev_only = [o for o, v in (
+        ('--amount', parsed_args.amount != 1),
+        ('--spread', parsed_args.spread),
+        ('--require-trait', parsed_args.require_trait),
+        ('--forbid-trait', parsed_args.forbid_trait),
+        ('--mdev-type', parsed_args.mdev_type),
+        ('--isolate-other-groups', parsed_args.isolate_other_groups))
+        if v]
+    if parsed_args.resource_class is None:
+        if not pci:
             raise exceptions.CommandError(
-                'Flavor %s is only partly written: %s; written: %s; '
-                'failed: %s; not written: %s; run the same command again '
-                'to finish.'
-                % (outcome.flavor['name'], outcome.error,
-                   ', '.join(outcome.written) or 'nothing',
-                   ', '.join(outcome.failed) or 'nothing',
-                   ', '.join(outcome.not_written) or 'nothing'))
-        return status
+                'Give --resource-class (mdev devices), --pci-alias (PCI '
+                'devices) or both.')
+        if mdev_only:
+            raise exceptions.CommandError(
+                '%s describe an mdev request and need --resource-class.'
+                % ', '.join(mdev_only))
+        return None
+    request = common.bare_request(parsed_args,
+                                  _required_traits(parsed_args))
+    if parsed_args.isolate_other_groups and not parsed_args.spread:
+        raise exceptions.CommandError(
+            '--isolate-other-groups only has a meaning with --spread.')
+    return request
+
+
+def _ending(outcome: flavors.Configured) -> common.Outcome:
+    """A flavor partly written is a failure that says what is left."""
+    if not outcome.error:
+        return common.DONE
+    return common.Outcome(failure=(
+        'Flavor %s is only partly written: %s; written: %s; failed: %s; not '
+        'written: %s; run the same command again to finish.'
+        % (outcome.flavor['name'], outcome.error,
+           ', '.join(outcome.written) or 'nothing',
+           ', '.join(outcome.failed) or 'nothing',
+           ', '.join(outcome.not_written) or 'nothing')))
 
 
 class ShowFlavor(command.ShowOne):
@@ -194,7 +229,7 @@ Examples:
         return parser
 
     def take_action(self, parsed_args):
-        mdev = self.app.client_manager.mdev
+        mdev = common.client(self.app)
         view = flavors.show(mdev.compute, mdev.placement, parsed_args.flavor)
         fields = ('Flavor', 'ID', 'Request', 'PCI Request', 'Extra Specs',
                   'Devices', 'Servers That Fit', 'Problem')
@@ -209,8 +244,8 @@ Examples:
             view.servers_that_fit, view.problem)
 
 
-def _required_traits(parsed_args):
-    required = set(common.trait_names(parsed_args.trait))
+def _required_traits(parsed_args: argparse.Namespace) -> tuple[str, ...]:
+    required = set(common.trait_names(parsed_args.require_trait))
     if parsed_args.mdev_type:
         common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         required.update(

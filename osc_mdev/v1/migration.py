@@ -15,7 +15,6 @@
 import argparse
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.domain import migration_plan
@@ -40,18 +39,18 @@ def _inputs(parsed_args: argparse.Namespace) -> migration.Inputs:
                                  parsed_args.trait_prefix)
 
 
-def _shared(parser):
+def _shared(parser: argparse.ArgumentParser) -> None:
     options.compute_conf(parser)
     options.controller_conf(parser)
     options.trait_prefix(parser)
 
 
-class CheckMigration(command.Lister):
+class CheckMigration(common.Lister):
     """Show where a server with vGPUs can be live- or cold-migrated, and why.
 
     Answers "where can this server go, and will Nova agree?" before Nova
     is asked: one row per compute node with devices of the server's
-    classes (or --host) saying Live and Cold yes or no, the devices of its
+    classes (or --target) saying Live and Cold yes or no, the devices of its
     type with room, the first of Nova's rules that fails, in Nova's words,
     and what the APIs cannot show (Not Checked). Give the controller's
     nova.conf (--controller-conf) when its nova-conductor has [workarounds]
@@ -68,7 +67,7 @@ Every node the server could go to::
 
 One target, its and the source's nova.conf checked too::
 
-    openstack mdev migration check vm-1 --host gpu2 --compute-conf \\
+    openstack mdev migration check vm-1 --target gpu2 --compute-conf \\
         gpu1=/etc/nova/gpu1.conf --compute-conf gpu2=/etc/nova/gpu2.conf
 
 With the settings of the controller's nova-conductor::
@@ -77,35 +76,31 @@ With the settings of the controller's nova-conductor::
         /etc/nova/nova.conf
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'server', metavar='<server>',
             help='Server name or ID (any project).')
-        options.host(parser, several=False)
+        options.target(parser)
+        options.deprecated(parser, '--host', '--target')
         _shared(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         inputs = _inputs(parsed_args)
         mdev = common.client(self.app)
         _, verdicts = migration.check(
             mdev.placement, mdev.compute, parsed_args.server,
-            parsed_args.host, inputs, parsed_args.trait_prefix)
-        self.fits = any(v.fits for v in verdicts)
+            tuple(parsed_args.target), inputs, parsed_args.trait_prefix)
         rows = [(v.node, v.live, v.cold,
                  format_columns.ListColumn(list(v.devices)), v.reason,
                  format_columns.ListColumn(list(v.not_checked)))
                 for v in verdicts]
-        return CHECK_COLUMNS, rows
-
-    def run(self, parsed_args):
-        self.fits = False
-        status = super().run(parsed_args)
-        return status or (0 if self.fits else 1)
+        return common.Listing(CHECK_COLUMNS, rows, common.verdict(
+            any(v.fits for v in verdicts)))
 
 
-class PlanMigration(command.Lister):
+class PlanMigration(common.Lister):
     """Plan moving every server with vGPUs off a compute node.
 
     Answers "where does each server of this host go?": one row per server
@@ -131,7 +126,7 @@ Live migrations only, onto two nodes, the commands alone::
         --target gpu3 -f value -c Command
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser, several=False)
         kind = parser.add_mutually_exclusive_group()
@@ -142,15 +137,11 @@ Live migrations only, onto two nodes, the commands alone::
         kind.add_argument(
             '--cold', action='store_true',
             help='Plan cold migrations only.')
-        parser.add_argument(
-            '--target', metavar='<host>', action='append', default=[],
-            help='A compute node the servers may go to, named as --host '
-                 'names them; repeat for several (default: every other '
-                 'node).')
+        options.target(parser)
         _shared(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
         if not parsed_args.host:
             raise exceptions.CommandError(
                 'Name the compute node to drain with --host.')
@@ -163,7 +154,6 @@ Live migrations only, onto two nodes, the commands alone::
             mdev.placement, mdev.compute, parsed_args.host, kinds,
             tuple(dict.fromkeys(parsed_args.target)), inputs,
             parsed_args.trait_prefix)
-        self.stuck = sum(1 for m in moves if m.node is None)
         rows = []
         for move in moves:
             rows.append((
@@ -173,9 +163,5 @@ Live migrations only, onto two nodes, the commands alone::
                                        move.server.id)
                 if move.node else '', move.reason,
                 format_columns.ListColumn(list(move.not_checked))))
-        return PLAN_COLUMNS, rows
-
-    def run(self, parsed_args):
-        self.stuck = 0
-        status = super().run(parsed_args)
-        return status or (1 if self.stuck else 0)
+        return common.Listing(PLAN_COLUMNS, rows, common.verdict(
+            all(m.node is not None for m in moves)))

@@ -10,18 +10,24 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The options several commands share, each defined once.
+"""The options several commands share, each defined once, and the
+``type=`` functions that parse option values.
 
 An option name means one thing in every command and is described in the
 same words (tests/unit/test_options.py holds every command to it). What
 a command does with it is in the command's own description. Renamed
 options keep their old spelling for one release as a hidden alias that
 logs a deprecation warning.
+
+A value that cannot be parsed is refused by argparse, before any file is
+read or any request made, as one line naming the option
+(``common.one_line_errors``).
 """
 
 import argparse
 from collections.abc import Sequence
 import logging
+import os
 import typing
 
 from osc_mdev.domain import providers
@@ -29,15 +35,18 @@ from osc_mdev.domain import traits as trait_logic
 
 LOG = logging.getLogger(__name__)
 
-HOST = ("A compute node, named as in 'openstack hypervisor list' (its "
-        "hypervisor hostname), not the service host; repeatable where the "
-        "command takes several.")
+HOST = ("A compute node the command looks at, named as in 'openstack "
+        "hypervisor list' (its hypervisor hostname), not the service host; "
+        "repeatable where the command takes several.")
+TARGET = ('A compute node to migrate to, named as --host names nodes; '
+          'repeat for several (default: every other node).')
 RESOURCE_CLASS = (
-    "Resource class of the devices: VGPU, an mdev type's CUSTOM_<NAME> "
+    'Resource class of the devices: VGPU, an mdev type\'s CUSTOM_<NAME> '
     'class, or the class of PCI-in-Placement devices.')
-TRAIT = ('A trait such as CUSTOM_NVIDIA_12: the one to add or remove in '
-         "'trait set' and 'trait unset', one the device must have "
-         'elsewhere. Repeat for several.')
+TRAIT = ('A trait to add or remove, such as CUSTOM_NVIDIA_12. Repeat for '
+         'several.')
+REQUIRE_TRAIT = ('A trait the device must have, such as CUSTOM_NVIDIA_12. '
+                 'Repeat for several.')
 FORBID_TRAIT = 'A trait the device must not have. Repeat for several.'
 TRAIT_PREFIX = ('Prefix of the traits named after mdev types (by default '
                 'type nvidia-12 is trait CUSTOM_NVIDIA_12).')
@@ -66,45 +75,111 @@ FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
           'reader sees the old file or the new one, and a failed write '
           'leaves the old file.')
+PROVIDER_CONFIG_DIR = (
+    'A directory of provider config files, one <host>.yaml per compute '
+    "node, as 'trait export' writes them to ship to each node.")
+PROVIDER_CONFIG = (
+    "A compute node's own provider config file, or the directory "
+    'nova-compute reads them from (its .yaml files), as PATH or '
+    'HOST=PATH (HOST as --host names it). Repeat for several.')
 
+
+# -- parsing option values ------------------------------------------------
+
+class HostPath(typing.NamedTuple):
+    """``HOST=PATH`` as given: the compute node (None when the value
+    names no node) and the file or directory.
+    """
+
+    host: str | None
+    path: str
+
+
+def host_file(value: str) -> HostPath:
+    """``HOST=FILE`` (``--compute-conf``)."""
+    host, sep, path = value.partition('=')
+    if not sep or not host or not path:
+        raise argparse.ArgumentTypeError("takes HOST=FILE, not '%s'"
+                                         % value)
+    return HostPath(host, path)
+
+
+def host_path(value: str) -> HostPath:
+    """``[HOST=]PATH`` (``--provider-config``): a value that is an
+    existing path is a path, ``=`` or not.
+    """
+    host, sep, path = value.partition('=')
+    if not sep or os.path.exists(value):
+        return HostPath(None, value)
+    if not host or not path:
+        raise argparse.ArgumentTypeError(
+            "takes PATH or HOST=PATH, not '%s'" % value)
+    return HostPath(host, path)
+
+
+def at_least_one(value: str) -> int:
+    """A whole number of at least 1 (``--amount``, ``--count``)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'invalid int value: %r' % value) from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            'must be at least 1, not %d' % number)
+    return number
+
+
+# -- renamed options ------------------------------------------------------
 
 class _Deprecated(argparse.Action):
-    """An old spelling of an option: does what the new one does, and
-    says so once in a warning.
+    """An old spelling of an option: says so in a warning, then does what
+    the new one does (``target``, its action), or keeps the value in its
+    own ``dest`` for the command to translate.
     """
 
     def __init__(self, option_strings: Sequence[str], dest: str,
-                 new: str | None = None, **kwargs: typing.Any) -> None:
+                 new: str = '', target: argparse.Action | None = None,
+                 **kwargs: typing.Any) -> None:
         self.new = new
+        self.target = target
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser,
-                 namespace: argparse.Namespace,
-                 values: str | Sequence[typing.Any] | None,
+                 namespace: argparse.Namespace, values: typing.Any,
                  option_string: str | None = None) -> None:
         LOG.warning('%s is deprecated and will be removed in the next '
                     'release; use %s.', option_string, self.new)
-        if self.nargs == 0:
-            setattr(namespace, self.dest, self.const)
-            return
-        items = list(getattr(namespace, self.dest, None) or [])
-        items.append(values)
-        setattr(namespace, self.dest, items)
+        if self.target is None:
+            setattr(namespace, self.dest, values)
+        else:
+            self.target(parser, namespace, values, option_string)
 
 
 def deprecated(parser: argparse.ArgumentParser, old: str, new: str,
-               dest: str, flag: bool = False) -> None:
-    """``old`` as a hidden alias of option ``new`` (stored in ``dest``).
+               dest: str | None = None) -> None:
+    """``old`` as a hidden alias of option ``new``, which ``parser`` has:
+    the same values, parsed the same way, stored where ``new`` stores
+    them. With ``dest``, ``new`` takes its values in another shape: the
+    old value is stored in ``dest`` for the command to translate.
     """
-    if flag:
-        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
-                            nargs=0, const=True, help=argparse.SUPPRESS)
-    else:
+    if dest is not None:
         parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
                             help=argparse.SUPPRESS)
+        return
+    target = parser._option_string_actions[new]
+    parser.add_argument(old, action=_Deprecated, new=new, target=target,
+                        dest=target.dest, nargs=target.nargs,
+                        type=target.type or str, metavar=target.metavar,
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def host(parser: argparse.ArgumentParser, several: bool = True) -> None:
+# -- the shared options ---------------------------------------------------
+
+Parser = argparse.ArgumentParser
+
+
+def host(parser: Parser, several: bool = True) -> None:
     if several:
         parser.add_argument('--host', metavar='<host>', action='append',
                             default=[], help=HOST)
@@ -112,8 +187,12 @@ def host(parser: argparse.ArgumentParser, several: bool = True) -> None:
         parser.add_argument('--host', metavar='<host>', help=HOST)
 
 
-def resource_class(parser: argparse.ArgumentParser,
-                   several: bool = False) -> None:
+def target(parser: Parser) -> None:
+    parser.add_argument('--target', metavar='<host>', action='append',
+                        default=[], help=TARGET)
+
+
+def resource_class(parser: Parser, several: bool = False) -> None:
     if several:
         parser.add_argument('--resource-class', metavar='<resource-class>',
                             action='append', default=[],
@@ -123,79 +202,77 @@ def resource_class(parser: argparse.ArgumentParser,
                             help=RESOURCE_CLASS)
 
 
-def trait(parser: argparse.ArgumentParser, required: bool = False) -> None:
+def trait(parser: Parser, required: bool = False) -> None:
     parser.add_argument('--trait', metavar='<trait>', action='append',
                         default=[], required=required, help=TRAIT)
 
 
-def forbid_trait(parser: argparse.ArgumentParser) -> None:
+def require_trait(parser: Parser) -> None:
+    parser.add_argument('--require-trait', metavar='<trait>',
+                        action='append', default=[], help=REQUIRE_TRAIT)
+
+
+def forbid_trait(parser: Parser) -> None:
     parser.add_argument('--forbid-trait', metavar='<trait>',
                         action='append', default=[], help=FORBID_TRAIT)
 
 
-def trait_prefix(parser: argparse.ArgumentParser) -> None:
+def trait_prefix(parser: Parser) -> None:
     parser.add_argument('--trait-prefix', metavar='<prefix>',
                         default=trait_logic.DEFAULT_TRAIT_PREFIX,
                         help=TRAIT_PREFIX)
 
 
-def amount_and_spread(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--amount', metavar='<count>', type=int, default=1,
-                        help=AMOUNT)
+def amount_and_spread(parser: Parser) -> None:
+    parser.add_argument('--amount', metavar='<count>', type=at_least_one,
+                        default=1, help=AMOUNT)
     parser.add_argument('--spread', action='store_true', help=SPREAD)
 
 
-def dry_run(parser: argparse.ArgumentParser) -> None:
+def dry_run(parser: Parser) -> None:
     parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
 
 
-def long(parser: argparse.ArgumentParser) -> None:
+def long(parser: Parser) -> None:
     parser.add_argument('--long', action='store_true', help=LONG)
 
 
-def controller_conf(parser: argparse.ArgumentParser) -> None:
+def controller_conf(parser: Parser) -> None:
     parser.add_argument('--controller-conf', metavar='<file>',
                         action='append', default=[], help=CONTROLLER_CONF)
 
 
-def compute_conf(parser: argparse.ArgumentParser) -> None:
+def compute_conf(parser: Parser) -> None:
     parser.add_argument('--compute-conf', metavar='<host>=<file>',
-                        action='append', default=[], help=COMPUTE_CONF)
+                        type=host_file, action='append', default=[],
+                        help=COMPUTE_CONF)
 
 
-def force(parser: argparse.ArgumentParser) -> None:
+def force(parser: Parser) -> None:
     parser.add_argument('--force', action='store_true', help=FORCE)
 
 
-def kind(parser: argparse.ArgumentParser,
-         default: str = providers.MDEV) -> None:
+def kind(parser: Parser, default: str = providers.MDEV) -> None:
     parser.add_argument(
         '--kind', choices=sorted(providers.KIND_CHOICES),
         default=default, help=KIND)
 
 
-def flavor(parser: argparse.ArgumentParser) -> None:
+def flavor(parser: Parser) -> None:
     parser.add_argument('--flavor', metavar='<flavor>', action='append',
                         default=[], help=FLAVOR)
 
 
-def output(parser: argparse.ArgumentParser) -> None:
+def output(parser: Parser) -> None:
     parser.add_argument('--output', metavar='<file>', help=OUTPUT)
 
 
-EXPORT_DIR = (
-    "Directory of provider config files as 'trait export --output-dir' "
-    'writes them (<host>.yaml): the file of each host changed is '
-    'rewritten in the same run.')
-PROVIDER_CONFIG = (
-    "A provider config file of nova-compute, or a directory of them, as "
-    'PATH or HOST=PATH (HOST as --host names it). Repeat for several.')
+def provider_config_dir(parser: Parser) -> None:
+    parser.add_argument('--provider-config-dir', metavar='<dir>',
+                        help=PROVIDER_CONFIG_DIR)
 
 
-def export_dir(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--export-dir', metavar='<dir>', help=EXPORT_DIR)
-
-
-def provider_config(parser: argparse.ArgumentParser) -> None:
+def provider_config(parser: Parser) -> None:
     parser.add_argument('--provider-config', metavar='[<host>=]<path>',
-                        action='append', default=[], help=PROVIDER_CONFIG)
+                        type=host_path, action='append', default=[],
+                        help=PROVIDER_CONFIG)

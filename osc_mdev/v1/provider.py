@@ -12,7 +12,7 @@
 
 """``openstack mdev provider list`` / ``show``."""
 
-
+import argparse
 import logging
 
 from cliff import columns
@@ -114,18 +114,19 @@ GPUs of one compute node with room for one more vGPU::
 
 GPUs tagged with a type's trait, as JSON::
 
-    openstack mdev provider list --trait CUSTOM_NVIDIA_12 -f json
+    openstack mdev provider list --require-trait CUSTOM_NVIDIA_12 -f json
 
 Every GPU, mdev and PCI-in-Placement alike::
 
     openstack mdev provider list --kind all
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.resource_class(parser)
-        options.trait(parser)
+        options.require_trait(parser)
+        options.deprecated(parser, '--trait', '--require-trait')
         usage = parser.add_mutually_exclusive_group()
         usage.add_argument(
             '--free', action='store_true',
@@ -137,9 +138,10 @@ Every GPU, mdev and PCI-in-Placement alike::
         options.kind(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], list]:
         resource_class = common.resource_class(parsed_args.resource_class)
-        traits = common.trait_names(parsed_args.trait)
+        traits = common.trait_names(parsed_args.require_trait)
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host), resource_class=resource_class,
             traits=traits, free=parsed_args.free, full=parsed_args.full,
@@ -157,7 +159,7 @@ Every GPU, mdev and PCI-in-Placement alike::
         # the total, which the summaries' capacity stands for.
         shown = parsed_args.columns or cols
         found, hidden = devices.list_devices_and_hidden(
-            self.app.client_manager.mdev.placement, wanted,
+            common.client(self.app).placement, wanted,
             read_traits='Traits' in shown,
             read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)))
         if hidden and parsed_args.kind == domain.MDEV:
@@ -201,7 +203,7 @@ The VFs of a PF reported through PCI in Placement::
 
     def take_action(self, parsed_args):
         device, allocations = devices.show_device(
-            self.app.client_manager.mdev.placement, parsed_args.device)
+            common.client(self.app).placement, parsed_args.device)
         consumers = domain.consumers_of(allocations, device.resource_class)
         cols = LONG_PCI_COLUMNS if device.kind == domain.PCI else (
             LONG_COLUMNS)

@@ -31,6 +31,13 @@ def mdev_json(*args):
     return mdev(*args, '-f', 'json').json()
 
 
+def mdev_table(*args):
+    """The rows of the table format (cells as text), summary rows
+    included.
+    """
+    return mdev(*args, '-f', 'table').table()
+
+
 def placement_request(cloud, method, path, **kwargs):
     """One admin request to the cloud's Placement; its JSON body."""
     rsp = requests.request(
@@ -78,9 +85,9 @@ def fits(flavor, *args):
     """How many more servers of ``flavor`` fit, from ``openstack mdev
     capacity --flavor`` (``args``: more options of the command).
     """
-    rows = mdev_json('capacity', '--flavor', flavor, *args)
+    rows = mdev_table('capacity', '--flavor', flavor, *args)
     if 'Host' not in rows[0]:
         assert rows[-2]['Constraint'] == 'Servers that fit: 0', rows
         return 0
     assert rows[-1]['Host'] == 'Total', rows
-    return rows[-1]['Fits']
+    return int(rows[-1]['Fits'])

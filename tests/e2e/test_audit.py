@@ -25,7 +25,7 @@ import requests
 
 from tests.cloud import client
 from tests.e2e import helpers
-from tests.e2e.helpers import mdev_json
+from tests.e2e.helpers import mdev_table
 from tests.e2e.helpers import placement_request as placement
 from tests.e2e.helpers import rewrite_allocations
 from tests.fixtures import cli
@@ -233,9 +233,9 @@ def test_01_audit_names_every_inconsistency(cloud, broken):
     # rules out, and the smallest change.
     [flavor] = found['unschedulable-flavor']
     assert broken['gold'] in flavor['Message']
-    explained = mdev_json('capacity', '--flavor', broken['gold'],
-                          '--explain')
-    last = next(r for r in explained if r['Hosts Left'] == 0)
+    explained = mdev_table('capacity', '--flavor', broken['gold'],
+                           '--explain')
+    last = next(r for r in explained if r['Hosts Left'] == '0')
     assert last['Constraint'] == 'required trait CUSTOM_AUDIT_GOLD'
     [fix] = [r['Constraint'] for r in explained
              if r['Constraint'].startswith('Smallest change: ')]
@@ -243,8 +243,8 @@ def test_01_audit_names_every_inconsistency(cloud, broken):
     assert ('cannot be scheduled: required trait CUSTOM_AUDIT_GOLD rules '
             'out %s and %s, leaving none; smallest change: %s; see it '
             'with: openstack mdev capacity --flavor %s --explain' % (
-                plural(last['Devices Ruled Out'], 'device'),
-                plural(last['Hosts Ruled Out'], 'host'),
+                plural(int(last['Devices Ruled Out']), 'device'),
+                plural(int(last['Hosts Ruled Out']), 'host'),
                 fix[len('Smallest change: '):], broken['gold'])) in (
                     flavor['Message'])
 

@@ -53,6 +53,11 @@ def capacity(*args):
     return cli.openstack('mdev', 'capacity', *args, '-f', 'json').json()
 
 
+def capacity_table(*args):
+    """The rows of the table format, with its summary rows."""
+    return cli.openstack('mdev', 'capacity', *args, '-f', 'table').table()
+
+
 def test_01_capacity_of_an_empty_cloud(cloud, flavor):
     rows = capacity('--flavor', flavor, '--long')
     assert rows == [
@@ -62,17 +67,19 @@ def test_01_capacity_of_an_empty_cloud(cloud, flavor):
         {'Host': 'cap2.rack1', 'Fits': 2,
          'Devices': ['cap2.rack1:0000:85:00.0'], 'Free': 8,
          'Limit': 'VGPU'},
-        {'Host': 'Total', 'Fits': 6, 'Devices': ['3 devices'], 'Free': 24,
-         'Limit': ''},
     ]
+    assert capacity_table('--flavor', flavor, '--long')[-1] == {
+        'Host': 'Total', 'Fits': '6', 'Devices': '3 devices', 'Free': '24',
+        'Limit': ''}
 
 
 def test_02_count_above_one_request_is_no_valid_host(cloud, flavor):
     rows = capacity('--flavor', flavor, '--count', '6')
-    total = rows[-1]
-    assert total['Fits'] == 6
+    assert sum(r['Fits'] for r in rows) == 6
     # One request claims only the first candidate (one GPU) per host.
-    assert total['One Request'] == 4
+    total = capacity_table('--flavor', flavor, '--count', '6')[-1]
+    assert (total['Host'], total['Fits'], total['One Request']) == (
+        'Total', '6', '4')
     assert total['Verdict'].startswith('NoValidHost'), total
     servers = cloud.control('boot', flavor=flavor, count=6,
                             name='cap-six')
@@ -82,7 +89,7 @@ def test_02_count_above_one_request_is_no_valid_host(cloud, flavor):
 
 
 def test_03_count_within_one_request_is_placed(cloud, flavor):
-    rows = capacity('--flavor', flavor, '--count', '4')
+    rows = capacity_table('--flavor', flavor, '--count', '4')
     assert rows[-1]['Verdict'] == 'one request of 4 servers is placed'
     servers = cloud.control('boot', flavor=flavor, count=4,
                             name='cap-four')
@@ -112,8 +119,12 @@ def test_05_no_valid_host_is_explained(cloud, flavor):
     steps = {r['Constraint']: r for r in rows}
     assert steps['room for 4 VGPU']['Devices Ruled Out'] == 3
     assert steps['room for 4 VGPU']['Hosts Left'] == 0
-    assert rows[-2]['Constraint'] == 'Servers that fit: 0'
-    assert rows[-1]['Constraint'].startswith('Smallest change: free ')
+    # The summary is in the table only: JSON holds the steps.
+    assert not [r for r in rows if r['Constraint'].startswith(
+        ('Servers that fit', 'Smallest change'))]
+    table = capacity_table('--flavor', flavor)
+    assert table[-2]['Constraint'] == 'Servers that fit: 0'
+    assert table[-1]['Constraint'].startswith('Smallest change: free ')
 
 
 def compute(cloud, method, path, **kwargs):
@@ -147,7 +158,7 @@ def test_06_disabled_compute_service_fits_nothing(cloud, flavor):
                          'COMPUTE_STATUS_DISABLED)']
         assert (disabled['Hosts Ruled Out'], disabled['Hosts Left']) == (
             1, 0)
-        assert rows[-1]['Constraint'] == (
+        assert capacity_table('--flavor', flavor)[-1]['Constraint'] == (
             'Smallest change: enable the compute service of %s' % host)
         server, = cloud.control('boot', flavor=flavor, name='cap-disabled')
         assert NO_VALID_HOST in (server['fault'] or ''), server
@@ -160,6 +171,11 @@ def test_07_several_flavors_share_one_table(cloud, flavor):
     cloud.control('create_flavor', name='cap-plain')
     rows = capacity('--flavor', flavor, '--flavor', 'cap-plain')
     assert {r['Flavor'] for r in rows} == {flavor, 'cap-plain'}
-    totals = {r['Flavor']: r['Fits'] for r in rows if r['Host'] == 'Total'}
+    totals = {name: sum(r['Fits'] for r in rows if r['Flavor'] == name)
+              for name in (flavor, 'cap-plain')}
     # No GPU left for the vGPU flavor; a flavor without mdevs still fits.
     assert totals[flavor] == 2 and totals['cap-plain'] > 0
+    # The table sums each flavor's hosts in a Total row.
+    table = capacity_table('--flavor', flavor, '--flavor', 'cap-plain')
+    assert {r['Flavor']: int(r['Fits']) for r in table
+            if r['Host'] == 'Total'} == totals

@@ -540,8 +540,8 @@ def tag_from_nova_conf(cloud, workdir):
     for host in mdev_hosts(cloud):
         conf = workdir / ('%s.conf' % host)
         conf.write_text(nova_conf_of(cloud, host))
-        result = mdev('trait', 'set', '--from-nova-conf', str(conf),
-                      '--host', node_of(cloud, host))
+        result = mdev('trait', 'set', '--compute-conf',
+                      '%s=%s' % (node_of(cloud, host), conf))
         assert result.rc == 0, result.stderr
 
 
@@ -589,7 +589,7 @@ def test_trait_required_lands_only_on_tagged_gpu(cloud):
     assert result.rc == 0, result.stderr
     cloud.control('create_flavor', name='e2e-only-here')
     result = mdev('flavor', 'configure', 'e2e-only-here',
-                  '--resource-class', 'VGPU', '--trait',
+                  '--resource-class', 'VGPU', '--require-trait',
                   'CUSTOM_E2E_ONLY_HERE')
     assert result.rc == 0, result.stderr
     servers = boot(cloud, 'e2e-only-here', count=3, name='e2e-only-here')
@@ -635,7 +635,7 @@ def test_flavor_reconfigure_removes_every_old_key(cloud):
     # putting keys back: every old key must still be gone.
     flavor_id = flavor(cloud, 'many-keys', **{'hw_rng:allowed': 'False'})
     result = mdev('flavor', 'configure', flavor_id, '--resource-class',
-                  'VGPU', '--amount', '6', '--spread', '--trait',
+                  'VGPU', '--amount', '6', '--spread', '--require-trait',
                   'CUSTOM_E2E_MANY', '--no-validate')
     assert result.rc == 0, result.stderr
     assert len(flavor_specs(cloud, flavor_id)) == 14
@@ -672,9 +672,9 @@ def test_flavor_spread_and_dry_run(cloud, type_traits):
 @pytest.mark.parametrize('args,fragment', [
     (['--resource-class', 'CUSTOM_NOT_THERE'],
      'Resource class CUSTOM_NOT_THERE does not exist in Placement'),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_NEVER_MADE'],
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_NEVER_MADE'],
      'Trait CUSTOM_NEVER_MADE does not exist in Placement'),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_ON_NO_DEVICE'],
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_ON_NO_DEVICE'],
      'resources requires trait CUSTOM_ON_NO_DEVICE, which no resource '
      'provider has'),
     (['--resource-class', 'VGPU', '--amount', '17'],
@@ -685,7 +685,7 @@ def test_flavor_spread_and_dry_run(cloud, type_traits):
      '3 different devices on one host (group_policy=isolate) rules out'),
     (['--resource-class', 'vgpu'], 'not an mdev resource class'),
     (['--resource-class', 'VGPU', '--amount', '0'], 'at least 1'),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_A',
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A',
       '--forbid-trait', 'CUSTOM_A'], 'both required and forbidden'),
 ])
 def test_flavor_validation_leaves_flavor_untouched(

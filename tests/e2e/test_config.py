@@ -76,8 +76,8 @@ def test_check_predicts_the_restart(cloud, tmp_path):
                       '0000:85:02.0': ('VGPU', 16)}
     old = tmp_path / 'old.conf'
     old.write_text('[devices]\nenabled_mdev_types = nvidia-11\n')
-    assert mdev('trait', 'set', '--from-nova-conf', str(old), '--host',
-                HOST).rc == 0
+    assert mdev('trait', 'set', '--compute-conf',
+                '%s=%s' % (HOST, old)).rc == 0
     # The running configuration matches Placement: nothing to say.
     same = mdev('config', 'check', str(old), '--host', HOST, '-f', 'json')
     assert [f for f in same.json()

@@ -97,7 +97,7 @@ def test_retag_then_reconfigure_leaves_a_bootable_flavor(cloud):
     flavor = cloud.control('create_flavor', name='ff-retag')['id']
     tag('CUSTOM_OLD', GPU0)
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--trait', 'CUSTOM_OLD')
+                     'VGPU', '--require-trait', 'CUSTOM_OLD')
     assert results(rows) == {'resources:VGPU': 'added',
                              'trait:CUSTOM_OLD': 'added'}
     server = boot_one(cloud, flavor, 'ff-old')
@@ -113,7 +113,7 @@ def test_retag_then_reconfigure_leaves_a_bootable_flavor(cloud):
     assert 'resources requires trait CUSTOM_OLD, which no resource ' \
         'provider has' in shown['Problem']
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--trait', 'CUSTOM_NEW')
+                     'VGPU', '--require-trait', 'CUSTOM_NEW')
     assert results(rows) == {'resources:VGPU': 'unchanged',
                              'trait:CUSTOM_NEW': 'added',
                              'trait:CUSTOM_OLD': 'removed'}
@@ -133,7 +133,7 @@ def test_required_trait_nobody_has_is_refused_forbidden_is_kept(cloud):
     flavor = cloud.control('create_flavor', name='ff-avx', extra_specs={
         'trait:HW_CPU_X86_AVX512VNNI': 'required'})['id']
     result = mdev('flavor', 'configure', flavor, '--resource-class',
-                  'VGPU', '--trait', 'CUSTOM_KEEP')
+                  'VGPU', '--require-trait', 'CUSTOM_KEEP')
     cli.assert_one_line_error(
         result, 'HW_CPU_X86_AVX512VNNI', 'no resource provider has')
     assert specs_of(cloud, flavor) == {
@@ -148,7 +148,7 @@ def test_required_trait_nobody_has_is_refused_forbidden_is_kept(cloud):
         'trait:CUSTOM_NEVER_MADE': 'forbidden'})['id']
     boot_fails(cloud, flavor, 'ff-forbid-before')
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--trait', 'CUSTOM_KEEP')
+                     'VGPU', '--require-trait', 'CUSTOM_KEEP')
     assert results(rows) == {'resources:VGPU': 'added',
                              'trait:CUSTOM_KEEP': 'added',
                              'trait:CUSTOM_NEVER_MADE': 'removed'}
@@ -172,7 +172,7 @@ def test_trait_of_the_compute_node_is_kept_and_checked(cloud):
     flavor = cloud.control('create_flavor', name='ff-node', extra_specs={
         'trait:%s' % node_trait: 'required'})['id']
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--trait', 'CUSTOM_NODE_TEST')
+                     'VGPU', '--require-trait', 'CUSTOM_NODE_TEST')
     assert results(rows) == {'resources:VGPU': 'added',
                              'trait:CUSTOM_NODE_TEST': 'added'}
     assert specs_of(cloud, flavor)['trait:%s' % node_trait] == 'required'
@@ -181,7 +181,7 @@ def test_trait_of_the_compute_node_is_kept_and_checked(cloud):
     # Forbidding what the node has leaves no host: refused, unwritten.
     before = specs_of(cloud, flavor)
     result = mdev('flavor', 'configure', flavor, '--resource-class', 'VGPU',
-                  '--trait', 'CUSTOM_NODE_TEST', '--forbid-trait',
+                  '--require-trait', 'CUSTOM_NODE_TEST', '--forbid-trait',
                   other_node_trait)
     cli.assert_one_line_error(result, other_node_trait)
     assert specs_of(cloud, flavor) == before
@@ -202,7 +202,7 @@ def _retagged_flavor(cloud, name):
     flavor = cloud.control('create_flavor', name=name)['id']
     tag('CUSTOM_OLD', GPU0)
     mdev_json('flavor', 'configure', flavor, '--resource-class', 'VGPU',
-              '--trait', 'CUSTOM_OLD')
+              '--require-trait', 'CUSTOM_OLD')
     result = mdev('trait', 'unset', '--trait', 'CUSTOM_OLD', '--all')
     assert result.rc == 0, result.stderr
     tag('CUSTOM_NEW', GPU0)
@@ -225,7 +225,7 @@ def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
-                      'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
+                      'VGPU', '--require-trait', 'CUSTOM_NEW', '-f', 'json')
     assert proxy.actions()
     assert result.rc == 1
     rows = json.loads(result.stdout)
@@ -244,7 +244,7 @@ def test_delete_fails_midway_then_converges(cloud, tmp_path, monkeypatch):
 
     monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--trait', 'CUSTOM_NEW')
+                     'VGPU', '--require-trait', 'CUSTOM_NEW')
     assert results(rows) == {'resources:VGPU': 'unchanged',
                              'trait:CUSTOM_NEW': 'unchanged',
                              'trait:CUSTOM_OLD': 'removed'}
@@ -272,7 +272,7 @@ def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
         monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(
             _proxied_clouds_yaml(cloud, tmp_path, proxy)))
         result = mdev('flavor', 'configure', flavor, '--resource-class',
-                      'VGPU', '--trait', 'CUSTOM_NEW', '-f', 'json')
+                      'VGPU', '--require-trait', 'CUSTOM_NEW', '-f', 'json')
     assert proxy.actions()
     assert result.rc == 1
     rows = json.loads(result.stdout)
@@ -290,7 +290,7 @@ def test_set_fails_then_converges(cloud, tmp_path, monkeypatch, action,
 
     monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(cloud.clouds_yaml))
     mdev_json('flavor', 'configure', flavor, '--resource-class', 'VGPU',
-              '--trait', 'CUSTOM_NEW')
+              '--require-trait', 'CUSTOM_NEW')
     assert specs_of(cloud, flavor) == {'resources:VGPU': '1',
                                        'trait:CUSTOM_NEW': 'required'}
 
@@ -302,7 +302,7 @@ def test_spread_over_other_numbered_groups_needs_isolate_other_groups(
     flavor = cloud.control('create_flavor', name='ff-spread', extra_specs={
         'resources1:VCPU': '1'})['id']
     args = ['flavor', 'configure', flavor, '--resource-class', 'VGPU',
-            '--amount', '2', '--spread', '--trait', 'CUSTOM_SPREAD']
+            '--amount', '2', '--spread', '--require-trait', 'CUSTOM_SPREAD']
     line = cli.assert_one_line_error(mdev(*args), 'group_policy=isolate',
                                      'resources1', '--isolate-other-groups')
     assert 'also' in line
@@ -362,15 +362,15 @@ AGREE = itertools.count()
 
 
 @pytest.mark.parametrize('before,args,after', [
-    ({}, ['--trait', 'CUSTOM_XA'],
+    ({}, ['--require-trait', 'CUSTOM_XA'],
      {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required'}),
-    ({'trait:NODE_1': 'required'}, ['--trait', 'CUSTOM_XA'],
+    ({'trait:NODE_1': 'required'}, ['--require-trait', 'CUSTOM_XA'],
      {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required',
       'trait:NODE_1': 'required'}),
-    ({'trait:NODE_2': 'forbidden'}, ['--trait', 'CUSTOM_XA'],
+    ({'trait:NODE_2': 'forbidden'}, ['--require-trait', 'CUSTOM_XA'],
      {'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required',
       'trait:NODE_2': 'forbidden'}),
-    ({'trait:CUSTOM_XGUARD': 'forbidden'}, ['--trait', 'CUSTOM_XB'],
+    ({'trait:CUSTOM_XGUARD': 'forbidden'}, ['--require-trait', 'CUSTOM_XB'],
      {'resources:VGPU': '1', 'trait:CUSTOM_XB': 'required',
       'trait:CUSTOM_XGUARD': 'forbidden'}),
     ({'resources1:VCPU': '1', 'trait1:NODE_1': 'required'},
@@ -379,7 +379,7 @@ AGREE = itertools.count()
       'group_policy': 'isolate', 'resources2:VGPU': '1',
       'resources3:VGPU': '1'}),
     ({'resources1:VCPU': '1', 'trait1:CUSTOM_XA': 'required'},
-     ['--trait', 'CUSTOM_XA'],
+     ['--require-trait', 'CUSTOM_XA'],
      {'resources1:VCPU': '1', 'trait1:CUSTOM_XA': 'required',
       'resources:VGPU': '1', 'trait:CUSTOM_XA': 'required'}),
     ({}, ['--amount', '3', '--spread'],

@@ -218,7 +218,8 @@ def test_pci_option_mistakes_write_nothing(cloud, controller):
                               '--resource-class', '--pci-alias')
     cli.assert_one_line_error(
         mdev('flavor', 'configure', flavor, '--pci-alias', 'a16',
-             '--trait', 'CUSTOM_X'), '--trait', 'need --resource-class')
+             '--require-trait', 'CUSTOM_X'), '--require-trait',
+        'need --resource-class')
     cli.assert_one_line_error(
         mdev('flavor', 'configure', flavor, '--resource-class', 'VGPU',
              '--controller-conf', controller),

@@ -215,8 +215,16 @@ def test_01_check_any_type_flavor_against_nova(cloud, ready):
 def test_02_libvirt_the_api_cannot_show_is_said_and_nova_refuses(
         cloud, ready):
     server = boot(cloud, PINNED)
-    rc, rows = check_rows(server['id'], '--host', 'lv85')
+    rc, rows = check_rows(server['id'], '--target', 'lv85')
     assert rc == 0 and list(rows) == ['lv85']
+    # The old spelling still names the target, with a warning.
+    old = mdev('migration', 'check', server['id'], '--host', 'lv85', '-f',
+               'json')
+    assert '--host is deprecated' in old.stderr
+    assert {r['Host']: r for r in cli.Result(
+        0, old.stdout, '').json()} == rows
+    assert sorted(check_rows(server['id'], '--target', 'lv85', '--target',
+                             'same')[1]) == ['lv85', 'same']
     row = rows['lv85']
     assert (row['Live'], row['Cold']) == ('yes', 'yes')
     assert row['Not Checked'][0].startswith('libvirt >= 8.6.0')
@@ -240,7 +248,7 @@ def test_03_mixed_host_another_type_first(cloud, ready):
                              name='mixed-filler')
     assert [s['status'] for s in blockers] == ['ACTIVE'] * 8
     server = boot(cloud, ANY)
-    rc, rows = check_rows(server['id'], '--host', 'mixed')
+    rc, rows = check_rows(server['id'], '--target', 'mixed')
     row = rows['mixed']
     assert (row['Live'], row['Cold']) == ('no', 'no')
     assert 'not fully mapped' in row['Reason']
@@ -251,7 +259,7 @@ def test_03_mixed_host_another_type_first(cloud, ready):
                            host='mixed')
     assert any('not fully mapped' in s for s in answer['skipped'])
     pinned = boot(cloud, PINNED)
-    rc, rows = check_rows(pinned['id'], '--host', 'mixed')
+    rc, rows = check_rows(pinned['id'], '--target', 'mixed')
     assert rc == 1
     assert 'no device with room' in rows['mixed']['Reason']
     put_to_nova(cloud, pinned['id'], rows)
@@ -264,7 +272,7 @@ def test_04_disabled_and_down_services(cloud, ready):
     cloud.control('set_service', host='same', disabled=True,
                   reason='maintenance')
     try:
-        rc, rows = check_rows(server['id'], '--host', 'same')
+        rc, rows = check_rows(server['id'], '--target', 'same')
         assert rc == 1
         assert 'compute service of same is disabled (maintenance)' in (
             rows['same']['Reason'])
@@ -273,13 +281,13 @@ def test_04_disabled_and_down_services(cloud, ready):
         cloud.control('set_service', host='same', disabled=False)
     cloud.control('set_service', host='same', forced_down=True)
     try:
-        rc, rows = check_rows(server['id'], '--host', 'same')
+        rc, rows = check_rows(server['id'], '--target', 'same')
         assert rc == 1
         assert 'compute service of same is down' in rows['same']['Reason']
         put_to_nova(cloud, server['id'], rows)
     finally:
         cloud.control('set_service', host='same', forced_down=False)
-    rc, rows = check_rows(server['id'], '--host', 'same')
+    rc, rows = check_rows(server['id'], '--target', 'same')
     assert rc == 0 and rows['same']['Live'] == 'yes'
     cloud.control('delete', server=server['id'])
 
@@ -292,10 +300,10 @@ def test_05_bad_input_is_one_line(cloud, ready):
         'No server with ID 8d2e7a8e-52b8-4b5f-b5c7-1f0f1c1f1c1f')
     server = boot(cloud, PINNED)
     cli.assert_one_line_error(
-        mdev('migration', 'check', server['id'], '--host', 'nowhere'),
+        mdev('migration', 'check', server['id'], '--target', 'nowhere'),
         'nowhere')
     cli.assert_one_line_error(
-        mdev('migration', 'check', server['id'], '--host', 'src'),
+        mdev('migration', 'check', server['id'], '--target', 'src'),
         'the compute node the server is on')
     cli.assert_one_line_error(mdev('migration', 'plan'), '--host')
     cli.assert_one_line_error(
@@ -413,12 +421,12 @@ def test_07_requests_do_not_grow_with_the_cloud(cloud, ready):
 
 def test_08_an_upgraded_hypervisor_takes_live_migrations(cloud, ready):
     server = boot(cloud, PINNED)
-    rc, rows = check_rows(server['id'], '--host', 'old')
+    rc, rows = check_rows(server['id'], '--target', 'old')
     assert (rows['old']['Live'], rows['old']['Cold']) == ('no', 'yes')
     upgraded = cloud.control('hypervisor_versions', host='old',
                              libvirt_version='8.6.0', qemu_version='8.1.0')
     assert upgraded['hypervisor_version'] == 8001000
-    rc, rows = check_rows(server['id'], '--host', 'old')
+    rc, rows = check_rows(server['id'], '--target', 'old')
     assert rc == 0
     assert (rows['old']['Live'], rows['old']['Cold']) == ('yes', 'yes')
     put_to_nova(cloud, server['id'], rows)
@@ -444,7 +452,7 @@ def test_09_the_conductor_skipping_the_version_check(
     assert newer['hypervisor_version'] == 9000000
     try:
         # Nova's default: same (QEMU 8.1.0) is older than src.
-        rc, rows = check_rows(server['id'], '--host', 'same')
+        rc, rows = check_rows(server['id'], '--target', 'same')
         assert (rows['same']['Live'], rows['same']['Cold']) == ('no', 'yes')
         assert 'requires a newer hypervisor version' in (
             rows['same']['Reason'])
@@ -458,9 +466,9 @@ def test_09_the_conductor_skipping_the_version_check(
         cloud.control('conductor_workarounds',
                       skip_hypervisor_version_check_on_lm=True)
         # Without the controller's file the answer cannot know.
-        rc, rows = check_rows(server['id'], '--host', 'same')
+        rc, rows = check_rows(server['id'], '--target', 'same')
         assert rows['same']['Live'] == 'no'
-        rc, rows = check_rows(server['id'], '--host', 'same', *conductor)
+        rc, rows = check_rows(server['id'], '--target', 'same', *conductor)
         assert rc == 0
         row = rows['same']
         assert (row['Live'], row['Cold']) == ('yes', 'yes')
@@ -474,7 +482,7 @@ def test_09_the_conductor_skipping_the_version_check(
         [row] = rows
         assert (row['Target Host'], row['Kind']) == ('same', 'live')
         assert row['Not Checked'] == check_rows(
-            server['id'], '--host', 'same', *conductor)[1]['same'][
+            server['id'], '--target', 'same', *conductor)[1]['same'][
                 'Not Checked']
         assert row['Not Checked'][0].startswith('libvirt >= 8.6.0')
         assert 'skip_hypervisor_version_check_on_lm' in row['Reason']
@@ -485,7 +493,7 @@ def test_09_the_conductor_skipping_the_version_check(
         # QEMU too old for mdevs: the libvirt driver still refuses.
         cloud.control('hypervisor_versions', host='old',
                       libvirt_version='8.5.0', qemu_version='8.0.0')
-        rc, rows = check_rows(server['id'], '--host', 'old', *conductor)
+        rc, rows = check_rows(server['id'], '--target', 'old', *conductor)
         assert (rows['old']['Live'], rows['old']['Cold']) == ('no', 'yes')
         assert 'compute service target are too old' in rows['old']['Reason']
         put_to_nova(cloud, server['id'], rows)

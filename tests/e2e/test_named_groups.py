@@ -340,7 +340,7 @@ def test_08_configure_replaces_the_named_group(cloud, tagged):
     flavor = cloud.control('create_flavor', name='ng-configure',
                            extra_specs=NAMED)['id']
     rows = mdev_json('flavor', 'configure', flavor, '--resource-class',
-                     'VGPU', '--amount', '1', '--trait', TRAIT)
+                     'VGPU', '--amount', '1', '--require-trait', TRAIT)
     assert {r['Property']: r['Result'] for r in rows} == {
         'resources_GPU:VGPU': 'removed',
         'trait_GPU:%s' % TRAIT: 'removed',
@@ -377,7 +377,7 @@ def test_09_a_key_nova_refuses_is_refused_and_nothing_written(
     assert flavor_specs(cloud, flavor) == bad
 
     result = mdev('flavor', 'configure', flavor, '--resource-class', 'VGPU',
-                  '--trait', TRAIT)
+                  '--require-trait', TRAIT)
     cli.assert_one_line_error(result, 'trait_GPU:%s' % TRAIT,
                               'is not one of: required, forbidden')
     assert flavor_specs(cloud, flavor) == bad

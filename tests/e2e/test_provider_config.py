@@ -101,13 +101,13 @@ def test_01_exported_traits_come_back_on_a_recreated_provider(
                           'CUSTOM_NVIDIA_11')
     assert result.rc == 0, result.stderr
     rows = helpers.mdev_json('trait', 'export', '--host', NODE,
-                             '--output-dir', str(exports))
+                             '--provider-config-dir', str(exports))
     path = exports / (NODE + '.yaml')
     assert rows == [{'Host': NODE, 'File': str(path), 'Devices': 2,
                      'Traits': 2, 'Result': 'created'}]
     # Tag and persist in one step.
     result = helpers.mdev('trait', 'set', '--trait', 'CUSTOM_RACK_7',
-                          '%s:%s' % (NODE, ADDRESS), '--export-dir',
+                          '%s:%s' % (NODE, ADDRESS), '--provider-config-dir',
                           str(exports))
     assert result.rc == 0, result.stderr
     assert 'Provider config %s: updated' % path in result.stderr

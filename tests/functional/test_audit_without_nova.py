@@ -260,7 +260,7 @@ def trait_rows(result):
 
 def test_trait_prefix_as_trait_set_names_them(cloud, placement, tmp_path):
     """A cloud that tags its devices with its own prefix ('trait set
-    --from-nova-conf --trait-prefix') is audited with the same option:
+    --compute-conf --trait-prefix') is audited with the same option:
     nothing is lost or wrong, and a repair adds the prefixed trait.
     """
     name = 'prefix-%s.example.com' % uuid.uuid4().hex[:8]
@@ -270,15 +270,14 @@ def test_trait_prefix_as_trait_set_names_them(cloud, placement, tmp_path):
     placement.add_compute_node(name, gpus)
     conf = tmp_path / 'nova.conf'
     conf.write_text(TWO_TYPES)
-    tagged = cli.openstack('mdev', 'trait', 'set', '--from-nova-conf',
-                           str(conf), '--host', name, '--trait-prefix',
-                           PREFIX)
+    compute_conf = '%s=%s' % (name, conf)
+    tagged = cli.openstack('mdev', 'trait', 'set', '--compute-conf',
+                           compute_conf, '--trait-prefix', PREFIX)
     assert tagged.rc == 0, tagged.stderr
     assert [sorted(placement.get_traits(g.uuid)) for g in gpus] == [
         ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA'],
         ['CUSTOM_GPU_NVIDIA_12', 'OWNER_NOVA'],
         ['CUSTOM_GPU_NVIDIA_11', 'OWNER_NOVA']]
-    compute_conf = '%s=%s' % (name, conf)
 
     # With the same prefix: by the nova.conf and by the siblings, clean.
     assert trait_rows(audit('--host', name, '--compute-conf', compute_conf,

@@ -236,7 +236,7 @@ def test_a_node_without_free_vcpu_or_memory_is_reached_by_its_disk(
 @pytest.mark.parametrize('args, keep', [
     (('--full',), lambda r: r['Free'] == 0),
     (('--free',), lambda r: r['Free'] > 0),
-    (('--trait', 'CUSTOM_NVIDIA_35'),
+    (('--require-trait', 'CUSTOM_NVIDIA_35'),
      lambda r: 'CUSTOM_NVIDIA_35' in r['Traits']),
     (('--host', 'bulk_c.dc1'), lambda r: r['Host'] == 'bulk_c.dc1'),
     (('--host', 'bulk-a.example.com', '--resource-class',

@@ -90,6 +90,11 @@ def capacity_rows(auth, *args):
     return capacity(auth, *args, '-f', 'json').json()
 
 
+def capacity_table(auth, *args):
+    """The rows of the table format, its summary rows included."""
+    return capacity(auth, *args, '-f', 'table').table()
+
+
 # Bare requests: (command arguments, allocation candidate parameters).
 REQUESTS = {
     'one VGPU': (
@@ -103,13 +108,13 @@ REQUESTS = {
         {'resources1': 'VGPU:1', 'resources2': 'VGPU:1',
          'group_policy': 'isolate'}),
     'required trait': (
-        ['--resource-class', 'VGPU', '--trait', 'CUSTOM_NVIDIA_11'],
+        ['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_NVIDIA_11'],
         {'resources': 'VGPU:1', 'required': 'CUSTOM_NVIDIA_11'}),
     'forbidden trait': (
         ['--resource-class', 'VGPU', '--forbid-trait', 'CUSTOM_NVIDIA_11'],
         {'resources': 'VGPU:1', 'required': '!CUSTOM_NVIDIA_11'}),
     'trait on the root only': (
-        ['--resource-class', 'VGPU', '--trait', 'HW_CPU_X86_AVX2'],
+        ['--resource-class', 'VGPU', '--require-trait', 'HW_CPU_X86_AVX2'],
         {'resources': 'VGPU:1', 'required': 'HW_CPU_X86_AVX2'}),
     'custom class, three': (
         ['--resource-class', 'CUSTOM_MLX5', '--amount', '3'],
@@ -127,16 +132,19 @@ def test_fits_agree_with_allocation_candidates(cloud, auth, name):
     args, params = REQUESTS[name]
     rows = capacity_rows(auth, *args, '--long')
     assert rows, rows
+    table = capacity_table(auth, *args, '--long')
     if 'Host' not in rows[0]:
         # Nothing fits: the explanation; Placement must agree everywhere.
-        assert rows[-2]['Constraint'] == 'Servers that fit: 0'
+        assert table[-2]['Constraint'] == 'Servers that fit: 0'
         for host, root in cloud.roots.items():
             assert not candidates(cloud.placement, params, root)[
                 'allocation_requests'], host
         return
-    total = rows.pop()
+    # The total is a row of the table only.
+    total = table.pop()
     assert total['Host'] == 'Total'
-    assert total['Fits'] == sum(r['Fits'] for r in rows)
+    assert int(total['Fits']) == sum(r['Fits'] for r in rows)
+    assert [r['Host'] for r in table] == [r['Host'] for r in rows]
     listed = {r['Host'] for r in rows}
     # Hosts without any mdev device are not listed for a bare request.
     assert 'plain' not in listed
@@ -166,20 +174,23 @@ def test_one_vgpu_rows(cloud, auth):
          'Devices': ['cap5:0000:84:00.0'], 'Free': 2, 'Limit': 'VGPU'},
         {'Host': 'cap_3', 'Fits': 3,
          'Devices': ['cap_3:0000:3c:00.0'], 'Free': 3, 'Limit': 'VGPU'},
-        {'Host': 'Total', 'Fits': 14, 'Devices': ['5 devices'],
-         'Free': 30, 'Limit': ''},
     ]
+    assert capacity_table(auth, '--resource-class', 'VGPU', '--long')[
+        -1] == {'Host': 'Total', 'Fits': '14', 'Devices': '5 devices',
+                'Free': '30', 'Limit': ''}
 
 
 def test_host_filter(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--host', 'cap1')
-    assert [(r['Host'], r['Fits']) for r in rows] == [
-        ('cap1', 7), ('Total', 7)]
+    assert [(r['Host'], r['Fits']) for r in rows] == [('cap1', 7)]
+    table = capacity_table(auth, '--resource-class', 'VGPU', '--host', 'cap1')
+    assert [(r['Host'], r['Fits']) for r in table] == [
+        ('cap1', '7'), ('Total', '7')]
 
 
 def test_explain_names_the_constraint_and_the_fix(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--amount', '4',
-                         '--trait', 'CUSTOM_NVIDIA_11')
+                         '--require-trait', 'CUSTOM_NVIDIA_11')
     steps = {r['Constraint']: r for r in rows}
     assert steps['offers VGPU'] == {
         'Constraint': 'offers VGPU', 'Devices Ruled Out': 1,
@@ -189,15 +200,22 @@ def test_explain_names_the_constraint_and_the_fix(cloud, auth):
         'Devices Ruled Out': 5, 'Hosts Ruled Out': 3,
         'Devices Left': 2, 'Hosts Left': 2}
     assert steps['room for 4 VGPU']['Hosts Left'] == 0
-    assert rows[-2]['Constraint'] == 'Servers that fit: 0'
-    assert rows[-1]['Constraint'] == (
+    # The summary is in the table only: JSON holds the steps.
+    assert not [r for r in rows if r['Constraint'].startswith(
+        ('Servers that fit', 'Smallest change'))]
+    table = capacity_table(auth, '--resource-class', 'VGPU', '--amount', '4',
+                           '--require-trait', 'CUSTOM_NVIDIA_11')
+    assert table[:-2] == [{k: str(v) for k, v in r.items()} for r in rows]
+    assert table[-2]['Constraint'] == 'Servers that fit: 0'
+    assert table[-1]['Constraint'] == (
         'Smallest change: tag cap1:0000:85:00.0 with CUSTOM_NVIDIA_11')
 
 
 def test_explain_on_request_when_servers_fit(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--explain')
-    assert rows[-2]['Constraint'] == 'Servers that fit: 14'
-    assert rows[-1]['Constraint'] == 'Smallest change: none needed'
+    table = capacity_table(auth, '--resource-class', 'VGPU', '--explain')
+    assert table[-2]['Constraint'] == 'Servers that fit: 14'
+    assert table[-1]['Constraint'] == 'Smallest change: none needed'
     disabled = next(r for r in rows
                     if r['Constraint'].startswith('compute service'))
     assert disabled['Hosts Ruled Out'] == 1
@@ -205,18 +223,22 @@ def test_explain_on_request_when_servers_fit(cloud, auth):
 
 def test_count_with_a_bare_request(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--count', '5')
-    total = rows[-1]
+    assert all('One Request' in r for r in rows)
+    assert 'Verdict' not in rows[0] and 'Total' not in {
+        r['Host'] for r in rows}
+    total = capacity_table(auth, '--resource-class', 'VGPU', '--count',
+                           '5')[-1]
     assert total['Host'] == 'Total'
     # One request claims each host's first candidate only.
-    assert total['One Request'] <= 5
-    assert 'Verdict' in total
+    assert int(total['One Request']) <= 5
+    assert total['Verdict']
 
 
 @pytest.mark.parametrize('args, message', [
     ([], 'Give --flavor'),
     (['--resource-class', 'VGPU', '--amount', '0'], 'at least 1'),
     (['--resource-class', 'vgpu'], 'vgpu'),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_A',
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A',
       '--forbid-trait', 'CUSTOM_A'], 'both required and forbidden'),
     (['--resource-class', 'VGPU', '--count', '0'], 'at least 1'),
     (['--resource-class', 'VGPU', '--host', 'nosuch'], 'nosuch'),

@@ -227,8 +227,8 @@ device_addresses = 0000:85:00.0
         'CUSTOM_NV35 (type nvidia-35): its inventory changes class on '
         'restart.',
         "Device 0000:84:00.0 carries CUSTOM_NVIDIA_36 but will be of type "
-        "nvidia-35: run 'openstack mdev trait set --from-nova-conf FILE "
-        "--host %s' after the restart to tag it CUSTOM_NVIDIA_35." % name,
+        "nvidia-35: run 'openstack mdev trait set --compute-conf %s=FILE' "
+        "after the restart to tag it CUSTOM_NVIDIA_35." % name,
         'Device 0000:86:00.0 (CUSTOM_OLD, total 2) gets no type from this '
         'file: nova-compute stops reporting it but does not delete its '
         'provider, so Placement keeps offering its old inventory and the '
@@ -668,6 +668,6 @@ def test_no_mdev_bus_is_a_warning_and_exit_0(tmp_path):
     assert result.rc == 0, result.stderr
     [warning] = findings(result.json())
     assert warning['Severity'] == 'warning'
-    assert warning['Where'] == '--sysfs'
+    assert warning['Where'] == 'class/mdev_bus'
     assert 'nova-compute will start' in warning['Message']
     assert result.stderr == ''

@@ -68,7 +68,7 @@ def exported(tmp_path, auth, node):
     name = node[0]
     out = tmp_path / 'exports'
     result = cli.openstack(*auth, 'mdev', 'trait', 'export', '--host', name,
-                           '--output-dir', str(out))
+                           '--provider-config-dir', str(out))
     assert result.rc == 0, result.stderr
     return out
 

@@ -168,7 +168,7 @@ def test_trait_set_through_the_catalog(cloud, keystone, monkeypatch):
         'CUSTOM_KEEP_ME', 'CUSTOM_POOL_A', 'OWNER_NOVA'}
     assert placement.get_traits(gpus[1].uuid) == ['OWNER_NOVA']
     gpus[0].traits = ('CUSTOM_KEEP_ME', 'CUSTOM_POOL_A')
-    listed = cli.openstack('mdev', 'provider', 'list', '--trait',
+    listed = cli.openstack('mdev', 'provider', 'list', '--require-trait',
                            'CUSTOM_POOL_A', '-f', 'json').json()
     assert listed == [r for r in cloud.expected()
                       if 'CUSTOM_POOL_A' in r['Traits']]

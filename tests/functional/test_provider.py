@@ -177,17 +177,19 @@ def _keys(cloud, predicate):
     (['--resource-class', 'VGPU'], lambda k, r: r['Resource Class'] == 'VGPU'),
     (['--resource-class', 'CUSTOM_MLX5'],
      lambda k, r: r['Resource Class'] == 'CUSTOM_MLX5'),
-    (['--trait', 'CUSTOM_NVIDIA_11'],
+    (['--require-trait', 'CUSTOM_NVIDIA_11'],
      lambda k, r: 'CUSTOM_NVIDIA_11' in r['Traits']),
-    (['--trait', 'CUSTOM_NVIDIA_11', '--trait', 'CUSTOM_GPU_POOL_A'],
+    (['--require-trait', 'CUSTOM_NVIDIA_11', '--require-trait',
+      'CUSTOM_GPU_POOL_A'],
      lambda k, r: {'CUSTOM_NVIDIA_11', 'CUSTOM_GPU_POOL_A'} <= set(
          r['Traits'])),
-    (['--trait', 'OWNER_NOVA'], lambda k, r: True),
+    (['--require-trait', 'OWNER_NOVA'], lambda k, r: True),
     (['--free'], lambda k, r: r['Free'] > 0),
     (['--full'], lambda k, r: r['Free'] == 0),
     (['--host', 'compute2', '--free'],
      lambda k, r: k[0] == 'compute2' and r['Free'] > 0),
-    (['--resource-class', 'VGPU', '--trait', 'CUSTOM_NVIDIA_12', '--free'],
+    (['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_NVIDIA_12',
+      '--free'],
      lambda k, r: r['Resource Class'] == 'VGPU' and r['Free'] > 0
      and 'CUSTOM_NVIDIA_12' in r['Traits']),
     (['--host', 'compute4'], lambda k, r: False),
@@ -264,9 +266,9 @@ def test_show_virtual_parent_and_table(cloud, auth):
     (['provider', 'show', 'no-such-thing'], ['No mdev device matches']),
     (['provider', 'list', '--host', 'compute9'],
      ["No compute host named 'compute9'"]),
-    (['provider', 'list', '--trait', 'custom_lower'],
+    (['provider', 'list', '--require-trait', 'custom_lower'],
      ['not a valid trait name', 'CUSTOM_']),
-    (['provider', 'list', '--trait', 'CUSTOM_NOT_THERE'],
+    (['provider', 'list', '--require-trait', 'CUSTOM_NOT_THERE'],
      ['CUSTOM_NOT_THERE']),
     (['provider', 'list', '--resource-class', 'VCPU'],
      ['not an mdev resource class', 'VGPU or CUSTOM_']),
@@ -354,7 +356,7 @@ def test_real_openstack_process_and_help(cloud, auth):
     assert listed == cloud.expected()
     helped = cli.openstack_process('help', 'mdev', 'provider', 'list')
     assert helped.rc == 0
-    for option in ('--host', '--resource-class', '--trait', '--free',
+    for option in ('--host', '--resource-class', '--require-trait', '--free',
                    '--full', '--long'):
         assert option in helped.stdout
     top = cli.openstack_process('--help')

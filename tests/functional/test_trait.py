@@ -237,70 +237,104 @@ mdev_class = CUSTOM_MLX5
 """
 
 
-def test_from_nova_conf(placement, auth, host, tmp_path):
+def test_compute_conf(placement, auth, host, tmp_path):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
     conf.write_text(NOVA_CONF)
     # A stale type tag from an earlier configuration goes away.
     placement.set_traits(gpus[0].uuid, ['OWNER_NOVA', 'CUSTOM_NVIDIA_36'])
-    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                  '--host', name, '-f', 'json')
+    result = mdev(auth, 'trait', 'set', '--compute-conf',
+                  '%s=%s' % (name, conf), '-f', 'json')
     assert result.rc == 0, result.stderr
     assert traits(placement, gpus[0]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_35'}
     assert traits(placement, gpus[1]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_36'}
     # Unlisted: the default type (the one without device_addresses).
     assert traits(placement, gpus[2]) == {'OWNER_NOVA', 'CUSTOM_MLX5_CORE'}
-    prefixed = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                    '--host', name, '--trait-prefix', 'CUSTOM_TYPE_',
+    prefixed = mdev(auth, 'trait', 'set', '--compute-conf',
+                    '%s=%s' % (name, conf), '--trait-prefix', 'CUSTOM_TYPE_',
                     '--dry-run', '-f', 'json').json()
     assert prefixed[0]['Result'] == 'would add CUSTOM_TYPE_NVIDIA_35'
+    # The old spelling does the same, with a warning.
+    old = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
+               '--host', name, '--trait-prefix', 'CUSTOM_TYPE_',
+               '--dry-run', '-f', 'json')
+    assert old.json() == prefixed
+    assert '--from-nova-conf is deprecated' in old.stderr
 
 
-def test_from_nova_conf_without_default_skips_unlisted(
+def test_compute_conf_of_several_hosts(placement, auth, host, tmp_path):
+    """Each host's devices get the types of its own nova.conf; a device
+    on a host no file describes is refused before anything is written.
+    """
+    name, gpus = host
+    other = 'trait-%s.example_com' % uuid.uuid4().hex[:12]
+    other_gpus = [Gpu('pci_0000_84_00_0', 'VGPU', 4)]
+    placement.add_compute_node(other, other_gpus)
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(NOVA_CONF)
+    other_conf = tmp_path / 'other.conf'
+    other_conf.write_text('[devices]\nenabled_mdev_types = nvidia-11\n')
+    before = generations(placement, gpus + other_gpus)
+    cli.assert_one_line_error(
+        mdev(auth, 'trait', 'set', '--compute-conf', '%s=%s' % (name, conf),
+             '--host', other),
+        'is on host %s, which no --compute-conf describes' % other)
+    assert generations(placement, gpus + other_gpus) == before
+    result = mdev(auth, 'trait', 'set', '--compute-conf',
+                  '%s=%s' % (name, conf), '--compute-conf',
+                  '%s=%s' % (other, other_conf), '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert [r['Host'] for r in result.json()] == sorted([name] * 3 + [other])
+    assert traits(placement, gpus[1]) == {'OWNER_NOVA', 'CUSTOM_NVIDIA_36'}
+    assert traits(placement, other_gpus[0]) == {'OWNER_NOVA',
+                                                'CUSTOM_NVIDIA_11'}
+
+
+def test_compute_conf_without_default_skips_unlisted(
         placement, auth, host, tmp_path):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
     conf.write_text('[devices]\nenabled_vgpu_types = nvidia-11\n'
                     '[vgpu_nvidia-11]\ndevice_addresses = 0000:84:00.0\n')
-    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                  '--host', name, '-f', 'json').json()
+    result = mdev(auth, 'trait', 'set', '--compute-conf',
+                  '%s=%s' % (name, conf), '-f', 'json').json()
     assert [r['Result'] for r in result] == [
         'added CUSTOM_NVIDIA_11',
         'skipped: no mdev type for it in %s' % conf,
         'skipped: no mdev type for it in %s' % conf]
 
 
-def test_from_nova_conf_nova_would_refuse(placement, auth, host, tmp_path):
+def test_compute_conf_nova_would_refuse(placement, auth, host, tmp_path):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
     conf.write_text(NOVA_CONF.replace(
         'device_addresses = 0000:85:00.0',
         'device_addresses = 0000:85:00.0,0000:84:00.0'))
     before = generations(placement, gpus)
-    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                  '--host', name)
+    result = mdev(auth, 'trait', 'set', '--compute-conf',
+                  '%s=%s' % (name, conf))
     assert result.rc == 1
     assert 'duplicate types for PCI ID 0000:84:00.0' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert generations(placement, gpus) == before
 
 
-def test_from_nova_conf_short_address_refused(placement, auth, host,
-                                              tmp_path):
+def test_compute_conf_short_address_refused(placement, auth, host,
+                                            tmp_path):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
     conf.write_text(NOVA_CONF.replace('device_addresses = 0000:84:00.0',
                                       'device_addresses = 84:00.0'))
     before = generations(placement, gpus)
     line = cli.assert_one_line_error(
-        mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-             '--host', name),
+        mdev(auth, 'trait', 'set', '--compute-conf',
+             '%s=%s' % (name, conf)),
         "'84:00.0'", 'nova-compute refuses to start', str(conf))
     assert '[mdev_nvidia-35] device_addresses, %s:5' % conf in line
     assert generations(placement, gpus) == before
 
 
-def test_from_nova_conf_upper_case_address_takes_default_type(
+def test_compute_conf_upper_case_address_takes_default_type(
         placement, auth, host, tmp_path):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
@@ -308,8 +342,8 @@ def test_from_nova_conf_upper_case_address_takes_default_type(
                                       'device_addresses = 0000:84:00.0,'
                                       '0000:86:00.0').replace(
         'device_addresses = 0000:85:00.0', 'device_addresses = 0000:8A:00.0'))
-    result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                  '--host', name, '-f', 'json')
+    result = mdev(auth, 'trait', 'set', '--compute-conf',
+                  '%s=%s' % (name, conf), '-f', 'json')
     assert result.rc == 0, result.stderr
     # Nova compares 0000:8A:00.0 literally with libvirt's 0000:8a:00.0:
     # it matches nothing, and no device is nvidia-36 any more.
@@ -332,8 +366,8 @@ def test_from_nova_conf_upper_case_address_takes_default_type(
     (b'', 'is empty'),
     (None, 'is a directory, not a nova.conf file'),
 ])
-def test_from_nova_conf_not_a_nova_conf(placement, auth, host, tmp_path,
-                                        content, problem):
+def test_compute_conf_not_a_nova_conf(placement, auth, host, tmp_path,
+                                      content, problem):
     name, gpus = host
     conf = tmp_path / 'nova.conf'
     if content is None:
@@ -342,8 +376,8 @@ def test_from_nova_conf_not_a_nova_conf(placement, auth, host, tmp_path,
         conf.write_bytes(content)
     before = generations(placement, gpus)
     cli.assert_one_line_error(
-        mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-             '--host', name), str(conf), problem)
+        mdev(auth, 'trait', 'set', '--compute-conf',
+             '%s=%s' % (name, conf)), str(conf), problem)
     assert generations(placement, gpus) == before
 
 

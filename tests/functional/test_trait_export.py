@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack mdev trait export`` and ``trait set/unset --export-dir``
-against a real Placement: the files hold what Placement has, Nova's own
-reader accepts them, and the requests do not grow with the cloud.
+"""``openstack mdev trait export`` and ``trait set/unset
+--provider-config-dir`` against a real Placement: the files hold what
+Placement has, Nova's own reader accepts them, and the requests do not
+grow with the cloud.
 """
 
 import os
@@ -98,7 +99,7 @@ def test_the_files_nova_reads_are_the_traits_in_placement(
     name, gpus, _ = host
     out = tmp_path / 'exports'
     before = requests_served(placement_url)
-    result = mdev(auth, 'trait', 'export', '--output-dir', str(out),
+    result = mdev(auth, 'trait', 'export', '--provider-config-dir', str(out),
                   '-f', 'json')
     # The whole cloud: one listing, one summaries request.
     assert requests_served(placement_url) - before == 2
@@ -121,7 +122,7 @@ def test_the_files_nova_reads_are_the_traits_in_placement(
         assert nova_reads(single) == expected
     # Again: nothing changes, nothing is written.
     mtime = os.stat(rows[name]['File']).st_mtime_ns
-    again = mdev(auth, 'trait', 'export', '--output-dir', str(out),
+    again = mdev(auth, 'trait', 'export', '--provider-config-dir', str(out),
                  '-f', 'json').json()
     assert {r['Result'] for r in again} == {'unchanged'}
     assert os.stat(rows[name]['File']).st_mtime_ns == mtime
@@ -137,7 +138,7 @@ def test_requests_do_not_grow_with_the_cloud(tmp_path, placement,
                 [Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_35',)),
                  Gpu('pci_0000_85_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_36',))])
         before = requests_served(placement_url)
-        result = mdev(auth, 'trait', 'export', '--output-dir',
+        result = mdev(auth, 'trait', 'export', '--provider-config-dir',
                       str(tmp_path / str(round_)), '--dry-run', '-f', 'json')
         assert result.rc == 0, result.stderr
         counts.append(requests_served(placement_url) - before)
@@ -149,10 +150,11 @@ def test_a_host_whose_traits_went_gets_its_file_emptied(
         tmp_path, placement, auth, host):
     name, gpus, _ = host
     out = tmp_path / 'exports'
-    assert mdev(auth, 'trait', 'export', '--output-dir', str(out)).rc == 0
+    assert mdev(auth, 'trait', 'export', '--provider-config-dir',
+                str(out)).rc == 0
     for gpu in gpus[:2]:
         placement.set_traits(gpu.uuid, ['OWNER_NOVA'])
-    rows = mdev(auth, 'trait', 'export', '--output-dir', str(out),
+    rows = mdev(auth, 'trait', 'export', '--provider-config-dir', str(out),
                 '-f', 'json').json()
     [mine] = [r for r in rows if r['Host'] == name]
     assert (mine['Devices'], mine['Result']) == (0, 'updated')
@@ -165,14 +167,14 @@ def test_set_and_unset_keep_the_files_up_to_date(tmp_path, placement, auth,
     out = tmp_path / 'exports'
     path = out / (name + '.yaml')
     dry = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
-               '--export-dir', str(out), '--dry-run',
+               '--provider-config-dir', str(out), '--dry-run',
                '%s:0000:86:00.0' % name)
     assert dry.rc == 0, dry.stderr
     assert 'would be created' in dry.stderr and not out.exists()
     assert 'CUSTOM_POOL_A' not in placement.get_traits(gpus[2].uuid)
 
     done = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_POOL_A',
-                '--export-dir', str(out), '%s:0000:86:00.0' % name)
+                '--provider-config-dir', str(out), '%s:0000:86:00.0' % name)
     assert done.rc == 0, done.stderr
     assert 'Provider config %s: created (3 devices' % path in done.stderr
     assert providers_of(path.read_text()) == {
@@ -181,18 +183,28 @@ def test_set_and_unset_keep_the_files_up_to_date(tmp_path, placement, auth,
         gpus[2].name: ['CUSTOM_POOL_A']}
 
     dry = mdev(auth, 'trait', 'unset', '--trait', 'CUSTOM_RACK_7',
-               '--export-dir', str(out), '--dry-run', '--host', name)
+               '--provider-config-dir', str(out), '--dry-run', '--host', name)
     assert 'would be updated' in dry.stderr
     assert 'CUSTOM_RACK_7' in path.read_text()
     done = mdev(auth, 'trait', 'unset', '--trait', 'CUSTOM_RACK_7',
-                '--export-dir', str(out), '--host', name)
+                '--provider-config-dir', str(out), '--host', name)
     assert done.rc == 0, done.stderr
     assert providers_of(path.read_text())[gpus[0].name] == [
         'CUSTOM_NVIDIA_35']
     # The export agrees with what the trait commands wrote.
-    export = mdev(auth, 'trait', 'export', '--output-dir', str(out),
+    export = mdev(auth, 'trait', 'export', '--provider-config-dir', str(out),
                   '--host', name, '-f', 'json').json()
     assert export[0]['Result'] == 'unchanged'
+    # The old spellings do the same, with a warning.
+    old = mdev(auth, 'trait', 'export', '--output-dir', str(out), '--host',
+               name, '-f', 'json')
+    assert old.json() == export
+    assert '--output-dir is deprecated' in old.stderr
+    old = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_RACK_7',
+               '--export-dir', str(out), '--dry-run', '--host', name)
+    assert old.rc == 0, old.stderr
+    assert '--export-dir is deprecated' in old.stderr
+    assert 'Provider config %s: would be updated' % path in old.stderr
 
 
 def test_a_provider_defined_in_another_file_writes_nothing(
@@ -205,9 +217,10 @@ def test_a_provider_defined_in_another_file_writes_nothing(
         "- identification: {name: %s}\n  traits: {additional: [CUSTOM_X]}\n"
         % gpus[0].name)
     before = set(placement.get_traits(gpus[2].uuid))
-    for args in (('trait', 'export', '--output-dir', str(out)),
-                 ('trait', 'set', '--trait', 'CUSTOM_POOL_B', '--export-dir',
-                  str(out), '%s:0000:84:00.0' % name)):
+    for args in (('trait', 'export', '--provider-config-dir', str(out)),
+                 ('trait', 'set', '--trait', 'CUSTOM_POOL_B',
+                  '--provider-config-dir', str(out),
+                  '%s:0000:84:00.0' % name)):
         result = mdev(auth, *args)
         cli.assert_one_line_error(result, 'site.yaml:3 already defines '
                                   'provider %s' % gpus[0].name,
@@ -219,10 +232,11 @@ def test_a_provider_defined_in_another_file_writes_nothing(
 
 
 @pytest.mark.parametrize('args, fragments', [
-    ((), ('Give --output-dir', 'or one --host')),
-    (('--host', 'a', '--host', 'b'), ('Give --output-dir',)),
+    ((), ('Give --provider-config-dir', 'or one --host')),
+    (('--host', 'a', '--host', 'b'), ('Give --provider-config-dir',)),
     (('--host', 'no-such-node'), ("No compute host named 'no-such-node'",)),
-    (('--host', 'x', '--dry-run'), ('--dry-run shows what --output-dir',)),
+    (('--host', 'x', '--dry-run'),
+     ('--dry-run shows what --provider-config-dir',)),
     (('--host', 'x', '--trait-prefix', 'VGPU_'),
      ("'VGPU_' is not a valid trait prefix",)),
 ])
@@ -235,7 +249,8 @@ def test_an_output_dir_that_is_a_file(tmp_path, auth, host):
     blocker = tmp_path / 'file'
     blocker.write_text('x')
     cli.assert_one_line_error(
-        mdev(auth, 'trait', 'export', '--output-dir', str(blocker / 'sub')),
+        mdev(auth, 'trait', 'export', '--provider-config-dir',
+             str(blocker / 'sub')),
         'is not a directory')
 
 
@@ -247,24 +262,24 @@ def test_many_named_hosts_read_the_whole_cloud_once(tmp_path, placement,
             Gpu('pci_0000_84_00_0', 'VGPU', 4, ('CUSTOM_NVIDIA_35',))])
     args = [a for n in names for a in ('--host', n)]
     before = requests_served(placement_url)
-    rows = mdev(auth, 'trait', 'export', *args, '--output-dir',
+    rows = mdev(auth, 'trait', 'export', *args, '--provider-config-dir',
                 str(tmp_path), '-f', 'json').json()
     assert requests_served(placement_url) - before == 2
     assert sorted(r['Host'] for r in rows) == sorted(names)
     # Four hosts or fewer: their trees only (three requests each).
     before = requests_served(placement_url)
-    assert mdev(auth, 'trait', 'export', *args[:8], '--output-dir',
+    assert mdev(auth, 'trait', 'export', *args[:8], '--provider-config-dir',
                 str(tmp_path)).rc == 0
     assert requests_served(placement_url) - before == 12
     bad = mdev(auth, 'trait', 'export', *args, '--host', 'no-such-node',
-               '--output-dir', str(tmp_path))
+               '--provider-config-dir', str(tmp_path))
     cli.assert_one_line_error(bad, "No compute host named 'no-such-node'")
 
 
 def test_export_dir_costs_the_reads_of_one_export(tmp_path, placement_url,
                                                   auth, host):
     counts = []
-    for extra in ((), ('--export-dir', str(tmp_path / 'exports'))):
+    for extra in ((), ('--provider-config-dir', str(tmp_path / 'exports'))):
         before = requests_served(placement_url)
         result = mdev(auth, 'trait', 'set', '--all', '--trait',
                       'CUSTOM_NVIDIA_35', '--dry-run', *extra)

@@ -429,7 +429,7 @@ def test_unknown_classes():
         'CUSTOM_A']
 
 
-# -- repairs and options --------------------------------------------------
+# -- repairs --------------------------------------------------------------
 
 def test_repairs_only_of_the_checks_asked_and_once_each():
     remove = audit.RemoveAllocations('x', 1, 'p', 'u')
@@ -441,35 +441,6 @@ def test_repairs_only_of_the_checks_asked_and_once_each():
              audit.Finding('warning', check='lost-trait', repair=add)]
     assert audit.repairs(found, ('orphaned-allocation',)) == [remove]
     assert audit.repairs(found, audit.FIXABLE) == [remove, add]
-
-
-@pytest.mark.parametrize('text,result', [
-    ('orphaned-allocation', ('orphaned-allocation',)),
-    ('lost-trait, orphaned-allocation,lost-trait',
-     ('lost-trait', 'orphaned-allocation')),
-    ('over-capacity', 'has no automatic fix'),
-    ('nope', "'nope' is not a check"),
-    (',', 'needs at least one check'),
-])
-def test_parse_checks(text, result):
-    if isinstance(result, tuple):
-        assert audit.parse_checks(text) == result
-    else:
-        with pytest.raises(ValueError, match=result):
-            audit.parse_checks(text)
-
-
-@pytest.mark.parametrize('value,result', [
-    ('c1=/etc/nova.conf', ('c1', '/etc/nova.conf')),
-    ('gpu.dc=a=b', ('gpu.dc', 'a=b')),
-    ('c1', None), ('=f', None), ('c1=', None),
-])
-def test_parse_nova_conf_option(value, result):
-    if result:
-        assert audit.parse_nova_conf_option(value) == result
-    else:
-        with pytest.raises(ValueError, match='HOST=FILE'):
-            audit.parse_nova_conf_option(value)
 
 
 @pytest.mark.parametrize('servers,flavors,skipped', [
@@ -637,8 +608,9 @@ def test_pci_alias_unchecked_is_said_once():
     assert note.message == (
         '2 servers and 1 flavor ask for PCI devices by alias '
         '(pci_passthrough:alias), which missing-allocation and '
-        'unschedulable-flavor did not check; give the controller\'s '
-        'nova.conf with --controller-conf <file> to check them.')
+        "unschedulable-flavor did not check; check them with the "
+        "controller's nova.conf: openstack mdev audit --controller-conf "
+        '<file>.')
     assert audit.pci_alias_unchecked([server('s3')], []) is None
 
 
@@ -676,7 +648,7 @@ def test_trait_findings_by_nova_conf_with_a_prefix(CONF):
     tagged = [device('g1', ['CUSTOM_GPU_NVIDIA_11']),
               device('g2', ['CUSTOM_GPU_NVIDIA_12']),
               device('g3', ['CUSTOM_GPU_NVIDIA_11'])]
-    # Tagged as 'trait set --from-nova-conf --trait-prefix CUSTOM_GPU_'
+    # Tagged as 'trait set --compute-conf --trait-prefix CUSTOM_GPU_'
     # does: clean with that prefix...
     assert audit.trait_findings(tagged, {'c1': CONF},
                                 prefix='CUSTOM_GPU_') == []

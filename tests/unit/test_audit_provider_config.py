@@ -65,8 +65,8 @@ def test_traits_the_file_gives_back_and_traits_it_would_lose():
     # Named by UUID in the file: it comes back.
     assert 'lacks CUSTOM_NVIDIA_35' in found[2].message
     assert 'adds it back at its next update' in found[2].message
-    assert ('trait unset --trait CUSTOM_RACK_7 c1:0000:86:00.0 --export-dir'
-            in found[3].message)
+    assert ('trait unset --trait CUSTOM_RACK_7 c1:0000:86:00.0 '
+            '--provider-config-dir' in found[3].message)
 
 
 def test_a_lost_trait_says_what_the_file_does():

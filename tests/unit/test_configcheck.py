@@ -350,8 +350,8 @@ def test_placement_findings(tmp_path):
         "there (vm1 (u1)): nova-compute's updates for the node fail until "
         'they move.',
         "Device 0000:84:00.0 carries CUSTOM_NVIDIA_36 but will be of type "
-        "nvidia-35: run 'openstack mdev trait set --from-nova-conf FILE "
-        "--host compute1' after the restart to tag it CUSTOM_NVIDIA_35.",
+        "nvidia-35: run 'openstack mdev trait set --compute-conf "
+        "compute1=FILE' after the restart to tag it CUSTOM_NVIDIA_35.",
         'Device 0000:86:00.0 (VGPU, total 4) gets no type from this file: '
         'nova-compute stops reporting it but does not delete its provider, '
         'so Placement keeps offering its old inventory and the scheduler '

@@ -390,30 +390,6 @@ def test_write_result(change, attempted, failed, now, result):
 
 # -- pci_passthrough:alias ----------------------------------------------------
 
-@pytest.mark.parametrize('values,expected', [
-    (['a16'], 'a16:1'),
-    (['a16:2'], 'a16:2'),
-    (['a16:2,nic'], 'a16:2,nic:1'),
-    (['a16:2', 'nic:3'], 'a16:2,nic:3'),
-    ([' a16 : 2 '], 'a16:2'),
-])
-def test_pci_alias_arguments(values, expected):
-    assert flavors.parse_pci_aliases(values).value == expected
-
-
-@pytest.mark.parametrize('values,fragment', [
-    (['a16:x'], 'is not NAME or NAME:COUNT'),
-    (['a16:'], 'is not NAME or NAME:COUNT'),
-    (['a:b:1'], 'is not NAME or NAME:COUNT'),
-    (['a16:0'], 'asks for no device'),
-    ([':2'], 'is not NAME or NAME:COUNT'),
-    (['a16', 'a16:2'], 'given twice'),
-])
-def test_pci_alias_arguments_refused(values, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        flavors.parse_pci_aliases(values)
-
-
 def test_describe_pci():
     assert flavors.describe_pci('a16:2, nic:1') == (
         '2 devices of PCI alias a16, 1 device of PCI alias nic')
@@ -421,7 +397,7 @@ def test_describe_pci():
 
 
 def test_plan_pci_sets_replaces_and_removes():
-    pci = flavors.parse_pci_aliases(['a16:2'])
+    pci = flavors.PciRequest((('a16', 2),))
     assert flavors.plan_pci({}, pci)[0] == {ALIAS: 'a16:2'}
     to_set, to_delete, [change] = flavors.plan_pci({ALIAS: 'old:1'}, pci)
     assert (to_set, to_delete, change.action) == ({ALIAS: 'a16:2'}, [],

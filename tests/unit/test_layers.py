@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The layers of osc_mdev import only what their docstrings allow, and the
-domain touches no file, socket or process.
+"""The layers of osc_mdev import only what their docstrings allow, the
+domain touches no file, socket or process, and names no command-line
+option.
 
 Each module is parsed with ``ast``; every ``import`` and ``from ...
 import`` counts, those inside functions included.
@@ -19,6 +20,7 @@ import`` counts, those inside functions included.
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -38,6 +40,13 @@ NOT_IN_DOMAIN = ('os', 'glob', 'pathlib', 'shutil', 'socket', 'subprocess',
                  'http', 'importlib', 'builtins')
 # Pure parts of the modules above.
 PURE = ('urllib.parse',)
+# An option named in text.
+OPTION = re.compile(r'(?<![\w-])--[a-z][a-z-]*')
+# A command line a message suggests: ``openstack`` and what follows, up to
+# a quote, a bracket (but for a ``%(name)s`` placeholder) or a semicolon.
+COMMAND_LINE = re.compile(r'openstack (?:%\(\w+\)s|[^\'"();])*')
+# One option of a command line being built: ``'--trait %s'``.
+COMMAND_PART = re.compile(r'--[a-z][a-z-]* %s')
 
 
 def _resolve(module, node):
@@ -77,6 +86,31 @@ def opens(path):
             yield node.lineno
 
 
+def named_options(path):
+    """``(line, option)`` of each command-line option a string literal of
+    ``path`` names, other than in a command line it suggests (the
+    operator's next command) or builds. Docstrings are not messages and
+    are left out.
+    """
+    tree = ast.parse(path.read_text())
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)):
+            doc = node.body[0] if node.body else None
+            if isinstance(doc, ast.Expr) and isinstance(doc.value,
+                                                        ast.Constant):
+                docstrings.add(id(doc.value))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or not isinstance(
+                node.value, str) or id(node) in docstrings:
+            continue
+        if COMMAND_PART.fullmatch(node.value):
+            continue
+        for option in OPTION.findall(COMMAND_LINE.sub('', node.value)):
+            yield node.lineno, option
+
+
 def modules(layer):
     return sorted((PACKAGE / layer).glob('*.py'))
 
@@ -112,6 +146,36 @@ def test_the_domain_opens_no_file():
     wrong = ['%s:%d calls open()' % (path.name, line)
              for path in modules('domain') for line in opens(path)]
     assert wrong == []
+
+
+def test_the_domain_names_no_option():
+    """The domain raises errors with data and words its messages without
+    the commands' options: the command layer words them with the names of
+    the options (v1/common.py).
+    """
+    wrong = ['%s:%d names %s' % (path.name, line, option)
+             for path in modules('domain')
+             for line, option in named_options(path)]
+    assert wrong == []
+
+
+@pytest.mark.parametrize('source, found', [
+    ("raise ValueError('--fix needs a check')\n", [(1, '--fix')]),
+    ("x = ('give the file with '\n     '--compute-conf HOST=FILE')\n",
+     [(1, '--compute-conf')]),
+    ("x = 'see: openstack mdev audit --fix lost-trait --host %s'\n", []),
+    ("x = 'openstack server migrate --host %(host)s --wait (%s)'\n", []),
+    ("x = \"run 'openstack mdev trait set --trait T D' (or --all)\"\n",
+     [(1, '--all')]),
+    ("x = '--trait %s'\ny = '--trait'\n", [(2, '--trait')]),
+    ('def f():\n    """Parses --fix."""\n    return "a --b"\n',
+     [(3, '--b')]),
+    ("x = 'in_tree--x, 2--3, ---'\n", []),
+])
+def test_named_options_are_seen(tmp_path, source, found):
+    path = tmp_path / 'example.py'
+    path.write_text(source)
+    assert list(named_options(path)) == found
 
 
 @pytest.mark.parametrize('source, found', [

@@ -786,13 +786,13 @@ def test_inputs_read_the_conductor_option_from_the_controller(
                           'skip_hypervisor_version_check_on_lm = True\n')
     # nova-compute does not read it: without the controller's files the
     # conductor's default holds, and the compute's line is named.
-    inputs = usecase.read_inputs(['gpu1=%s' % compute], [])
+    inputs = usecase.read_inputs([('gpu1', str(compute))], [])
     assert (inputs.skip_version_check, inputs.pci_config) == (False, None)
     assert list(inputs.confs) == ['gpu1']
     assert 'nova-conductor reads it, not nova-compute' in caplog.text
     assert '%s:4' % compute in caplog.text
     caplog.clear()
-    inputs = usecase.read_inputs(['gpu1=%s' % compute], [str(controller)])
+    inputs = usecase.read_inputs([('gpu1', str(compute))], [str(controller)])
     assert inputs.skip_version_check is True
     assert (inputs.pci_config.aliases,
             inputs.pci_config.pci_in_placement) == ({}, False)

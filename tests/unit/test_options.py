@@ -21,8 +21,10 @@ import importlib
 import pathlib
 import re
 
+from osc_lib import exceptions
 import pytest
 
+from osc_mdev.v1 import flavor
 from osc_mdev.v1 import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -76,8 +78,7 @@ def test_every_option_name_has_one_help_and_one_metavar():
 def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
     parser = argparse.ArgumentParser()
     options.controller_conf(parser)
-    options.deprecated(parser, '--nova-conf', '--controller-conf',
-                       'controller_conf')
+    options.deprecated(parser, '--nova-conf', '--controller-conf')
     parsed = parser.parse_args(old)
     assert getattr(parsed, new[0]) == new[1]
     deprecations = [r for r in caplog.records if 'deprecated' in r.message]
@@ -87,10 +88,66 @@ def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
 def test_deprecated_flag():
     parser = argparse.ArgumentParser()
     parser.add_argument('--isolate-other-groups', action='store_true')
-    options.deprecated(parser, '--force', '--isolate-other-groups',
-                       'isolate_other_groups', flag=True)
+    options.deprecated(parser, '--force', '--isolate-other-groups')
     assert parser.parse_args(['--force']).isolate_other_groups is True
     assert parser.parse_args([]).isolate_other_groups is False
+
+
+#: Each renamed option: a command, its arguments with the old spelling,
+#: the same with the new one.
+RENAMED = [
+    ('mdev audit', ['--nova-conf', 'gpu1=a.conf'],
+     ['--compute-conf', 'gpu1=a.conf']),
+    ('mdev capacity', ['--flavor', 'f', '--nova-conf', 'a.conf'],
+     ['--flavor', 'f', '--controller-conf', 'a.conf']),
+    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--force'],
+     ['f', '--resource-class', 'VGPU', '--isolate-other-groups']),
+    ('mdev migration check', ['vm-1', '--host', 'gpu2', '--host', 'gpu3'],
+     ['vm-1', '--target', 'gpu2', '--target', 'gpu3']),
+    ('mdev provider list', ['--trait', 'CUSTOM_A', '--trait', 'CUSTOM_B'],
+     ['--require-trait', 'CUSTOM_A', '--require-trait', 'CUSTOM_B']),
+    ('mdev capacity', ['--resource-class', 'VGPU', '--trait', 'CUSTOM_A'],
+     ['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
+    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--trait',
+                               'CUSTOM_A'],
+     ['f', '--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
+    ('mdev trait set', ['--trait', 'CUSTOM_A', '--all', '--export-dir', 'd'],
+     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
+    ('mdev trait unset', ['--trait', 'CUSTOM_A', '--all', '--export-dir',
+                          'd'],
+     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
+    ('mdev trait export', ['--output-dir', 'd'],
+     ['--provider-config-dir', 'd']),
+]
+
+
+@pytest.mark.parametrize('name, old, new', RENAMED,
+                         ids=[' '.join([n] + o) for n, o, _ in RENAMED])
+def test_old_spellings_parse_as_the_new_and_warn(name, old, new, caplog):
+    parser = commands()[name](None, None).get_parser('openstack ' + name)
+    with caplog.at_level('WARNING'):
+        parsed = parser.parse_args(old)
+    assert vars(parsed) == vars(parser.parse_args(new))
+    spellings = {a for a in old if a.startswith('--')} - set(new)
+    warned = {r.args[0] for r in caplog.records
+              if 'is deprecated' in r.getMessage()}
+    assert spellings and warned == spellings
+
+
+def test_from_nova_conf_with_one_host_is_a_compute_conf(caplog):
+    from osc_mdev.v1 import trait
+
+    parser = commands()['mdev trait set'](None, None).get_parser('openstack')
+    with caplog.at_level('WARNING'):
+        parsed = parser.parse_args(['--from-nova-conf', 'a.conf', '--host',
+                                    'gpu1'])
+    assert trait._compute_confs(parsed) == [('gpu1', 'a.conf')]
+    assert '--from-nova-conf is deprecated' in caplog.text
+    for hosts in ([], ['--host', 'gpu1', '--host', 'gpu2']):
+        parsed = parser.parse_args(['--from-nova-conf', 'a.conf'] + hosts)
+        with pytest.raises(exceptions.CommandError,
+                           match='give exactly one --host'):
+            trait._compute_confs(parsed)
 
 
 def test_the_options_page_lists_every_option():
@@ -106,3 +163,114 @@ def test_the_options_page_lists_every_option():
                                           '--quote', '--prefix',
                                           '--column', '--format')}
     assert sorted(ours - listed) == []
+
+
+# -- option values, parsed by argparse -------------------------------------
+
+def parse(name, *args):
+    """The Namespace of ``openstack <name> <args>``; a CommandError for
+    a value the command refuses (``common.one_line_errors``).
+    """
+    parser = commands()[name](None, None).get_parser('openstack ' + name)
+    return parser.parse_args(list(args))
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('c1=/etc/nova.conf', ('c1', '/etc/nova.conf')),
+    ('gpu.dc=a=b', ('gpu.dc', 'a=b')),
+])
+def test_compute_conf_is_a_host_and_a_file(value, expected):
+    parsed = parse('mdev audit', '--compute-conf', value,
+                   '--compute-conf', 'c2=f')
+    assert parsed.compute_conf == [expected, ('c2', 'f')]
+
+
+@pytest.mark.parametrize('value', ['c1', '=f', 'c1='])
+def test_compute_conf_without_a_host_or_a_file_is_refused(value):
+    with pytest.raises(exceptions.CommandError,
+                       match="^Argument --compute-conf: takes HOST=FILE, "
+                             "not '%s'; see 'openstack help mdev audit'.$"
+                             % value):
+        parse('mdev audit', '--compute-conf', value)
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('gpu3=/etc/nova/provider_config', ('gpu3', '/etc/nova/provider_config')),
+    ('exports/gpu3.yaml', (None, 'exports/gpu3.yaml')),
+    ('gpu3.dc2.example.net=exports', ('gpu3.dc2.example.net', 'exports')),
+])
+def test_provider_config_is_a_path_and_maybe_a_host(value, expected):
+    assert parse('mdev config check', '--provider-config',
+                 value).provider_config == [expected]
+
+
+def test_an_existing_path_with_an_equal_sign_is_a_path(tmp_path):
+    path = tmp_path / 'a=b.yaml'
+    path.write_text('')
+    assert parse('mdev config check', '--provider-config',
+                 str(path)).provider_config == [(None, str(path))]
+
+
+@pytest.mark.parametrize('value', ['=x', 'gpu3='])
+def test_provider_config_refuses_half_a_pair(value):
+    with pytest.raises(exceptions.CommandError,
+                       match="takes PATH or HOST=PATH, not '%s'" % value):
+        parse('mdev config check', '--provider-config', value)
+
+
+@pytest.mark.parametrize('option', ['--amount', '--count'])
+@pytest.mark.parametrize('value, fragment', [
+    ('0', 'must be at least 1, not 0'),
+    ('-2', 'must be at least 1, not -2'),
+    ('two', "invalid int value: 'two'"),
+])
+def test_counts_are_whole_numbers_of_at_least_one(option, value, fragment):
+    with pytest.raises(exceptions.CommandError,
+                       match='^Argument %s: %s;' % (option, fragment)):
+        parse('mdev capacity', option, value)
+    assert getattr(parse('mdev capacity', option, '3'), option[2:]) == 3
+
+
+@pytest.mark.parametrize('text, result', [
+    ('orphaned-allocation', ('orphaned-allocation',)),
+    ('lost-trait, orphaned-allocation,lost-trait',
+     ('lost-trait', 'orphaned-allocation')),
+    ('over-capacity', 'has no automatic fix'),
+    ('nope', "'nope' is not a check"),
+    (',', 'give at least one check'),
+])
+def test_fix_names_checks_with_a_repair(text, result):
+    if isinstance(result, tuple):
+        assert parse('mdev audit', '--fix', text).fix == result
+    else:
+        with pytest.raises(exceptions.CommandError,
+                           match='^Argument --fix: .*%s' % result):
+            parse('mdev audit', '--fix', text)
+
+
+@pytest.mark.parametrize('values, expected', [
+    (['a16'], 'a16:1'),
+    (['a16:2'], 'a16:2'),
+    (['a16:2,nic'], 'a16:2,nic:1'),
+    (['a16:2', 'nic:3'], 'a16:2,nic:3'),
+    ([' a16 : 2 '], 'a16:2'),
+])
+def test_pci_alias_values(values, expected):
+    args = [a for v in values for a in ('--pci-alias', v)]
+    parsed = parse('mdev flavor configure', 'f', *args)
+    assert flavor._pci_request(parsed.pci_alias).value == expected
+
+
+@pytest.mark.parametrize('values, fragment', [
+    (['a16:x'], "Argument --pci-alias: 'a16:x' is not NAME or NAME:COUNT"),
+    (['a16:'], 'is not NAME or NAME:COUNT'),
+    (['a:b:1'], 'is not NAME or NAME:COUNT'),
+    (['a16:0'], "Argument --pci-alias: 'a16:0' asks for no device"),
+    ([':2'], 'is not NAME or NAME:COUNT'),
+    (['a16', 'a16:2'], '^--pci-alias a16 is given twice'),
+])
+def test_pci_alias_values_refused(values, fragment):
+    args = [a for v in values for a in ('--pci-alias', v)]
+    with pytest.raises(exceptions.CommandError, match=fragment):
+        flavor._pci_request(
+            parse('mdev flavor configure', 'f', *args).pci_alias)

@@ -285,24 +285,6 @@ def test_files_nova_does_not_read():
                                         'd/GPU3.YAML']
 
 
-@pytest.mark.parametrize('value, is_path, expected', [
-    ('gpu3=/etc/nova/provider_config', False,
-     ('gpu3', '/etc/nova/provider_config')),
-    ('/tmp/a=b.yaml', True, (None, '/tmp/a=b.yaml')),
-    ('exports/gpu3.yaml', False, (None, 'exports/gpu3.yaml')),
-    ('gpu3.dc2.example.net=exports', False,
-     ('gpu3.dc2.example.net', 'exports')),
-])
-def test_split_option(value, is_path, expected):
-    assert pc.split_option(value, is_path) == expected
-
-
-@pytest.mark.parametrize('value', ['=x', 'gpu3='])
-def test_split_option_refuses_half_a_pair(value):
-    with pytest.raises(ValueError, match='HOST=PATH'):
-        pc.split_option(value)
-
-
 # -- The merge, against ResourceTracker._merge_provider_configs --------------
 
 ROOT = '0d1f6e4e-92c5-4b38-8d2b-0d6a2c1f3a01'

@@ -231,45 +231,20 @@ def test_resolve_device_malformed_address(reference):
         domain.resolve_device(reference, CANDIDATES)
 
 
-@pytest.mark.parametrize('kwargs,refusal', [
-    (dict(all_devices=True, hosts=('a',)), 'combined with --host'),
-    (dict(all_devices=True, resource_class='VGPU'),
-     'combined with --resource-class'),
-    (dict(all_devices=True, references=('a:0000:84:00.0',), hosts=('a',)),
-     'combined with device names or --host'),
-    (dict(all_devices=True), None),
-    (dict(hosts=('a', 'b'), resource_class='VGPU'), None),
-    (dict(references=('x',), hosts=('a',)), None),
-    (dict(), None),
-])
-def test_all_stands_alone(kwargs, refusal):
-    """--all with another selector is refused; every other combination
-    is accepted.
-    """
-    try:
-        domain.check_selectors(**kwargs)
-        refused = None
-    except ValueError as exc:
-        refused = str(exc)
-    if refusal is None:
-        assert refused is None
-    else:
-        assert refusal in (refused or '')
-
-
 def test_named_device_outside_the_options():
     [candidate] = domain.find_candidates([
         {'uuid': 'r', 'name': 'h1', 'root_provider_uuid': 'r'},
         {'uuid': 'c', 'name': 'h1_pci_0000_84_00_0',
          'root_provider_uuid': 'r'}])
     assert domain.outside_selection('x', candidate, ('h1',)) is None
-    assert domain.outside_selection('x', candidate, ('h2', 'h3')) == (
-        "device 'x' is on host h1, not on h2, h3 given with --host")
+    outside = domain.outside_selection('x', candidate, ('h2', 'h3'))
+    assert (outside.reference, outside.selector, outside.value,
+            outside.wanted) == ('x', domain.BY_HOST, 'h1', ('h2', 'h3'))
     device = domain.build_devices(
         candidate, {'CUSTOM_MLX5': {'total': 4}}, 1, {})[0]
-    assert domain.outside_selection('x', device, (), 'VGPU') == (
-        "device 'x' has resource class CUSTOM_MLX5, not VGPU given with "
-        "--resource-class")
+    outside = domain.outside_selection('x', device, (), 'VGPU')
+    assert (outside.selector, outside.value, outside.wanted) == (
+        domain.BY_RESOURCE_CLASS, 'CUSTOM_MLX5', ('VGPU',))
 
 
 SUMMARIES_BODY = {

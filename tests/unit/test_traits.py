@@ -104,3 +104,37 @@ def test_plans_from_nova_conf(tmp_path):
     assert plans[2].skip == 'no mdev type for it in nova.conf'
     assert traits.type_traits(conf, 'CUSTOM_T_') == {
         'nvidia-35': 'CUSTOM_T_NVIDIA_35', 'nvidia-36': 'CUSTOM_T_NVIDIA_36'}
+
+
+def test_plans_from_the_nova_confs_of_several_hosts(tmp_path):
+    from osc_mdev.domain import providers
+
+    def conf(name, text):
+        path = tmp_path / name
+        path.write_text(text)
+        return local_novaconf.parse_files([str(path)])
+
+    def device(host):
+        cand = providers.Candidate('u-' + host, host + '_pci_0000_84_00_0',
+                                   host, 'r', 'pci_0000_84_00_0',
+                                   '0000:84:00.0', 1)
+        return providers.build_devices(cand, {'VGPU': {'total': 1}}, 1,
+                                       {})[0]
+
+    confs = {'h1': conf('h1.conf', '[devices]\nenabled_mdev_types = '
+                                   'nvidia-35\n'),
+             'h2': conf('h2.conf', '[devices]\nenabled_mdev_types = '
+                                   'nvidia-36\n'),
+             'h3': conf('h3.conf', '[DEFAULT]\ndebug = True\n')}
+    sources = {h: h + '.conf' for h in confs}
+    plans = traits.plans_from_nova_confs([device('h1'), device('h2')], confs,
+                                         sources)
+    assert [p.add for p in plans] == [('CUSTOM_NVIDIA_35',),
+                                      ('CUSTOM_NVIDIA_36',)]
+    with pytest.raises(traits.NoNovaConf) as refused:
+        traits.plans_from_nova_confs([device('h1'), device('h4')], confs,
+                                     sources)
+    assert refused.value.device.host == 'h4'
+    with pytest.raises(traits.NoTypeGiven) as refused:
+        traits.plans_from_nova_confs([device('h3')], confs, sources)
+    assert refused.value.sources == {'h3': 'h3.conf'}
