@@ -31,6 +31,10 @@ SHOW_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
 LIST_COLUMNS = ('Server', 'Server Name', 'Host', 'Device', 'Resource Class',
                 'Amount', 'Provider UUID')
 LONG_EXTRA = ('Server Status', 'Nova Host', 'Nova Node')
+SERVER = ('Server name or ID (any project). A name that several servers '
+          'share is an error listing their IDs.')
+DEVICE = ('Only this device: HOST:PCI_ADDRESS, provider name or UUID; '
+          'repeat for several.')
 
 
 def _columns(cols, parsed_args):
@@ -100,10 +104,7 @@ The SR-IOV VFs of a server, by their PF::
 
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            'server', metavar='<server>',
-            help='Server name or ID (any project). A name that several '
-                 'servers share is an error listing their IDs.')
+        parser.add_argument('server', metavar='<server>', help=SERVER)
         options.long(parser)
         options.kind(parser)
         return parser
@@ -154,10 +155,8 @@ Every server on a compute node's GPUs, with its status in Nova::
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
-        parser.add_argument(
-            '--device', metavar='<device>', action='append', default=[],
-            help='Only this device: HOST:PCI_ADDRESS, provider name or '
-                 'UUID; repeat for several.')
+        parser.add_argument('--device', metavar='<device>', action='append',
+                            default=[], help=DEVICE)
         options.resource_class(parser)
         options.long(parser)
         options.kind(parser)
@@ -165,13 +164,12 @@ Every server on a compute node's GPUs, with its status in Nova::
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], list]:
-        resource_class = common.resource_class(parsed_args.resource_class)
         mdev = common.client(self.app)
         with common.worded():
             found, servers = allocations.list_allocations(
                 mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
                 references=tuple(parsed_args.device),
-                resource_class=resource_class,
+                resource_class=parsed_args.resource_class,
                 kinds=providers.KIND_CHOICES[parsed_args.kind])
         cols = _columns(LIST_COLUMNS, parsed_args)
         _warn_node_mismatches(found, servers)

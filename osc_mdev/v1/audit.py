@@ -18,7 +18,6 @@ from osc_lib import exceptions
 from osc_lib import utils
 
 from osc_mdev.domain import audit as domain
-from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import audit
 from osc_mdev.usecases import nova_conf
 from osc_mdev.usecases import provider_config
@@ -105,7 +104,6 @@ Repair what is safe to repair, shown first::
         if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
-        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = nova_conf.compute_confs(parsed_args.compute_conf)
         files = provider_config.host_files(parsed_args.provider_config)

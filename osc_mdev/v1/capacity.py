@@ -75,7 +75,6 @@ Room for a bare request of two vGPUs with a trait::
         options.resource_class(parser)
         options.amount_and_spread(parser)
         options.require_trait(parser)
-        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
         options.host(parser)
         options.long(parser)
@@ -117,8 +116,7 @@ Room for a bare request of two vGPUs with a trait::
                 parsed_args.controller_conf)
         if bare:
             return [(None, common.bare_request(
-                parsed_args,
-                common.trait_names(parsed_args.require_trait)))]
+                parsed_args, parsed_args.require_trait))]
         return [(name, None) for name in parsed_args.flavor]
 
     def take_action(self, parsed_args: argparse.Namespace

@@ -34,7 +34,6 @@ import typing
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits
 
@@ -115,18 +114,6 @@ def worded() -> Iterator[None]:
         ) from exc
 
 
-def resource_class(value: str | None) -> str | None:
-    """A valid mdev resource class, or None when none was given."""
-    if value is None:
-        return None
-    return check(names.validate_mdev_resource_class, value)
-
-
-def trait_names(values: Iterable[str]) -> tuple[str, ...]:
-    """Every trait name valid, in the order given."""
-    return tuple(check(names.validate_trait_name, t) for t in values)
-
-
 def one_line_errors(
         parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make ``parser`` report a bad argument as one CommandError line,
@@ -184,19 +171,18 @@ def _help_formatter(base: typing.Any) -> type[argparse.HelpFormatter]:
 def bare_request(parsed_args: argparse.Namespace,
                  required: Collection[str]) -> rr.Request:
     """The mdev request of --resource-class, --amount, --spread,
-    ``required`` traits and --forbid-trait; a CommandError for a name,
-    an amount or a pair of traits that cannot be.
+    ``required`` traits and --forbid-trait (names argparse checked); a
+    CommandError for a request or a pair of traits that cannot be.
     """
     from osc_mdev.domain import resource_request
 
-    forbidden = sorted(set(trait_names(parsed_args.forbid_trait)))
+    forbidden = sorted(set(parsed_args.forbid_trait))
     both = set(required) & set(forbidden)
     if both:
         raise exceptions.CommandError(
             'Trait %s cannot be both required and forbidden.'
             % ', '.join(sorted(both)))
-    return check(resource_request.bare_request,
-                 resource_class(parsed_args.resource_class),
+    return check(resource_request.bare_request, parsed_args.resource_class,
                  parsed_args.amount, required, forbidden, parsed_args.spread)
 
 

@@ -20,10 +20,12 @@ from osc_lib import exceptions
 from osc_mdev import api
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
+
+SYSFS = ("Root of the compute node's sysfs (/sys there): also check the "
+         'file against the devices and types the kernel offers.')
 
 
 class CheckConfig(common.Lister):
@@ -65,17 +67,12 @@ What will change in Placement when it restarts::
                  'default.')
         options.host(parser, several=False)
         options.provider_config(parser)
-        parser.add_argument(
-            '--sysfs', metavar='<root>',
-            help="Root of the compute node's sysfs (/sys there): also check "
-                 'the file against the devices and types the kernel '
-                 'offers.')
+        parser.add_argument('--sysfs', metavar='<root>', help=SYSFS)
         options.trait_prefix(parser)
         options.long(parser)
         return parser
 
     def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
-        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
                 'The following arguments are required: <file> (nova.conf '

@@ -28,6 +28,13 @@ from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
+MDEV_TYPE = ('Require the trait of this mdev type, as "trait set '
+             '--compute-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
+NO_VALIDATE = ('Skip the checks against the cloud (class, traits, some '
+               'host can serve it); names are still checked.')
+ISOLATE_OTHER_GROUPS = (
+    'With --spread, go on although the flavor has numbered groups of '
+    'other requests, which group_policy=isolate then binds too.')
 
 
 def pci_aliases(value: str) -> tuple[tuple[str, int], ...]:
@@ -111,24 +118,16 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.controller_conf(parser)
         options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.amount_and_spread(parser)
-        parser.add_argument(
-            '--isolate-other-groups', action='store_true',
-            help='With --spread, go on although the flavor has numbered '
-                 'groups of other requests, which group_policy=isolate then '
-                 'binds too.')
+        parser.add_argument('--isolate-other-groups', action='store_true',
+                            help=ISOLATE_OTHER_GROUPS)
         options.deprecated(parser, '--force', '--isolate-other-groups')
         options.require_trait(parser)
-        options.deprecated(parser, '--trait', '--require-trait')
         options.forbid_trait(parser)
-        parser.add_argument(
-            '--mdev-type', metavar='<type>', action='append', default=[],
-            help='Require the trait of this mdev type, as "trait set '
-                 '--compute-conf" names it (nvidia-35 is CUSTOM_NVIDIA_35).')
+        parser.add_argument('--mdev-type', metavar='<type>', action='append',
+                            default=[], help=MDEV_TYPE)
         options.trait_prefix(parser)
-        parser.add_argument(
-            '--no-validate', action='store_true',
-            help='Skip the checks against the cloud (class, traits, some '
-                 'host can serve it); names are still checked.')
+        parser.add_argument('--no-validate', action='store_true',
+                            help=NO_VALIDATE)
         options.dry_run(parser)
         return parser
 
@@ -245,9 +244,8 @@ Examples:
 
 
 def _required_traits(parsed_args: argparse.Namespace) -> tuple[str, ...]:
-    required = set(common.trait_names(parsed_args.require_trait))
+    required = set(parsed_args.require_trait)
     if parsed_args.mdev_type:
-        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         required.update(
             common.check(trait_logic.trait_for_mdev_type, t,
                          parsed_args.trait_prefix)

@@ -15,7 +15,6 @@
 import argparse
 
 from osc_lib.command import command
-from osc_lib import exceptions
 
 from osc_mdev.domain import providers as domain
 from osc_mdev.usecases import metrics
@@ -89,7 +88,8 @@ them::
             metrics.write(parsed_args.output, result.text)
         else:
             self.app.stdout.write(result.text)
+        outcome = common.DONE
         if result.failed:
-            raise exceptions.CommandError(
-                metrics.failure_message(result, parsed_args.output))
-        return 0
+            outcome = common.Outcome(failure=metrics.failure_message(
+                result, parsed_args.output))
+        return outcome.exit_status()

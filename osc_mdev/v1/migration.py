@@ -19,7 +19,6 @@ from osc_lib import exceptions
 
 from osc_mdev.domain import migration_plan
 from osc_mdev.domain import migration_rules
-from osc_mdev.domain import traits as trait_logic
 from osc_mdev.usecases import migration
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
@@ -33,7 +32,6 @@ def _inputs(parsed_args: argparse.Namespace) -> migration.Inputs:
     """The --compute-conf and --controller-conf files, read and judged
     before any request.
     """
-    common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
     return migration.read_inputs(parsed_args.compute_conf,
                                  parsed_args.controller_conf,
                                  parsed_args.trait_prefix)

@@ -25,11 +25,13 @@ read or any request made, as one line naming the option
 """
 
 import argparse
+from collections.abc import Callable
 from collections.abc import Sequence
 import logging
 import os
 import typing
 
+from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 
@@ -130,6 +132,35 @@ def at_least_one(value: str) -> int:
     return number
 
 
+def _checked(check: Callable[[str], str], value: str) -> str:
+    """``check``'s answer for ``value``; its ValueError refuses the
+    value, in its own words.
+    """
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def resource_class_name(value: str) -> str:
+    """An mdev resource class (``--resource-class``)."""
+    return _checked(names.validate_mdev_resource_class, value)
+
+
+def trait_name(value: str) -> str:
+    """A well-formed trait name (``--trait``, ``--require-trait``,
+    ``--forbid-trait``).
+    """
+    return _checked(names.validate_trait_name, value)
+
+
+def type_trait_prefix(value: str) -> str:
+    """The prefix of the traits named after mdev types
+    (``--trait-prefix``).
+    """
+    return _checked(trait_logic.validate_prefix, value)
+
+
 # -- renamed options ------------------------------------------------------
 
 class _Deprecated(argparse.Action):
@@ -195,30 +226,38 @@ def target(parser: Parser) -> None:
 def resource_class(parser: Parser, several: bool = False) -> None:
     if several:
         parser.add_argument('--resource-class', metavar='<resource-class>',
-                            action='append', default=[],
-                            help=RESOURCE_CLASS)
+                            type=resource_class_name, action='append',
+                            default=[], help=RESOURCE_CLASS)
     else:
         parser.add_argument('--resource-class', metavar='<resource-class>',
-                            help=RESOURCE_CLASS)
+                            type=resource_class_name, help=RESOURCE_CLASS)
 
 
 def trait(parser: Parser, required: bool = False) -> None:
-    parser.add_argument('--trait', metavar='<trait>', action='append',
-                        default=[], required=required, help=TRAIT)
+    parser.add_argument('--trait', metavar='<trait>', type=trait_name,
+                        action='append', default=[], required=required,
+                        help=TRAIT)
 
 
 def require_trait(parser: Parser) -> None:
+    """``--require-trait``, and ``--trait``, its deprecated spelling in
+    every command that takes it.
+    """
     parser.add_argument('--require-trait', metavar='<trait>',
-                        action='append', default=[], help=REQUIRE_TRAIT)
+                        type=trait_name, action='append', default=[],
+                        help=REQUIRE_TRAIT)
+    deprecated(parser, '--trait', '--require-trait')
 
 
 def forbid_trait(parser: Parser) -> None:
     parser.add_argument('--forbid-trait', metavar='<trait>',
-                        action='append', default=[], help=FORBID_TRAIT)
+                        type=trait_name, action='append', default=[],
+                        help=FORBID_TRAIT)
 
 
 def trait_prefix(parser: Parser) -> None:
     parser.add_argument('--trait-prefix', metavar='<prefix>',
+                        type=type_trait_prefix,
                         default=trait_logic.DEFAULT_TRAIT_PREFIX,
                         help=TRAIT_PREFIX)
 

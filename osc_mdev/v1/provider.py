@@ -126,7 +126,6 @@ Every GPU, mdev and PCI-in-Placement alike::
         options.host(parser)
         options.resource_class(parser)
         options.require_trait(parser)
-        options.deprecated(parser, '--trait', '--require-trait')
         usage = parser.add_mutually_exclusive_group()
         usage.add_argument(
             '--free', action='store_true',
@@ -140,11 +139,11 @@ Every GPU, mdev and PCI-in-Placement alike::
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], list]:
-        resource_class = common.resource_class(parsed_args.resource_class)
-        traits = common.trait_names(parsed_args.require_trait)
         wanted = domain.DeviceFilter(
-            hosts=tuple(parsed_args.host), resource_class=resource_class,
-            traits=traits, free=parsed_args.free, full=parsed_args.full,
+            hosts=tuple(parsed_args.host),
+            resource_class=parsed_args.resource_class,
+            traits=tuple(parsed_args.require_trait), free=parsed_args.free,
+            full=parsed_args.full,
             kinds=kinds(parsed_args))
         # A column of --long named with -c brings the long view: -c Total
         # works without --long.

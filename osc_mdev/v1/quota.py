@@ -69,7 +69,6 @@ How many more servers of a flavor each project can boot::
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple:
-        resource_class = common.resource_class(parsed_args.resource_class)
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
         pci_config = None
         if parsed_args.flavor and parsed_args.controller_conf:
@@ -79,7 +78,7 @@ How many more servers of a flavor each project can boot::
         report = reads.quota_list(
             mdev.placement, mdev.identity, mdev.compute,
             projects=tuple(parsed_args.project),
-            resource_class=resource_class, strategy=strategy,
+            resource_class=parsed_args.resource_class, strategy=strategy,
             names=parsed_args.long)
         if parsed_args.flavor:
             fits = reads.flavor_fits(mdev.placement, mdev.compute, report,

@@ -32,6 +32,11 @@ COLUMNS = ('Device', 'Host', 'Traits', 'Result')
 DRY_RUN_COLUMNS = ('Device', 'Host', 'Current Traits', 'Traits', 'Result')
 EXPORT_COLUMNS = ('Host', 'File', 'Devices', 'Traits', 'Result')
 PROGRESS_THRESHOLD = 20
+REPLACE = ('Make the named traits the only ones, keeping OWNER_* traits '
+           'unless --force.')
+TYPE_TRAITS_ONLY = ('Keep only the traits named after mdev types, as '
+                    "'trait set --compute-conf' names them (with "
+                    '--trait-prefix).')
 
 
 class _TraitCommand(common.Lister):
@@ -60,7 +65,7 @@ class _TraitCommand(common.Lister):
         """The devices the options select; ``by_nova_conf``: the hosts of
         --compute-conf select them when nothing else does.
         """
-        resource_class = common.resource_class(parsed_args.resource_class)
+        resource_class = parsed_args.resource_class
         if not (parsed_args.device or parsed_args.host or resource_class
                 or parsed_args.all_devices or by_nova_conf):
             raise exceptions.CommandError(
@@ -142,10 +147,7 @@ Tag one GPU by hand::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         options.trait(parser)
-        parser.add_argument(
-            '--replace', action='store_true',
-            help='Make the named traits the only ones, keeping OWNER_* '
-                 'traits unless --force.')
+        parser.add_argument('--replace', action='store_true', help=REPLACE)
         options.force(parser)
         options.compute_conf(parser)
         options.deprecated(parser, '--from-nova-conf', '--compute-conf',
@@ -154,14 +156,12 @@ Tag one GPU by hand::
         return parser
 
     def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
-        add = common.trait_names(parsed_args.trait)
+        add = tuple(parsed_args.trait)
         if parsed_args.force and not parsed_args.replace:
             raise exceptions.CommandError(
                 '--force only has a meaning with --replace.')
         pairs = _compute_confs(parsed_args)
-        if pairs:
-            common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
-        elif not add:
+        if not pairs and not add:
             raise exceptions.CommandError(
                 'Give at least one --trait (or --compute-conf).')
         selection = self._selection(parsed_args, by_nova_conf=bool(pairs))
@@ -216,7 +216,7 @@ Examples:
         return parser
 
     def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
-        remove = common.trait_names(parsed_args.trait)
+        remove = tuple(parsed_args.trait)
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
             raise exceptions.CommandError(
@@ -289,17 +289,13 @@ One host's file, only its type traits, printed::
         options.host(parser)
         options.provider_config_dir(parser)
         options.deprecated(parser, '--output-dir', '--provider-config-dir')
-        parser.add_argument(
-            '--type-traits-only', action='store_true',
-            help='Keep only the traits named after mdev types, as '
-                 "'trait set --compute-conf' names them (with "
-                 '--trait-prefix).')
+        parser.add_argument('--type-traits-only', action='store_true',
+                            help=TYPE_TRAITS_ONLY)
         options.trait_prefix(parser)
         options.dry_run(parser)
         return parser
 
     def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
-        common.check(trait_logic.validate_prefix, parsed_args.trait_prefix)
         hosts = tuple(dict.fromkeys(parsed_args.host))
         directory = parsed_args.provider_config_dir
         if directory is None:
