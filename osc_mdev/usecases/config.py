@@ -162,7 +162,8 @@ def node_pci_providers(placement: placement_client.PlacementClient,
     inventories, usages and traits of each in the bounded pool. Empty when
     Placement has no such node.
     """
-    [root] = placement.find_providers(name=host) or [None]
+    roots: list[dict | None] = list(placement.find_providers(name=host))
+    [root] = roots or [None]
     if root is None:
         return []
     found = placement.find_providers(
