@@ -123,6 +123,7 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
     absent, empty or lists no address.
     """
     name = conf.default_type
+    assert name is not None     # asked for a default type only
     settings = _settings(conf)
     addresses = settings.groups.get(name, {}).get('device_addresses')
     if addresses is not None and addresses.is_set:
@@ -153,7 +154,9 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     libvirt = settings.libvirt
     problem = ', '.join(
         '%s = %s (refused by oslo.config: %s)' % (
-            option, libvirt[option].written.value, libvirt[option].error)
+            option, typing.cast(novaconf.Occurrence,
+                                libvirt[option].written).value,
+            libvirt[option].error)
         if libvirt[option].error else '%s = %s' % (option, value)
         for option, value in off)
     written = [libvirt[option] for option, _ in off
@@ -287,6 +290,7 @@ def effective(conf: novaconf.MdevConfig,
     are not known, one row for every other device.
     """
     rows = {}
+    mdev_type: str | None
     known = bool(devices)
     decides = conf.settings.enabled.where if conf.settings else ''
     for address, mdev_type in conf.pgpu_type_mapping.items():
@@ -345,6 +349,7 @@ def sysfs_findings(conf: novaconf.MdevConfig,
     """
     functions = functions or {}
     found = []
+    mdev_type: str | None
     if parents is None:
         return [no_mdev_bus(conf)]
     listed = {a: t for a, t in conf.pgpu_type_mapping.items()
@@ -476,6 +481,7 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
     ``devices``: the node's PlacementDevice list.
     """
     found = []
+    mdev_type: str | None
     where_host = 'Placement, host %s' % host
     type_traits = {t: trait_logic.trait_for_mdev_type(t, prefix)
                    for t in conf.supported_types}

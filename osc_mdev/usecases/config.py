@@ -21,6 +21,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_lib import exceptions
 
@@ -33,6 +34,7 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_devspec
 from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
@@ -133,7 +135,9 @@ def placement_devices(placement: placement_client.PlacementClient,
     found = allocations.node_devices_with_servers(placement, compute, host)
     return [configcheck.PlacementDevice(
         d.candidate.nodedev, d.device, d.resource_class,
-        d.inventory.total, tuple(d.traits or ()), tuple(servers))
+        # The devices are read with their inventories.
+        typing.cast(providers.Inventory, d.inventory).total,
+        tuple(d.traits or ()), tuple(servers))
         for d, servers in found]
 
 
@@ -162,7 +166,8 @@ def node_pci_providers(placement: placement_client.PlacementClient,
     inventories, usages and traits of each in the bounded pool. Empty when
     Placement has no such node.
     """
-    [root] = placement.find_providers(name=host) or [None]
+    roots: list[dict | None] = list(placement.find_providers(name=host))
+    [root] = roots or [None]
     if root is None:
         return []
     found = placement.find_providers(
