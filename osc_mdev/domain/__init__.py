@@ -18,6 +18,7 @@ a module per Nova file where they span several: ``pci_devspec``,
 ``pci``'s PciConfig; ``provider_config`` (read as nova-compute reads
 the files) and ``provider_config_merge`` (merged into its provider
 tree), beside ``provider_config_write`` (the files we write). Then
+a compute node's devices as its sysfs shows them (``host_gpus``),
 Placement's provider and request models, capacity arithmetic and its
 explainer, and the findings of ``config check`` (``configcheck``,
 ``configcheck_pci``, rendered by ``configreport``) and ``audit``: one
