@@ -24,7 +24,8 @@ Every check and generator takes the host from here, through its views:
 the mdev parents (``mdev_parents``), the PCI functions as libvirt
 reports them to Nova (``pci_devices``), the SR-IOV vGPU GPUs and their
 virtual functions (``vgpu_gpus``, ``vfs_of``), the names of their vGPU
-types (``vgpu_type_names``), the mdevs of a parent (``mdevs_of``).
+types (``vgpu_type_names``, and per GPU ``vgpu_types_of``), the mdevs
+of a parent (``mdevs_of``).
 ``parse_creatable_vgpu_types`` reads a VF's ``creatable_vgpu_types``.
 """
 
@@ -272,6 +273,25 @@ class Host:
                 for vgpu_type in device.vgpu.creatable:
                     found.setdefault(vgpu_type.number, vgpu_type)
         return found
+
+    def vgpu_types_of(self, pf: Device) -> dict[int, VgpuType]:
+        """The vGPU types of one SR-IOV vGPU GPU, by number: those its
+        enabled VFs list as creatable now, and those its typed VFs have.
+        A typed VF does not list its own type: its name is taken from
+        any VF of the host that lists it, and a type no VF lists is left
+        out (its name is not in sysfs).
+        """
+        found: dict[int, VgpuType] = {}
+        named = self.vgpu_type_names()
+        for vf in self.vfs_of(pf):
+            if vf.vgpu is None:
+                continue
+            for vgpu_type in vf.vgpu.creatable:
+                found.setdefault(vgpu_type.number, vgpu_type)
+            current = vf.vgpu.current
+            if current and current in named:
+                found.setdefault(current, named[current])
+        return dict(sorted(found.items()))
 
     def mdevs_of(self, parent: str) -> list[Mdev]:
         """The mdevs whose parent is ``parent`` (an address or a virtual

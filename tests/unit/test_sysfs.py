@@ -199,3 +199,32 @@ def test_short_name() -> None:
     assert host_gpus.VgpuType(1, 'NVIDIA RTX6000-Ada-2Q').short_name == \
         'RTX6000-Ada-2Q'
     assert host_gpus.VgpuType(1, 'A100-40C').short_name == 'A100-40C'
+
+
+def test_vgpu_types_of_a_gpu(tmp_path: pathlib.Path) -> None:
+    # A GPU whose VFs all have L4-8Q lists no type (it is full): the name
+    # of its VFs' type comes from another GPU of the host that lists it.
+    full = sysfs.VgpuGpu('0000:25:00.0', numvfs=3, totalvfs=3,
+                         current={0: 1162, 1: 1162, 2: 1162})
+    untyped = sysfs.VgpuGpu('0000:26:00.0', numvfs=2, totalvfs=2)
+    half = sysfs.VgpuGpu('0000:27:00.0', numvfs=2, totalvfs=2,
+                         current={0: 1161})
+    host = local_sysfs.read_host(sysfs.build(
+        tmp_path / 'sys', vgpu_gpus=[full, untyped, half]))
+    types_of = {gpu.address: host.vgpu_types_of(gpu)
+                for gpu in host.vgpu_gpus()}
+    assert types_of['0000:25:00.0'] == {
+        1162: host_gpus.VgpuType(1162, 'NVIDIA L4-8Q')}
+    assert list(types_of['0000:26:00.0']) == [t[0] for t in sysfs.L4_TYPES]
+    # Its untyped VF lists only the type in use.
+    assert types_of['0000:27:00.0'] == {
+        1161: host_gpus.VgpuType(1161, 'NVIDIA L4-4Q')}
+
+
+def test_vgpu_types_of_a_gpu_whose_type_no_vf_lists(
+        tmp_path: pathlib.Path) -> None:
+    full = sysfs.VgpuGpu('0000:25:00.0', numvfs=2, totalvfs=2,
+                         current={0: 1162, 1: 1162})
+    host = local_sysfs.read_host(sysfs.build(tmp_path / 'sys',
+                                             vgpu_gpus=[full]))
+    assert host.vgpu_types_of(host.devices['0000:25:00.0']) == {}
