@@ -31,6 +31,7 @@ import re
 import typing
 
 from osc_mdev.domain import findings
+from osc_mdev.domain import host_gpus
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import spelling
@@ -329,23 +330,14 @@ def effective(conf: novaconf.MdevConfig,
 
 # -- sysfs -------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class SysfsDevice:
-    address: str
-    #: type -> available_instances (None when it cannot be read)
-    types: dict[str, int | None]
-    physfn: str | None = None          # parent PF address for a VF
-    virtfns: tuple[str, ...] = ()      # VF addresses for a PF
-
-
 def sysfs_findings(conf: novaconf.MdevConfig,
-                   parents: Mapping[str, SysfsDevice] | None,
-                   functions: Mapping[str, SysfsDevice] | None = None
+                   parents: Mapping[str, host_gpus.Device] | None,
+                   functions: Mapping[str, host_gpus.Device] | None = None
                    ) -> list[Finding]:
     """Compare the file with the mdev parents sysfs shows.
 
-    ``parents``: ``read_sysfs`` of the node; ``functions``: other PCI
-    functions by address (physical functions of SR-IOV GPUs).
+    ``parents``: the node's ``Host.mdev_parents()``; ``functions``: its
+    devices by address (to tell the physical functions of SR-IOV GPUs).
     """
     functions = functions or {}
     found = []
@@ -403,7 +395,7 @@ def sysfs_findings(conf: novaconf.MdevConfig,
 
 
 def _max_instances_findings(conf: novaconf.MdevConfig,
-                            parents: Mapping[str, SysfsDevice]
+                            parents: Mapping[str, host_gpus.Device]
                             ) -> list[Finding]:
     """Each type's ``max_instances`` against the instances its devices
     offer.
@@ -413,7 +405,8 @@ def _max_instances_findings(conf: novaconf.MdevConfig,
         holders = [d for d in parents.values()
                    if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
                        conf, nodedev_of(d.address)) == mdev_type]
-        available = sum(d.types[mdev_type] or 0 for d in holders)
+        available = sum(d.types[mdev_type].available_instances or 0
+                        for d in holders)
         here = _where_type(conf, mdev_type, 'max_instances')
         if available > limit:
             found.append(_f(
@@ -453,7 +446,7 @@ def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
 
 
 def _looks_like_vf(address: str,
-                   parents: Mapping[str, SysfsDevice]) -> bool:
+                   parents: Mapping[str, host_gpus.Device]) -> bool:
     return any(d.physfn and d.physfn[:10] == address[:10]
                for d in parents.values())
 

@@ -92,11 +92,10 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     known: list[str] = []
     pci = pci_rules.pci_config(settings)
     mdev_sysfs = bool(conf.supported_types) or not pci.configured
-    if sysfs_root and mdev_sysfs:
-        parents = sysfs.read_sysfs(sysfs_root)
-        functions = sysfs.pci_functions(sysfs_root,
-                                        list(conf.pgpu_type_mapping))
-        findings += configcheck.sysfs_findings(conf, parents, functions)
+    node = sysfs.read_host(sysfs_root) if sysfs_root else None
+    if node is not None and mdev_sysfs:
+        parents = node.mdev_parents()
+        findings += configcheck.sysfs_findings(conf, parents, node.devices)
         known += [configcheck.nodedev_of(a) for a in parents or ()]
     if host:
         placement, compute = _asked(clients)
@@ -106,14 +105,15 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
         known += [d.nodedev for d in placed]
     effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
     if pci.configured:
-        pci_devices = (sysfs.read_pci_devices(sysfs_root)
-                       if sysfs_root else None)
-        node = host or '<node>'
-        findings += configcheck_pci.pci_findings(pci, pci_devices, node)
+        pci_devices = node.pci_devices() if node is not None else None
+        root_name = host or '<node>'
+        findings += configcheck_pci.pci_findings(pci, pci_devices,
+                                                 root_name)
         if host:
             placement, _ = _asked(clients)
-            findings += pci_placement(placement, pci, pci_devices, node)
-        effects += configreport.pci_effects(pci, pci_devices, node)
+            findings += pci_placement(placement, pci, pci_devices,
+                                      root_name)
+        effects += configreport.pci_effects(pci, pci_devices, root_name)
     return Checked(findings + extra, effects,
                    tuple(settings.files) + config_paths,
                    configreport.scope(conf, pci.configured, sysfs_root,

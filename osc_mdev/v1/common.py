@@ -22,6 +22,7 @@ import argparse
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+import os
 import typing
 
 from osc_lib import exceptions
@@ -50,6 +51,15 @@ def check(func: Callable[..., T], *args: typing.Any) -> T:
         return func(*args)
     except ValueError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
+
+
+def sysfs_root(root: str) -> str:
+    """``--sysfs``: a directory, the root of a node's sysfs."""
+    if not os.path.isdir(root):
+        raise exceptions.CommandError(
+            "--sysfs %s is not a directory; give the root of the node's "
+            'sysfs, /sys on the compute node.' % root)
+    return root
 
 
 def resource_class(value: str | None) -> str | None:

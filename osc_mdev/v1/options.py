@@ -66,6 +66,10 @@ FLAVOR = ('Flavor name or ID whose servers to count: how many more fit '
 OUTPUT = ('Write to this file instead of standard output, atomically: a '
           'reader sees the old file or the new one, and a failed write '
           'leaves the old file.')
+SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
+         'of it.')
+OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
+              'replaced atomically; without it, the files are printed.')
 
 
 class _Deprecated(argparse.Action):
@@ -181,6 +185,15 @@ def flavor(parser: argparse.ArgumentParser) -> None:
 
 def output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--output', metavar='<file>', help=OUTPUT)
+
+
+def sysfs(parser: argparse.ArgumentParser, required: bool = False) -> None:
+    parser.add_argument('--sysfs', metavar='<root>', required=required,
+                        help=SYSFS)
+
+
+def output_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--output-dir', metavar='<dir>', help=OUTPUT_DIR)
 
 
 EXPORT_DIR = (

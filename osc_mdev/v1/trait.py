@@ -297,11 +297,7 @@ One host's file, only its type traits, printed::
     def get_parser(self, prog_name):
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
-        parser.add_argument(
-            '--output-dir', metavar='<dir>',
-            help='Write one file per compute node, <host>.yaml, in this '
-                 'directory (created if missing); without it, the one '
-                 "--host's file is printed.")
+        options.output_dir(parser)
         parser.add_argument(
             '--type-traits-only', action='store_true',
             help='Keep only the traits named after mdev types, as '
