@@ -17,7 +17,16 @@ this module imports only the standard library; the API layer is loaded
 when a command first asks for ``client_manager.mdev``.
 """
 
+from collections.abc import Callable
 import os
+import typing
+
+if typing.TYPE_CHECKING:
+    import argparse
+
+    from osc_lib import clientmanager
+
+    from osc_mdev import api
 
 API_NAME = 'mdev'
 API_VERSION_OPTION = 'os_mdev_api_version'
@@ -28,7 +37,8 @@ DEFAULT_MAX_WORKERS = 8
 DEFAULT_TIMEOUT = 60
 
 
-def make_client(instance):
+def make_client(instance: 'clientmanager.ClientManager'
+                ) -> 'api.MdevClient':
     from osc_mdev import api
 
     config = instance.get_configuration()
@@ -39,11 +49,12 @@ def make_client(instance):
         timeout=float(timeout) if timeout else None)
 
 
-def _positive(cast, noun):
+def _positive(cast: Callable[[str], float],
+              noun: str) -> Callable[[str], float]:
     """An argparse type: ``cast(text)`` if it is above 0, else an error
     naming ``noun``.
     """
-    def parse(text):
+    def parse(text: str) -> float:
         import argparse
 
         try:
@@ -57,7 +68,8 @@ def _positive(cast, noun):
     return parse
 
 
-def build_option_parser(parser):
+def build_option_parser(parser: 'argparse.ArgumentParser'
+                        ) -> 'argparse.ArgumentParser':
     parser.add_argument(
         '--os-mdev-api-version',
         metavar='<mdev-api-version>',

@@ -274,6 +274,7 @@ def tour_with(t):
     drain_tour(t, cloud)
     tags_tour(t)
     quota_tour(t, cloud)
+    generate_tour(t)
     return t.failures
 
 
@@ -288,6 +289,42 @@ def sysfs_tour(t, root):
     types = '%s%s/mdev_supported_types/' % (bus, first[0])
     t.shell('sysfs-mdev-bus', ['ls', bus], ['ls', types],
             ['cat', types + 'nvidia-11/available_instances'])
+
+
+def generate_tour(t):
+    """A compute node with two NVIDIA L4 GPUs whose vGPUs are SR-IOV
+    virtual functions (vGPU 17 and later), VFs enabled and untyped as
+    after sriov-manage -e, and the files ``config generate`` writes for
+    it (doc/source/admin/sriov-vgpus.rst). It needs no cloud.
+    """
+    from tests.fixtures import sysfs
+
+    root = t.workdir / 'sys-gpu5'
+    sysfs.build(root, vgpu_gpus=[
+        sysfs.VgpuGpu('0000:25:00.0', numvfs=4, totalvfs=32),
+        sysfs.VgpuGpu('0000:26:00.0', numvfs=4, totalvfs=32)])
+    vf = '%s/bus/pci/devices/0000:25:00.4/nvidia/' % root.name
+    t.say('A GPU whose vGPUs are virtual functions: the types a VF can '
+          'take, and its own\n(%s is a copy of the /sys of gpu5):'
+          % root.name)
+    t.shell('sysfs-vgpu-types', ['cat', vf + 'creatable_vgpu_types'],
+            ['cat', vf + 'current_vgpu_type'])
+    t.say('Three L4-8Q vGPUs on one GPU, L4-4Q on every VF of the other:')
+    types = ['--type', '0000:25:00.0=L4-8Q:3', '--type',
+             '0000:26:00.0=L4-4Q']
+    t.sample('config-generate', 'mdev', 'config', 'generate', '--sysfs',
+             root.name, *types, '--output-dir', 'vgpu')
+    for name, path in (('config-generate-compute',
+                        'nova-compute-vgpu.conf'),
+                       ('config-generate-controller',
+                        'nova-controller-vgpu.conf'),
+                       ('config-generate-unit',
+                        'osc-mdev-vgpu-types.service')):
+        t.shell(name, ['cat', 'vgpu/' + path])
+    t.say('A type the GPU cannot create is refused; nothing is written:')
+    t.sample('config-generate-refused', 'mdev', 'config', 'generate',
+             '--sysfs', root.name, '--type', '0000:25:00.0=A16-8Q',
+             '--output-dir', 'vgpu', expect_failure=True)
 
 
 def capacity_tour(t, cloud):

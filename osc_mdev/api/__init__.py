@@ -20,15 +20,20 @@ here; it imports only the standard library, keystoneauth, osc-lib and
 itself.
 """
 
+from collections.abc import Callable
 import threading
 import typing
 import uuid
 
 if typing.TYPE_CHECKING:
+    from openstackclient.common import clientmanager as osc_clientmanager
+
     from osc_mdev.api import compute as compute_api
     from osc_mdev.api import http as http_api
     from osc_mdev.api import identity as identity_api
     from osc_mdev.api import placement as placement_api
+
+T = typing.TypeVar('T')
 
 
 class MdevClient:
@@ -58,12 +63,12 @@ class MdevClient:
 
         config = self._instance.get_configuration()
 
-        def setting(name, cast):
+        def setting(name: str, cast: Callable[[typing.Any], T]) -> T | None:
             key = service_type.replace('-', '_')
             value = config.get('%s_%s' % (key, name), config.get(name))
             return cast(value) if value is not None else None
 
-        def retries(name):
+        def retries(name: str) -> int:
             value = setting(name, int)
             return http.DEFAULT_RETRIES if value is None else value
 
@@ -109,7 +114,8 @@ class MdevClient:
         return self._identity
 
 
-def authenticated(app):
+def authenticated(app: typing.Any
+                  ) -> 'osc_clientmanager.ClientManager':
     """The client manager of a command that skipped authentication
     (``auth_required = False``: it needs the cloud for only some of its
     options): the cloud options loaded with validation, as the shell

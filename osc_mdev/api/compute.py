@@ -17,6 +17,7 @@ shared retry policy and error mapper).
 """
 
 from collections import abc
+from collections.abc import Mapping
 import re
 import typing
 import urllib.parse
@@ -46,6 +47,9 @@ HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 PAGE_SIZE = 1000
 
 NotFound = http.NotFound
+
+#: A JSON object of Nova's answers.
+Body = dict[str, typing.Any]
 
 #: One page of a listing: its query in, Nova's answer out.
 PageReader = abc.Callable[[list[tuple[str, str]]], dict[str, typing.Any]]
@@ -79,7 +83,8 @@ class ComputeClient(pool.ServiceClient):
 
     # -- servers ----------------------------------------------------------
 
-    def get_server(self, server_id, embedded_flavor=False):
+    def get_server(self, server_id: str, embedded_flavor: bool = False
+                   ) -> Body | None:
         """The server, or None when Nova does not know the ID; with
         ``embedded_flavor``, with its own copy of its flavor (extra specs
         included).
@@ -165,7 +170,7 @@ class ComputeClient(pool.ServiceClient):
 
     def servers_by_id(self, server_ids: abc.Iterable[str],
                       nodes: abc.Iterable[str] = (),
-                      embedded_flavor: bool = False) -> dict:
+                      embedded_flavor: bool = False) -> dict[str, Body]:
         """``{id: server}`` for the IDs Nova knows, in few requests (with
         ``embedded_flavor``, each with its own copy of its flavor).
 
@@ -177,7 +182,7 @@ class ComputeClient(pool.ServiceClient):
         all) are looked up one by one.
         """
         wanted = set(server_ids)
-        found = {}
+        found: dict[str, Body] = {}
         for servers in self.map(
                 lambda node: self.servers_on_node(node, embedded_flavor),
                 sorted(set(nodes))):
@@ -185,15 +190,15 @@ class ComputeClient(pool.ServiceClient):
                 if server['id'] in wanted:
                     found[server['id']] = server
         rest = sorted(wanted - set(found))
-        for server_id, server in zip(rest, self.map(
+        for server_id, answer in zip(rest, self.map(
                 lambda s: self.get_server(s, embedded_flavor), rest)):
-            if server is not None:
-                found[server_id] = server
+            if answer is not None:
+                found[server_id] = answer
         return found
 
     # -- services ---------------------------------------------------------
 
-    def compute_services(self):
+    def compute_services(self) -> list[Body]:
         """Every nova-compute service: ``host``, ``status``, ``state``."""
         return self._request('GET', '/os-services?binary=nova-compute',
                              SERVICES)['services']
@@ -208,7 +213,7 @@ class ComputeClient(pool.ServiceClient):
 
     # -- flavors ----------------------------------------------------------
 
-    def get_flavor(self, flavor_id):
+    def get_flavor(self, flavor_id: str) -> Body | None:
         try:
             return self._request('GET', '/flavors/%s' % urllib.parse.quote(
                 flavor_id, safe=''), FLAVOR)['flavor']
@@ -219,19 +224,20 @@ class ComputeClient(pool.ServiceClient):
         """Every flavor, public or private, named exactly ``name``."""
         return [f for f in self.list_flavors() if f['name'] == name]
 
-    def get_extra_specs(self, flavor_id):
+    def get_extra_specs(self, flavor_id: str) -> dict[str, str]:
         """The flavor's extra specs; raises NotFound for no flavor."""
         return self._request(
             'GET', '/flavors/%s/os-extra_specs' % flavor_id,
             EXTRA_SPECS)['extra_specs']
 
-    def set_extra_specs(self, flavor_id, specs):
+    def set_extra_specs(self, flavor_id: str, specs: Mapping[str, str]
+                        ) -> dict[str, str]:
         """Set several keys in one request (Nova saves them together)."""
         return self._request(
             'POST', '/flavors/%s/os-extra_specs' % flavor_id, EXTRA_SPECS,
             json={'extra_specs': specs})['extra_specs']
 
-    def delete_extra_spec(self, flavor_id, key):
+    def delete_extra_spec(self, flavor_id: str, key: str) -> None:
         try:
             self._request('DELETE', '/flavors/%s/os-extra_specs/%s' % (
                 flavor_id, urllib.parse.quote(key, safe='')), EXTRA_SPECS)

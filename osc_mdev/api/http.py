@@ -31,17 +31,24 @@ Every Placement, Compute and Keystone request goes through
   answer and, for transient faults, the number of attempts.
 """
 
+from collections.abc import Collection
+from collections.abc import Mapping
 import json
 import logging
 import threading
+import typing
 import urllib.parse
 
 from keystoneauth1 import access as ks_access
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
 from osc_lib import exceptions as osc_exc
 
 from osc_mdev.api import errors
+
+if typing.TYPE_CHECKING:
+    import requests
 
 DEFAULT_RETRIES = 3
 DEFAULT_TIMEOUT = 60.0
@@ -57,7 +64,8 @@ class Conflict(Exception):
     provider since it was read).
     """
 
-    def __init__(self, message, code=None, status=409):
+    def __init__(self, message: str, code: str | None = None,
+                 status: int = 409) -> None:
         super().__init__(message)
         self.code = code
         self.status = status
@@ -75,7 +83,8 @@ class _RequestLog(logging.LoggerAdapter):
     failure is the command's one-line error.
     """
 
-    def warning(self, msg, *args, **kwargs):
+    def warning(self, msg: object, *args: object,
+                **kwargs: typing.Any) -> None:
         self.info(msg, *args, **kwargs)
 
 
@@ -100,12 +109,19 @@ class Service:
         None to use the endpoint as it is.
     """
 
-    def __init__(self, session, service_type, label, semaphore=None,
-                 interface=None, region_name=None, endpoint_override=None,
-                 connect_retries=DEFAULT_RETRIES,
-                 status_retries=DEFAULT_RETRIES, connect_retry_delay=None,
-                 status_retry_delay=None, timeout=DEFAULT_TIMEOUT,
-                 global_request_id=None, version=None):
+    def __init__(self, session: ks_session.Session, service_type: str,
+                 label: str,
+                 semaphore: threading.Semaphore | None = None,
+                 interface: str | None = None,
+                 region_name: str | None = None,
+                 endpoint_override: str | None = None,
+                 connect_retries: int = DEFAULT_RETRIES,
+                 status_retries: int = DEFAULT_RETRIES,
+                 connect_retry_delay: float | None = None,
+                 status_retry_delay: float | None = None,
+                 timeout: float = DEFAULT_TIMEOUT,
+                 global_request_id: str | None = None,
+                 version: str | None = None) -> None:
         self.label = label
         self.service_type = service_type
         self.interface = interface
@@ -123,7 +139,10 @@ class Service:
             connect_retry_delay=connect_retry_delay,
             status_code_retry_delay=status_retry_delay,
             global_request_id=global_request_id,
-            client_name='osc-mdev', logger=_LOG, version=version)
+            # keystoneauth logs through the Logger methods the adapter
+            # has.
+            client_name='osc-mdev',
+            logger=typing.cast(logging.Logger, _LOG), version=version)
 
     def access(self) -> ks_access.AccessInfo | None:
         """The access information of the command's token (its roles,
@@ -148,19 +167,22 @@ class Service:
                 'Authentication failed before any request was sent: %s.'
                 % errors.first_line(exc).rstrip('.')) from exc
 
-    def request(self, method, url, microversion, json_body=None,
-                transient=TRANSIENT_STATUSES, conflicts=(409,)):
+    def request(self, method: str, url: str, microversion: str | None,
+                json_body: Mapping[str, typing.Any] | None = None,
+                transient: Collection[int] = TRANSIENT_STATUSES,
+                conflicts: Collection[int] = (409,)) -> typing.Any:
         """Send one request; answer its JSON body (None when empty).
 
         ``transient``: the HTTP statuses retried for this request;
         ``conflicts``: the statuses that raise ``Conflict``.
         """
-        kwargs = {'microversion': microversion, 'raise_exc': False,
-                  'retriable_status_codes': list(transient),
-                  'status_code_retries': (self.status_retries if transient
-                                          else 0),
-                  'rate_semaphore': self._semaphore,
-                  'timeout': self.timeout}
+        kwargs: dict[str, typing.Any] = {
+            'microversion': microversion, 'raise_exc': False,
+            'retriable_status_codes': list(transient),
+            'status_code_retries': (self.status_retries if transient
+                                    else 0),
+            'rate_semaphore': self._semaphore,
+            'timeout': self.timeout}
         if json_body is not None:
             kwargs['json'] = json_body
         try:
@@ -189,8 +211,9 @@ class Service:
 
     # -- the error mapper -------------------------------------------------
 
-    def _answer(self, method, url, microversion, response, transient,
-                conflicts):
+    def _answer(self, method: str, url: str, microversion: str | None,
+                response: 'requests.Response', transient: Collection[int],
+                conflicts: Collection[int]) -> typing.Any:
         status = response.status_code
         if status < 400:
             if status == 204 or not response.content:
@@ -238,13 +261,13 @@ class Service:
             '%s rejected %s (HTTP %d): %s.'
             % (self.label, where, status, detail.rstrip('.')))
 
-    def _credentials_error(self):
+    def _credentials_error(self) -> osc_exc.CommandError:
         return osc_exc.CommandError(
             '%s did not accept the credentials (HTTP 401); check the cloud '
             'configuration or token.' % self.label)
 
 
-def _error_detail(response):
+def _error_detail(response: 'requests.Response') -> tuple[str, bool]:
     """``(one-line detail, whether the body is the service's own)``.
 
     Placement answers ``{"errors": [{"detail": ...}]}``, Nova
@@ -269,21 +292,21 @@ def _error_detail(response):
     return 'HTTP %d' % response.status_code, False
 
 
-def _error_code(response):
+def _error_code(response: 'requests.Response') -> str | None:
     try:
         return json.loads(response.content)['errors'][0].get('code')
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return None
 
 
-def _max_version(response):
+def _max_version(response: 'requests.Response') -> str | None:
     try:
         return json.loads(response.content)['errors'][0].get('max_version')
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return None
 
 
-def _last_line(text):
+def _last_line(text: object) -> str:
     """Placement's details start with a generic sentence; the last
     non-empty line says what happened.
     """
@@ -292,11 +315,11 @@ def _last_line(text):
     return lines[-1] if lines else ''
 
 
-def _endpoint(response):
+def _endpoint(response: 'requests.Response') -> str:
     parts = urllib.parse.urlsplit(response.url or '')
     return '%s://%s' % (parts.scheme, parts.netloc) if parts.netloc else (
         'The endpoint')
 
 
-def _path(url):
+def _path(url: str) -> str:
     return url.split('?', 1)[0]

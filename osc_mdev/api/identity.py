@@ -20,6 +20,7 @@ token says (roles, scope, catalog) comes from the session's
 authentication: no request of its own.
 """
 
+from collections.abc import Mapping
 import dataclasses
 import urllib.parse
 
@@ -103,7 +104,8 @@ class IdentityClient(pool.ServiceClient):
         """Every project (``id``, ``name``, ``domain_id``), one request."""
         return self._list('/projects', 'projects', {})
 
-    def _list(self, path: str, key: str, query: dict) -> list[dict]:
+    def _list(self, path: str, key: str,
+              query: Mapping[str, str]) -> list[dict]:
         url = path + ('?' + urllib.parse.urlencode(query) if query else '')
         body = self._request('GET', url, None)
         if body.get('truncated'):
@@ -114,7 +116,7 @@ class IdentityClient(pool.ServiceClient):
         return body[key]
 
 
-def _service_query(service: ServiceRef) -> dict:
+def _service_query(service: ServiceRef) -> dict[str, str]:
     query = {'service_id': service.service_id}
     if service.region_id:
         query['region_id'] = service.region_id

@@ -16,8 +16,13 @@ Requests go through ``api.http.Service`` (keystoneauth's Adapter, the
 shared retry policy and error mapper).
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import random
 import time
+import typing
 import urllib.parse
 
 from osc_lib import exceptions as osc_exc
@@ -68,17 +73,24 @@ _CONCURRENT_UPDATE = 'concurrently updated'
 # it apart.
 _NO_SUCH_CLASS = 'No such resource class'
 
+#: A JSON object of Placement's answers.
+Body = dict[str, typing.Any]
+
 
 class PlacementClient(pool.ServiceClient):
     """Placement requests used by the mdev commands."""
 
     # -- reads ------------------------------------------------------------
 
-    def list_providers(self, required_traits=()):
+    def list_providers(self, required_traits: Collection[str] = ()
+                       ) -> list[Body]:
         """All resource providers, with parent and root UUIDs."""
         return self.find_providers(required_traits=required_traits)
 
-    def find_providers(self, name=None, in_tree=None, required_traits=()):
+    def find_providers(self, name: str | None = None,
+                       in_tree: str | None = None,
+                       required_traits: Collection[str] = ()
+                       ) -> list[Body]:
         """``GET /resource_providers`` filtered by Placement.
 
         ``name``: the provider of that name (a list of at most one);
@@ -86,7 +98,7 @@ class PlacementClient(pool.ServiceClient):
         ``required_traits``: providers having all of them. Each provider
         carries its generation, parent and root UUIDs.
         """
-        query = {}
+        query: dict[str, str] = {}
         if name is not None:
             query['name'] = name
         if in_tree is not None:
@@ -100,7 +112,8 @@ class PlacementClient(pool.ServiceClient):
             url += '?' + urllib.parse.urlencode(query)
         return self._request('GET', url, version)['resource_providers']
 
-    def providers_with_room(self, resources):
+    def providers_with_room(self, resources: Mapping[str, int]
+                            ) -> list[Body]:
         """Providers that can take ``resources`` (``{class: amount}``) in
         one allocation now: room, ``min_unit``, ``max_unit`` and
         ``step_size`` (``?resources=``, 1.4).
@@ -116,12 +129,13 @@ class PlacementClient(pool.ServiceClient):
                 return []   # a class Placement does not have: nobody can
             raise
 
-    def get_provider(self, uuid):
+    def get_provider(self, uuid: str) -> Body:
         """One provider (generation, parent and root UUIDs); NotFound."""
         return self._request('GET', '/resource_providers/%s' % uuid,
                              PROVIDER)
 
-    def get_allocation_candidates(self, resources, in_tree=None):
+    def get_allocation_candidates(self, resources: str,
+                                  in_tree: str | None = None) -> Body:
         """``GET /allocation_candidates?resources=...``: the raw answer.
 
         Its ``provider_summaries`` give capacity, used and traits of every
@@ -135,18 +149,18 @@ class PlacementClient(pool.ServiceClient):
             'GET', '/allocation_candidates?' + urllib.parse.urlencode(query),
             PROVIDER_SUMMARIES)
 
-    def get_inventories(self, uuid):
+    def get_inventories(self, uuid: str) -> tuple[int, dict[str, Body]]:
         """``(generation, {resource class: inventory})``."""
         body = self._request(
             'GET', '/resource_providers/%s/inventories' % uuid, INVENTORIES)
         return body['resource_provider_generation'], body['inventories']
 
-    def get_usages(self, uuid):
+    def get_usages(self, uuid: str) -> dict[str, int]:
         body = self._request(
             'GET', '/resource_providers/%s/usages' % uuid, USAGES)
         return body['usages']
 
-    def get_traits(self, uuid):
+    def get_traits(self, uuid: str) -> list[str]:
         return self.get_traits_and_generation(uuid)[1]
 
     def get_project_usages(self, project_id: str) -> dict[str, int]:
@@ -156,23 +170,25 @@ class PlacementClient(pool.ServiceClient):
         return self._request('GET', '/usages?' + urllib.parse.urlencode(
             {'project_id': project_id}), PROJECT_USAGES)['usages']
 
-    def get_traits_and_generation(self, uuid):
+    def get_traits_and_generation(self, uuid: str
+                                  ) -> tuple[int, list[str]]:
         body = self._request(
             'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
         return body['resource_provider_generation'], body['traits']
 
-    def get_provider_allocations(self, uuid):
+    def get_provider_allocations(self, uuid: str) -> dict[str, Body]:
         body = self._request(
             'GET', '/resource_providers/%s/allocations' % uuid,
             PROVIDER_ALLOCATIONS)
         return body['allocations']
 
-    def get_consumer_allocations(self, consumer):
+    def get_consumer_allocations(self, consumer: str
+                                 ) -> dict[str, Body]:
         """``{provider uuid: {'resources': {...}}}``; empty if none."""
         return self._request('GET', '/allocations/%s' % consumer,
                              CONSUMER_ALLOCATIONS)['allocations']
 
-    def get_consumer_type(self, consumer):
+    def get_consumer_type(self, consumer: str) -> str | None:
         """``INSTANCE``, ``MIGRATION``...; None for a consumer without
         allocations or a Placement older than 1.38.
         """
@@ -183,27 +199,28 @@ class PlacementClient(pool.ServiceClient):
             return None
         return body.get('consumer_type') if body['allocations'] else None
 
-    def allocation_candidates(self, querystring):
+    def allocation_candidates(self, querystring: str) -> Body:
         """``GET /allocation_candidates?<querystring>``: the whole answer
         (``allocation_requests``, ``provider_summaries``).
         """
         return self._request('GET', '/allocation_candidates?' + querystring,
                              ALLOCATION_CANDIDATES)
 
-    def _exists(self, url, version):
+    def _exists(self, url: str, version: str) -> bool:
         try:
             self._request('GET', url, version)
         except NotFound:
             return False
         return True
 
-    def resource_class_exists(self, name):
+    def resource_class_exists(self, name: str) -> bool:
         return self._exists('/resource_classes/%s' % name, RESOURCE_CLASS)
 
-    def trait_exists(self, name):
+    def trait_exists(self, name: str) -> bool:
         return self._exists('/traits/%s' % name, TRAITS)
 
-    def traits_among(self, names, associated=False):
+    def traits_among(self, names: Collection[str],
+                     associated: bool = False) -> set[str]:
         """The traits of ``names`` that exist in Placement, in one request.
 
         With ``associated``, only those at least one resource provider
@@ -220,12 +237,13 @@ class PlacementClient(pool.ServiceClient):
 
     # -- writes -----------------------------------------------------------
 
-    def ensure_trait(self, name):
+    def ensure_trait(self, name: str) -> None:
         """Create custom trait ``name`` unless it exists (PUT is idempotent).
         """
         self._request('PUT', '/traits/%s' % name, TRAITS)
 
-    def put_traits(self, uuid, generation, traits):
+    def put_traits(self, uuid: str, generation: int,
+                   traits: Iterable[str]) -> int:
         """Replace a provider's traits; GenerationConflict if it moved on.
 
         Placement answers a race between two writers on one provider with
@@ -250,9 +268,13 @@ class PlacementClient(pool.ServiceClient):
             raise
         return body['resource_provider_generation']
 
-    def update_traits(self, uuid, change, dry_run=False,
-                      attempts=UPDATE_ATTEMPTS, backoff=UPDATE_BACKOFF,
-                      known=None):
+    def update_traits(self, uuid: str,
+                      change: Callable[[frozenset[str]], Iterable[str]],
+                      dry_run: bool = False,
+                      attempts: int = UPDATE_ATTEMPTS,
+                      backoff: float = UPDATE_BACKOFF,
+                      known: tuple[int, Iterable[str]] | None = None
+                      ) -> tuple[frozenset[str], frozenset[str]]:
         """Read-modify-write a provider's traits, safe against other writers.
 
         ``change(current traits) -> new traits``. A generation conflict
@@ -269,7 +291,7 @@ class PlacementClient(pool.ServiceClient):
         then a change in between makes the write conflict rather than
         drop someone's trait.
         """
-        first = None
+        first: frozenset[str] | None = None
         for attempt in range(attempts):
             if attempt == 0 and known is not None:
                 generation, current = known
@@ -292,15 +314,17 @@ class PlacementClient(pool.ServiceClient):
             'Provider %s kept changing under %d attempts to update its '
             'traits; run the command again.' % (uuid, attempts))
 
-    def get_provider_details(self, uuids, usages=True, traits=True,
-                             allocations=False):
+    def get_provider_details(self, uuids: Iterable[str], usages: bool = True,
+                             traits: bool = True, allocations: bool = False
+                             ) -> dict[str, dict[str, typing.Any]]:
         """Read what the device rows need for many providers at once.
 
         Every (provider, part) request is independent and runs in the
         bounded pool. Returns ``{uuid: {...}}``; a provider that vanished
         since it was listed (404) is left out.
         """
-        getters = {'inventories': self.get_inventories}
+        getters: dict[str, Callable[[str], typing.Any]] = {
+            'inventories': self.get_inventories}
         if usages:
             getters['usages'] = self.get_usages
         if traits:
@@ -309,15 +333,15 @@ class PlacementClient(pool.ServiceClient):
             getters['allocations'] = self.get_provider_allocations
         jobs = [(uuid, part) for uuid in uuids for part in getters]
 
-        def fetch(job):
+        def fetch(job: tuple[str, str]) -> typing.Any:
             uuid, part = job
             try:
                 return getters[part](uuid)
             except NotFound:
                 return NotFound
 
-        details = {}
-        gone = set()
+        details: dict[str, dict[str, typing.Any]] = {}
+        gone: set[str] = set()
         for (uuid, part), result in zip(jobs, self.map(fetch, jobs)):
             if result is NotFound:
                 gone.add(uuid)
@@ -329,7 +353,7 @@ class PlacementClient(pool.ServiceClient):
 
     # -- consumers (audit) ------------------------------------------------
 
-    def get_consumer(self, consumer):
+    def get_consumer(self, consumer: str) -> Body:
         """``GET /allocations/{consumer}`` with its consumer generation.
 
         The body carries ``allocations``, ``consumer_generation``,
@@ -342,8 +366,8 @@ class PlacementClient(pool.ServiceClient):
         except MicroversionUnsupported:
             return self._request('GET', url, CONSUMER_GENERATION)
 
-    def remove_consumer_allocations(self, consumer, generation, project_id,
-                                    user_id):
+    def remove_consumer_allocations(self, consumer: str, generation: int,
+                                    project_id: str, user_id: str) -> None:
         """Remove every allocation of ``consumer`` if it is still at
         ``generation``; GenerationConflict when it changed.
 

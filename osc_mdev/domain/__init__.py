@@ -18,10 +18,13 @@ a module per Nova file where they span several: ``pci_devspec``,
 ``pci``'s PciConfig; ``provider_config`` (read as nova-compute reads
 the files) and ``provider_config_merge`` (merged into its provider
 tree), beside ``provider_config_write`` (the files we write). Then
+a compute node's devices as its sysfs shows them (``host_gpus``),
 Placement's provider and request models, capacity arithmetic and its
 explainer, and the findings of ``config check`` (``configcheck``,
 ``configcheck_pci``, rendered by ``configreport``) and ``audit``: one
-model of a finding and its severities, ``findings``. No network, no
+model of a finding and its severities, ``findings``. What ``config
+generate`` makes of a host: the plan (``configgenerate``) and the texts
+of its files (``configgenerate_files``). No network, no
 files, no sysfs: everything is handed in as data. Imports only the
 standard library, oslo.config's parser, PyYAML (to parse and render
 texts), os-traits, os-resource-classes and itself.

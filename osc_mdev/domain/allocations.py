@@ -16,7 +16,10 @@ devices.
 Pure logic over Placement's allocation JSON and Nova's server JSON.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
+import typing
 
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
@@ -37,7 +40,8 @@ class MdevAllocation(providers.OnCandidate):
     amount: int
 
 
-def _mdev_parts(consumer, candidate, resources):
+def _mdev_parts(consumer: str, candidate: providers.Candidate,
+                resources: Mapping[str, int]) -> list[MdevAllocation]:
     """The device allocations of a consumer on one candidate: its mdev
     classes on an mdev device, every class on a PCI device.
     """
@@ -47,7 +51,10 @@ def _mdev_parts(consumer, candidate, resources):
             if amount and (pci or names.is_mdev_resource_class(rc))]
 
 
-def of_consumer(consumer, allocations, candidates):
+def of_consumer(consumer: str,
+                allocations: Mapping[str, Mapping[str, typing.Any]],
+                candidates: Mapping[str, providers.Candidate]
+                ) -> list[MdevAllocation]:
     """A consumer's mdev allocations (``GET /allocations/{consumer}``).
 
     ``candidates`` maps provider UUID to Candidate; allocations on other
@@ -62,7 +69,10 @@ def of_consumer(consumer, allocations, candidates):
     return sorted(found, key=sort_key)
 
 
-def of_providers(per_provider, candidates):
+def of_providers(
+        per_provider: Mapping[str, Mapping[str, Mapping[str, typing.Any]]],
+        candidates: Mapping[str, providers.Candidate]
+) -> list[MdevAllocation]:
     """Every mdev allocation of the providers' consumers.
 
     ``per_provider`` maps provider UUID to the ``allocations`` of ``GET
@@ -77,7 +87,7 @@ def of_providers(per_provider, candidates):
     return sorted(found, key=sort_key)
 
 
-def sort_key(allocation):
+def sort_key(allocation: MdevAllocation) -> tuple[str, str, str, str]:
     return (allocation.host, allocation.device, allocation.consumer,
             allocation.resource_class)
 
@@ -108,7 +118,9 @@ class ServerView:
                    project=server.project, flavor=server.flavor.name or None)
 
     @classmethod
-    def unknown(cls, consumer_type=None, migration=None):
+    def unknown(cls, consumer_type: str | None = None,
+                migration: Mapping[str, typing.Any] | None = None
+                ) -> 'ServerView':
         """A consumer Nova has no server for.
 
         ``migration`` is Nova's migration whose UUID is the consumer's, if
@@ -144,7 +156,8 @@ class NodeMismatch:
     nova_host: str | None
 
 
-def node_mismatches(allocations, views):
+def node_mismatches(allocations: Iterable[MdevAllocation],
+                    views: Mapping[str, ServerView]) -> list[NodeMismatch]:
     """Consumers that Nova has on another compute node than the one
     Placement holds their mdev allocation on, once per consumer and node.
 

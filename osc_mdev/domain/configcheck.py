@@ -31,6 +31,7 @@ import re
 import typing
 
 from osc_mdev.domain import findings
+from osc_mdev.domain import host_gpus
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import spelling
@@ -126,6 +127,7 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
     absent, empty or lists no address.
     """
     name = conf.default_type
+    assert name is not None     # asked for a default type only
     settings = _settings(conf)
     addresses = settings.groups.get(name, {}).get('device_addresses')
     if addresses is not None and addresses.is_set:
@@ -156,7 +158,9 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     libvirt = settings.libvirt
     problem = ', '.join(
         '%s = %s (refused by oslo.config: %s)' % (
-            option, libvirt[option].written.value, libvirt[option].error)
+            option, typing.cast(novaconf.Occurrence,
+                                libvirt[option].written).value,
+            libvirt[option].error)
         if libvirt[option].error else '%s = %s' % (option, value)
         for option, value in off)
     written = [libvirt[option] for option, _ in off
@@ -290,6 +294,7 @@ def effective(conf: novaconf.MdevConfig,
     are not known, one row for every other device.
     """
     rows = {}
+    mdev_type: str | None
     known = bool(devices)
     decides = conf.settings.enabled.where if conf.settings else ''
     for address, mdev_type in conf.pgpu_type_mapping.items():
@@ -328,26 +333,18 @@ def effective(conf: novaconf.MdevConfig,
 
 # -- sysfs -------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class SysfsDevice:
-    address: str
-    #: type -> available_instances (None when it cannot be read)
-    types: dict[str, int | None]
-    physfn: str | None = None          # parent PF address for a VF
-    virtfns: tuple[str, ...] = ()      # VF addresses for a PF
-
-
 def sysfs_findings(conf: novaconf.MdevConfig,
-                   parents: Mapping[str, SysfsDevice] | None,
-                   functions: Mapping[str, SysfsDevice] | None = None
+                   parents: Mapping[str, host_gpus.Device] | None,
+                   functions: Mapping[str, host_gpus.Device] | None = None
                    ) -> list[Finding]:
     """Compare the file with the mdev parents sysfs shows.
 
-    ``parents``: ``read_sysfs`` of the node; ``functions``: other PCI
-    functions by address (physical functions of SR-IOV GPUs).
+    ``parents``: the node's ``Host.mdev_parents()``; ``functions``: its
+    devices by address (to tell the physical functions of SR-IOV GPUs).
     """
     functions = functions or {}
     found = []
+    mdev_type: str | None
     if parents is None:
         return [no_mdev_bus(conf)]
     listed = {a: t for a, t in conf.pgpu_type_mapping.items()
@@ -401,7 +398,7 @@ def sysfs_findings(conf: novaconf.MdevConfig,
 
 
 def _max_instances_findings(conf: novaconf.MdevConfig,
-                            parents: Mapping[str, SysfsDevice]
+                            parents: Mapping[str, host_gpus.Device]
                             ) -> list[Finding]:
     """Each type's ``max_instances`` against the instances its devices
     offer.
@@ -411,7 +408,8 @@ def _max_instances_findings(conf: novaconf.MdevConfig,
         holders = [d for d in parents.values()
                    if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
                        conf, nodedev_of(d.address)) == mdev_type]
-        available = sum(d.types[mdev_type] or 0 for d in holders)
+        available = sum(d.types[mdev_type].available_instances or 0
+                        for d in holders)
         here = _where_type(conf, mdev_type, 'max_instances')
         if available > limit:
             found.append(_f(
@@ -451,7 +449,7 @@ def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
 
 
 def _looks_like_vf(address: str,
-                   parents: Mapping[str, SysfsDevice]) -> bool:
+                   parents: Mapping[str, host_gpus.Device]) -> bool:
     return any(d.physfn and d.physfn[:10] == address[:10]
                for d in parents.values())
 
@@ -479,6 +477,7 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
     ``devices``: the node's PlacementDevice list.
     """
     found = []
+    mdev_type: str | None
     where_host = 'Placement, host %s' % host
     type_traits = {t: trait_logic.trait_for_mdev_type(t, prefix)
                    for t in conf.supported_types}

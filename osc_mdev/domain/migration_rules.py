@@ -151,6 +151,7 @@ def skips_hypervisor_version_check(settings: novaconf.Settings) -> bool:
     """
     value = settings.workarounds[novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
     if value.error is not None:
+        assert value.written is not None    # a refused value is written
         raise novaconf.NovaConfError(
             '%s: the value %s is refused by oslo.config (%s), so '
             'nova-conductor cannot read it; write True or False' % (

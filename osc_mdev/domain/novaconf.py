@@ -32,10 +32,14 @@ written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
 ``0000:3b:00.4``, so that device takes the default type.
 """
 
+from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import logging
 import re
+import typing
 
 import os_resource_classes
 from oslo_config import cfg
@@ -85,25 +89,28 @@ class _LocatingParser(cfg.ConfigParser):
     oslo.config's parser fills them for its namespace.
     """
 
-    def __init__(self, filename, lines, occurrences, sections):
+    def __init__(self, filename: str, lines: list[str],
+                 occurrences: list[Occurrence],
+                 sections: list[tuple[str, str, int]]) -> None:
         super().__init__(filename, {})
-        self.normalized = {}
+        self.normalized: dict[str, dict[str, typing.Any]] = {}
         self._add_normalized(self.normalized)
         self._lines = lines
         self._occurrences = occurrences
         self._section_lines = sections
 
-    def new_section(self, section):
+    def new_section(self, section: str) -> None:
         super().new_section(section)
         self._section_lines.append((section, self.filename, self.lineno))
 
-    def assignment(self, key, value):
+    def assignment(self, key: str, value: list[str]) -> None:
         super().assignment(key, value)
+        # oslo.config refuses an assignment before the first section.
         self._occurrences.append(Occurrence(
-            self.section, key, '\n'.join(value), self.filename,
-            self._key_line(key)))
+            typing.cast(str, self.section), key, '\n'.join(value),
+            self.filename, self._key_line(key)))
 
-    def _key_line(self, key):
+    def _key_line(self, key: str) -> int:
         # The assignment is reported once its last line (or the line after
         # it) is read: the first line after the previous assignment that
         # starts with the key.
@@ -117,12 +124,12 @@ class _LocatingParser(cfg.ConfigParser):
         return self.lineno
 
 
-def group_key(name):
+def group_key(name: str) -> str:
     """oslo.config's group name normalisation (lower case but DEFAULT)."""
     return name if name == 'DEFAULT' else name.lower()
 
 
-def _devices_opts():
+def _devices_opts() -> list[cfg.Opt]:
     """``[devices] enabled_mdev_types`` as nova/conf/devices.py
     registers it.
     """
@@ -130,7 +137,7 @@ def _devices_opts():
                         deprecated_name='enabled_vgpu_types')]
 
 
-def _type_opts(mdev_type):
+def _type_opts(mdev_type: str) -> list[cfg.Opt]:
     """The ``[mdev_<type>]`` options as nova/conf/devices.py
     ``register_dynamic_opts`` registers them: only ``device_addresses``
     is also read from the old ``[vgpu_<type>]`` group.
@@ -153,7 +160,7 @@ PCI_MULTI_NAMES = {
 }
 
 
-def _pci_opts():
+def _pci_opts() -> list[cfg.Opt]:
     """``[pci] alias``, ``device_spec`` and ``report_in_placement`` as
     nova/conf/pci.py registers them (with their deprecated names).
     """
@@ -168,7 +175,7 @@ def _pci_opts():
     ]
 
 
-def _scheduler_opts():
+def _scheduler_opts() -> list[cfg.Opt]:
     """``[filter_scheduler] pci_in_placement`` (nova/conf/scheduler.py)."""
     return [cfg.BoolOpt('pci_in_placement', default=False)]
 
@@ -204,7 +211,7 @@ def _unified_limits_resource(value: str) -> str:
                      % value)
 
 
-def _quota_opts() -> list:
+def _quota_opts() -> list[cfg.Opt]:
     """``[quota] driver``, ``unified_limits_resource_strategy`` and
     ``unified_limits_resource_list`` as nova/conf/quota.py registers
     them.
@@ -227,7 +234,7 @@ LIVE_MIGRATION_DOWNTIME_OPTIONS = (
     'live_migration_downtime_delay')
 
 
-def _libvirt_opts():
+def _libvirt_opts() -> list[cfg.Opt]:
     """``[libvirt] live_migration_downtime``, ``_steps`` and ``_delay``
     as nova/conf/libvirt.py registers them (milliseconds, steps,
     seconds; defaults 500, 10 and 75; at least 100, 3 and 3).
@@ -241,7 +248,7 @@ def _libvirt_opts():
 SKIP_HYPERVISOR_VERSION_CHECK = 'skip_hypervisor_version_check_on_lm'
 
 
-def _workarounds_opts() -> list:
+def _workarounds_opts() -> list[cfg.Opt]:
     """``[workarounds] skip_hypervisor_version_check_on_lm`` as
     nova/conf/workarounds.py registers it.
     """
@@ -258,22 +265,23 @@ class Value:
 
     group: str
     name: str
-    value: object = None
+    value: typing.Any = None    # as oslo.config gives it
     error: str | None = None
     written: Occurrence | None = None
 
     @property
-    def where(self):
+    def where(self) -> str:
         return where(self.written.section if self.written else self.group,
                      self.written.name if self.written else self.name,
                      self.written)
 
     @property
-    def is_set(self):
+    def is_set(self) -> bool:
         return self.written is not None
 
 
-def where(section, option, occurrence=None):
+def where(section: str, option: str | None,
+          occurrence: Occurrence | None = None) -> str:
     """``[section] option, FILE:LINE`` (or without the file part)."""
     text = '[%s] %s' % (section, option) if option else '[%s]' % section
     if occurrence is not None:
@@ -285,37 +293,40 @@ def where(section, option, occurrence=None):
 class Settings:
     """What a set of nova.conf files says about mdevs."""
 
-    files: tuple
+    files: tuple[str, ...]
     enabled: Value                 # [devices] enabled_mdev_types
-    groups: dict                   # type -> {option name: Value}
-    occurrences: tuple             # every Occurrence, in reading order
-    sections: tuple                # (section, file, line), reading order
-    pci: dict = dataclasses.field(default_factory=dict)
+    groups: dict[str, dict[str, Value]]  # type -> {option name: Value}
+    occurrences: tuple[Occurrence, ...]  # in reading order
+    sections: tuple[tuple[str, str, int], ...]
+    #                                (section, file, line), reading order
+    pci: dict[str, typing.Any] = dataclasses.field(default_factory=dict)
     #                                [pci] and [filter_scheduler] options:
     #                                name -> Value (multi options: a list of
     #                                (text, Occurrence) in Nova's order)
-    libvirt: dict = dataclasses.field(default_factory=dict)
+    libvirt: dict[str, Value] = dataclasses.field(default_factory=dict)
     #                                [libvirt] live_migration_downtime*
     #                                options: name -> Value
-    workarounds: dict = dataclasses.field(default_factory=dict)
+    workarounds: dict[str, Value] = dataclasses.field(
+        default_factory=dict)
     #                                [workarounds]
     #                                skip_hypervisor_version_check_on_lm:
     #                                name -> Value
-    quota: dict = dataclasses.field(default_factory=dict)
+    quota: dict[str, Value] = dataclasses.field(default_factory=dict)
     #                                [quota] QUOTA_OPTIONS: name -> Value
 
-    def group_line(self, section):
+    def group_line(self, section: str) -> str:
         for name, file, line in self.sections:
             if group_key(name) == group_key(section):
                 return '[%s], %s:%d' % (name, file, line)
         return '[%s]' % section
 
 
-def winner(occurrences, names_in_order):
+def winner(occurrences: Sequence[Occurrence],
+           names_in_order: Sequence[tuple[str, str]]) -> Occurrence | None:
     """The occurrence oslo.config takes the value from: newest file first;
     in it, the current name before deprecated ones; the last line.
     """
-    files = []
+    files: list[str] = []
     for occ in occurrences:
         if occ.file not in files:
             files.append(occ.file)
@@ -344,11 +355,11 @@ def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
 
 
 class _QuietDeprecations(logging.Filter):
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         return False
 
 
-def _file_lines(text):
+def _file_lines(text: str) -> list[str]:
     """The lines oslo.config's parser gets from a file of this text
     (``readlines`` in universal newlines mode): split at line feeds,
     carriage returns and CR LF pairs only, not at the other line breaks
@@ -360,7 +371,7 @@ def _file_lines(text):
     return lines
 
 
-def parse_texts(files):
+def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
     """Parse nova.conf texts as nova-compute parses its files.
 
     ``files``: ``(path, text)`` pairs (any iterable, taken one at a time)
@@ -372,7 +383,11 @@ def parse_texts(files):
     that cannot be parsed; values oslo.config refuses are kept as
     ``Value.error``.
     """
-    paths, occurrences, sections, parsed = [], [], [], []
+    paths: list[str] = []
+    occurrences: list[Occurrence] = []
+    sections: list[tuple[str, str, int]] = []
+    parsed: list[
+        tuple[str, dict[str, typing.Any], dict[str, typing.Any]]] = []
     for path, text in files:
         paths.append(path)
         lines = _file_lines(text)
@@ -398,10 +413,11 @@ def parse_texts(files):
     try:
         conf(args=[], project='nova', default_config_files=[],
              default_config_dirs=[], use_env=False)
+        namespace = conf._namespace
+        assert namespace is not None    # parsed by the call above
         for path, values, normalized in parsed:
             # What ``--config-file PATH`` does once the file is parsed.
-            conf._namespace._add_parsed_config_file(path, values,
-                                                    normalized)
+            namespace._add_parsed_config_file(path, values, normalized)
         enabled = _value(conf, occurrences, 'devices', 'enabled_mdev_types',
                          [('devices', 'enabled_vgpu_types')])
         pci = _pci_values(conf, occurrences)
@@ -437,7 +453,9 @@ def parse_texts(files):
                     tuple(sections), pci, libvirt, workarounds, quota)
 
 
-def _value(conf, occurrences, group, name, deprecated=()):
+def _value(conf: cfg.ConfigOpts, occurrences: Sequence[Occurrence],
+           group: str, name: str,
+           deprecated: Iterable[tuple[str, str]] = ()) -> Value:
     written = winner(occurrences, [(group_key(group), name)] + [
         (group_key(g), n) for g, n in deprecated])
     try:
@@ -447,11 +465,12 @@ def _value(conf, occurrences, group, name, deprecated=()):
     return Value(group, name, value=value, written=written)
 
 
-def _pci_values(conf, occurrences):
+def _pci_values(conf: cfg.ConfigOpts, occurrences: Sequence[Occurrence]
+                ) -> dict[str, typing.Any]:
     """The [pci] options: multi options as ``[(text, Occurrence)]`` in
     the order oslo.config gives them to Nova, booleans as Value.
     """
-    values = {}
+    values: dict[str, typing.Any] = {}
     for name, places in PCI_MULTI_NAMES.items():
         written = [o for o in occurrences
                    if (group_key(o.section), o.name) in
@@ -472,7 +491,7 @@ def _pci_values(conf, occurrences):
     return values
 
 
-def _oslo_reason(exc):
+def _oslo_reason(exc: Exception) -> str:
     text = str(exc)
     # "Value for option X from LocationInfo(...) is not valid: <reason>"
     return text.rsplit('is not valid: ', 1)[-1].strip()
@@ -480,7 +499,7 @@ def _oslo_reason(exc):
 
 # -- Nova's rules, one function each ---------------------------------------
 
-def parse_address(address):
+def parse_address(address: str) -> tuple[str, ...]:
     """Mirrors nova/pci/utils.py ``parse_address``: the (domain, bus,
     slot, function) of ``hex{4}:hex{2}:hex{2}.[0-7]``, upper or lower
     case; ValueError for anything else.
@@ -491,14 +510,16 @@ def parse_address(address):
     return match.groups()
 
 
-def looks_like_virtual_parent(address):
+def looks_like_virtual_parent(address: str) -> bool:
     """Whether ``address`` can name a virtual parent device (``mtty_mtty``
     for ``/sys/devices/virtual/mtty/mtty``) when sysfs cannot be read.
     """
     return names.is_nodedev_name(address) and not address.startswith('pci_')
 
 
-def validate_device_address(address, virtual_parent_exists=None):
+def validate_device_address(
+        address: str,
+        virtual_parent_exists: Callable[[str], bool] | None = None) -> str:
     """Mirrors nova/virt/libvirt/driver.py ``_validate_device_address``.
 
     Returns ``'pci'`` for what ``parse_address`` accepts (even if it can
@@ -527,7 +548,7 @@ def validate_device_address(address, virtual_parent_exists=None):
         "%s" % (address, hint))
 
 
-def matches_libvirt(address):
+def matches_libvirt(address: str) -> bool:
     """Whether a PCI address Nova accepted can ever equal the address Nova
     builds from libvirt's name (``_get_device_address``): lower-case hex
     and a ``.`` before the function.
@@ -538,7 +559,7 @@ def matches_libvirt(address):
 @dataclasses.dataclass(frozen=True)
 class MdevType:
     name: str
-    device_addresses: tuple      # as written
+    device_addresses: tuple[str, ...]    # as written
     mdev_class: str = VGPU
     max_instances: int | None = None
 
@@ -549,39 +570,42 @@ class MdevConfig:
     driver sets in ``_get_supported_vgpu_types``.
     """
 
-    supported_types: tuple       # supported_vgpu_types, in Nova's order
-    types: tuple                 # MdevType of each supported type
-    pgpu_type_mapping: dict      # address as written -> type
-    mdev_class_mapping: dict     # address as written -> resource class
+    supported_types: tuple[str, ...]  # supported_vgpu_types, Nova's order
+    types: tuple[MdevType, ...]       # of each supported type
+    pgpu_type_mapping: dict[str, str]   # address as written -> type
+    mdev_class_mapping: dict[str, str]  # address as written -> class
     default_type: str | None     # pgpu_type_default
-    virtual_mdevs: frozenset
-    max_instances: dict          # mdev_type_max_mapping
-    findings: tuple = ()
+    virtual_mdevs: frozenset[str]
+    max_instances: dict[str, int]       # mdev_type_max_mapping
+    findings: tuple[Finding, ...] = ()
     settings: Settings | None = None
 
     @property
-    def errors(self):
+    def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == ERROR]
 
-    def mdev_type(self, name):
+    def mdev_type(self, name: str) -> MdevType | None:
         for mdev_type in self.types:
             if mdev_type.name == name:
                 return mdev_type
         return None
 
-    def type_for(self, nodedev):
+    def type_for(self, nodedev: str) -> str | None:
         return vgpu_type_per_pgpu(self, nodedev)
 
-    def resource_class_for(self, nodedev):
+    def resource_class_for(self, nodedev: str) -> str:
         return resource_class_for_device(self, nodedev)
 
-    def unmatched_addresses(self):
+    def unmatched_addresses(self) -> list[str]:
         """PCI addresses Nova accepts but never matches to a device."""
         return [a for a in self.pgpu_type_mapping
                 if a not in self.virtual_mdevs and not matches_libvirt(a)]
 
 
-def supported_vgpu_types(settings, virtual_parent_exists=None):
+def supported_vgpu_types(
+        settings: Settings,
+        virtual_parent_exists: Callable[[str], bool] | None = None
+) -> MdevConfig:
     """Mirrors nova/virt/libvirt/driver.py ``_get_supported_vgpu_types``.
 
     Walks ``enabled_mdev_types`` in order: the first type without
@@ -593,11 +617,15 @@ def supported_vgpu_types(settings, virtual_parent_exists=None):
     stops at its first fatal error this goes on and records every one as
     an ``error`` Finding.
     """
-    findings = []
-    supported, types = [], []
-    type_mapping, class_mapping, max_mapping = {}, {}, {}
-    virtual, where_of = set(), {}
-    default = None
+    findings: list[Finding] = []
+    supported: list[str] = []
+    types: list[MdevType] = []
+    type_mapping: dict[str, str] = {}
+    class_mapping: dict[str, str] = {}
+    max_mapping: dict[str, int] = {}
+    virtual: set[str] = set()
+    where_of: dict[str, str] = {}
+    default: str | None = None
     for mdev_type in settings.enabled.value or ():
         supported.append(mdev_type)
         opts = settings.groups[mdev_type]
@@ -652,7 +680,8 @@ def supported_vgpu_types(settings, virtual_parent_exists=None):
                       tuple(findings), settings)
 
 
-def checked(value, findings, default):
+def checked(value: Value, findings: list[Finding],
+            default: typing.Any) -> typing.Any:
     """A Value's value (``default`` when unset); an ``error`` Finding in
     ``findings`` and ``default`` when oslo.config refuses it.
     """
@@ -662,7 +691,7 @@ def checked(value, findings, default):
     return default
 
 
-def _value_error(value):
+def _value_error(value: Value) -> str:
     if value.name == 'mdev_class':
         fix = 'use VGPU or %s' % names.CUSTOM_NAME_RULE
     elif value.name == 'max_instances':
@@ -674,7 +703,7 @@ def _value_error(value):
                            else '', value.error, fix))
 
 
-def device_address(conf, nodedev):
+def device_address(conf: MdevConfig, nodedev: str) -> str | None:
     """Mirrors nova/virt/libvirt/driver.py ``_get_device_address``: a
     listed virtual parent keeps its name, ``pci_0000_84_00_0`` becomes
     ``0000:84:00.0``, anything else None.
@@ -684,7 +713,7 @@ def device_address(conf, nodedev):
     return names.pci_address_from_nodedev(nodedev)
 
 
-def vgpu_type_per_pgpu(conf, nodedev):
+def vgpu_type_per_pgpu(conf: MdevConfig, nodedev: str) -> str | None:
     """Mirrors nova/virt/libvirt/driver.py ``_get_vgpu_type_per_pgpu``:
     the type listed for the device's address, compared literally, else
     the default type; None when no type is enabled or the device has no
@@ -698,7 +727,7 @@ def vgpu_type_per_pgpu(conf, nodedev):
     return conf.pgpu_type_mapping.get(address) or conf.default_type
 
 
-def resource_class_for_device(conf, nodedev):
+def resource_class_for_device(conf: MdevConfig, nodedev: str) -> str:
     """Mirrors nova/virt/libvirt/driver.py
     ``_get_resource_class_for_device`` (``mdev_class_mapping``): the
     ``mdev_class`` of the type that lists the device's address, VGPU for
@@ -713,19 +742,19 @@ def resource_class_for_device(conf, nodedev):
 # -- Using the rules -------------------------------------------------------
 
 
-def fatal(conf):
+def fatal(conf: MdevConfig) -> None:
     """Raise NovaConfError with the first error finding, if any."""
     for finding in conf.errors:
         raise NovaConfError('%s: %s' % (finding.where, finding.message
                                         .rstrip('.')))
 
 
-def libvirt_form(address):
+def libvirt_form(address: str) -> str:
     """The address libvirt would give the device ``address`` means."""
     return '%s.%s' % (address[:10].lower(), address[11:])
 
 
-def unmatched_notes(conf):
+def unmatched_notes(conf: MdevConfig) -> list[str]:
     """One sentence per address Nova accepts but never matches."""
     notes = []
     for address in conf.unmatched_addresses():

@@ -19,7 +19,13 @@ Pure: the rows of ``quota list`` (``quota.QuotaRow``) in,
 quota dashboard shipped in the docs queries only those.
 """
 
+from collections.abc import Mapping
+import typing
+
 from osc_mdev.domain import quota
+
+if typing.TYPE_CHECKING:
+    from prometheus_client import core
 
 PREFIX = 'openstack_mdev_'
 LABELS = ('project', 'project_name', 'resource_class')
@@ -35,7 +41,8 @@ FAMILIES = {
 }
 
 
-def families(rows: list[quota.QuotaRow], names: dict[str, str]) -> list:
+def families(rows: list[quota.QuotaRow], names: Mapping[str, str]
+             ) -> list['core.GaugeMetricFamily']:
     """The families of ``rows`` (every project with GPU usage or a GPU
     limit of its own, per class); ``names``: project names by ID ('' for
     a project Keystone does not have).

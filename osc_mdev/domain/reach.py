@@ -68,7 +68,7 @@ def reached(summaries: Mapping[str, Mapping]) -> set[str]:
     return {root_of(u, s) for u, s in summaries.items()}
 
 
-def _classes(summary: Mapping) -> dict:
+def _classes(summary: Mapping) -> dict[str, dict[str, int]]:
     return summary.get('resources') or {}
 
 

@@ -282,6 +282,7 @@ def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
         if not written:
             continue
         taken = novaconf.winner(written, names)
+        assert taken is not None    # written holds one of names
         taken_pair = (novaconf.group_key(taken.section), taken.name)
         if taken_pair != (group, name):
             found.append(novaconf.Finding(

@@ -19,7 +19,7 @@ directories included) and reads their text; ``sysfs`` reads a compute
 node's sysfs (``/sys`` or a copy of it); ``provider_config`` reads
 provider config files as nova-compute finds them and writes them
 atomically; ``textfile`` writes a file atomically (the metrics for
-node_exporter). What is read is handed to
+node_exporter, the files of ``config generate``). What is read is handed to
 ``osc_mdev.domain`` as data (texts, device records), which parses and
 judges it: nothing here knows Nova's rules. May import only the standard
 library and ``osc_mdev.domain``.

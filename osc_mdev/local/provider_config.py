@@ -127,16 +127,12 @@ def check_writable(directory: str) -> None:
     """FileError unless ``directory`` is (or can be made) a directory
     this process can write in; nothing is created.
     """
-    path = os.path.abspath(directory)
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    if not os.path.isdir(path):
-        raise FileError('%s is not a directory' % path)
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise FileError('cannot write in %s' % path)
+    try:
+        textfile.check_directory(directory)
+    except NotADirectoryError as exc:
+        raise FileError('%s is not a directory' % exc.filename) from exc
+    except OSError as exc:
+        raise FileError('cannot write in %s' % exc.filename) from exc
 
 
 def current_text(path: str) -> str | None:

@@ -10,23 +10,25 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A compute node's sysfs, read as libvirt and Nova see it.
+"""A compute node's sysfs, read once into ``domain.host_gpus.Host``.
 
-The mdev parents under ``ROOT/class/mdev_bus`` with the types they offer,
-the PCI functions under ``ROOT/bus/pci/devices`` (ids, PF or VF) and the
-virtual parents under ``ROOT/devices/virtual``, handed to
-``osc_mdev.domain`` (``configcheck``, ``novaconf``, ``pci``) as data.
-ROOT is ``/sys`` on a compute node, or a copy of it.
+``read_host`` reads the PCI functions under ``ROOT/bus/pci/devices``
+(ids, class, driver, ``physfn``/``virtfnN`` links, the ``sriov_*`` files
+and a VF's ``nvidia/current_vgpu_type`` and
+``nvidia/creatable_vgpu_types``), the mdev parents under
+``ROOT/class/mdev_bus`` (PCI functions, or virtual parents under
+``ROOT/devices/virtual``) with their ``mdev_supported_types``, and the
+mdevs under ``ROOT/bus/mdev/devices``. ROOT is ``/sys`` on a compute
+node, or a copy of it. What a file says is the domain's to judge.
 """
 
 from collections.abc import Callable
-from collections.abc import Iterable
+import dataclasses
 import os
 import re
 
-from osc_mdev.domain import configcheck
+from osc_mdev.domain import host_gpus
 from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci_devspec
 
 
 def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:
@@ -39,43 +41,108 @@ def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:
     return exists
 
 
-def read_sysfs(root: str) -> dict[str, configcheck.SysfsDevice] | None:
-    """``{address: configcheck.SysfsDevice}`` of ``ROOT/class/mdev_bus``
-    (the mdev parents) and of the PCI functions they are linked with.
-    """
+def read_host(root: str) -> host_gpus.Host:
+    """The devices and mdevs of the node whose sysfs is under ROOT."""
+    devices: dict[str, host_gpus.Device] = {}
+    base = os.path.join(root, 'bus', 'pci', 'devices')
+    for address in sorted(_listdir(base)):
+        devices[address] = _device(address, os.path.join(base, address),
+                                   pci_function=True)
     bus = os.path.join(root, 'class', 'mdev_bus')
-    found = {}
-    try:
-        entries = sorted(os.listdir(bus))
-    except OSError:
-        return None
-    for entry in entries:
+    has_bus = os.path.isdir(bus)
+    for entry in sorted(_listdir(bus)):
         path = os.path.join(bus, entry)
-        address = entry
-        real = os.path.realpath(path)
-        virtual = os.path.join(os.path.realpath(root), 'devices', 'virtual')
-        if not novaconf.matches_libvirt(entry) and real.startswith(
-                virtual + os.sep):
-            # libvirt names a virtual parent after its sysfs path:
-            # devices/virtual/mtty/mtty is mtty_mtty.
-            address = os.path.relpath(real, virtual).replace(os.sep, '_')
-        found[address] = _sysfs_device(address, path)
+        address = _parent_address(root, entry, os.path.realpath(path))
+        known = devices.get(address)
+        devices[address] = (
+            dataclasses.replace(known, mdev_parent=True)
+            if known is not None else
+            _device(address, path, mdev_parent=True))
+    return host_gpus.Host(devices, has_bus, _mdevs(root))
+
+
+def _parent_address(root: str, entry: str, real: str) -> str:
+    """The address of an mdev parent at ``real``: its PCI address, or
+    for a virtual parent the name libvirt gives it after its sysfs path
+    (``devices/virtual/mtty/mtty`` is ``mtty_mtty``).
+    """
+    virtual = os.path.join(os.path.realpath(root), 'devices', 'virtual')
+    if not novaconf.matches_libvirt(entry) and real.startswith(
+            virtual + os.sep):
+        return os.path.relpath(real, virtual).replace(os.sep, '_')
+    return entry
+
+
+def _device(address: str, path: str, pci_function: bool = False,
+            mdev_parent: bool = False) -> host_gpus.Device:
+    """One device's files, at ``path``."""
+    def number(name: str) -> int | None:
+        return _read_int(os.path.join(path, name))
+    return host_gpus.Device(
+        address, _mdev_types(path), mdev_parent, pci_function,
+        vendor_id=_read_id(os.path.join(path, 'vendor')),
+        product_id=_read_id(os.path.join(path, 'device')),
+        pci_class=_read_id(os.path.join(path, 'class')),
+        driver=_link_name(os.path.join(path, 'driver')),
+        physfn=_link_name(os.path.join(path, 'physfn')),
+        virtfns=_virtfns(path),
+        sriov_numvfs=number('sriov_numvfs'),
+        sriov_totalvfs=number('sriov_totalvfs'),
+        sriov_offset=number('sriov_offset'),
+        sriov_stride=number('sriov_stride'),
+        vgpu=_vgpu(os.path.join(path, 'nvidia')))
+
+
+def _mdev_types(path: str) -> dict[str, host_gpus.MdevType]:
+    types_dir = os.path.join(path, 'mdev_supported_types')
+    found = {}
+    for name in sorted(_listdir(types_dir)):
+        type_dir = os.path.join(types_dir, name)
+        found[name] = host_gpus.MdevType(
+            name, _read_int(os.path.join(type_dir, 'available_instances')),
+            _read_text(os.path.join(type_dir, 'name')),
+            _read_text(os.path.join(type_dir, 'device_api')))
     return found
 
 
-def _sysfs_device(address: str, path: str) -> configcheck.SysfsDevice:
-    types: dict[str, int | None] = {}
-    types_dir = os.path.join(path, 'mdev_supported_types')
-    if os.path.isdir(types_dir):
-        for mdev_type in sorted(os.listdir(types_dir)):
-            types[mdev_type] = _read_int(os.path.join(
-                types_dir, mdev_type, 'available_instances'))
-    physfn = _link_name(os.path.join(path, 'physfn'))
-    links = [_link_name(os.path.join(path, name)) for name in _listdir(path)
-             if re.match(r'^virtfn\d+$', name)]
-    # A link listed here is None only when it vanished since.
-    virtfns = tuple(sorted(link for link in links if link is not None))
-    return configcheck.SysfsDevice(address, types, physfn, virtfns)
+def _virtfns(path: str) -> tuple[str, ...]:
+    """The ``virtfnN`` links of a physical function, in N's order."""
+    links = []
+    for name in _listdir(path):
+        match = re.match(r'^virtfn(\d+)$', name)
+        if match:
+            target = _link_name(os.path.join(path, name))
+            # A link listed here is None only when it vanished since.
+            if target is not None:
+                links.append((int(match.group(1)), target))
+    return tuple(target for _, target in sorted(links))
+
+
+def _vgpu(path: str) -> host_gpus.VfVgpu | None:
+    """A VF's ``nvidia/`` directory, None when it has none."""
+    if not os.path.isdir(path):
+        return None
+    creatable = _read_text(os.path.join(path, 'creatable_vgpu_types'))
+    return host_gpus.VfVgpu(
+        _read_int(os.path.join(path, 'current_vgpu_type')),
+        host_gpus.parse_creatable_vgpu_types(creatable or ''))
+
+
+def _mdevs(root: str) -> tuple[host_gpus.Mdev, ...]:
+    """The mdevs of ``ROOT/bus/mdev/devices``: each a link into its
+    parent's directory, with ``mdev_type`` a link to
+    ``../mdev_supported_types/<type>``.
+    """
+    base = os.path.join(root, 'bus', 'mdev', 'devices')
+    found = []
+    for uuid in sorted(_listdir(base)):
+        path = os.path.join(base, uuid)
+        real = os.path.realpath(path)
+        parent = os.path.dirname(real)
+        found.append(host_gpus.Mdev(
+            uuid, _parent_address(root, os.path.basename(parent), parent),
+            _link_name(os.path.join(path, 'mdev_type'))))
+    return tuple(found)
 
 
 def _listdir(path: str) -> list[str]:
@@ -85,61 +152,29 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _read_int(path: str) -> int | None:
+def _read_text(path: str) -> str | None:
     try:
         with open(path) as value:
-            return int(value.read().strip())
-    except (OSError, ValueError):
+            return value.read().strip()
+    except (OSError, UnicodeDecodeError):
         return None
+
+
+def _read_int(path: str) -> int | None:
+    text = _read_text(path)
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _read_id(path: str) -> str:
+    """A hex id file (``0x10de``) as ``10de``; '' when absent."""
+    text = (_read_text(path) or '').lower()
+    return text[2:] if text.startswith('0x') else text
 
 
 def _link_name(path: str) -> str | None:
     if not os.path.islink(path) and not os.path.exists(path):
         return None
     return os.path.basename(os.path.realpath(path))
-
-
-def pci_functions(root: str, addresses: Iterable[str]
-                  ) -> dict[str, configcheck.SysfsDevice]:
-    """``{address: configcheck.SysfsDevice}`` for PCI functions under
-    ``ROOT/bus/pci/devices`` (to see PFs that are not mdev parents).
-    """
-    found = {}
-    for address in addresses:
-        path = os.path.join(root, 'bus', 'pci', 'devices', address)
-        if os.path.exists(path):
-            found[address] = _sysfs_device(address, path)
-    return found
-
-
-def read_pci_devices(root: str) -> list[pci_devspec.PciDevice]:
-    """The PCI functions under ``ROOT/bus/pci/devices`` as libvirt reports
-    them to Nova: ids, and type-VF (``physfn`` link) / type-PF
-    (``virtfn*`` links or ``sriov_totalvfs`` > 0) / type-PCI.
-    """
-    base = os.path.join(root, 'bus', 'pci', 'devices')
-    devices = []
-    for address in sorted(_listdir(base)):
-        path = os.path.join(base, address)
-        vendor = _read_id(os.path.join(path, 'vendor'))
-        product = _read_id(os.path.join(path, 'device'))
-        physfn = _link_name(os.path.join(path, 'physfn'))
-        if physfn:
-            dev_type = pci_devspec.TYPE_VF
-        elif any(re.match(r'^virtfn\d+$', n) for n in _listdir(path)) or \
-                (_read_int(os.path.join(path, 'sriov_totalvfs')) or 0) > 0:
-            dev_type = pci_devspec.TYPE_PF
-        else:
-            dev_type = pci_devspec.TYPE_PCI
-        devices.append(pci_devspec.PciDevice(address, vendor, product,
-                                             dev_type, physfn))
-    return devices
-
-
-def _read_id(path: str) -> str:
-    try:
-        with open(path) as value:
-            text = value.read().strip().lower()
-    except OSError:
-        return ''
-    return text[2:] if text.startswith('0x') else text

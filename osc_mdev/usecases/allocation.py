@@ -17,7 +17,11 @@ consumer's allocations; every device's allocations) run at once in the
 bounded pool; server names come from Nova in bulk.
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_lib import exceptions
 
@@ -34,16 +38,17 @@ from osc_mdev.usecases import provider as devices
 @dataclasses.dataclass
 class ServerAllocations:
     server: domain.ServerView
-    allocations: list
-    traits: dict          # provider UUID -> traits
+    allocations: list[domain.MdevAllocation]
+    traits: dict[str, list[str]]    # provider UUID -> traits
     hidden: int = 0       # allocations on devices of kinds not asked for
 
 
-def _providers_of(placement, uuids):
+def _providers_of(placement: placement_client.PlacementClient,
+                  uuids: Sequence[str]) -> list[dict[str, typing.Any]]:
     """The providers ``uuids`` and their roots (for the host names), read
     one by one: a consumer sits on a few providers, not the cloud's.
     """
-    def get(uuid):
+    def get(uuid: str) -> dict[str, typing.Any] | None:
         try:
             return placement.get_provider(uuid)
         except placement_client.NotFound:
@@ -54,13 +59,17 @@ def _providers_of(placement, uuids):
     return found + [p for p in placement.map(get, roots) if p]
 
 
-def server_allocations(placement, compute, reference,
-                       kinds=(providers.MDEV,)):
+def server_allocations(placement: placement_client.PlacementClient,
+                       compute: compute_client.ComputeClient,
+                       reference: str,
+                       kinds: Collection[str] = (providers.MDEV,)
+                       ) -> ServerAllocations:
     """A server's device allocations of ``kinds``, with the devices'
     traits; ``hidden`` counts its allocations on devices of other kinds.
     """
     server_id, server = naming.find_server_id(compute, reference)
-    calls = [lambda: placement.get_consumer_allocations(server_id)]
+    calls: list[Callable[[], typing.Any]] = [
+        lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
         calls.append(lambda: compute.get_server(server_id))
     results = pool.call_all(calls, placement.max_workers)
@@ -88,13 +97,17 @@ def server_allocations(placement, compute, reference,
     return ServerAllocations(view, found, traits, hidden)
 
 
-def _unknown_views(placement, compute, consumers):
+def _unknown_views(placement: placement_client.PlacementClient,
+                   compute: compute_client.ComputeClient,
+                   consumers: Sequence[str]
+                   ) -> dict[str, domain.ServerView]:
     """A ServerView for each consumer Nova has no server for: Placement's
     consumer type and Nova's migrations (one listing) say what it is.
     """
     if not consumers:
         return {}
-    calls = [lambda c=c: placement.get_consumer_type(c) for c in consumers]
+    calls: list[Callable[..., typing.Any]] = [
+        lambda c=c: placement.get_consumer_type(c) for c in consumers]
     calls.append(compute.list_migrations)
     results = pool.call_all(calls, placement.max_workers)
     migrations = {m.get('uuid'): m for m in results[-1]}
@@ -106,7 +119,9 @@ def list_allocations(placement: placement_client.PlacementClient,
                      compute: compute_client.ComputeClient,
                      hosts: tuple = (), references: tuple = (),
                      resource_class: str | None = None,
-                     kinds: tuple = (providers.MDEV,)) -> tuple:
+                     kinds: tuple = (providers.MDEV,)
+                     ) -> tuple[list[domain.MdevAllocation],
+                                dict[str, domain.ServerView]]:
     """Every allocation on the selected devices (of ``kinds``, or named),
     and a ServerView per consumer: ``(allocations, {consumer:
     ServerView})``.
@@ -118,8 +133,11 @@ def list_allocations(placement: placement_client.PlacementClient,
 
 
 def allocations_on(placement: placement_client.PlacementClient,
-                   compute: compute_client.ComputeClient, rows: list,
-                   resource_class: str | None = None) -> tuple:
+                   compute: compute_client.ComputeClient,
+                   rows: list[providers.Device],
+                   resource_class: str | None = None
+                   ) -> tuple[list[domain.MdevAllocation],
+                              dict[str, domain.ServerView]]:
     """``list_allocations`` of device rows (``providers.Device``) read
     before: one allocations read per device in use, and Nova's servers
     of the nodes holding them (one listing per node; each server with
@@ -145,8 +163,9 @@ def allocations_on(placement: placement_client.PlacementClient,
     return found, views
 
 
-def _allocations_or_empty(placement):
-    def read(uuid):
+def _allocations_or_empty(placement: placement_client.PlacementClient
+                          ) -> Callable[[str], dict[str, typing.Any]]:
+    def read(uuid: str) -> dict[str, typing.Any]:
         try:
             return placement.get_provider_allocations(uuid)
         except placement_client.NotFound:
@@ -154,7 +173,10 @@ def _allocations_or_empty(placement):
     return read
 
 
-def node_devices_with_servers(placement, compute, host):
+def node_devices_with_servers(placement: placement_client.PlacementClient,
+                              compute: compute_client.ComputeClient,
+                              host: str
+                              ) -> list[tuple[providers.Device, list[str]]]:
     """The mdev devices Placement has for compute node ``host``, each with
     the servers (``name (ID)``, or the consumer ID when Nova cannot say)
     holding its resource class: ``[(Device, [server, ...])]``.
@@ -176,7 +198,7 @@ def node_devices_with_servers(placement, compute, host):
         except exceptions.CommandError:
             known = {}   # Nova unreachable: the consumer IDs name them
 
-    def label(consumer):
+    def label(consumer: str) -> str:
         server = known.get(consumer)
         return '%s (%s)' % (server.get('name'), consumer) if server \
             else consumer

@@ -27,7 +27,13 @@ the flavors ask). The checks themselves are the pure functions of
 ``domain.audit``.
 """
 
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_lib import exceptions
 
@@ -36,7 +42,11 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.domain import allocations as alloc_logic
 from osc_mdev.domain import audit as domain
+from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci
+from osc_mdev.domain import provider_config
 from osc_mdev.domain import providers
 from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
@@ -46,29 +56,34 @@ from osc_mdev.usecases import provider as device_reads
 from osc_mdev.usecases import trait as trait_writes
 
 
+R = typing.TypeVar('R')
+
+
 @dataclasses.dataclass
 class Snapshot:
-    devices: list
-    allocations: list
+    devices: list[providers.Device]
+    allocations: list[alloc_logic.MdevAllocation]
     servers: list[nova_servers.Server] | None  # None: Nova's list failed
     nova_error: str | None
-    facts: dict
+    facts: dict[str, domain.ConsumerFacts]
     flavors: list[nova_servers.Flavor] | None
-    missing_classes: tuple
-    hosts: frozenset              # the compute nodes audited
-    elsewhere: list = dataclasses.field(default_factory=list)
+    missing_classes: tuple[str, ...]
+    hosts: frozenset[str]         # the compute nodes audited
+    elsewhere: list[alloc_logic.MdevAllocation] = dataclasses.field(
+        default_factory=list)
     # (with --host: the mdev allocations of the hosts' servers on devices
     # of other hosts)
-    trees: list = dataclasses.field(default_factory=list)
+    trees: list[capacity_logic.Host] = dataclasses.field(
+        default_factory=list)
     # (the compute node trees the flavors are judged on, as capacity
     # reads them)
 
 
-def _nova(call):
+def _nova(call: Callable[[], R]) -> Callable[[], 'R | _Failed']:
     """Run a Nova read; its failure becomes text (a finding), not an
     exception.
     """
-    def run():
+    def run() -> 'R | _Failed':
         try:
             return call()
         except (exceptions.CommandError, compute_client.NotFound) as exc:
@@ -81,7 +96,8 @@ class _Failed:
     error: str
 
 
-def _lookup(compute, consumer):
+def _lookup(compute: compute_client.ComputeClient,
+            consumer: str) -> nova_servers.Server | str | None:
     try:
         found = compute.get_server(consumer)
     except exceptions.CommandError as exc:
@@ -89,15 +105,19 @@ def _lookup(compute, consumer):
     return None if found is None else nova_payloads.server(found)
 
 
-def _record(placement, consumer):
+def _record(placement: placement_client.PlacementClient,
+            consumer: str) -> dict[str, typing.Any]:
     try:
         return placement.get_consumer(consumer)
     except placement_client.NotFound:
         return {'allocations': {}}
 
 
-def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
-         pci_config=None):
+def read(placement: placement_client.PlacementClient,
+         compute: compute_client.ComputeClient,
+         hosts: Collection[str] = (), flavors: bool = True,
+         conf_hosts: Iterable[str] = (),
+         pci_config: pci.PciConfig | None = None) -> Snapshot:
     """Everything the checks need, in few requests.
 
     ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
@@ -114,8 +134,9 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
                   if not hosts or c.host in hosts]
     by_uuid = {c.uuid: c for c in candidates}
 
-    calls = [lambda: device_reads.rows_of(placement, candidates),
-             _nova(compute.list_servers)]
+    calls: list[Callable[..., typing.Any]] = [
+        lambda: device_reads.rows_of(placement, candidates),
+        _nova(compute.list_servers)]
     if flavors:
         calls.append(_nova(compute.list_flavors))
         calls.append(_nova(compute.compute_services))
@@ -140,8 +161,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
     if flavor_list is not None:
         flavor_list = [nova_payloads.flavor(f) for f in flavor_list]
 
-    facts = {}
-    elsewhere = []
+    facts: dict[str, domain.ConsumerFacts] = {}
+    elsewhere: list[alloc_logic.MdevAllocation] = []
     if servers is not None:
         known = {s.id for s in servers}
         unknown = sorted({a.consumer for a in found} - known)
@@ -153,8 +174,8 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
                 {c.uuid: c for c in providers.find_candidates(
                     provider_list)})
 
-    missing = ()
-    trees = []
+    missing: tuple[str, ...] = ()
+    trees: list[capacity_logic.Host] = []
     if flavor_list:
         known = {names.VGPU} | {d.resource_class for d in devices}
         asked = domain.unknown_classes(flavor_list, known)
@@ -174,7 +195,10 @@ def read(placement, compute, hosts=(), flavors=True, conf_hosts=(),
                     trees)
 
 
-def _allocations_and_excess(placement, devices):
+def _allocations_and_excess(placement: placement_client.PlacementClient,
+                            devices: list[providers.Device]
+                            ) -> tuple[list[providers.Device],
+                                       dict[str, dict[str, typing.Any]]]:
     """``(devices, {uuid: allocations})``: the allocations of each device
     with some in use, and the inventory of each device used beyond its
     capacity (what the over-capacity finding shows), read at once.
@@ -184,10 +208,11 @@ def _allocations_and_excess(placement, devices):
     in_use = sorted({d.uuid for d in devices if d.used > 0})
     over = sorted({d.uuid for d in devices
                    if d.inventory is None and d.used > d.capacity})
-    jobs = [(u, placement.get_provider_allocations) for u in in_use] + [
+    jobs: list[tuple[str, Callable[[str], typing.Any]]] = [
+        (u, placement.get_provider_allocations) for u in in_use] + [
         (u, placement.get_inventories) for u in over]
 
-    def read(job):
+    def read(job: tuple[str, Callable[[str], typing.Any]]) -> typing.Any:
         uuid, getter = job
         try:
             return getter(uuid)
@@ -197,7 +222,8 @@ def _allocations_and_excess(placement, devices):
     results = placement.map(read, jobs)
     gone = {u for (u, _), r in zip(jobs, results)
             if r is placement_client.NotFound}
-    per_provider = {u: {} for u in {d.uuid for d in devices}}
+    per_provider: dict[str, dict[str, typing.Any]] = {
+        u: {} for u in {d.uuid for d in devices}}
     per_provider.update(zip(in_use, results[:len(in_use)]))
     inventories = dict(zip(over, results[len(in_use):]))
     kept = []
@@ -214,23 +240,28 @@ def _allocations_and_excess(placement, devices):
     return kept, {u: a for u, a in per_provider.items() if u not in gone}
 
 
-def _allocations_elsewhere(placement, servers, found, hosts, candidates):
+def _allocations_elsewhere(placement: placement_client.PlacementClient,
+                           servers: Iterable[nova_servers.Server],
+                           found: Iterable[alloc_logic.MdevAllocation],
+                           hosts: Collection[str],
+                           candidates: Mapping[str, providers.Candidate]
+                           ) -> list[alloc_logic.MdevAllocation]:
     """With --host, the mdev allocations on other hosts' devices of the
     servers on ``hosts`` whose flavor asks for more mdevs than they hold
     on the devices read: one ``GET /allocations/{server}`` each.
     """
-    held = {}
+    held: dict[str, int] = {}
     for alloc in found:
         held[alloc.consumer] = held.get(alloc.consumer, 0) + alloc.amount
 
-    def asks(server):
+    def asks(server: nova_servers.Server) -> int:
         request = domain.server_request(server)
         return sum(request.device_amounts().values()) if request else 0
 
     suspects = [s.id for s in servers
                 if s.node in hosts and domain.settled(s)
                 and asks(s) > held.get(s.id, 0)]
-    extra = []
+    extra: list[alloc_logic.MdevAllocation] = []
     for server_id, allocations in zip(suspects, placement.map(
             placement.get_consumer_allocations, suspects)):
         extra.extend(a for a in alloc_logic.of_consumer(
@@ -238,19 +269,24 @@ def _allocations_elsewhere(placement, servers, found, hosts, candidates):
     return extra
 
 
-def _consumer_facts(placement, compute, consumers):
+def _consumer_facts(placement: placement_client.PlacementClient,
+                    compute: compute_client.ComputeClient,
+                    consumers: Sequence[str]
+                    ) -> dict[str, domain.ConsumerFacts]:
     """Ask Nova and Placement about consumers Nova's server list lacks."""
     if not consumers:
         return {}
-    calls = [lambda c=c: _lookup(compute, c) for c in consumers]
+    calls: list[Callable[..., typing.Any]] = [
+        lambda c=c: _lookup(compute, c) for c in consumers]
     calls += [lambda c=c: _record(placement, c) for c in consumers]
     calls.append(_nova(compute.list_migrations))
     results = pool.call_all(calls, placement.max_workers)
     count = len(consumers)
     lookups, records = results[:count], results[count:2 * count]
     migrations = results[-1]
-    facts = {}
+    facts: dict[str, domain.ConsumerFacts] = {}
     for consumer, lookup, record in zip(consumers, lookups, records):
+        migration: dict[str, typing.Any] | str | None
         if isinstance(migrations, _Failed):
             migration = migrations.error
         else:
@@ -260,8 +296,12 @@ def _consumer_facts(placement, compute, consumers):
     return facts
 
 
-def audit(snapshot, confs=None, flavors=True, pci_config=None,
-          prefix=trait_logic.DEFAULT_TRAIT_PREFIX, provider_configs=None):
+def audit(snapshot: Snapshot,
+          confs: Mapping[str, novaconf.MdevConfig] | None = None,
+          flavors: bool = True, pci_config: pci.PciConfig | None = None,
+          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+          provider_configs: Mapping[str, list[provider_config.Entry]]
+          | None = None) -> list[domain.Finding]:
     """Every finding of the snapshot, sorted.
 
     ``prefix``: of the type traits (``--trait-prefix``), for lost-trait
@@ -284,7 +324,7 @@ def audit(snapshot, confs=None, flavors=True, pci_config=None,
     pci_allocations = [a for a in snapshot.allocations
                        if a.kind == providers.PCI] if pci_config is not None \
         else []
-    found = []
+    found: list[domain.Finding] = []
     if snapshot.nova_error:
         skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
         if snapshot.servers is None:
@@ -333,12 +373,13 @@ def audit(snapshot, confs=None, flavors=True, pci_config=None,
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    repair: object
+    repair: domain.RemoveAllocations | domain.AddTrait
     result: str
     failed: bool = False
 
 
-def _remove(placement, repair, dry_run):
+def _remove(placement: placement_client.PlacementClient,
+            repair: domain.RemoveAllocations, dry_run: bool) -> Outcome:
     if dry_run:
         return Outcome(repair, 'would remove its allocations (consumer '
                        'generation %s)' % repair.generation)
@@ -365,7 +406,9 @@ def _remove(placement, repair, dry_run):
                    '%s)' % repair.generation)
 
 
-def fix(placement, repairs, dry_run=False):
+def fix(placement: placement_client.PlacementClient,
+        repairs: Sequence[domain.RemoveAllocations | domain.AddTrait],
+        dry_run: bool = False) -> dict[tuple[str, ...], Outcome]:
     """Apply ``repairs``; ``{domain.repair_key(r): Outcome}``.
 
     Orphaned allocations: one generation-guarded PUT per consumer. Lost
@@ -376,9 +419,12 @@ def fix(placement, repairs, dry_run=False):
     additions = [r for r in repairs if isinstance(r, domain.AddTrait)]
     if additions and not dry_run:
         trait_writes.create_custom(placement, {r.trait for r in additions})
-    plans = [trait_logic.DevicePlan(r.device, add=(r.trait,))
+    # An AddTrait's device is a providers.Device.
+    plans = [trait_logic.DevicePlan(typing.cast(providers.Device, r.device),
+                                    add=(r.trait,))
              for r in additions]
-    calls = [lambda r=r: _remove(placement, r, dry_run) for r in removals]
+    calls: list[Callable[..., typing.Any]] = [
+        lambda r=r: _remove(placement, r, dry_run) for r in removals]
     calls.append(lambda: trait_writes.apply(placement, plans, dry_run))
     results = pool.call_all(calls, placement.max_workers)
     outcomes = {domain.repair_key(o.repair): o for o in results[:-1]}

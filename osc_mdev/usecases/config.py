@@ -20,6 +20,7 @@ Nova are asked (through ``osc_mdev.api``) only for ``--host``.
 from collections.abc import Callable
 from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_lib import exceptions
 
@@ -32,6 +33,7 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_devspec
 from osc_mdev.domain import pci_placement_translator as translator
+from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.local import sysfs
@@ -90,11 +92,10 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     known: list[str] = []
     pci = pci_rules.pci_config(settings)
     mdev_sysfs = bool(conf.supported_types) or not pci.configured
-    if sysfs_root and mdev_sysfs:
-        parents = sysfs.read_sysfs(sysfs_root)
-        functions = sysfs.pci_functions(sysfs_root,
-                                        list(conf.pgpu_type_mapping))
-        findings += configcheck.sysfs_findings(conf, parents, functions)
+    node = sysfs.read_host(sysfs_root) if sysfs_root else None
+    if node is not None and mdev_sysfs:
+        parents = node.mdev_parents()
+        findings += configcheck.sysfs_findings(conf, parents, node.devices)
         known += [configcheck.nodedev_of(a) for a in parents or ()]
     if host:
         placement, compute = _asked(clients)
@@ -104,14 +105,15 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
         known += [d.nodedev for d in placed]
     effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
     if pci.configured:
-        pci_devices = (sysfs.read_pci_devices(sysfs_root)
-                       if sysfs_root else None)
-        node = host or '<node>'
-        findings += configcheck_pci.pci_findings(pci, pci_devices, node)
+        pci_devices = node.pci_devices() if node is not None else None
+        root_name = host or '<node>'
+        findings += configcheck_pci.pci_findings(pci, pci_devices,
+                                                 root_name)
         if host:
             placement, _ = _asked(clients)
-            findings += pci_placement(placement, pci, pci_devices, node)
-        effects += configreport.pci_effects(pci, pci_devices, node)
+            findings += pci_placement(placement, pci, pci_devices,
+                                      root_name)
+        effects += configreport.pci_effects(pci, pci_devices, root_name)
     return Checked(findings + extra, effects,
                    tuple(settings.files) + config_paths,
                    configreport.scope(conf, pci.configured, sysfs_root,
@@ -133,7 +135,9 @@ def placement_devices(placement: placement_client.PlacementClient,
     found = allocations.node_devices_with_servers(placement, compute, host)
     return [configcheck.PlacementDevice(
         d.candidate.nodedev, d.device, d.resource_class,
-        d.inventory.total, tuple(d.traits or ()), tuple(servers))
+        # The devices are read with their inventories.
+        typing.cast(providers.Inventory, d.inventory).total,
+        tuple(d.traits or ()), tuple(servers))
         for d, servers in found]
 
 
@@ -162,7 +166,8 @@ def node_pci_providers(placement: placement_client.PlacementClient,
     inventories, usages and traits of each in the bounded pool. Empty when
     Placement has no such node.
     """
-    [root] = placement.find_providers(name=host) or [None]
+    roots: list[dict | None] = list(placement.find_providers(name=host))
+    [root] = roots or [None]
     if root is None:
         return []
     found = placement.find_providers(

@@ -177,12 +177,12 @@ def _known_traits(placement: PlacementClient, request: rr.Request | None,
                      for t in g.required | g.forbidden}) if request else []
     classes = request.mdev_classes() if request else []
     named = _trait_names(current) | set(traits)
-    carried, known, rc_exists = pool.call_all(
-        [lambda: placement.traits_among(named, associated=True),
-         lambda: placement.traits_among(named),
-         lambda: all(placement.map(placement.resource_class_exists,
-                                   classes))],
-        placement.max_workers)
+    calls: list[typing.Callable[[], typing.Any]] = [
+        lambda: placement.traits_among(named, associated=True),
+        lambda: placement.traits_among(named),
+        lambda: all(placement.map(placement.resource_class_exists,
+                                  classes))]
+    carried, known, rc_exists = pool.call_all(calls, placement.max_workers)
     if validate and request:
         if not rc_exists:
             raise exceptions.CommandError(

@@ -33,10 +33,12 @@ Requests, whatever the size of the cloud:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -251,11 +253,13 @@ def check(placement: placement_client.PlacementClient,
     inputs = inputs or Inputs({})
     confs, pci_config = inputs.confs, inputs.pci_config
     server_id, _ = naming.find_server_id(compute, reference)
-    server, allocations, listing, hypervisors = pool.call_all([
+    calls: list[Callable[[], typing.Any]] = [
         lambda: compute.get_server(server_id, embedded_flavor=True),
         lambda: placement.get_consumer_allocations(server_id),
         placement.list_providers,
-        compute.list_hypervisors], placement.max_workers)
+        compute.list_hypervisors]
+    server, allocations, listing, hypervisors = pool.call_all(
+        calls, placement.max_workers)
     if server is None:
         raise exceptions.CommandError(
             "No server with ID %s; give its name or ID as 'openstack "

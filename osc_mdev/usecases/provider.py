@@ -295,6 +295,7 @@ def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
     results)``; without ``summaries`` only the listings are read.
     """
     trees: list[str | None]
+    listings: list[Callable[..., list[dict]]]
     if roots is None:
         listings = [placement.list_providers]
         trees = [None]

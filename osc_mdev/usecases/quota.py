@@ -47,6 +47,7 @@ one request each).
 from collections.abc import Iterable
 import dataclasses
 import logging
+import typing
 
 from osc_lib import exceptions
 
@@ -61,6 +62,9 @@ from osc_mdev.domain import quota_metrics
 from osc_mdev.usecases import capacity
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import provider as device_reads
+
+if typing.TYPE_CHECKING:
+    from prometheus_client import core
 
 LOG = logging.getLogger(__name__)
 
@@ -156,7 +160,8 @@ def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
         return None
 
 
-def consumers_projects(placement: placement_api.PlacementClient, devices: list,
+def consumers_projects(placement: placement_api.PlacementClient,
+                       devices: list[providers.Device],
                        servers: list[dict] | None) -> set[str]:
     """The projects of the consumers holding the GPU classes of
     ``devices`` (devices in use): Placement's allocations of each
@@ -186,7 +191,8 @@ def consumers_projects(placement: placement_api.PlacementClient, devices: list,
 
 
 def find_holders(placement: placement_api.PlacementClient,
-                 compute: compute_api.ComputeClient, devices: list,
+                 compute: compute_api.ComputeClient,
+                 devices: list[providers.Device],
                  held: dict[str, int],
                  usages: dict[str, dict[str, int]]) -> None:
     """Add to ``usages`` the projects that hold the GPUs ``usages`` does
@@ -213,7 +219,9 @@ def find_holders(placement: placement_api.PlacementClient,
 
 def _first_round(placement: placement_api.PlacementClient,
                  identity: identity_api.IdentityClient,
-                 service: identity_api.ServiceRef, names: bool) -> tuple:
+                 service: identity_api.ServiceRef, names: bool
+                 ) -> tuple[domain.Limits, list[providers.Device],
+                            list[dict] | None]:
     calls = [lambda: identity.registered_limits(service),
              lambda: identity.limits(service),
              lambda: device_reads.scope_devices(placement,
@@ -248,6 +256,7 @@ def quota_list(placement: placement_api.PlacementClient,
     held = {rc: sum(d.used for d in devices if d.resource_class == rc)
             for rc in classes}
     if projects:
+        assert listed is not None   # named projects are always listed
         wanted = project_ids(list(projects), listed)
         usages = read_usages(placement, wanted)
     else:
@@ -305,7 +314,8 @@ def flavor_fits(placement: placement_api.PlacementClient,
 
 def metric_families(placement: placement_api.PlacementClient,
                     identity: identity_api.IdentityClient,
-                    compute: compute_api.ComputeClient) -> list:
+                    compute: compute_api.ComputeClient
+                    ) -> list['core.GaugeMetricFamily']:
     """The Prometheus families of every project's GPU usage and limit
     (what ``quota list --long`` reads, Nova's default strategy).
     """

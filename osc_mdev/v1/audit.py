@@ -15,7 +15,6 @@
 import argparse
 
 from osc_lib import exceptions
-from osc_lib import utils
 
 from osc_mdev.domain import audit as domain
 from osc_mdev.usecases import audit
@@ -133,20 +132,20 @@ Repair what is safe to repair, shown first::
         rows = []
         errors = 0
         for finding in findings:
-            outcome = None
+            done = None
             if finding.repair is not None and finding.check in checks:
-                outcome = outcomes.get(domain.repair_key(finding.repair))
-            repaired = (outcome is not None and not outcome.failed
+                done = outcomes.get(domain.repair_key(finding.repair))
+            repaired = (done is not None and not done.failed
                         and not parsed_args.dry_run)
             if finding.severity == domain.ERROR and not repaired:
                 errors += 1
             repair = ()
             if checks:
-                repair = (outcome.result if outcome else
+                repair = (done.result if done else
                           '' if finding.check not in checks else
                           'no automatic repair',)
-            rows.append(utils.get_item_properties(finding, COLUMNS) + repair
-                        + utils.get_item_properties(finding, long_cols))
+            rows.append(common.properties(finding, COLUMNS) + repair
+                        + common.properties(finding, long_cols))
         cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + long_cols
         failures = sum(1 for o in outcomes.values() if o.failed)
         outcome = common.verdict(not errors)

@@ -18,7 +18,6 @@ import dataclasses
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
-from osc_lib import utils
 
 from osc_mdev import api
 from osc_mdev.domain import resource_request as rr
@@ -153,7 +152,7 @@ Room for a bare request of two vGPUs with a trait::
             explain=parsed_args.explain, auto_explain=auto_explain,
             count=parsed_args.count)
         if answer.steps is not None:
-            rows = [utils.get_item_properties(s, STEP_FIELDS)
+            rows = [common.properties(s, STEP_FIELDS)
                     for s in answer.steps]
             if summary:
                 fix = answer.fix or ('none needed' if answer.total else
@@ -169,7 +168,7 @@ Room for a bare request of two vGPUs with a trait::
         for h in answer.per_host:
             named = dataclasses.replace(h, devices=tuple(
                 '%s:%s' % (h.host, d) for d in h.devices))
-            row = utils.get_item_properties(
+            row = common.properties(
                 named, cols, formatters={'Devices': format_columns.ListColumn})
             if one is not None:
                 row += (one.per_host.get(h.host, 0),) + (

@@ -33,6 +33,7 @@ import typing
 
 from osc_lib.command import command
 from osc_lib import exceptions
+from osc_lib import utils
 
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits
@@ -168,6 +169,17 @@ def _help_formatter(base: typing.Any) -> type[argparse.HelpFormatter]:
     return Help
 
 
+def properties(item: object, fields: Sequence[str],
+               formatters: dict[str, typing.Any] | None = None
+               ) -> tuple[typing.Any, ...]:
+    """osc-lib's ``get_item_properties`` of a record: the values of its
+    attributes named by ``fields`` (``Devices Left``: ``devices_left``),
+    through ``formatters``.
+    """
+    return utils.get_item_properties(
+        item, fields, formatters=formatters)  # type: ignore[arg-type]
+
+
 def bare_request(parsed_args: argparse.Namespace,
                  required: Collection[str]) -> rr.Request:
     """The mdev request of --resource-class, --amount, --spread,
@@ -213,6 +225,17 @@ class Outcome:
 
 
 DONE = Outcome()
+
+
+def unwritten(count: int) -> Outcome:
+    """The end of a command that writes files, ``count`` of which could
+    not be written.
+    """
+    if not count:
+        return DONE
+    return Outcome(failure=(
+        '%d file(s) could not be written (the old ones are kept); see the '
+        'Result column.' % count))
 
 
 def verdict(yes: bool) -> Outcome:

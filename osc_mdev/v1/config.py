@@ -10,22 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack mdev config check``."""
+"""``openstack mdev config check`` and ``config generate``."""
 
 import argparse
-import os
 
 from osc_lib import exceptions
 
 from osc_mdev import api
+from osc_mdev.api import compute
+from osc_mdev.api import placement
+from osc_mdev.domain import configgenerate
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.usecases import config
+from osc_mdev.usecases import config_generate
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
-
-SYSFS = ("Root of the compute node's sysfs (/sys there): also check the "
-         'file against the devices and types the kernel offers.')
 
 
 class CheckConfig(common.Lister):
@@ -56,6 +56,8 @@ What will change in Placement when it restarts::
     # Only --host talks to the cloud: a compute node can check its files
     # with no credentials at all.
     auth_required = False
+    text: str | None
+    failed: list[config_generate.Written]
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -67,7 +69,7 @@ What will change in Placement when it restarts::
                  'default.')
         options.host(parser, several=False)
         options.provider_config(parser)
-        parser.add_argument('--sysfs', metavar='<root>', help=SYSFS)
+        options.sysfs(parser)
         options.trait_prefix(parser)
         options.long(parser)
         return parser
@@ -77,10 +79,6 @@ What will change in Placement when it restarts::
             raise exceptions.CommandError(
                 'The following arguments are required: <file> (nova.conf '
                 'files) or --provider-config, or both.')
-        if parsed_args.sysfs and not os.path.isdir(parsed_args.sysfs):
-            raise exceptions.CommandError(
-                '--sysfs %s is not a directory; give the root of the '
-                "node's sysfs, /sys on the compute node." % parsed_args.sysfs)
         try:
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
@@ -98,6 +96,93 @@ What will change in Placement when it restarts::
                 'configuration.' % len(checked.errors)))
         return common.Listing(columns, rows, outcome)
 
-    def _clients(self) -> tuple:
-        mdev = api.authenticated(self.app).mdev
+    def _clients(self) -> tuple[placement.PlacementClient,
+                                compute.ComputeClient]:
+        manager = api.authenticated(self.app)
+        mdev: api.MdevClient = manager.mdev  # type: ignore[attr-defined]
         return mdev.placement, mdev.compute
+
+
+GENERATE_COLUMNS = ('File', 'Holds', 'Result')
+
+
+def gpu_type(value: str) -> configgenerate.Choice:
+    """A ``--type`` value: ``GPU=TYPE[:COUNT]``."""
+    try:
+        return configgenerate.parse_choice(value)
+    except configgenerate.GenerateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _worded(exc: configgenerate.GenerateError) -> str:
+    """The domain's refusal as one sentence naming the --type it is
+    about.
+    """
+    if exc.choice is None:
+        return '%s.' % exc
+    return '--type %s: %s.' % (exc.choice.text, exc)
+
+
+TYPE = (
+    "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
+    'vGPU type by name, with or without NVIDIA, or number; COUNT VFs '
+    'only. Repeat for each GPU.')
+
+
+class GenerateConfig(common.Lister):
+    """Write the vGPU configuration of a compute node from its devices.
+
+    From the node's sysfs and one vGPU type per GPU: for SR-IOV vGPUs
+    (NVIDIA vGPU 17 and later) the compute node's [pci] device_spec per VF,
+    the controller's type-VF [pci] alias per class, and a systemd unit and
+    script that give every VF its type back before nova-compute starts; for
+    mdev GPUs [devices] enabled_mdev_types and [mdev_<type>]
+    device_addresses. Bad input is refused before any file is written.
+    """
+
+    _epilog = """\
+Examples:
+
+On the compute node: three L4-8Q vGPUs on one GPU, L4-4Q on every VF of
+another, written in vgpu/::
+
+    openstack mdev config generate --sysfs /sys \\
+        --type 0000:25:00.0=L4-8Q:3 --type 0000:26:00.0=L4-4Q \\
+        --output-dir vgpu/
+
+The file of an mdev GPU, printed::
+
+    openstack mdev config generate --sysfs /sys --type 0000:84:00.0=nvidia-35
+"""
+
+    auth_required = False
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        options.sysfs(parser, required=True)
+        parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
+                            dest='types', type=gpu_type, action='append',
+                            required=True, help=TYPE)
+        options.output_dir(parser)
+        options.dry_run(parser)
+        return parser
+
+    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+        directory = parsed_args.output_dir
+        try:
+            done = config_generate.generate(parsed_args.sysfs,
+                                            parsed_args.types, directory,
+                                            parsed_args.dry_run)
+        except configgenerate.GenerateError as exc:
+            raise exceptions.CommandError(_worded(exc)) from exc
+        except config_generate.DirectoryError as exc:
+            raise exceptions.CommandError('%s.' % exc) from exc
+        if directory is None or parsed_args.dry_run:
+            return common.Listing((), [], text=''.join(
+                '%s==> %s <==\n%s' % ('\n' if i else '', w.file.name,
+                                      w.file.text)
+                for i, w in enumerate(done)))
+        return common.Listing(
+            GENERATE_COLUMNS,
+            [(str(w.path), w.file.holds, w.result) for w in done],
+            common.unwritten(sum(1 for w in done if w.failed)))

@@ -84,6 +84,10 @@ PROVIDER_CONFIG = (
     "A compute node's own provider config file, or the directory "
     'nova-compute reads them from (its .yaml files), as PATH or '
     'HOST=PATH (HOST as --host names it). Repeat for several.')
+SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
+         'of it.')
+OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
+              'replaced atomically; without it, the files are printed.')
 
 
 # -- parsing option values ------------------------------------------------
@@ -130,6 +134,15 @@ def at_least_one(value: str) -> int:
         raise argparse.ArgumentTypeError(
             'must be at least 1, not %d' % number)
     return number
+
+
+def sysfs_root(value: str) -> str:
+    """A directory, the root of a node's sysfs (``--sysfs``)."""
+    if not os.path.isdir(value):
+        raise argparse.ArgumentTypeError(
+            "%s is not a directory; give the root of the node's sysfs, "
+            '/sys on the compute node' % value)
+    return value
 
 
 def _checked(check: Callable[[str], str], value: str) -> str:
@@ -309,6 +322,15 @@ def output(parser: Parser) -> None:
 def provider_config_dir(parser: Parser) -> None:
     parser.add_argument('--provider-config-dir', metavar='<dir>',
                         help=PROVIDER_CONFIG_DIR)
+
+
+def sysfs(parser: Parser, required: bool = False) -> None:
+    parser.add_argument('--sysfs', metavar='<root>', type=sysfs_root,
+                        required=required, help=SYSFS)
+
+
+def output_dir(parser: Parser) -> None:
+    parser.add_argument('--output-dir', metavar='<dir>', help=OUTPUT_DIR)
 
 
 def provider_config(parser: Parser) -> None:

@@ -316,12 +316,7 @@ One host's file, only its type traits, printed::
             assert isinstance(printed, provider_config.HostFile)
             return common.Listing((), [], text=printed.text)
         written = [w for w in done if isinstance(w, provider_config.Written)]
-        failed = [w for w in written if w.failed]
-        outcome = common.DONE
-        if failed:
-            outcome = common.Outcome(failure=(
-                '%d file(s) could not be written (the old ones are kept); '
-                'see the Result column.' % len(failed)))
         return common.Listing(EXPORT_COLUMNS, [
             (w.file.host, w.path, w.file.devices, w.file.traits, w.result)
-            for w in written], outcome)
+            for w in written], common.unwritten(
+                sum(1 for w in written if w.failed)))

@@ -206,20 +206,9 @@ def sysfs_check(tmp_path, root, text):
     path.write_text(text)
     conf = local_novaconf.parse_files(
         [str(path)], local_sysfs.sysfs_virtual_parent(root))
-    parents = local_sysfs.read_sysfs(root)
-    functions = local_sysfs.pci_functions(root, list(conf.pgpu_type_mapping))
-    return conf, configcheck.sysfs_findings(conf, parents, functions)
-
-
-def test_read_sysfs(node):
-    parents = local_sysfs.read_sysfs(node)
-    assert sorted(parents) == ['0000:41:00.4', '0000:41:00.5',
-                               '0000:41:00.6', '0000:84:00.0',
-                               '0000:85:00.0', 'mtty_mtty']
-    assert parents['0000:84:00.0'].types == {'nvidia-35': 4, 'nvidia-36': 2}
-    assert parents['0000:41:00.5'].physfn == '0000:41:00.0'
-    pf = local_sysfs.pci_functions(node, ['0000:41:00.0'])['0000:41:00.0']
-    assert pf.virtfns == ('0000:41:00.4', '0000:41:00.5', '0000:41:00.6')
+    host = local_sysfs.read_host(root)
+    return conf, configcheck.sysfs_findings(conf, host.mdev_parents(),
+                                            host.devices)
 
 
 SR = '[devices]\nenabled_mdev_types = nvidia-35, nvidia-558\n'
@@ -289,14 +278,14 @@ def test_no_mdev_bus(tmp_path):
     (tmp_path / 'empty').mkdir()
     conf, _ = check(tmp_path, GOOD)
     [finding] = configcheck.sysfs_findings(
-        conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
+        conf, local_sysfs.read_host(str(tmp_path / 'empty')).mdev_parents())
     # Nova starts (see the cross-check below): a warning, not an error.
     assert finding.severity == 'warning'
     assert 'nova-compute will start' in finding.message
     assert 'offers no mediated devices' in finding.message
     conf, _ = check(tmp_path, '[DEFAULT]\ndebug = true\n')
     [finding] = configcheck.sysfs_findings(
-        conf, local_sysfs.read_sysfs(str(tmp_path / 'empty')))
+        conf, local_sysfs.read_host(str(tmp_path / 'empty')).mdev_parents())
     assert finding.severity == 'info'
 
 
