@@ -28,6 +28,7 @@ from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import configcheck_pci
+from osc_mdev.domain import configcheck_usage
 from osc_mdev.domain import configreport
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
@@ -100,6 +101,9 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
         placed = placement_devices(placement, compute, host)
         findings += configcheck.placement_findings(conf, host, placed,
                                                    trait_prefix)
+        if node is not None:
+            findings += configcheck_usage.mdev_usage_findings(node, host,
+                                                              placed)
         known += [d.nodedev for d in placed]
     effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
     if pci.configured:
@@ -133,7 +137,7 @@ def placement_devices(placement: placement_client.PlacementClient,
     found = allocations.node_devices_with_servers(placement, compute, host)
     return [configcheck.PlacementDevice(
         d.candidate.nodedev, d.device, d.resource_class,
-        d.inventory.total, tuple(d.traits or ()), tuple(servers))
+        d.inventory.total, tuple(d.traits or ()), tuple(servers), d.used)
         for d, servers in found]
 
 

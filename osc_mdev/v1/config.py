@@ -70,7 +70,8 @@ What will change in Placement when it restarts::
             '--sysfs', metavar='<root>',
             help="Root of the compute node's sysfs (/sys there): also check "
                  'the file against the devices and types the kernel '
-                 'offers.')
+                 "offers and, with --host, the node's vGPUs against those "
+                 'Placement holds in use there.')
         options.trait_prefix(parser)
         options.long(parser)
         return parser

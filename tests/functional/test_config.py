@@ -248,11 +248,8 @@ device_addresses = 0000:85:00.0
         ('0000:87:00.0', 'nvidia-35', 'CUSTOM_NV35')]
 
 
-def test_host_matching_file_is_clean(placement: object, auth: tuple,
-                                     node: tuple,
-                                     tmp_path: pathlib.Path) -> None:
-    name, root, gpus = node
-    path = write(tmp_path, """
+#: The file the node's providers were made from.
+MATCHING = """
 [devices]
 enabled_mdev_types = nvidia-36, nvidia-37
 [mdev_nvidia-36]
@@ -260,12 +257,50 @@ device_addresses = 0000:84:00.0,0000:85:00.0
 [mdev_nvidia-37]
 device_addresses = 0000:86:00.0
 mdev_class = CUSTOM_OLD
-""" + NVIDIA_DOWNTIME)
+""" + NVIDIA_DOWNTIME
+
+
+def test_host_matching_file_is_clean(placement: object, auth: tuple,
+                                     node: tuple,
+                                     tmp_path: pathlib.Path) -> None:
+    name, root, gpus = node
+    path = write(tmp_path, MATCHING)
     result = check(path, '--host', name, '-f', 'json', auth=auth)
     assert findings(result.json()) == []
     [verdict] = [r for r in result.json() if r['Severity'] == 'result']
     assert verdict['Message'].endswith('. Nothing is wrong.')
     assert "Placement's view of %s" % name in verdict['Message']
+
+
+def test_host_with_sysfs_names_a_gpu_that_lost_an_mdev(
+        placement: object, auth: tuple, node: tuple,
+        tmp_path: pathlib.Path) -> None:
+    # Placement holds two VGPUs on 0000:84:00.0 and one on 0000:85:00.0;
+    # the host has one mdev on each: one mdev of 0000:84:00.0 is gone.
+    name, root, gpus = node
+    lost = sorted([placement.boot_server(root, gpus[0]),
+                   placement.boot_server(root, gpus[0])])
+    placement.boot_server(root, gpus[1])
+    path = write(tmp_path, MATCHING)
+    root_dir = sysfs.build(tmp_path / 'sys', devices=[
+        ('0000:84:00.0', {'nvidia-36': 3}, None),
+        ('0000:85:00.0', {'nvidia-36': 3}, None),
+        ('0000:86:00.0', {'nvidia-37': 2}, None)], mdevs=[
+        (str(uuid.uuid4()), '0000:84:00.0', 'nvidia-36'),
+        (str(uuid.uuid4()), '0000:85:00.0', 'nvidia-36')])
+    result = check(path, '--sysfs', root_dir, '--host', name, '-f', 'json',
+                   auth=auth)
+    assert result.rc == 0, result.stderr
+    assert findings(result.json()) == [{
+        'Severity': 'warning', 'Where': 'Placement, host %s' % name,
+        'Message': 'GPU 0000:84:00.0 has 1 mdev but Placement holds 2 VGPU '
+        'there, for servers %s and %s: 1 of their 2 mdevs is gone, as '
+        'after a reboot that did not keep the mdevs; a server without its '
+        "mdev does not start: create it again with the UUID of the server's "
+        "libvirt domain (its <hostdev type='mdev'>)." % tuple(lost)}]
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert verdict['Message'].endswith(
+        ': nova-compute will start but do something other than written.')
 
 
 def test_host_errors(placement, auth, tmp_path):
