@@ -29,7 +29,9 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import configcheck_pci
 from osc_mdev.domain import configcheck_usage
+from osc_mdev.domain import configcheck_vf
 from osc_mdev.domain import configreport
+from osc_mdev.domain import host_gpus
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_devspec
@@ -85,14 +87,38 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     conf = local_novaconf.parse_files(files, virtual)
     settings = conf.settings
     assert settings is not None     # parsed from the files
+    pci = pci_rules.pci_config(settings)
+    node = sysfs.read_host(sysfs_root) if sysfs_root else None
+    vfs = (configcheck_vf.vf_check(pci, node) if node is not None
+           else configcheck_vf.VfCheck([]))
     findings = list(conf.findings)
     findings += configcheck.file_findings(
         conf, sysfs_checked=bool(sysfs_root))
+    found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
+                                clients)
+    findings += found
+    if pci.configured:
+        found, pci_effects = _pci_half(pci, node, host, clients,
+                                       vfs.explained)
+        findings += found
+        effects += pci_effects
+    return Checked(findings + vfs.findings + extra, effects,
+                   tuple(settings.files) + config_paths,
+                   configreport.scope(conf, pci.configured, sysfs_root,
+                                      host, bool(config_paths),
+                                      vfs.scope()))
+
+
+def _mdev_half(conf: novaconf.MdevConfig, pci: pci_rules.PciConfig,
+               node: host_gpus.Host | None, host: str | None,
+               trait_prefix: str, clients: Clients | None
+               ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
+    """The mdev options against the node's devices and Placement, with
+    the node's mdevs against the vGPUs Placement holds in use there.
+    """
+    findings: list[novaconf.Finding] = []
     known: list[str] = []
-    pci = pci_rules.pci_config(settings)
-    mdev_sysfs = bool(conf.supported_types) or not pci.configured
-    node = sysfs.read_host(sysfs_root) if sysfs_root else None
-    if node is not None and mdev_sysfs:
+    if node is not None and (conf.supported_types or not pci.configured):
         parents = node.mdev_parents()
         findings += configcheck.sysfs_findings(conf, parents, node.devices)
         known += [configcheck.nodedev_of(a) for a in parents or ()]
@@ -105,21 +131,25 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
             findings += configcheck_usage.mdev_usage_findings(node, host,
                                                               placed)
         known += [d.nodedev for d in placed]
-    effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
-    if pci.configured:
-        pci_devices = node.pci_devices() if node is not None else None
-        root_name = host or '<node>'
-        findings += configcheck_pci.pci_findings(pci, pci_devices,
-                                                 root_name)
-        if host:
-            placement, _ = _asked(clients)
-            findings += pci_placement(placement, pci, pci_devices,
-                                      root_name)
-        effects += configreport.pci_effects(pci, pci_devices, root_name)
-    return Checked(findings + extra, effects,
-                   tuple(settings.files) + config_paths,
-                   configreport.scope(conf, pci.configured, sysfs_root,
-                                      host, bool(config_paths)))
+    return findings, configreport.device_effects(
+        conf, list(dict.fromkeys(known)))
+
+
+def _pci_half(pci: pci_rules.PciConfig, node: host_gpus.Host | None,
+              host: str | None, clients: Clients | None,
+              explained: Sequence[pci_devspec.DeviceSpec]
+              ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
+    """``[pci]`` against the node's PCI functions and its PCI providers
+    in Placement; ``explained``: specs naming VFs not enabled.
+    """
+    pci_devices = node.pci_devices() if node is not None else None
+    root_name = host or '<node>'
+    findings = configcheck_pci.pci_findings(pci, pci_devices, root_name,
+                                            explained)
+    if host:
+        placement, _ = _asked(clients)
+        findings += pci_placement(placement, pci, pci_devices, root_name)
+    return findings, configreport.pci_effects(pci, pci_devices, root_name)
 
 
 def _asked(clients: Clients | None

@@ -521,6 +521,51 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
         % pci_node]
 
 
+# -- SR-IOV vGPUs: VFs typed through sysfs ----------------------------------
+
+def vgpu_conf(tmp_path, vfs, rc='CUSTOM_NVIDIA_L4_8Q'):
+    """A compute's nova.conf as Nova's PCI passthrough guide writes it for
+    NVIDIA VFs: one device_spec per VF, the type's class, managed no.
+    """
+    return write(tmp_path, '[pci]\nreport_in_placement = True\n' + ''.join(
+        'device_spec = {"vendor_id": "10de", "address": "%s", '
+        '"resource_class": "%s", "managed": "no"}\n' % (vf, rc)
+        for vf in vfs) + '[filter_scheduler]\npci_in_placement = True\n')
+
+
+def test_vgpu_vfs_clean_host_says_so(tmp_path):
+    l4 = sysfs.VgpuGpu('0000:25:00.0', numvfs=4, current={0: 1162, 1: 1162},
+                       header=True)
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[l4])
+    result = check(vgpu_conf(tmp_path, l4.vfs[:2]), '--sysfs', root, '-f',
+                   'json')
+    assert result.rc == 0, result.stderr
+    assert [f for f in findings(result.json())
+            if f['Severity'] != 'info'] == []
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert ('the devices under %s and the vGPU types of the 4 VFs of GPU '
+            '0000:25:00.0 (all 2 offered, each typed as its class says). '
+            'Nothing is wrong (1 note).' % root) in verdict['Message']
+
+
+def test_vgpu_vfs_after_a_reboot_and_misnamed(tmp_path):
+    # GPU A lost its types in a reboot; GPU B is typed L4-4Q under the
+    # class of L4-8Q.
+    gpu_a = sysfs.VgpuGpu('0000:25:00.0', numvfs=2)
+    gpu_b = sysfs.VgpuGpu('0000:26:00.0', numvfs=2, current={0: 1161})
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[gpu_a, gpu_b])
+    path = vgpu_conf(tmp_path, gpu_a.vfs + gpu_b.vfs[:1])
+    result = check(path, '--sysfs', root, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert [(f['Severity'], f['Message'].split(': ')[0])
+            for f in findings(result.json()) if f['Severity'] != 'info'] == [
+        ('warning', 'VFs 0000:25:00.4, 0000:25:00.5 of GPU 0000:25:00.0 '
+         'are offered as CUSTOM_NVIDIA_L4_8Q but have no vGPU type '
+         '(current_vgpu_type 0), as after a reboot'),
+        ('warning', 'Class CUSTOM_NVIDIA_L4_8Q is named after NVIDIA L4-8Q '
+         '(1162), but a VF offered as it has another type')]
+
+
 # -- An OSC lister: every format, -c, --long; the result row --------------
 
 CLEAN = """[DEFAULT]
