@@ -371,6 +371,8 @@ class PlacementPciProvider:
     total: int
     used: int
     traits: tuple[str, ...]
+    uuid: str = ''
+    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
 
 
 def _tracking_turned_off(pci: pci_rules.PciConfig, host: str,

@@ -78,11 +78,19 @@ class VfCheck:
 
     findings: list[Finding]
     gpus: tuple[str, ...] = ()
-    vfs: int = 0
-    offered: int = 0
+    vfs: tuple[Vf, ...] = ()
+    names: Names = dataclasses.field(default_factory=dict)
     explained: tuple[devspec.DeviceSpec, ...] = ()
-    #: the types of offered VFs that no VF lists by name any more
-    unnamed: tuple[int, ...] = ()
+
+    @property
+    def offered(self) -> list[Vf]:
+        return [v for v in self.vfs if v.spec is not None]
+
+    @property
+    def unnamed(self) -> list[int]:
+        """The types of offered VFs that no VF lists by name any more."""
+        return sorted({v.current for v in self.offered
+                       if v.current and v.current not in self.names})
 
     def scope(self) -> str | None:
         """What was checked, in words, for the result row: a host whose
@@ -90,14 +98,15 @@ class VfCheck:
         """
         if not self.gpus:
             return None
+        offered = len(self.offered)
         text = 'the vGPU types of the %s of %s %s' % (
-            words.count(self.vfs, 'VF'),
+            words.count(len(self.vfs), 'VF'),
             'GPU' if len(self.gpus) == 1 else 'GPUs',
             words.and_list(list(self.gpus)))
-        if not self.findings and self.offered:
+        if not self.findings and offered:
             text += (' (%s, each typed as its class says)' %
-                     ('the one offered' if self.offered == 1 else
-                      'all %d offered' % self.offered))
+                     ('the one offered' if offered == 1 else
+                      'all %d offered' % offered))
         if self.unnamed:
             text += (' (no VF can take type %s any more, so sysfs does not '
                      'name %s: the class names are not checked against %s)'
@@ -363,8 +372,4 @@ def vf_check(pci: pci_rules.PciConfig, host: host_gpus.Host) -> VfCheck:
     found += untyped_findings(vfs, pci, names)
     found += mixed_type_findings(vfs, pci, names)
     found += not_offered_findings(vfs, names)
-    offered = [v for v in vfs if v.spec is not None]
-    unnamed = sorted({v.current for v in offered
-                      if v.current and v.current not in names})
-    return VfCheck(found, gpus, len(vfs), len(offered), explained,
-                   tuple(unnamed))
+    return VfCheck(found, gpus, tuple(vfs), names, explained)

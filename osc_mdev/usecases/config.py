@@ -97,11 +97,16 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
                                 clients)
     findings += found
+    placed_pci = (node_pci_providers(_asked(clients)[0], host)
+                  if host and (pci.configured or vfs.gpus) else [])
     if pci.configured:
-        found, pci_effects = _pci_half(pci, node, host, clients,
+        found, pci_effects = _pci_half(pci, node, host, placed_pci,
                                        vfs.explained)
         findings += found
         effects += pci_effects
+    if host and vfs.gpus:
+        findings += configcheck_usage.vf_usage_findings(
+            vfs, host, with_servers(clients, host, placed_pci))
     return Checked(findings + vfs.findings + extra, effects,
                    tuple(settings.files) + config_paths,
                    configreport.scope(conf, pci.configured, sysfs_root,
@@ -136,19 +141,20 @@ def _mdev_half(conf: novaconf.MdevConfig, pci: pci_rules.PciConfig,
 
 
 def _pci_half(pci: pci_rules.PciConfig, node: host_gpus.Host | None,
-              host: str | None, clients: Clients | None,
+              host: str | None,
+              placed: Sequence[configcheck_pci.PlacementPciProvider],
               explained: Sequence[pci_devspec.DeviceSpec]
               ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
-    """``[pci]`` against the node's PCI functions and its PCI providers
-    in Placement; ``explained``: specs naming VFs not enabled.
+    """``[pci]`` against the node's PCI functions and (for ``host``) its
+    PCI providers in Placement, ``placed``; ``explained``: specs naming
+    VFs not enabled.
     """
     pci_devices = node.pci_devices() if node is not None else None
     root_name = host or '<node>'
     findings = configcheck_pci.pci_findings(pci, pci_devices, root_name,
                                             explained)
     if host:
-        placement, _ = _asked(clients)
-        findings += pci_placement(placement, pci, pci_devices, root_name)
+        findings += pci_placement(pci, placed, pci_devices, root_name)
     return findings, configreport.pci_effects(pci, pci_devices, root_name)
 
 
@@ -171,14 +177,13 @@ def placement_devices(placement: placement_client.PlacementClient,
         for d, servers in found]
 
 
-def pci_placement(placement: placement_client.PlacementClient,
-                  pci: pci_rules.PciConfig,
+def pci_placement(pci: pci_rules.PciConfig,
+                  placed: Sequence[configcheck_pci.PlacementPciProvider],
                   devices: Sequence[pci_devspec.PciDevice] | None,
                   host: str) -> list[novaconf.Finding]:
-    """What happens to the node's PCI providers in Placement when
-    nova-compute restarts with the files.
+    """What happens to the node's PCI providers in Placement (``placed``)
+    when nova-compute restarts with the files.
     """
-    placed = node_pci_providers(placement, host)
     predicted = None
     if devices is not None:
         predicted, _ = translator.pci_providers(
@@ -210,15 +215,34 @@ def node_pci_providers(placement: placement_client.PlacementClient,
             continue
         inventories = detail['inventories'][1]
         usages = detail.get('usages') or {}
+        traits = tuple(sorted(detail.get('traits') or ()))
         for rc, inventory in sorted(inventories.items()):
             result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], rc, inventory['total'],
-                usages.get(rc, 0), tuple(sorted(detail.get('traits') or ()))))
+                usages.get(rc, 0), traits, provider['uuid']))
         if not inventories:
             result.append(configcheck_pci.PlacementPciProvider(
-                provider['name'], None, 0, 0,
-                tuple(sorted(detail.get('traits') or ()))))
+                provider['name'], None, 0, 0, traits, provider['uuid']))
     return result
+
+
+def with_servers(clients: Clients | None, host: str,
+                 placed: Sequence[configcheck_pci.PlacementPciProvider]
+                 ) -> list[configcheck_pci.PlacementPciProvider]:
+    """The PCI providers, each in use with the servers holding its class
+    there: one allocations read per provider in use, the names from Nova
+    in bulk.
+    """
+    in_use = {p.uuid: p.resource_class for p in placed
+              if p.used and p.resource_class is not None}
+    if not in_use:
+        return list(placed)
+    placement, compute = _asked(clients)
+    consumers = allocations.consumers_of(placement, in_use)
+    labels = allocations.server_labels(
+        compute, host, {c for cs in consumers.values() for c in cs})
+    return [dataclasses.replace(p, servers=tuple(
+        labels[c] for c in consumers.get(p.uuid, ()))) for p in placed]
 
 
 def check_provider_configs(values: Iterable[str], host: str | None = None,

@@ -566,6 +566,29 @@ def test_vgpu_vfs_after_a_reboot_and_misnamed(tmp_path):
          '(1162), but a VF offered as it has another type')]
 
 
+def test_vgpu_vfs_held_by_servers_after_a_reboot(placement, auth,
+                                                 tmp_path):
+    # Placement holds two of the GPU's VFs; after a reboot none is typed.
+    name = 'vf-node.example.com'
+    root = placement.add_compute_node(name)
+    provider = placement.add_pci_device(root, name, '0000:25:00.0',
+                                        'CUSTOM_NVIDIA_L4_8Q', total=2)
+    servers = sorted(placement.boot_server(root, provider)
+                     for _ in range(2))
+    l4 = sysfs.VgpuGpu('0000:25:00.0', numvfs=2)
+    root_dir = sysfs.build(tmp_path / 'sys', vgpu_gpus=[l4])
+    result = check(vgpu_conf(tmp_path, l4.vfs), '--sysfs', root_dir,
+                   '--host', name, '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    assert [f['Message'] for f in findings(result.json())
+            if f['Where'] == 'Placement, host %s' % name] == [
+        'Provider %s_0000:25:00.0 (GPU 0000:25:00.0) has 2 '
+        'CUSTOM_NVIDIA_L4_8Q in use, for servers %s and %s, but only 0 of '
+        'its VFs have NVIDIA L4-8Q (1162), as after a reboot: a server '
+        'given a VF without it does not start. Re-apply the types before '
+        'nova-compute starts.' % (name, *servers)]
+
+
 # -- An OSC lister: every format, -c, --long; the result row --------------
 
 CLEAN = """[DEFAULT]
