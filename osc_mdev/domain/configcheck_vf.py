@@ -103,16 +103,23 @@ class VfCheck:
             words.count(len(self.vfs), 'VF'),
             'GPU' if len(self.gpus) == 1 else 'GPUs',
             words.and_list(list(self.gpus)))
+        said = []
         if not self.findings and offered:
-            text += (' (%s, each typed as its class says)' %
-                     ('the one offered' if offered == 1 else
-                      'all %d offered' % offered))
+            said.append('%s, each %s' % (
+                'the one offered' if offered == 1 else
+                'all %d offered' % offered,
+                'with a vGPU type' if self.unnamed else
+                'typed as its class says'))
         if self.unnamed:
-            text += (' (no VF can take type %s any more, so sysfs does not '
-                     'name %s: the class names are not checked against %s)'
-                     % (words.and_list([str(n) for n in self.unnamed]),
-                        'it' if len(self.unnamed) == 1 else 'them',
-                        'it' if len(self.unnamed) == 1 else 'them'))
+            one = len(self.unnamed) == 1
+            said.append(
+                'no VF can take %s %s any more, so sysfs does not name %s: '
+                'the class names are not checked against %s' % (
+                    'type' if one else 'types',
+                    words.and_list([str(n) for n in self.unnamed]),
+                    'it' if one else 'them', 'it' if one else 'them'))
+        if said:
+            text += ' (%s)' % '; '.join(said)
         return text
 
 

@@ -157,8 +157,8 @@ def _allocations_or_empty(placement):
 def node_devices_with_servers(placement, compute, host):
     """The mdev devices Placement has for compute node ``host``, each with
     the servers (``name (ID)``, or the consumer ID when Nova cannot say)
-    holding its resource class: ``[(Device, [server, ...])]``. Allocations
-    are read only for the devices in use.
+    holding its resource class, by name: ``[(Device, [server, ...])]``.
+    Allocations are read only for the devices in use.
     """
     found = devices.list_devices(
         placement, providers.DeviceFilter(hosts=(host,)))
@@ -166,7 +166,7 @@ def node_devices_with_servers(placement, compute, host):
         placement, {d.uuid: d.resource_class for d in found if d.used})
     labels = server_labels(compute, host,
                            {c for cs in consumers.values() for c in cs})
-    return [(d, [labels[c] for c in consumers.get(d.uuid, ())])
+    return [(d, sorted(labels[c] for c in consumers.get(d.uuid, ())))
             for d in found]
 
 

@@ -230,8 +230,8 @@ def with_servers(clients: Clients | None, host: str,
                  placed: Sequence[configcheck_pci.PlacementPciProvider]
                  ) -> list[configcheck_pci.PlacementPciProvider]:
     """The PCI providers, each in use with the servers holding its class
-    there: one allocations read per provider in use, the names from Nova
-    in bulk.
+    there (by name): one allocations read per provider in use, the names
+    from Nova in bulk.
     """
     in_use = {p.uuid: p.resource_class for p in placed
               if p.used and p.resource_class is not None}
@@ -241,8 +241,8 @@ def with_servers(clients: Clients | None, host: str,
     consumers = allocations.consumers_of(placement, in_use)
     labels = allocations.server_labels(
         compute, host, {c for cs in consumers.values() for c in cs})
-    return [dataclasses.replace(p, servers=tuple(
-        labels[c] for c in consumers.get(p.uuid, ()))) for p in placed]
+    return [dataclasses.replace(p, servers=tuple(sorted(
+        labels[c] for c in consumers.get(p.uuid, ())))) for p in placed]
 
 
 def check_provider_configs(values: Iterable[str], host: str | None = None,

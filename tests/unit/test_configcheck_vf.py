@@ -89,9 +89,28 @@ def test_full_gpus_name_no_type(tmp_path: pathlib.Path) -> None:
     assert check.findings == []
     assert check.scope() == (
         'the vGPU types of the 4 VFs of GPU 0000:25:00.0 (all 2 offered, '
-        'each typed as its class says) (no VF can take type 1162 any more, '
-        'so sysfs does not name it: the class names are not checked '
-        'against it)')
+        'each with a vGPU type; no VF can take type 1162 any more, so '
+        'sysfs does not name it: the class names are not checked against '
+        'it)')
+
+
+def test_full_gpus_of_two_types_name_neither(tmp_path: pathlib.Path) -> None:
+    gpus = [gpu(GPU_A, {0: L4_8Q, 1: L4_8Q}, full=True),
+            gpu(GPU_B, {0: L4_4Q, 1: L4_4Q}, full=True)]
+    # GPU A offered as L4-8Q, GPU B as L4-4Q: both full.
+    specs = ''.join(
+        'device_spec = {"address": "%s", "resource_class": '
+        '"CUSTOM_NVIDIA_L4_4Q", "managed": "no"}\n' % vf
+        for vf in gpus[1].vfs[:2])
+    text = nova_conf(gpus[0].vfs[:2]).replace(
+        '[filter_scheduler]', specs + '[filter_scheduler]')
+    check = run(tmp_path, text, gpus)
+    assert check.findings == []
+    assert check.scope() is not None
+    assert check.scope().endswith(
+        '(all 4 offered, each with a vGPU type; no VF can take types 1161 '
+        'and 1162 any more, so sysfs does not '
+        'name them: the class names are not checked against them)')
 
 
 def test_untyped_vfs_offered_after_a_reboot(tmp_path: pathlib.Path) -> None:
