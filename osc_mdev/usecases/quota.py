@@ -148,7 +148,7 @@ def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
     Nova cannot list them.
     """
     try:
-        return compute.every_server()
+        return compute.list_servers()
     except exceptions.CommandError as exc:
         LOG.warning('Warning: Nova could not list the servers (%s); the '
                     'project of each consumer of the GPUs is read from '
