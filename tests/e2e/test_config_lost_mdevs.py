@@ -116,7 +116,7 @@ def test_a_gpu_that_lost_an_mdev_is_named_with_its_servers(
     assert finding['Message'].startswith(
         'GPU %s has 1 mdev but Placement holds 2 CUSTOM_NV12 there, for '
         'servers %s and %s: 1 of their 2 mdevs is gone' % (
-            GPU_12, *('%s (%s)' % (servers[s], s) for s in on_gpu)))
+            GPU_12, *sorted('%s (%s)' % (servers[s], s) for s in on_gpu)))
     assert lost['server'] in on_gpu
     [result] = [r for r in rows if r['Severity'] == 'result']
     assert result['Message'].endswith(
