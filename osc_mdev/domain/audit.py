@@ -24,6 +24,7 @@ from osc_mdev.domain import explanation
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
@@ -233,15 +234,13 @@ def server_request(server: nova_servers.Server,
     """The request of the server's embedded flavor (the copy Nova keeps
     with the server, ``flavor`` from microversion 2.47), as Nova builds
     it (``resource_request.request_from_flavor``); its PCI alias devices
-    only with ``pci_config`` (the controller's ``[pci]``), asked for as
-    with ``pci_in_placement`` on, whatever it says. None when Nova would
-    refuse the flavor's ``pci_passthrough:alias``.
+    only with ``pci_config`` (the controller's ``[pci]``) and its
+    ``pci_in_placement``, as the scheduler asks for them. None when Nova
+    would refuse the flavor's ``pci_passthrough:alias``.
     """
     flavor = server.flavor
-    if pci_config is None or not has_pci_alias(flavor.extra_specs):
+    if not has_pci_alias(flavor.extra_specs):
         pci_config = None
-    elif not pci_config.pci_in_placement:
-        pci_config = dataclasses.replace(pci_config, pci_in_placement=True)
     try:
         return rr.request_from_flavor(flavor.request_input(),
                                       pci_config=pci_config)
@@ -274,12 +273,18 @@ def missing_allocations(servers, allocations, mdev_classes,
     2.47) asks for mdevs they do not hold in Placement, or holds another
     class or amount.
 
-    With ``pci_config`` (the controller's ``[pci]``), the PCI devices
-    of the flavor's ``pci_passthrough:alias`` count too, one of the
-    alias' resource class per device (``allocations`` should then hold
-    the PCI-in-Placement allocations as well); a server whose alias is
-    not defined there is left out. Without, PCI devices are not judged.
+    With ``pci_config`` (the controller's ``[pci]``) and its
+    ``pci_in_placement``, the PCI devices of the flavor's
+    ``pci_passthrough:alias`` count too, one of the alias' resource class
+    per device (``allocations`` should then hold the PCI-in-Placement
+    allocations as well); a server whose alias is not defined there is
+    left out. Without, PCI devices are not judged: with
+    ``pci_in_placement`` off the scheduler asks Placement for none (its
+    PCI filter picks them), and Placement holds them only where
+    nova-compute reports them and heals their allocations.
     """
+    if pci_config is None or not pci_config.pci_in_placement:
+        allocations = [a for a in allocations if a.kind != providers.PCI]
     held = {}
     for alloc in allocations:
         per_rc = held.setdefault(alloc.consumer, {})

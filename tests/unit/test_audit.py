@@ -546,6 +546,33 @@ def pci_alloc(consumer, rc=A16, amount=1):
     return allocations.MdevAllocation(consumer, PCI['p1'], rc, amount)
 
 
+#: The same aliases, with the scheduler's [filter_scheduler]
+#: pci_in_placement off: it asks Placement for no PCI device.
+NOT_IN_PLACEMENT = dataclasses.replace(CONTROLLER, pci_in_placement=False)
+
+
+def test_no_pci_device_is_asked_of_placement_with_pci_in_placement_off():
+    request = audit.server_request(
+        server('s', specs={'pci_passthrough:alias': 'a16:2',
+                           'resources:VGPU': '1'}), NOT_IN_PLACEMENT)
+    assert request.device_amounts(()) == {}
+    assert request.device_amounts() == {'VGPU': 1}
+
+
+@pytest.mark.parametrize('held', [
+    # Classic PCI passthrough: Placement knows no PCI device.
+    [],
+    # nova-compute reports its VFs and healed the allocation.
+    [pci_alloc('s1')],
+])
+def test_no_pci_allocation_is_judged_with_pci_in_placement_off(held):
+    found = audit.missing_allocations(
+        [server('s1', node='gpu5',
+                specs={'pci_passthrough:alias': 'a16:1'})], held, {'VGPU'},
+        NOT_IN_PLACEMENT)
+    assert found == []
+
+
 @pytest.mark.parametrize('specs, held, expected', [
     # Holds its VF: nothing to say.
     ({'pci_passthrough:alias': 'a16:1'}, [pci_alloc('s1')], None),
