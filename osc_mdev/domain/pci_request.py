@@ -229,6 +229,61 @@ def parse_alias_request(text: object) -> list[tuple[str, int]]:
     return requests
 
 
+@dataclasses.dataclass(frozen=True)
+class PciRequest:
+    """One ``InstancePCIRequest`` of a flavor: ``count`` devices of
+    ``alias``.
+    """
+
+    alias: Alias
+    count: int
+
+
+class AliasNotDefined(ValueError):
+    """Nova's ``PciRequestAliasNotDefined``: the flavor names aliases
+    (``names``) the controller's ``[pci] alias`` does not define
+    (``defined``); Nova's API refuses to boot it.
+    """
+
+    def __init__(self, names: Iterable[str], defined: Iterable[str]):
+        self.names = tuple(dict.fromkeys(names))
+        self.defined = tuple(sorted(defined))
+        super().__init__(
+            'PCI alias %s of the flavor is not defined in [pci] alias '
+            '(defined: %s), so Nova refuses to boot it' % (
+                ', '.join(self.names), ', '.join(self.defined) or 'none'))
+
+
+def get_pci_requests_from_flavor(extra_specs: Mapping[str, str],
+                                 aliases: Mapping[str, Alias]
+                                 ) -> tuple[PciRequest, ...]:
+    """Mirrors ``get_pci_requests_from_flavor`` (and
+    ``_translate_alias_to_requests``): the PCI requests of the flavor's
+    ``pci_passthrough:alias`` with the controller's ``aliases``, whatever
+    ``pci_in_placement`` says. Raises ValueError for a value the API
+    refuses, AliasNotDefined for an alias ``aliases`` does not define.
+    """
+    if ALIAS_KEY not in extra_specs:
+        return ()
+    requested = parse_alias_request(extra_specs[ALIAS_KEY])
+    unknown = [name for name, _ in requested if name not in aliases]
+    if unknown:
+        raise AliasNotDefined(unknown, aliases)
+    return tuple(PciRequest(aliases[name], count)
+                 for name, count in requested)
+
+
+def generate_request_groups_from_pci_requests(
+        pci_requests: Iterable[PciRequest], pci_in_placement: bool
+) -> list[list[PciGroup]]:
+    """Mirrors ``RequestSpec.generate_request_groups_from_pci_requests``
+    (nova/objects/request_spec.py): per PCI request, its request groups
+    (``alias_request_groups``); none without ``pci_in_placement``.
+    """
+    return [alias_request_groups(r.alias, r.count, pci_in_placement)
+            for r in pci_requests]
+
+
 def alias_request_groups(alias: Alias, count: int,
                          pci_in_placement: bool = True) -> list[PciGroup]:
     """Mirrors nova/objects/request_spec.py ``RequestSpec

@@ -23,6 +23,7 @@ from osc_mdev.domain import explanation
 from osc_mdev.domain import pci
 from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.usecases import nova_payloads
@@ -377,8 +378,8 @@ def test_unschedulable_flavor_gives_the_explainers_reason():
     those of the capacity explainer on the same trees.
     """
     specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
-    request = rr.with_prefilters(
-        rr.request_from_flavor(flavor(specs).request_input()))
+    request = request_filter.process_reqspec(
+        rr.request_for(flavor(specs)))
     steps, fix = explanation.explain(request, CLOUD)
     last = next(s for s in steps if not s.hosts_left)
     [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)

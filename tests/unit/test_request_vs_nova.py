@@ -12,7 +12,7 @@
 
 """The one reading of a flavor against Nova's own code, field by field.
 
-Every row builds the request with ``resource_request.request_from_flavor``
+Every row builds the request with ``resource_request.request_for``
 and with Nova's ``ResourceRequest.from_request_spec`` from the same flavor,
 and compares every group (resources, required and forbidden traits) and
 the group policy; every extra spec is judged by ``nova_refuses`` and by
@@ -22,6 +22,16 @@ Nova's API validators.
 import pytest
 
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import nova_payloads
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
+
 
 LONG = 'G' * 64
 
@@ -161,10 +171,10 @@ def nova_request(flavor, specs, is_bfv):
 @pytest.mark.parametrize('name', sorted(SPECS))
 def test_request_is_novas(name, flavor, is_bfv):
     specs = SPECS[name]
-    ours = rr.request_from_flavor(
+    ours = request_of(
         dict(FLAVORS[flavor], extra_specs=specs,
              **{'OS-FLV-EXT-DATA:ephemeral': FLAVORS[flavor]['ephemeral']}),
-        is_bfv=is_bfv)
+        booted_from_volume=is_bfv)
     groups, policy = nova_request(FLAVORS[flavor], specs, is_bfv)
     assert {g.suffix: (g.amounts, set(g.required), set(g.forbidden))
             for g in ours.groups} == groups
