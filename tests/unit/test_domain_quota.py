@@ -401,5 +401,5 @@ def test_flavor_holders_are_the_projects_of_those_servers() -> None:
         {'id': 'c', 'tenant_id': 'p3',
          'flavor': {'extra_specs': {'resources:CUSTOM_X': '1'}}},
         {'id': 'd', 'tenant_id': 'p4', 'flavor': {}}]
-    assert quota.flavor_holders(servers, {'VGPU', 'CUSTOM_X'}, False) == {
-        'p1', 'p3'}
+    assert quota.flavor_holders([nova_payloads.server(s) for s in servers],
+                                {'VGPU', 'CUSTOM_X'}, False) == {'p1', 'p3'}
