@@ -234,7 +234,9 @@ class Nova:
                 for s in ids[:limit]]
         body = {'servers': page}
         if len(ids) > limit:
-            body['servers_links'] = [{'rel': 'next', 'href': '#'}]
+            body['servers_links'] = [{'rel': 'next', 'href': '%s?%s' % (
+                self.url + '/v2.1/servers/detail', urllib.parse.urlencode(
+                    dict(query, marker=page[-1]['id'])))}]
         return body
 
     def answer(self, path: str, query: dict) -> dict | None:

@@ -18,6 +18,7 @@ shared retry policy and error mapper).
 
 from collections import abc
 import re
+import typing
 import urllib.parse
 
 from osc_lib import exceptions as osc_exc
@@ -40,10 +41,37 @@ QUOTA_SETS = '2.1'      # os-quota-sets/{project}/detail: in_use
 
 HYPERVISOR_HOSTNAME = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
 
-# Servers per page of GET /servers/detail (Nova's default max_limit).
+# Items asked for per page of a listing (Nova's default [api] max_limit);
+# Nova answers at most its own max_limit, which may be smaller.
 PAGE_SIZE = 1000
 
 NotFound = http.NotFound
+
+#: One page of a listing: its query in, Nova's answer out.
+PageReader = abc.Callable[[list[tuple[str, str]]], dict[str, typing.Any]]
+
+
+def next_marker(links: abc.Iterable[dict[str, str]]) -> str | None:
+    """The marker of the ``next`` link among a Nova listing's
+    ``<collection>_links``, or None on the last page.
+
+    Nova links the next page whenever a page is full (as many items as
+    the smaller of ``limit`` and its ``[api] max_limit``); its link
+    carries the marker to ask for that page with. A ``next`` link
+    without one cannot be followed: CommandError, rather than a listing
+    cut short.
+    """
+    for link in links:
+        if link.get('rel') != 'next':
+            continue
+        query = urllib.parse.urlsplit(link.get('href', '')).query
+        markers = urllib.parse.parse_qs(query).get('marker')
+        if not markers:
+            raise osc_exc.CommandError(
+                'The Compute API linked a next page without a marker (%s); '
+                'the listing cannot be read whole.' % link.get('href'))
+        return markers[0]
+    return None
 
 
 class ComputeClient(pool.ServiceClient):
@@ -63,16 +91,48 @@ class ComputeClient(pool.ServiceClient):
         except NotFound:
             return None
 
-    def _list_servers(self, params, version=SERVER):
-        """``GET /servers/detail`` with ``params``; its JSON body.
+    # -- listings ---------------------------------------------------------
+
+    def _pages(self, key: str, params: abc.Sequence[tuple[str, str]],
+               read: PageReader) -> list[dict]:
+        """Every item of a Nova listing whose answer holds them under
+        ``key``: one request per page (``read`` of the query: ``params``,
+        ``limit`` PAGE_SIZE and the marker), following the ``next`` link
+        of ``<key>_links`` while Nova gives one. Nova caps each page at
+        its ``[api] max_limit``, which may be smaller than PAGE_SIZE: no
+        page size is assumed.
+        """
+        items: list[dict] = []
+        marker = None
+        while True:
+            query = list(params) + [('limit', str(PAGE_SIZE))]
+            if marker:
+                query.append(('marker', marker))
+            body = read(query)
+            page = body[key]
+            items.extend(page)
+            marker = next_marker(body.get(key + '_links', ()))
+            if not page or marker is None:
+                return items
+
+    def _reader(self, path: str, version: str) -> PageReader:
+        """A PageReader of ``GET path?query`` at ``version``."""
+        def read(query: list[tuple[str, str]]) -> dict[str, typing.Any]:
+            return self._request('GET', '%s?%s' % (
+                path, urllib.parse.urlencode(query)), version)
+        return read
+
+    def _servers(self, params: abc.Sequence[tuple[str, str]],
+                 version: str = SERVER) -> list[dict]:
+        """Every server of ``GET /servers/detail`` with ``params``, all
+        pages.
 
         Every Nova serves this listing, so a 404 means the endpoint in
         use is not Nova's.
         """
         try:
-            return self._request(
-                'GET', '/servers/detail?%s' % urllib.parse.urlencode(params),
-                version)
+            return self._pages('servers', params,
+                               self._reader('/servers/detail', version))
         except NotFound:
             raise osc_exc.CommandError(
                 'The Compute API answered 404 Not Found to GET '
@@ -80,13 +140,14 @@ class ComputeClient(pool.ServiceClient):
                 'compute endpoint (service catalog or '
                 'compute_endpoint_override).') from None
 
-    def servers_named(self, name):
+    def servers_named(self, name: str) -> list[dict]:
         """Servers of every project whose name is exactly ``name``."""
-        servers = self._list_servers(
-            {'name': '^%s$' % re.escape(name), 'all_tenants': 'True'})
-        return [s for s in servers['servers'] if s['name'] == name]
+        servers = self._servers([('name', '^%s$' % re.escape(name)),
+                                 ('all_tenants', 'True')])
+        return [s for s in servers if s['name'] == name]
 
-    def servers_on_node(self, node, embedded_flavor=False):
+    def servers_on_node(self, node: str,
+                        embedded_flavor: bool = False) -> list[dict]:
         """Every server Nova has on compute node ``node``, all projects
         (with ``embedded_flavor``, each with its own copy of its flavor).
 
@@ -95,26 +156,12 @@ class ComputeClient(pool.ServiceClient):
         ``node`` filter is a regular expression (admins only; ignored for
         others), so it is anchored and escaped, and only servers whose
         ``OS-EXT-SRV-ATTR:hypervisor_hostname`` is ``node`` are kept. One
-        request per page of ``PAGE_SIZE`` (or the cloud's smaller
-        ``[api] max_limit``): Nova links the next page while there is one.
+        request per page.
         """
-        servers, marker = [], None
-        while True:
-            params = [('all_tenants', 'True'),
-                      ('node', '^%s$' % re.escape(node)),
-                      ('limit', str(PAGE_SIZE))]
-            if marker:
-                params.append(('marker', marker))
-            body = self._list_servers(
-                params, SERVER_FLAVOR if embedded_flavor else SERVER)
-            page = body['servers']
-            servers.extend(s for s in page
-                           if s.get(HYPERVISOR_HOSTNAME) == node)
-            more = any(link.get('rel') == 'next'
-                       for link in body.get('servers_links', ()))
-            if not page or not more:
-                return servers
-            marker = page[-1]['id']
+        servers = self._servers(
+            [('all_tenants', 'True'), ('node', '^%s$' % re.escape(node))],
+            SERVER_FLAVOR if embedded_flavor else SERVER)
+        return [s for s in servers if s.get(HYPERVISOR_HOSTNAME) == node]
 
     def servers_by_id(self, server_ids: abc.Iterable[str],
                       nodes: abc.Iterable[str] = (),
@@ -151,13 +198,13 @@ class ComputeClient(pool.ServiceClient):
         return self._request('GET', '/os-services?binary=nova-compute',
                              SERVICES)['services']
 
-    def list_hypervisors(self):
+    def list_hypervisors(self) -> list:
         """Every compute node: ``hypervisor_hostname``, ``service``
         (``host``, ``disabled_reason``), ``status``, ``state``,
         ``hypervisor_type`` and ``hypervisor_version``; all pages.
         """
-        return self._pages('/os-hypervisors/detail', 'hypervisors', [],
-                           HYPERVISORS)
+        return self._pages('hypervisors', [], self._reader(
+            '/os-hypervisors/detail', HYPERVISORS))
 
     # -- flavors ----------------------------------------------------------
 
@@ -168,11 +215,9 @@ class ComputeClient(pool.ServiceClient):
         except NotFound:
             return None
 
-    def flavors_named(self, name):
-        query = urllib.parse.urlencode({'is_public': 'None'})
-        flavors = self._request('GET', '/flavors/detail?%s' % query,
-                                FLAVOR)['flavors']
-        return [f for f in flavors if f['name'] == name]
+    def flavors_named(self, name: str) -> list[dict]:
+        """Every flavor, public or private, named exactly ``name``."""
+        return [f for f in self.list_flavors() if f['name'] == name]
 
     def get_extra_specs(self, flavor_id):
         """The flavor's extra specs; raises NotFound for no flavor."""
@@ -195,37 +240,12 @@ class ComputeClient(pool.ServiceClient):
 
     # -- bulk listings (audit) --------------------------------------------
 
-    def _pages(self, path, key, params, version, marker_key='id'):
-        items, marker = [], None
-        while True:
-            query = list(params) + [('limit', str(PAGE_SIZE))]
-            if marker:
-                query.append(('marker', marker))
-            page = self._request(
-                'GET', '%s?%s' % (path, urllib.parse.urlencode(query)),
-                version)[key]
-            items.extend(page)
-            if len(page) < PAGE_SIZE:
-                return items
-            marker = page[-1][marker_key]
-
-    def every_server(self) -> list[dict]:
-        """Every server of every project with its own copy of its flavor
-        (``tenant_id``, ``flavor.extra_specs``): one request per page,
-        following Nova's ``next`` links.
+    def list_servers(self) -> list[dict]:
+        """Every server of every project, each with its own copy of its
+        flavor (``flavor.extra_specs``), node and ``tenant_id``; all
+        pages.
         """
-        servers, marker = [], None
-        while True:
-            params = [('all_tenants', 'True'), ('limit', str(PAGE_SIZE))]
-            if marker:
-                params.append(('marker', marker))
-            body = self._list_servers(params, SERVER_FLAVOR)
-            page = body['servers']
-            servers.extend(page)
-            if not page or not any(link.get('rel') == 'next' for link in
-                                   body.get('servers_links', ())):
-                return servers
-            marker = page[-1]['id']
+        return self._servers([('all_tenants', 'True')], SERVER_FLAVOR)
 
     def servers_in_use(self, project_id: str) -> int:
         """The servers Nova counts against the project's ``servers``
@@ -236,19 +256,16 @@ class ComputeClient(pool.ServiceClient):
                 project_id, safe=''), QUOTA_SETS)
         return int(body['quota_set']['instances']['in_use'])
 
-    def list_servers(self):
-        """Every server of every project, each with its embedded flavor
-        (``flavor.extra_specs``) and node, all pages.
+    def list_migrations(self) -> list[dict]:
+        """Every migration Nova lists (admin), with its ``uuid``; all
+        pages.
         """
-        return self._pages('/servers/detail', 'servers',
-                           [('all_tenants', 'True')], SERVER_FLAVOR)
+        return self._pages('migrations', [], self._reader(
+            '/os-migrations', MIGRATIONS))
 
-    def list_migrations(self):
-        """Every migration Nova lists (admin), with its ``uuid``."""
-        return self._pages('/os-migrations', 'migrations', [], MIGRATIONS,
-                           marker_key='uuid')
-
-    def list_flavors(self):
-        """Every flavor, public and private, with its extra specs."""
-        return self._pages('/flavors/detail', 'flavors',
-                           [('is_public', 'None')], FLAVOR)
+    def list_flavors(self) -> list[dict]:
+        """Every flavor, public and private, with its extra specs; all
+        pages.
+        """
+        return self._pages('flavors', [('is_public', 'None')],
+                           self._reader('/flavors/detail', FLAVOR))

@@ -163,7 +163,7 @@ def alias_problem(alias: pci_request.Alias,
     of_class = _of_class(rc, specs)
     if not of_class:
         return 'no device spec gives resource class %s' % rc
-    spec_traits = [translator.device_traits(s.tags) for s in of_class]
+    spec_traits = [translator.parent_traits(s.tags) for s in of_class]
     if not any(alias.traits <= traits for traits in spec_traits):
         missing = sorted(alias.traits - min(
             spec_traits, key=lambda t: len(alias.traits - t)))
@@ -191,19 +191,20 @@ def _deprecated_names(settings: novaconf.Settings) -> list[Finding]:
 def _reported_findings(pci: pci_rules.PciConfig,
                        placed: Sequence[devspec.DeviceSpec],
                        sysfs_known: bool) -> list[Finding]:
-    """With ``[pci] report_in_placement`` on: specs Nova cannot report
-    (``devname``: Nova's ``ensure_no_dev_spec_with_devname``; names
-    Placement refuses), specs it does not report, what is not known
-    without the node's devices, and the scheduler's switch.
+    """With ``[pci] report_in_placement`` on: specs nova-compute refuses
+    (a ``devname`` in any spec: ``translator.specs_with_devname``),
+    names Placement refuses in the specs it reports, specs it does not
+    report, what is not known without the node's devices, and the
+    scheduler's switch.
     """
     found = []
+    for spec in translator.specs_with_devname(pci.specs):
+        found.append(Finding(
+            ERROR, spec.where,
+            'nova-compute refuses to start: PCI in Placement does '
+            'not support devname (%s) in [pci] device_spec; give '
+            'the PCI address instead.' % spec.devname))
     for spec in placed:
-        if spec.devname:
-            found.append(Finding(
-                ERROR, spec.where,
-                'nova-compute refuses to start: PCI in Placement does '
-                'not support devname (%s) in [pci] device_spec; give '
-                'the PCI address instead.' % spec.devname))
         found += _tag_name_findings(spec.tags, spec.where, _COMPUTE_FAILS)
     for spec in pci.specs:
         if not translator.in_placement(spec):

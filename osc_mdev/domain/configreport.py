@@ -98,7 +98,7 @@ def pci_effects(pci: pci_rules.PciConfig,
                 spec.describe(),
                 resource_class=translator.spec_resource_class(spec) or
                 'CUSTOM_PCI_<VENDOR>_<PRODUCT>',
-                traits=', '.join(sorted(translator.device_traits(
+                traits=', '.join(sorted(translator.parent_traits(
                     spec.tags)))))
     if devices is not None and pci.report_in_placement:
         providers, _ = translator.pci_providers(

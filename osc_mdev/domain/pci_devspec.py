@@ -25,6 +25,7 @@ from collections.abc import Iterable
 import dataclasses
 import json
 import re
+import string
 import typing
 
 from osc_mdev.domain import novaconf
@@ -70,10 +71,19 @@ class PciAddress:
 
     @property
     def single(self) -> bool:
-        """Mirrors ``PciAddressSpec.is_single_address``."""
-        return not self.regex and all(
-            all(c in '0123456789abcdef' for c in part)
-            for part in (self.domain, self.bus, self.slot, self.func))
+        """Mirrors ``PciAddressSpec.is_single_address``: every field is
+        hex digits, regular expressions too (``{"bus": "25", ...}``).
+        """
+        return all(all(c in string.hexdigits for c in part)
+                   for part in (self.domain, self.bus, self.slot, self.func))
+
+    @property
+    def function_address(self) -> str:
+        """``DDDD:BB:SS.F`` of the fields as written, where Nova looks for
+        a physical function (``WhitelistPciAddress
+        ._check_physical_function``).
+        """
+        return '%s:%s:%s.%s' % (self.domain, self.bus, self.slot, self.func)
 
     def __str__(self) -> str:
         if self.regex:
@@ -134,7 +144,8 @@ def parse_address_spec(address: object) -> PciAddress:
         raise novaconf.NovaConfError(
             'address %s is neither a string nor a dict' % json_text(address))
     dbs, _, func = address.partition('.')
-    func = _hex_field('function', func.strip() or ANY, 0x7, '%01x')
+    func = _hex_field('function', func.strip() if func else ANY, 0x7,
+                      '%01x')
     fields = [ANY, ANY, ANY]
     if dbs:
         parts = dbs.split(':')
@@ -269,7 +280,8 @@ def spec_matches(spec: DeviceSpec, device: PciDevice,
                  physical_functions: Collection[str] = ()) -> bool:
     """Mirrors nova/pci/devspec.py ``PciDeviceSpec.match``: vendor and
     product (or ``*``), and the address; a spec naming one physical
-    function's address also matches its virtual functions
+    function's address (``physical_functions``), as a glob or as
+    regular expressions, also matches its virtual functions
     (``WhitelistPciAddress.match``). ``devname`` specs match nothing
     here (Nova looks the name up on the host).
     """
@@ -279,7 +291,8 @@ def spec_matches(spec: DeviceSpec, device: PciDevice,
         return False
     if spec.product_id not in (ANY, device.product_id):
         return False
-    if (spec.address.single and str(spec.address) in physical_functions
+    if (spec.address.single
+            and spec.address.function_address in physical_functions
             and device.parent_addr
             and spec.address.matches(device.parent_addr)):
         return True

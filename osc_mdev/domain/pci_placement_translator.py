@@ -36,6 +36,7 @@ from osc_mdev.domain import pci_devspec as devspec
 
 COMPUTE_MANAGED_PCI_DEVICE = 'COMPUTE_MANAGED_PCI_DEVICE'
 HW_PCI_LIVE_MIGRATABLE = 'HW_PCI_LIVE_MIGRATABLE'
+HW_PCI_ONE_TIME_USE = 'HW_PCI_ONE_TIME_USE'
 #: ``PARENT_TYPES``: the devices that are a provider of their own.
 PARENT_TYPES = (devspec.TYPE_PCI, devspec.TYPE_PF)
 #: Where nova-compute stops: (Nova's exception, what is wrong).
@@ -176,14 +177,27 @@ def _dependent(device: devspec.PciDevice, listed: str) -> Problem:
         % (device.address, listed)))
 
 
+def parent_traits(tags: Mapping[str, typing.Any]) -> set[str]:
+    """Mirrors the traits ``PciResourceProvider.add_parent`` gives the
+    provider of a PCI or physical function: ``device_traits``, and
+    HW_PCI_ONE_TIME_USE when ``one_time_use`` is true. Only those
+    functions may set ``one_time_use`` (``add_child``), so these are
+    the traits of every device a spec matches.
+    """
+    traits = device_traits(tags)
+    if devspec.bool_from_string(tags.get('one_time_use', 'false')):
+        traits.add(HW_PCI_ONE_TIME_USE)
+    return traits
+
+
 def add_parent(rp: PciProvider, device: devspec.PciDevice,
                tags: Mapping[str, typing.Any], rc: str) -> Problem | None:
     """Mirrors ``PciResourceProvider.add_parent``: a PCI or physical
-    function is the provider's only device.
+    function is the provider's only device, with ``parent_traits``.
     """
     if rp.parent or rp.children:
         return _dependent(device, _addresses(rp.devices))
-    rp.parent, rp.resource_class, rp.traits = device, rc, device_traits(tags)
+    rp.parent, rp.resource_class, rp.traits = device, rc, parent_traits(tags)
     return None
 
 
@@ -258,6 +272,16 @@ def pci_providers(root_name: str, devices: Iterable[devspec.PciDevice],
         if problem is not None:
             problems.append(problem)
     return providers, problems
+
+
+def specs_with_devname(specs: Iterable[devspec.DeviceSpec]
+                       ) -> list[devspec.DeviceSpec]:
+    """Mirrors ``ensure_no_dev_spec_with_devname``: with ``[pci]
+    report_in_placement`` on, nova-compute refuses to start
+    (PlacementPciException) while any device spec names a ``devname``,
+    whether it has a ``physical_network`` or not. The specs that do.
+    """
+    return [spec for spec in specs if spec.conf.get('devname')]
 
 
 def tracking_disabled_after_enabled(

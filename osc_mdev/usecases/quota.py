@@ -151,7 +151,7 @@ def _servers(compute: compute_api.ComputeClient
     Nova cannot list them.
     """
     try:
-        return [nova_payloads.server(s) for s in compute.every_server()]
+        return [nova_payloads.server(s) for s in compute.list_servers()]
     except exceptions.CommandError as exc:
         LOG.warning('Warning: Nova could not list the servers (%s); the '
                     'project of each consumer of the GPUs is read from '

@@ -112,6 +112,13 @@ HOST is::
     may match them. Every host is started with ``[pci]
     report_in_placement = True`` and only its own ``device_spec``.
 
+``nova_conf`` (top level, optional) gives more Nova options to every
+service of the cloud, as ``{group: {option: value}}``: for example
+``{"api": {"max_limit": 2}}`` makes the Nova API answer at most two
+items per page of a listing, as a cloud with a small ``[api]
+max_limit`` does. The control API's own reads of Nova follow every
+page.
+
 ``pci_alias`` (top level) is the controller's ``[pci] alias`` list, each
 ALIAS as Nova takes it (``name``, ``vendor_id``, ``product_id``,
 ``device_type``, ``resource_class``, ``traits``...); the scheduler runs
@@ -210,10 +217,12 @@ project?}
     of one server may sit on different PFs.
 ``periodic`` {}
     Runs every compute's ``update_available_resource`` -> ``{"hosts"}``.
-``resize`` {server, flavor, timeout=120} / ``migrate`` {server, host?,
-timeout=120}
+``resize`` {server, flavor, timeout=120, confirm=true} / ``migrate``
+{server, host?, timeout=120, confirm=true}
     Resizes (cold-migrates), confirms, and answers ``{"id", "status",
-    "source_host", "host"}``.
+    "source_host", "host"}``. With ``confirm`` false the server is left
+    in VERIFY_RESIZE: its migration still holds the source host's
+    allocation.
 ``hosts`` {}
     The ``hosts`` value of the READY line.
 ``reconfigure`` {host, enabled_mdev_types, mdev={}}
@@ -474,6 +483,7 @@ def plan_hosts(topology):
         nodes.add(node)
         plan[name] = _plan_host(host)
     _check_aliases(topology)
+    _check_nova_conf(topology)
     return plan
 
 
@@ -713,6 +723,25 @@ def _check_aliases(topology):
     return aliases
 
 
+def _check_nova_conf(topology: dict) -> dict:
+    """The topology's ``nova_conf``: ``{group: {option: value}}``."""
+    options = topology.get('nova_conf', {})
+    if not isinstance(options, dict) or not all(
+            isinstance(group, str) and isinstance(values, dict)
+            for group, values in options.items()):
+        raise ValueError('"nova_conf" must map groups to {option: value}')
+    return options
+
+
+def _next_marker(body: dict, key: str) -> str | None:
+    """The marker of the ``next`` link of a Nova listing, or None."""
+    for link in body.get(key + '_links', ()):
+        if link.get('rel') == 'next':
+            query = urllib.parse.urlsplit(link['href']).query
+            return urllib.parse.parse_qs(query)['marker'][0]
+    return None
+
+
 class CloudHarness(test_vgpu.VGPUTestBase):
     """Nova's vGPU functional test case, kept running as a cloud.
 
@@ -762,6 +791,8 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.flags(pci_in_placement=self.topology.get('pci_in_placement',
                                                       True),
                    group='filter_scheduler')
+        for group, options in _check_nova_conf(self.topology).items():
+            self.flags(group=group, **options)
         super()._setup_services()
 
     def setUp(self):
@@ -937,8 +968,24 @@ class CloudHarness(test_vgpu.VGPUTestBase):
 
     # Control API operations.
 
+    def _every(self, path: str, key: str) -> list[dict]:
+        """Every item of the Nova listing ``path`` (``key`` of its
+        answer), all pages: the topology may make them small.
+        """
+        items, marker = [], None
+        separator = '&' if '?' in path else '?'
+        while True:
+            query = separator + urllib.parse.urlencode(
+                {'marker': marker}) if marker else ''
+            body = self.api.api_get(path + query).body
+            items.extend(body[key])
+            marker = _next_marker(body, key)
+            if not body[key] or marker is None:
+                return items
+
     def _flavor_id(self, flavor):
-        for candidate in self.api.get_flavors():
+        for candidate in self._every('/flavors/detail?is_public=None',
+                                     'flavors'):
             if flavor in (candidate['id'], candidate['name']):
                 return candidate['id']
         raise BadRequest('no flavor %r' % flavor)
@@ -998,10 +1045,10 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         answer = self._project_api(project).post_server({'server': body})
         if count > 1:
             # Every project's: the servers may be another project's.
-            ids = [s['id'] for s in self.api.get_servers(
-                detail=False,
-                search_opts={'reservation_id': answer['reservation_id'],
-                             'all_tenants': 1})]
+            ids = [s['id'] for s in self._every(
+                '/servers?' + urllib.parse.urlencode(
+                    {'reservation_id': answer['reservation_id'],
+                     'all_tenants': 1}), 'servers')]
         else:
             ids = [answer['id']]
         servers = []
@@ -1103,7 +1150,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self._run_periodics()
         return {'hosts': sorted(self.computes)}
 
-    def _move(self, server, action, timeout):
+    def _move(self, server, action, timeout, confirm=True):
         before = self._server(server)
         source = before['OS-EXT-SRV-ATTR:host']
         self.api.post_server_action(before['id'], action)
@@ -1116,22 +1163,28 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             fault = (moved.get('fault') or {}).get('message', '')
             raise RuntimeError('%s of %s ended %s %s' % (
                 list(action)[0], before['id'], moved['status'], fault))
-        self._confirm_resize(moved, host=source)
+        if confirm:
+            self._confirm_resize(moved, host=source)
         after = self.api.get_server(before['id'])
         return {'id': after['id'], 'status': after['status'],
                 'source_host': source,
                 'host': after['OS-EXT-SRV-ATTR:host']}
 
-    def op_resize(self, server, flavor, timeout=120):
-        """Resize a server to another flavor and confirm the resize."""
+    def op_resize(self, server, flavor, timeout=120, confirm=True):
+        """Resize a server to another flavor and confirm the resize
+        (unless ``confirm`` is false: it stays in VERIFY_RESIZE).
+        """
         return self._move(
             server, {'resize': {'flavorRef': self._flavor_id(flavor)}},
-            timeout)
+            timeout, bool(confirm))
 
-    def op_migrate(self, server, host=None, timeout=120):
-        """Cold-migrate a server and confirm the migration."""
+    def op_migrate(self, server, host=None, timeout=120, confirm=True):
+        """Cold-migrate a server and confirm the migration (unless
+        ``confirm`` is false).
+        """
         return self._move(
-            server, {'migrate': {'host': host} if host else None}, timeout)
+            server, {'migrate': {'host': host} if host else None}, timeout,
+            bool(confirm))
 
     def op_hosts(self):
         """What each host has, as on the READY line."""
@@ -1241,9 +1294,9 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         """The server's newest live migration once it has ended."""
         deadline = time.monotonic() + timeout
         while True:
-            found = [m for m in self.api.api_get(
+            found = self._every(
                 '/os-migrations?instance_uuid=%s&migration_type='
-                'live-migration' % server_id).body['migrations']]
+                'live-migration' % server_id, 'migrations')
             found.sort(key=lambda m: m['id'])
             last = found[-1] if found else None
             if last is None or last['status'] in (
@@ -1291,8 +1344,7 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self._run_periodics()
         node = _node(entry)
         hypervisor = next(
-            h for h in self.api.api_get(
-                '/os-hypervisors/detail').body['hypervisors']
+            h for h in self._every('/os-hypervisors/detail', 'hypervisors')
             if h['hypervisor_hostname'] == node)
         return {'host': host, 'libvirt_version': connection.fakeLibVersion,
                 'qemu_version': connection.fakeVersion,

@@ -41,6 +41,16 @@ def placement_request(cloud, method, path, **kwargs):
     return rsp.json() if rsp.content else None
 
 
+def nova_request(cloud, method, path, version='latest', **kwargs):
+    """One admin request to the cloud's Nova API; its JSON body."""
+    rsp = requests.request(
+        method, cloud.compute_url + path, timeout=30,
+        headers={'X-Auth-Token': 'admin',
+                 'OpenStack-API-Version': 'compute %s' % version}, **kwargs)
+    assert rsp.status_code < 400, (method, path, rsp.text)
+    return rsp.json() if rsp.content else None
+
+
 def rewrite_allocations(cloud, consumer, change):
     """PUT the consumer's allocations through ``change(allocations)``."""
     body = placement_request(cloud, 'GET', '/allocations/%s' % consumer)

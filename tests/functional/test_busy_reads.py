@@ -28,6 +28,8 @@ still right.
 """
 
 import contextlib
+import pathlib
+import typing
 import uuid as uuidlib
 
 from prometheus_client import parser
@@ -55,11 +57,12 @@ FLAVOR_DEVICE = {'VGPU': 1}
 class Busy:
     """Writes a busy cloud as Nova and its servers would leave it."""
 
-    def __init__(self, placement):
+    def __init__(self, placement: placement_data.Placement) -> None:
         self.p = placement
         self.roots = {}
 
-    def node(self, host, vcpu=32, pcpu=0, memory=65536, disk=1000):
+    def node(self, host: str, vcpu: int = 32, pcpu: int = 0,
+             memory: int = 65536, disk: int = 1000) -> str:
         inventory = {'MEMORY_MB': {'total': memory, 'reserved': 512},
                      'DISK_GB': {'total': disk}}
         if vcpu:
@@ -71,8 +74,9 @@ class Busy:
         self.p.set_traits(root, ROOT_TRAITS)
         return root
 
-    def gpu(self, host, bus, rc='VGPU', total=4, traits=(), used=0,
-            reserved=0, ratio=1.0):
+    def gpu(self, host: str, bus: int, rc: str = 'VGPU', total: int = 4,
+            traits=(), used: int = 0, reserved: int = 0,
+            ratio: float = 1.0) -> str:
         name = '%s_pci_0000_%02x_00_0' % (host, bus)
         gpu = self.p.create_provider(name, parent=self.roots[host])
         self.p.set_inventory(gpu, {rc: {
@@ -87,7 +91,8 @@ class Busy:
                 gpu: {rc: 1}})
         return gpu
 
-    def pci(self, host, address, total=2, used=0):
+    def pci(self, host: str, address: str, total: int = 2, used: int = 0
+            ) -> str:
         gpu = self.p.create_provider('%s_%s' % (host, address.upper()),
                                      parent=self.roots[host])
         self.p.set_inventory(gpu, {PCI_CLASS: {'total': total,
@@ -97,15 +102,15 @@ class Busy:
             self.p.allocate(str(uuidlib.uuid4()), {gpu: {PCI_CLASS: 1}})
         return gpu
 
-    def _inventory(self, rp):
+    def _inventory(self, rp: str) -> dict:
         return self.p.request('GET', '/resource_providers/%s/inventories'
                               % rp)['inventories']
 
-    def _usages(self, rp):
+    def _usages(self, rp: str) -> dict:
         return self.p.request('GET', '/resource_providers/%s/usages'
                               % rp)['usages']
 
-    def exhaust(self, host, *classes):
+    def exhaust(self, host: str, *classes: str) -> None:
         """Allocate what is left of ``classes`` on the node (a consumer of
         its own, as other servers would).
         """
@@ -121,7 +126,7 @@ class Busy:
         self.p.allocate(str(uuidlib.uuid4()), {root: take})
 
 
-def fill(p):
+def fill(p: placement_data.Placement) -> Busy:
     """The busy cloud (14 nodes, 28 devices); returns its Busy."""
     b = Busy(p)
     # Nodes with room: a PCI-in-Placement GPU too, and an over-committed
@@ -182,20 +187,20 @@ def fill(p):
     return b
 
 
-def _counted(server, func):
+def _counted(server: pg.PgPlacement, func) -> tuple:
     before = server.requests()
     result = func()
     return result, server.requests() - before
 
 
 @pytest.fixture(scope='module')
-def busy(pg_placement):
+def busy(pg_placement: pg.PgPlacement) -> pg.PgPlacement:
     fill(placement_data.Placement(pg_placement.url))
     return pg_placement
 
 
 @pytest.fixture(scope='module')
-def truncating():
+def truncating() -> typing.Iterator[pg.PgPlacement]:
     """The same cloud on a Placement that cuts every answer at 2
     allocation candidates.
     """
@@ -206,14 +211,16 @@ def truncating():
 
 
 @pytest.fixture(scope='module')
-def nova():
+def nova() -> typing.Iterator[nova_standin.NovaStandin]:
     standin = nova_standin.NovaStandin(flavors=[FLAVOR], services=[])
     yield standin
     standin.stop()
 
 
 @contextlib.contextmanager
-def _cloud(monkeypatch, tmp_path, server, nova):
+def _cloud(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path,
+           server: pg.PgPlacement, nova: nova_standin.NovaStandin
+           ) -> typing.Iterator[None]:
     clouds = tmp_path / 'clouds.yaml'
     clouds.write_text(nova_standin.clouds_yaml(server.url, nova.url))
     with monkeypatch.context() as m:
@@ -222,15 +229,15 @@ def _cloud(monkeypatch, tmp_path, server, nova):
         yield
 
 
-def mdev(url, *args):
+def mdev(url: str, *args: str) -> cli.Result:
     return cli.openstack(*cli.admin_token_args(url), 'mdev', *args)
 
 
-def listed(url, *args):
+def listed(url: str, *args: str) -> list:
     return mdev(url, 'provider', 'list', '-f', 'json', *args).json()
 
 
-def test_the_cloud_is_busy(busy):
+def test_the_cloud_is_busy(busy) -> None:
     """Most trees are in no VCPU-anchored answer: the case to solve."""
     answer = placement_data.Placement(busy.url).request(
         'GET', '/allocation_candidates?resources=VCPU:1', version='1.31')
@@ -240,7 +247,7 @@ def test_the_cloud_is_busy(busy):
     assert len(roots) == 14 and len(reached) == 4
 
 
-def test_provider_list_equals_per_device_reads(busy):
+def test_provider_list_equals_per_device_reads(busy) -> None:
     expected = per_device.rows(busy.url)
     assert len(expected) == 29
     rows, count = _counted(busy, lambda: listed(busy.url))
@@ -252,7 +259,7 @@ def test_provider_list_equals_per_device_reads(busy):
     assert count <= BUDGET + len(expected)
 
 
-def test_pci_devices_too(busy):
+def test_pci_devices_too(busy) -> None:
     rows, count = _counted(busy, lambda: listed(busy.url, '--kind', 'all'))
     pci = [r for r in rows if r['Resource Class'] == PCI_CLASS]
     assert [(r['Host'], r['Device'], r['Capacity'], r['Used']) for r in
@@ -260,20 +267,20 @@ def test_pci_devices_too(busy):
     assert len(rows) == 30 and count <= BUDGET
 
 
-def _samples(families, name):
+def _samples(families: dict, name: str) -> dict:
     return {(s.labels['host'], s.labels['device'],
              s.labels['resource_class']): s.value
             for s in families[name].samples}
 
 
-def _metrics(url):
+def _metrics(url: str) -> dict:
     result = mdev(url, 'metrics')
     assert result.rc == 0, result.stderr
     return {f.name: f for f in parser.text_string_to_metric_families(
         result.stdout)}
 
 
-def _assert_metrics_equal(families, expected):
+def _assert_metrics_equal(families: dict, expected: list) -> None:
     for metric, field in (('openstack_mdev_device_capacity', 'Capacity'),
                           ('openstack_mdev_device_used', 'Used'),
                           ('openstack_mdev_device_free', 'Free')):
@@ -284,7 +291,7 @@ def _assert_metrics_equal(families, expected):
         'openstack_mdev_scrape_success'].samples] == [1]
 
 
-def test_metrics_equal_per_device_reads(busy):
+def test_metrics_equal_per_device_reads(busy) -> None:
     # metrics covers every GPU by default: the PCI devices too.
     expected = per_device.rows(busy.url, pci=True)
     families, count = _counted(busy, lambda: _metrics(busy.url))
@@ -292,17 +299,18 @@ def test_metrics_equal_per_device_reads(busy):
     assert count <= BUDGET
 
 
-def _fits(rows):
+def _fits(rows: list) -> dict:
     rows = [r for r in rows if r['Host'] != 'Total']
     return {r['Host']: r['Fits'] for r in rows}
 
 
-def _reference_fits(providers, root_resources, device_resources, hosts):
+def _reference_fits(providers: list, root_resources: dict,
+                    device_resources: dict, hosts) -> dict:
     return {h: per_device.fits(providers, h, root_resources,
                                device_resources) for h in hosts}
 
 
-def test_capacity_of_a_bare_request(busy):
+def test_capacity_of_a_bare_request(busy) -> None:
     providers = per_device.read(busy.url)
     rows, count = _counted(busy, lambda: mdev(
         busy.url, 'capacity', '--resource-class', 'VGPU', '-f',
@@ -316,7 +324,7 @@ def test_capacity_of_a_bare_request(busy):
     assert count <= BUDGET
 
 
-def test_capacity_of_a_flavor(busy, nova, monkeypatch, tmp_path):
+def test_capacity_of_a_flavor(busy, nova, monkeypatch, tmp_path) -> None:
     providers = per_device.read(busy.url)
     with _cloud(monkeypatch, tmp_path, busy, nova):
         rows, count = _counted(busy, lambda: cli.openstack(
@@ -333,14 +341,14 @@ def test_capacity_of_a_flavor(busy, nova, monkeypatch, tmp_path):
     assert count <= BUDGET
 
 
-def test_debug_names_no_tree_when_every_tree_is_reached(busy):
+def test_debug_names_no_tree_when_every_tree_is_reached(busy) -> None:
     result = mdev(busy.url, '--debug', 'provider', 'list')
     assert result.rc == 0, result.stderr
     assert 'read provider by provider' not in result.stderr
 
 
 @pytest.fixture
-def all_full(busy):
+def all_full(busy: pg.PgPlacement) -> typing.Iterator[Busy]:
     """A node where nothing at all is free, removed after the test."""
     p = placement_data.Placement(busy.url)
     b = Busy(p)
@@ -358,7 +366,7 @@ def all_full(busy):
         p.request('DELETE', '/resource_providers/%s' % rp)
 
 
-def test_a_node_with_nothing_free_is_read_per_device(busy, all_full):
+def test_a_node_with_nothing_free_is_read_per_device(busy, all_full) -> None:
     expected = per_device.rows(busy.url)
     rows, count = _counted(busy, lambda: listed(busy.url))
     assert rows == [{k: r[k] for k in DEFAULT} for r in expected]
@@ -375,7 +383,7 @@ def test_a_node_with_nothing_free_is_read_per_device(busy, all_full):
     assert '1 of 15 trees' in line[0]
 
 
-def test_truncated_answers_still_give_the_same_data(truncating):
+def test_truncated_answers_still_give_the_same_data(truncating) -> None:
     answer = placement_data.Placement(truncating.url).request(
         'GET', '/allocation_candidates?resources=MEMORY_MB:1',
         version='1.31')

@@ -359,17 +359,38 @@ device_spec = [{"address": "%s"}, {"address": "%s"}]
     assert 'both %s and %s are listed' % (VF5, PF) in errors[1]
 
 
+def test_pci_pf_named_by_address_fields_matches_its_vfs(tmp_path):
+    # The fields of a PF's address, as regular expressions that are plain
+    # hex: Nova takes them for the PF's address, so its VFs match too.
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": {"domain": "0000", "bus": "25", "slot": "00",
+    "function": "0"}}
+""")
+    result = check(path, '--sysfs', pci_sysfs(tmp_path), '-f', 'json')
+    assert result.rc == 1
+    errors = [f['Message'] for f in json.loads(result.stdout)
+              if f['Severity'] == 'error']
+    assert len(errors) == 2
+    assert all('PlacementPciDependentDeviceException' in e for e in errors)
+
+
 @pytest.mark.parametrize('text,severity,fragment', [
     ('[pci]\ndevice_spec = {"vendor_id": "10de",}\n', 'error',
      'invalid [pci] device_spec (not valid JSON'),
     ('[pci]\ndevice_spec = {"address": "0000:25:00.8"}\n', 'error',
      'function 8 is greater than the maximum 7'),
+    ('[pci]\ndevice_spec = {"address": "0000:25:00. "}\n', 'error',
+     "function '' is not a hex number"),
     ('[pci]\nalias = {"name": "a16", "resource-class": "X"}\n', 'error',
      "Additional properties are not allowed ('resource-class' unexpected)"),
     ('[pci]\nalias = {"name": "a16", "resource_class": "X"}\n', 'error',
      'alias a16 has no vendor_id and product_id'),
     ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0"}\n',
      'error', 'PCI in Placement does not support devname'),
+    ('[pci]\nreport_in_placement = True\ndevice_spec = {"devname": "eth0", '
+     '"physical_network": "physnet1"}\n',
+     'error', 'PCI in Placement does not support devname (eth0)'),
     ('[pci]\nreport_in_placement = True\n'
      'device_spec = {"address": "0000:25:00.4", "traits": "a,,b"}\n',
      'error', "trait 'CUSTOM_' has nothing after CUSTOM_"),
@@ -484,6 +505,56 @@ device_spec = {"address": "0000:25:00.*", "product_id": "25b6",
         'Provider %s_0000:41:00.0 (CUSTOM_PCI_10DE_2236, total 1) matches '
         'no device spec any more: nova-compute removes it on restart.'
         % pci_node]
+
+
+GPU = '0000:41:00.0'
+
+
+@pytest.fixture
+def one_time_use_node(placement, request):
+    """A compute node whose whole GPU 0000:41:00.0 (10de:2236) Nova
+    reports as it does for a device spec with ``one_time_use``: with
+    HW_PCI_ONE_TIME_USE besides its own traits (nova-compute's
+    ``PciResourceProvider.add_parent``, cross-checked in
+    tests/unit/test_novaconf_pci.py).
+    """
+    name = 'otu-%s.example.com' % request.node.name[-20:].replace('_', '-')
+    root = placement.create_provider(name)
+    placement.set_inventory(root, {'VCPU': {'total': 8}})
+    placement.set_traits(root, ['OWNER_NOVA'])
+    gpu = placement.create_provider('%s_%s' % (name, GPU), root)
+    placement.set_inventory(gpu, {'CUSTOM_A100': {'total': 1}})
+    placement.set_traits(gpu, ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA',
+                               'HW_PCI_ONE_TIME_USE', 'CUSTOM_BLUE'])
+    return name
+
+
+def test_pci_host_one_time_use_device_keeps_its_trait(
+        one_time_use_node, auth, tmp_path):
+    path = write(tmp_path, """[pci]
+report_in_placement = True
+device_spec = {"address": "0000:41:00.0", "resource_class": "A100",
+    "traits": "blue", "one_time_use": true}
+alias = {"name": "fresh-a100", "resource_class": "A100",
+    "traits": "HW_PCI_ONE_TIME_USE"}
+
+[filter_scheduler]
+pci_in_placement = True
+""")
+    tree = sysfs.build(tmp_path / 'sys', devices=[(GPU, {}, None)],
+                       ids={GPU: ('10de', '2236')})
+    result = check(path, '--host', one_time_use_node, '--sysfs', tree,
+                   '--long', '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    rows = result.json()
+    # Nothing changes on restart, and the alias asking for a device never
+    # used before is served.
+    assert [f['Message'] for f in findings(rows)
+            if f['Severity'] != 'info'] == []
+    traits = 'COMPUTE_MANAGED_PCI_DEVICE, CUSTOM_BLUE, HW_PCI_ONE_TIME_USE'
+    assert [(r['Resource Class'], r['Traits'])
+            for r in effective(rows, 'PCI device spec') +
+            effective(rows, 'PCI provider')] == [('CUSTOM_A100', traits)] * 2
 
 
 # -- An OSC lister: every format, -c, --long; the result row --------------

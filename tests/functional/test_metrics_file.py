@@ -24,7 +24,7 @@ import errno
 import os
 import socket
 
-from prometheus_client import metrics_core
+from prometheus_client import core
 from prometheus_client import parser
 import pytest
 
@@ -204,7 +204,7 @@ def fail_paths_with(*uuids: str) -> collections.abc.Callable:
         u in req.path for u in uuids) else None
 
 
-def by_device(family: metrics_core.Metric) -> dict:
+def by_device(family: core.Metric) -> dict:
     return {(s.labels['host'], s.labels['device']): s.value
             for s in family.samples}
 

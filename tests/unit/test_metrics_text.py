@@ -18,7 +18,7 @@ import json
 import pathlib
 import re
 
-from prometheus_client import metrics_core
+from prometheus_client import core
 from prometheus_client import parser
 import pytest
 
@@ -79,7 +79,7 @@ def samples(family):
     return {tuple(sorted(s.labels.items())): s.value for s in family.samples}
 
 
-def by_device(family: metrics_core.Metric, label: str = 'device') -> dict:
+def by_device(family: core.Metric, label: str = 'device') -> dict:
     return {s.labels[label]: s.value for s in family.samples}
 
 

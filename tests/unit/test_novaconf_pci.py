@@ -50,6 +50,9 @@ SPECS = {
     'live_migratable yes': {'address': '0000:25:00.4',
                             'live_migratable': 'yes'},
     'one_time_use': {'address': '0000:25:00.0', 'one_time_use': 'true'},
+    'function blank': {'address': '0000:25:00. '},
+    'function empty': {'address': '0000:25:00.'},
+    'slot blank': {'address': '0000:25: .4'},
 }
 TEXTS = {
     'not json': '{"vendor_id": "10de",}',
@@ -162,6 +165,15 @@ VIEWS = {
         {'address': '0000:25:00.0'}, {'address': '0000:25:00.4'}],
     'vf one_time_use': [
         {'address': '0000:25:00.4', 'one_time_use': 'true'}],
+    'vf one_time_use false': [
+        {'address': '0000:25:00.4', 'one_time_use': 'false'}],
+    'pf one_time_use': [
+        {'address': '0000:25:00.0', 'one_time_use': 'true'}],
+    'pci one_time_use yes': [
+        {'address': '0000:41:00.0', 'one_time_use': 'yes',
+         'traits': 'blue'}],
+    'pci one_time_use false': [
+        {'address': '0000:41:00.0', 'one_time_use': 'false'}],
     'whole gpus by ids': [{'vendor_id': '10de', 'product_id': '2236'}],
     'first spec wins': [
         {'address': '0000:25:00.4', 'traits': 'blue'},
@@ -170,6 +182,20 @@ VIEWS = {
         {'address': '0000:25:00.4', 'physical_network': 'net1'},
         {'address': '0000:25:00.5', 'resource_class': 'X'}],
 }
+
+
+PFS = {d[0] for d in DEVICES if d[3] == 'type-PF'}
+
+
+@pytest.fixture
+def nova_pfs(monkeypatch):
+    """Nova's sysfs test of a physical function
+    (``nova.pci.utils.is_physical_function``) answers from DEVICES.
+    """
+    from nova.pci import utils
+
+    monkeypatch.setattr(utils, 'is_physical_function', lambda *fields: (
+        '%s:%s:%s.%s' % fields) in PFS)
 
 
 def _nova_view(specs, conf):
@@ -199,12 +225,13 @@ def _nova_view(specs, conf):
 
 @pytest.mark.nova
 @pytest.mark.parametrize('name', sorted(VIEWS))
-def test_providers_agree_with_nova(name, nova_conf):
+def test_providers_agree_with_nova(name, nova_conf, nova_pfs):
     nova = _nova_view(VIEWS[name], nova_conf)
     specs = pci_devspec.device_spec_entries(json.dumps(VIEWS[name]), 'here',
                                             True)
     devices = [pci_devspec.PciDevice(*d) for d in DEVICES]
-    providers, problems = translator.pci_providers('node1', devices, specs)
+    providers, problems = translator.pci_providers('node1', devices, specs,
+                                                   PFS)
     if isinstance(nova, Exception):
         assert problems, name
         assert problems[0][0] == type(nova).__name__
@@ -213,6 +240,45 @@ def test_providers_agree_with_nova(name, nova_conf):
     assert {n: (p.resource_class, p.traits,
                 sorted(d.address for d in p.devices))
             for n, p in providers.items() if p.devices} == nova
+
+
+MATCHING = {
+    'pf address': {'address': '0000:25:00.0'},
+    'pf address, vf ids': {'address': '0000:25:00.0', 'product_id': '25b6'},
+    'vf address': {'address': '0000:25:00.4'},
+    'pf address fields': {'address': {
+        'domain': '0000', 'bus': '25', 'slot': '00', 'function': '0'}},
+    'pf address patterns': {'address': {'bus': '25', 'function': '0'}},
+    'pf address fields, vf ids': {'product_id': '25b6', 'address': {
+        'domain': '0000', 'bus': '25', 'slot': '00', 'function': '0'}},
+    'pci address fields': {'address': {
+        'domain': '0000', 'bus': '41', 'slot': '00', 'function': '0'}},
+    'pf address fields in upper case': {'address': {
+        'domain': '0000', 'bus': '2A', 'slot': '00', 'function': '0'}},
+    'short pf address fields': {'address': {
+        'domain': '0', 'bus': '25', 'slot': '0', 'function': '0'}},
+    'glob': {'address': '*:25:00.*'},
+}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(MATCHING))
+def test_devices_a_spec_matches_agree_with_nova(name, nova_conf, nova_pfs):
+    from nova import objects
+    from nova.pci import whitelist
+
+    objects.register_all()
+    text = json.dumps(MATCHING[name])
+    [nova] = whitelist.Whitelist([text]).specs
+    [ours] = pci_devspec.device_spec_entries(text)
+    for address, vendor, product, dev_type, parent in DEVICES:
+        device = objects.PciDevice(
+            address=address, vendor_id=vendor, product_id=product,
+            dev_type=dev_type, parent_addr=parent)
+        assert pci_devspec.spec_matches(
+            ours, pci_devspec.PciDevice(address, vendor, product, dev_type,
+                                        parent), PFS) == \
+            nova.match_pci_obj(device), address
 
 
 def test_provider_names_follow_nova():
@@ -363,6 +429,42 @@ def test_turning_tracking_off_agrees_with_nova(report, traits, nova_conf):
     # Nova checks this only while report_in_placement is off.
     assert translator.tracking_disabled_after_enabled(report, traits) == (
         nova_refuses and not report)
+
+
+DEVNAME_SPECS = {
+    'devname': [{'devname': 'enp129s0f0'}],
+    'devname with physical_network': [
+        {'devname': 'enp129s0f0', 'physical_network': 'physnet1'}],
+    'address with physical_network': [
+        {'address': '0000:25:00.4', 'physical_network': 'physnet1'}],
+    'empty devname': [{'devname': ''}],
+    'devname after an address': [
+        {'address': '0000:25:00.4'},
+        {'devname': 'enp129s0f1', 'physical_network': 'physnet2',
+         'vendor_id': '15b3'}],
+    'addresses': [{'address': '0000:25:00.4'}, {'vendor_id': '10de'}],
+}
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('name', sorted(DEVNAME_SPECS))
+def test_devname_in_placement_agrees_with_nova(name, nova_conf):
+    from nova.compute import pci_placement_translator as nova
+    from nova.pci import whitelist
+
+    nova_conf.set_override('report_in_placement', True, 'pci')
+    text = json.dumps(DEVNAME_SPECS[name])
+    try:
+        nova.ensure_no_dev_spec_with_devname(
+            whitelist.Whitelist([text]).specs)
+        nova_refuses = False
+    except Exception as exc:
+        assert type(exc).__name__ == 'PlacementPciException'
+        nova_refuses = True
+    specs = pci_devspec.device_spec_entries(text, 'here', True)
+    refused = translator.specs_with_devname(specs)
+    assert bool(refused) == nova_refuses
+    assert refused == [s for s in specs if s.devname]
 
 
 # -- the controller's aliases, told apart by data ----------------------------

@@ -20,13 +20,14 @@ from osc_mdev.domain import providers
 from osc_mdev.domain import reach
 
 
-def _summary(root, resources, traits=()):
+def _summary(root: str, resources: dict, traits=()) -> dict:
     return {'resources': {rc: {'capacity': c, 'used': u}
                           for rc, (c, u) in resources.items()},
             'traits': list(traits), 'root_provider_uuid': root}
 
 
-def _device(uuid, root, kind=providers.MDEV):
+def _device(uuid: str, root: str, kind: str = providers.MDEV
+            ) -> providers.Candidate:
     return providers.Candidate(
         uuid=uuid, name='h_%s' % uuid, host='h', root_uuid=root,
         nodedev=uuid, pci_address=None, generation=1, kind=kind)
@@ -45,7 +46,7 @@ DEVICES = [_device('g1', 'r1'), _device('g2', 'r1'), _device('g3', 'r1'),
            _device('p1', 'r1', providers.PCI), _device('m1', 'r2')]
 
 
-def test_the_steps_ask_node_classes_seen_then_devices():
+def test_the_steps_ask_node_classes_seen_then_devices() -> None:
     asked = {'MEMORY_MB'}
     assert reach.next_anchors(asked, SEEN, DEVICES, {'r2'}) == ['DISK_GB']
     asked.add('DISK_GB')
@@ -60,7 +61,7 @@ def test_the_steps_ask_node_classes_seen_then_devices():
     assert reach.next_anchors(asked, SEEN, DEVICES, {'r2'}) == []
 
 
-def test_with_no_node_reached_every_node_class_is_tried():
+def test_with_no_node_reached_every_node_class_is_tried() -> None:
     assert reach.next_anchors({'MEMORY_MB'}, {}, DEVICES, {'r2'}) == [
         'DISK_GB']
     assert reach.next_anchors({'MEMORY_MB', 'DISK_GB'}, {}, DEVICES,
@@ -70,14 +71,14 @@ def test_with_no_node_reached_every_node_class_is_tried():
                               DEVICES, {'r2'}) == []
 
 
-def test_pci_classes_only_for_trees_with_pci_devices():
+def test_pci_classes_only_for_trees_with_pci_devices() -> None:
     asked = {'MEMORY_MB', 'DISK_GB', 'VCPU'}
     devices = DEVICES + [_device('p2', 'r3', providers.PCI)]
     assert reach.next_anchors(asked, SEEN, devices, {'r3'}) == [
         'CUSTOM_PCI_10DE_2236']
 
 
-def test_device_classes_are_bounded():
+def test_device_classes_are_bounded() -> None:
     asked = {'MEMORY_MB', 'DISK_GB', 'VCPU', 'VGPU'}
     devices = DEVICES + [_device('p2', 'r2', providers.PCI)]
     # One device class asked already: one more at most.
@@ -87,7 +88,7 @@ def test_device_classes_are_bounded():
                               {'r2'}) == []
 
 
-def test_an_answer_lacking_a_tree_with_room_was_cut():
+def test_an_answer_lacking_a_tree_with_room_was_cut() -> None:
     merged = {
         'r1': _summary('r1', {'MEMORY_MB': (100, 0), 'VCPU': (8, 8)}),
         'r2': _summary('r2', {'MEMORY_MB': (100, 100), 'VCPU': (8, 0)}),
@@ -106,7 +107,7 @@ def test_an_answer_lacking_a_tree_with_room_was_cut():
     assert reach.cut_anchors(answers, merged) == ['MEMORY_MB', 'VCPU']
 
 
-def test_reached_and_free():
+def test_reached_and_free() -> None:
     assert reach.reached(SEEN) == {'r1'}
     assert reach.has_free(SEEN['g1'], 'VGPU')
     assert not reach.has_free(SEEN['g3'], 'VGPU')
