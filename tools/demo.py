@@ -150,16 +150,20 @@ class Tour:
                 self.failures += 1
         return servers
 
-    def sysfs(self, host):
+    def sysfs(self, host, mdevs=(), name=None):
         """A copy of the /sys of ``host``'s mdev GPUs in the work
-        directory (``sys-<host>``), for ``config check --sysfs``.
+        directory (``name``, ``sys-<host>`` by default), for ``config
+        check --sysfs``, with ``mdevs`` (entries of the cloud's
+        ``mdev_truth``) on their parents.
         """
         from tests.fixtures import sysfs
 
-        root = self.workdir / ('sys-%s' % host)
+        root = self.workdir / (name or 'sys-%s' % host)
         sysfs.build(root, devices=[
             (gpu['pci_address'], gpu['offers'], None)
-            for gpu in self.cloud.hosts[host]['gpus']])
+            for gpu in self.cloud.hosts[host]['gpus']], mdevs=[
+            (m['mdev_uuid'], m['pci_address'], m['mdev_type'])
+            for m in mdevs])
         return root
 
     def node(self, host):
@@ -271,6 +275,7 @@ def tour_with(t):
     durable_tour(t, cloud)
     migration_tour(t, cloud)
     config_check_tour(t, cloud)
+    host_check_tour(t, cloud)
     drain_tour(t, cloud)
     tags_tour(t)
     quota_tour(t, cloud)
@@ -562,6 +567,53 @@ def config_check_tour(t, cloud):
     t.show_file('nova-conf-untuned', untuned)
     t.sample('config-check-downtime', 'mdev', 'config', 'check',
              untuned.name, '-f', 'yaml')
+
+
+def host_check_tour(t, cloud):
+    """``config check --sysfs --host`` on the hosts themselves: a GPU
+    host that lost an mdev, and the SR-IOV vGPU host, typed and as after
+    a reboot (doc/source/cli/config.rst).
+    """
+    host = 'compute2'
+    mdevs = [m for m in cloud.control('mdev_truth') if m['host'] == host]
+    root = t.sysfs(host, mdevs=mdevs[1:], name='sys-%s-lost' % host)
+    t.say('%s rebooted and one mdev did not come back: its tree (%s) has '
+          '%d mdev(s)\nwhere the fake hypervisor has %d:'
+          % (host, root.name, len(mdevs) - 1, len(mdevs)))
+    t.sample('config-check-lost-mdev', 'mdev', 'config', 'check',
+             t.nova_conf(host).name, '--sysfs', root.name, '--host',
+             t.node(host), '-f', 'yaml')
+
+    host = 'sriov1'
+    info = cloud.hosts[host]
+    conf = t.workdir / ('nova-%s.conf' % host)
+    conf.write_text(sandbox.pci_nova_conf(info))
+    root = pathlib.Path(sandbox.write_vgpu_sysfs(
+        info, t.workdir / ('sys-%s' % host)))
+    first = sandbox.vgpu_gpus(info)[0]
+    pf, vf = first.pf, first.vfs[0]
+    devices = '%s/bus/pci/devices/' % root.name
+    t.say('Host %s has SR-IOV vGPUs: each VF has the vGPU type written to '
+          'its\nnvidia/current_vgpu_type (%s is a copy of its /sys):'
+          % (host, root.name))
+    t.shell('sysfs-vgpu-vf', ['ls', devices + pf],
+            ['cat', devices + vf + '/nvidia/current_vgpu_type'])
+    t.show_file('nova-conf-sriov1', conf)
+    t.say('Every VF Nova offers has the type of its class:')
+    t.sample('config-check-vgpu', 'mdev', 'config', 'check', conf.name,
+             '--sysfs', root.name, '--host', t.node(host), '-f', 'yaml')
+    reboot = pathlib.Path(sandbox.write_vgpu_sysfs(
+        info, t.workdir / ('sys-%s-reboot' % host), typed=False))
+    t.say('After a reboot every VF is back at type 0 (%s), while Nova '
+          'still offers them\nand Placement holds those of demo-pci:'
+          % reboot.name)
+    devices = '%s/bus/pci/devices/' % reboot.name
+    t.shell('sysfs-vgpu-reboot',
+            ['cat', devices + vf + '/nvidia/current_vgpu_type'],
+            ['cat', devices + vf + '/nvidia/creatable_vgpu_types'])
+    t.sample('config-check-vgpu-reboot', 'mdev', 'config', 'check',
+             conf.name, '--sysfs', reboot.name, '--host', t.node(host),
+             '-f', 'yaml')
 
 
 def drain_tour(t, cloud):

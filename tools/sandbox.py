@@ -15,10 +15,11 @@
 ``tox -e sandbox`` starts the embedded test cloud (see
 tests/cloud/server.py) on 127.0.0.1 (with a Keystone whose unified limits
 Nova enforces, when the topology gives limits, as the demo's does),
-writes the nova.conf of each compute host (``nova-<host>.conf``) and of
-the controller (``controller.conf``) into its work directory, prints how
-to point ``openstack`` at it and how to boot a server, and serves until
-Ctrl-C.
+writes the nova.conf of each compute host (``nova-<host>.conf``), a copy
+of the /sys of the host with SR-IOV vGPUs (``sys-<host>``, for ``config
+check --sysfs``) and the controller's nova.conf (``controller.conf``)
+into its work directory, prints how to point ``openstack`` at it and how
+to boot a server, and serves until Ctrl-C.
 """
 
 import argparse
@@ -63,17 +64,95 @@ def nova_conf(info, downtime=True):
     return '\n'.join(lines) + '\n'
 
 
+#: The vGPU types of the demo's SR-IOV GPUs (vGPU 17 and later) by the
+#: product id of their VFs, as ``creatable_vgpu_types`` lists them (the
+#: numbers are the demo's), and the one each VF of the host has: four
+#: L40S-12Q fill an L40S, two H100XM-40C an H100.
+VGPU_TYPES = {
+    '26b9': (((1204, 'NVIDIA L40S-1Q'), (1205, 'NVIDIA L40S-2Q'),
+              (1206, 'NVIDIA L40S-4Q'), (1207, 'NVIDIA L40S-6Q'),
+              (1208, 'NVIDIA L40S-8Q'), (1209, 'NVIDIA L40S-12Q'),
+              (1210, 'NVIDIA L40S-16Q'), (1211, 'NVIDIA L40S-24Q'),
+              (1212, 'NVIDIA L40S-48Q')), 1209),
+    '2330': (((1291, 'NVIDIA H100XM-10C'), (1292, 'NVIDIA H100XM-20C'),
+              (1293, 'NVIDIA H100XM-40C'), (1294, 'NVIDIA H100XM-80C')),
+             1293),
+}
+
+
+def pci_nova_conf(info):
+    """The ``[pci]`` part of the nova.conf of a compute host whose GPUs
+    Nova reports through PCI in Placement, as the cloud runs it (its
+    device specs), with ``[filter_scheduler] pci_in_placement``; None for
+    a host without.
+    """
+    specs = info.get('pci', {}).get('device_spec')
+    if not specs:
+        return None
+    lines = ['[pci]', 'report_in_placement = True'] + [
+        'device_spec = %s' % json.dumps(spec) for spec in specs]
+    return '\n'.join(lines + ['', '[filter_scheduler]',
+                              'pci_in_placement = True']) + '\n'
+
+
+def vgpu_gpus(info, typed=True):
+    """The host's SR-IOV GPUs as tests.fixtures.sysfs builds them: each
+    PF with its VFs where the cloud has them, every VF of the type
+    ``VGPU_TYPES`` gives its product (``typed``), or none, as after a
+    reboot.
+    """
+    from tests.fixtures import sysfs
+
+    devices = info.get('pci', {}).get('devices', [])
+    gpus = []
+    for pf in (d for d in devices if d['dev_type'] == 'type-PF'):
+        vfs = sorted((d for d in devices
+                      if d['parent_addr'] == pf['pci_address']),
+                     key=lambda d: d['pci_address'])
+        if not vfs or vfs[0]['product_id'] not in VGPU_TYPES:
+            continue
+        types, number = VGPU_TYPES[vfs[0]['product_id']]
+        # The cloud puts a PF at function 0 of its slot, its VFs after it.
+        first = (int(vfs[0]['pci_address'].split('.')[1]) -
+                 int(pf['pci_address'].split('.')[1]))
+        gpu = sysfs.VgpuGpu(
+            pf['pci_address'], numvfs=len(vfs), totalvfs=len(vfs),
+            offset=first, product_id=pf['product_id'],
+            vf_product_id=vfs[0]['product_id'], types=types,
+            current={i: number for i in range(len(vfs))} if typed else {},
+            full=typed)
+        assert gpu.vfs == [vf['pci_address'] for vf in vfs], gpu
+        gpus.append(gpu)
+    return gpus
+
+
+def write_vgpu_sysfs(info, root, typed=True):
+    """A copy of the /sys of a host's SR-IOV GPUs under ``root``, its VFs
+    typed (``typed``) or not, as after a reboot; answers its path.
+    """
+    from tests.fixtures import sysfs
+
+    return sysfs.build(root, vgpu_gpus=vgpu_gpus(info, typed))
+
+
 def write_confs(cloud, directory):
-    """Write ``nova-<host>.conf`` of each mdev host and the controller's
-    ``controller.conf`` into ``directory``; answers their names.
+    """Write ``nova-<host>.conf`` of each mdev or PCI host and the
+    controller's ``controller.conf`` into ``directory``, and for a host
+    with SR-IOV GPUs a copy of its /sys (``sys-<host>``); answers their
+    names.
     """
     directory = pathlib.Path(directory)
     written = []
     for host, info in sorted(cloud.hosts.items()):
-        text = nova_conf(info)
+        text = nova_conf(info) or pci_nova_conf(info)
         if text:
             (directory / ('nova-%s.conf' % host)).write_text(text)
             written.append('nova-%s.conf' % host)
+        if vgpu_gpus(info):
+            root = directory / ('sys-%s' % host)
+            if not root.exists():
+                write_vgpu_sysfs(info, root)
+            written.append('sys-%s' % host)
     (directory / 'controller.conf').write_text(
         client.DEMO_CONTROLLER_CONF)
     written.append('controller.conf')
@@ -98,8 +177,9 @@ def describe(cloud):
         '    export OS_CLOUD=%s' % cloud.cloud_name,
         '    %s mdev provider list' % openstack_path(),
         '',
-        'There: %s (each host\'s [devices] and [mdev_<type>], and the '
-        'controller\'s [pci] alias).' % ', '.join(confs),
+        'There: %s (each host\'s [devices] and [mdev_<type>] or [pci], '
+        'a copy of the /sys of the SR-IOV GPU host, and the controller\'s '
+        '[pci] alias).' % ', '.join(confs),
         'Boot a server of a flavor (no image service here, so not with '
         "'openstack server create'):",
         '',

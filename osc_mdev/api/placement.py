@@ -60,19 +60,6 @@ NotFound = http.NotFound
 GenerationConflict = http.Conflict
 MicroversionUnsupported = http.MicroversionUnsupported
 
-# Placement answers 500 "Another thread concurrently updated the resource
-# provider data. Please retry your update" when two writers race on one
-# provider; the write did not happen, so it is a conflict like a 409.
-# The words are all it gives: its trait handler lets
-# ResourceProviderConcurrentUpdateDetected reach the fault wrapper, whose
-# 500 carries code placement.undefined_code, as any other 500 does.
-_CONCURRENT_UPDATE = 'concurrently updated'
-# Placement's 400 for a class it does not have in ?resources=. Its
-# handler raises it without an error code (placement.undefined_code, as
-# for a badly formed parameter or an unknown trait), so the words tell
-# it apart.
-_NO_SUCH_CLASS = 'No such resource class'
-
 #: A JSON object of Placement's answers.
 Body = dict[str, typing.Any]
 
@@ -117,6 +104,10 @@ class PlacementClient(pool.ServiceClient):
         """Providers that can take ``resources`` (``{class: amount}``) in
         one allocation now: room, ``min_unit``, ``max_unit`` and
         ``step_size`` (``?resources=``, 1.4).
+
+        Placement refuses (400) a class it does not have, with no error
+        code of its own: a class it does not have, read as such, means
+        nobody can take the resources; any other refusal is raised.
         """
         url = '/resource_providers?' + urllib.parse.urlencode(
             {'resources': ','.join('%s:%d' % rc for rc in sorted(
@@ -124,10 +115,11 @@ class PlacementClient(pool.ServiceClient):
         try:
             return self._request('GET', url, PROVIDER_TREE,
                                  conflicts=(400,))['resource_providers']
-        except http.Conflict as exc:
-            if _NO_SUCH_CLASS in str(exc):
-                return []   # a class Placement does not have: nobody can
-            raise
+        except http.Conflict:
+            if all(self.resource_class_exists(rc)
+                   for rc in sorted(resources)):
+                raise
+            return []
 
     def get_provider(self, uuid: str) -> Body:
         """One provider (generation, parent and root UUIDs); NotFound."""
@@ -247,11 +239,14 @@ class PlacementClient(pool.ServiceClient):
         """Replace a provider's traits; GenerationConflict if it moved on.
 
         Placement answers a race between two writers on one provider with
-        409, or with 500 "concurrently updated"; neither wrote anything,
-        so both are conflicts (re-read and try again), never retried
-        blindly. A retried PUT whose first answer was lost after Placement
-        applied it meets a new generation: a conflict too, and the re-read
-        shows the change made.
+        409, or, when the other writer slips in between its generation
+        check and its write, with 500 (no error code of its own); neither
+        wrote anything. A 500 is told apart by re-reading the provider:
+        a generation moved on since ``generation`` is a conflict (re-read
+        and try again), never retried blindly; an unmoved one is
+        Placement's failure. A retried PUT whose first answer was lost
+        after Placement applied it meets a new generation: a conflict too,
+        and the re-read shows the change made.
         """
         try:
             body = self._request(
@@ -260,7 +255,8 @@ class PlacementClient(pool.ServiceClient):
                       'traits': sorted(traits)},
                 transient=(502, 503, 504), conflicts=(409, 500))
         except GenerationConflict as exc:
-            if exc.status == 500 and _CONCURRENT_UPDATE not in str(exc):
+            if exc.status == 500 and self.get_provider(
+                    uuid)['generation'] == generation:
                 raise osc_exc.CommandError(
                     'Placement failed on PUT /resource_providers/%s/traits '
                     'with HTTP 500 (%s); try again later or check the '

@@ -17,9 +17,12 @@ a module per Nova file where they span several: ``pci_devspec``,
 ``pci_request`` and ``pci_placement_translator``, held together by
 ``pci``'s PciConfig; ``provider_config`` (read as nova-compute reads
 the files) and ``provider_config_merge`` (merged into its provider
-tree), beside ``provider_config_write`` (the files we write). Then
-a compute node's devices as its sysfs shows them (``host_gpus``),
-Placement's provider and request models, capacity arithmetic and its
+tree), beside ``provider_config_write`` (the files we write);
+``resource_request``, the one request builder (nova/scheduler/utils.py),
+with ``hardware`` (the extra specs nova/virt/hardware.py reads) and
+``request_filter`` (the scheduler's prefilters). Then a compute node's
+devices as its sysfs shows them (``host_gpus``), Placement's provider
+and request models, capacity arithmetic and its
 explainer, and the findings of ``config check`` (``configcheck``,
 ``configcheck_pci``, rendered by ``configreport``) and ``audit``: one
 model of a finding and its severities, ``findings``. What ``config

@@ -18,12 +18,18 @@ finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
 or ``AddTrait``). Nothing here touches the network.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 
+from osc_mdev.domain import allocations as alloc_model
+from osc_mdev.domain import capacity
 from osc_mdev.domain import explanation
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
@@ -230,26 +236,22 @@ def orphaned_allocations(allocations, servers, facts):
 def server_request(server: nova_servers.Server,
                    pci_config: pci_rules.PciConfig | None = None
                    ) -> rr.Request | None:
-    """The request of the server's embedded flavor (the copy Nova keeps
-    with the server, ``flavor`` from microversion 2.47), as Nova builds
-    it (``resource_request.request_from_flavor``); its PCI alias devices
-    only with ``pci_config`` (the controller's ``[pci]``), asked for as
-    with ``pci_in_placement`` on, whatever it says. None when Nova would
-    refuse the flavor's ``pci_passthrough:alias``.
+    """The request Nova builds for the server (``resource_request
+    .request_for`` of its embedded flavor, the copy Nova keeps with the
+    server, ``flavor`` from microversion 2.47, and of its boot from
+    volume); its PCI alias devices only with ``pci_config`` (the
+    controller's ``[pci]``) and its ``pci_in_placement``, as the
+    scheduler asks for them. None when Nova would refuse the flavor's
+    ``pci_passthrough:alias``.
     """
-    flavor = server.flavor
-    if pci_config is None or not has_pci_alias(flavor.extra_specs):
-        pci_config = None
-    elif not pci_config.pci_in_placement:
-        pci_config = dataclasses.replace(pci_config, pci_in_placement=True)
     try:
-        return rr.request_from_flavor(flavor.request_input(),
-                                      pci_config=pci_config)
+        return rr.request_for(server.flavor, pci_config,
+                              server.booted_from_volume)
     except rr.RequestError:
         return None
 
 
-def has_pci_alias(extra_specs):
+def has_pci_alias(extra_specs: Mapping[str, str] | None) -> bool:
     """Whether flavor extra specs ask for PCI devices by alias."""
     return rr.PCI_ALIAS_KEY in (extra_specs or {})
 
@@ -267,20 +269,30 @@ def _describe_amounts(amounts):
         amounts.items())) or 'no mdev'
 
 
-def missing_allocations(servers, allocations, mdev_classes,
-                        pci_config=None):
+def missing_allocations(servers: Iterable[nova_servers.Server],
+                        allocations: Iterable[alloc_model.MdevAllocation],
+                        mdev_classes: Iterable[str],
+                        pci_config: pci_rules.PciConfig | None = None
+                        ) -> list[Finding]:
     """``missing-allocation``: servers whose embedded flavor (the copy
     Nova keeps with the server, ``flavor.extra_specs`` from microversion
     2.47) asks for mdevs they do not hold in Placement, or holds another
     class or amount.
 
-    With ``pci_config`` (the controller's ``[pci]``), the PCI devices
-    of the flavor's ``pci_passthrough:alias`` count too, one of the
-    alias' resource class per device (``allocations`` should then hold
-    the PCI-in-Placement allocations as well); a server whose alias is
-    not defined there is left out. Without, PCI devices are not judged.
+    With ``pci_config`` (the controller's ``[pci]``) and its
+    ``pci_in_placement``, the PCI devices of the flavor's
+    ``pci_passthrough:alias`` count too, one of the alias' resource class
+    per device (``allocations`` should then hold the PCI-in-Placement
+    allocations as well); a server whose alias is not defined there is
+    left out. Without, PCI devices are not judged: with
+    ``pci_in_placement`` off the scheduler asks Placement for none (its
+    PCI filter picks them), and Placement holds them only where
+    nova-compute reports them and heals their allocations.
     """
-    held = {}
+    judged = pci_config is not None and pci_config.pci_in_placement
+    allocations = [a for a in allocations
+                   if judged or a.kind != providers.PCI]
+    held: dict[str, dict[str, int]] = {}
     for alloc in allocations:
         per_rc = held.setdefault(alloc.consumer, {})
         per_rc[alloc.resource_class] = per_rc.get(
@@ -301,7 +313,7 @@ def missing_allocations(servers, allocations, mdev_classes,
         what = ('holds none' if not has else 'holds %s'
                 % _describe_amounts(has))
         found.append(Finding(
-            ERROR, check=MISSING_ALLOCATION, host=server.node,
+            ERROR, check=MISSING_ALLOCATION, host=server.node or '',
             server=server.id,
             resource_class=','.join(sorted(set(wanted) | set(has))),
             message='Server %s: its flavor asks for %s but it %s in '
@@ -607,7 +619,10 @@ def provider_config_findings(devices, files, found=(),
 
 # -- unschedulable-flavor -------------------------------------------------
 
-def flavor_requests(flavor_list, classes, pci_config=None):
+def flavor_requests(flavor_list: Iterable[nova_servers.Flavor],
+                    classes: Iterable[str],
+                    pci_config: pci_rules.PciConfig | None = None
+                    ) -> dict[str, rr.Request]:
     """``{flavor id: resource_request.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
@@ -624,13 +639,10 @@ def flavor_requests(flavor_list, classes, pci_config=None):
     for flavor in flavor_list:
         if flavor.disabled:
             continue
-        pci = has_pci_alias(flavor.extra_specs)
-        if pci and pci_config is None:
+        if has_pci_alias(flavor.extra_specs) and pci_config is None:
             continue
         try:
-            request = rr.request_from_flavor(
-                flavor.request_input(),
-                pci_config=pci_config if pci else None)
+            request = rr.request_for(flavor, pci_config)
         except rr.RequestError:
             continue
         if set(request.mdev_classes()) & set(classes) or any(
@@ -639,8 +651,11 @@ def flavor_requests(flavor_list, classes, pci_config=None):
     return found
 
 
-def unschedulable_flavors(flavor_list, trees, missing_classes=(),
-                          pci_config=None):
+def unschedulable_flavors(flavor_list: Sequence[nova_servers.Flavor],
+                          trees: Sequence[capacity.Host],
+                          missing_classes: Iterable[str] = (),
+                          pci_config: pci_rules.PciConfig | None = None
+                          ) -> list[Finding]:
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
     on ``trees``, the compute node trees of ``usecases.capacity``: no device
@@ -674,10 +689,9 @@ def unschedulable_flavors(flavor_list, trees, missing_classes=(),
             continue
         request = requests.get(flavor.id)
         if request is None and pci_config is not None \
-                and pci_config.pci_in_placement and has_pci_alias(specs):
+                and has_pci_alias(specs):
             try:
-                rr.request_from_flavor(flavor.request_input(),
-                                       pci_config=pci_config)
+                rr.request_for(flavor, pci_config)
             except rr.RequestError as exc:
                 found.append(Finding(
                     WARNING, check=UNSCHEDULABLE_FLAVOR,

@@ -466,6 +466,7 @@ class PlacementDevice:
     total: int
     traits: tuple[str, ...]
     servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
+    used: int = 0                      # of resource_class, in Placement
 
 
 def placement_findings(conf: novaconf.MdevConfig, host: str,

@@ -288,13 +288,18 @@ def _alias_findings(pci: pci_rules.PciConfig,
 
 def _sysfs_findings(pci: pci_rules.PciConfig,
                     devices: Sequence[devspec.PciDevice],
-                    root_name: str) -> list[Finding]:
-    """The specs against the node's PCI functions: specs matching none,
-    and where nova-compute stops making its providers.
+                    root_name: str,
+                    explained: Sequence[devspec.DeviceSpec] = ()
+                    ) -> list[Finding]:
+    """The specs against the node's PCI functions: specs matching none
+    (but those ``explained`` otherwise), and where nova-compute stops
+    making its providers.
     """
     found = []
     pfs = devspec.physical_functions(devices)
     for spec in pci.specs:
+        if spec in explained:
+            continue
         if not any(devspec.spec_matches(spec, d, pfs) for d in devices):
             found.append(Finding(
                 WARNING, spec.where,
@@ -314,12 +319,15 @@ def _sysfs_findings(pci: pci_rules.PciConfig,
 
 def pci_findings(pci: pci_rules.PciConfig,
                  sysfs_devices: Sequence[devspec.PciDevice] | None = None,
-                 root_name: str = '<node>') -> list[Finding]:
+                 root_name: str = '<node>',
+                 explained: Sequence[devspec.DeviceSpec] = ()
+                 ) -> list[Finding]:
     """Findings about ``[pci]`` (and ``[filter_scheduler]
     pci_in_placement``) beyond the errors ``pci.pci_config`` found.
 
-    ``sysfs_devices``: the node's PCI functions (``read_pci_devices``)
-    when known.
+    ``sysfs_devices``: the node's PCI functions (``Host.pci_devices``)
+    when known; ``explained``: specs whose devices are missing for a
+    reason another check gives (``configcheck_vf``: VFs not enabled).
     """
     found = list(pci.findings)
     found += _deprecated_names(_settings(pci))
@@ -330,7 +338,7 @@ def pci_findings(pci: pci_rules.PciConfig,
         found += _unreported_findings(pci, placed)
     found += _alias_findings(pci, placed)
     if sysfs_devices is not None and pci.specs:
-        found += _sysfs_findings(pci, sysfs_devices, root_name)
+        found += _sysfs_findings(pci, sysfs_devices, root_name, explained)
     return found
 
 
@@ -365,6 +373,8 @@ class PlacementPciProvider:
     total: int
     used: int
     traits: tuple[str, ...]
+    uuid: str = ''
+    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
 
 
 def _tracking_turned_off(pci: pci_rules.PciConfig, host: str,

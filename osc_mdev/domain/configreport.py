@@ -123,11 +123,13 @@ def pci_effects(pci: pci_rules.PciConfig,
 
 def scope(conf: novaconf.MdevConfig | None, pci_configured: bool = False,
           sysfs_root: str | None = None, host: str | None = None,
-          provider_configs: bool = False) -> list[str]:
+          provider_configs: bool = False,
+          vgpu_vfs: str | None = None) -> list[str]:
     """What a check looked at, in words, for the result row: the
     nova.conf files' ``conf`` (None when only provider config files were
     given) and, with ``provider_configs``, nova-compute's provider config
-    files.
+    files; ``vgpu_vfs``: the SR-IOV vGPU VFs checked
+    (``configcheck_vf.VfCheck.scope``).
     """
     checked = []
     if conf is not None:
@@ -146,6 +148,8 @@ def scope(conf: novaconf.MdevConfig | None, pci_configured: bool = False,
                        'them')
     if sysfs_root:
         checked.append('the devices under %s' % sysfs_root)
+    if vgpu_vfs:
+        checked.append(vgpu_vfs)
     if host:
         checked.append("Placement's view of %s" % host)
     return checked

@@ -35,6 +35,7 @@ import typing
 
 from osc_mdev.domain import capacity
 from osc_mdev.domain import names
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import words
 
@@ -468,7 +469,7 @@ def unschedulable_reason(request: rr.Request,
         rr.check_request(request)
     except rr.RequestError as exc:
         return str(exc)
-    request = rr.with_prefilters(
+    request = request_filter.process_reqspec(
         request, owner_nova=capacity.owner_nova_in_effect(trees))
     steps, _ = explain(request, _empty(trees))
     if not steps or steps[-1].hosts_left:

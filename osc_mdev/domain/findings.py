@@ -57,6 +57,8 @@ class Finding:
     resource_class: str = ''
     provider_uuid: str = ''
     repair: Repair | None = None
+    #: Nova refuses what was checked: the service does not start with it.
+    stops_nova: bool = False
 
 
 def by_severity(found: Iterable[Finding]) -> list[Finding]:

@@ -273,7 +273,7 @@ def can_never_serve(request: rr.Request, trees: Sequence[capacity.Host],
                     carried: Container[str],
                     known: Iterable[str]) -> str | None:
     """Why Placement can never serve ``request`` (a flavor's, as
-    ``resource_request.request_from_flavor`` builds it) on ``trees`` (the
+    ``resource_request.request_for`` builds it) on ``trees`` (the
     compute node trees of ``capacity``), or None: a trait that does not
     exist in Placement (``known``: it refuses the request), a required
     trait no provider has (``carried``), or the capacity explainer's

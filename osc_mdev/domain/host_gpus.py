@@ -33,6 +33,8 @@ from collections.abc import Mapping
 import dataclasses
 import re
 
+import os_resource_classes
+
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci_devspec
 
@@ -61,6 +63,35 @@ class VgpuType:
         """
         words = self.name.split()
         return words[-1] if words else self.name
+
+    @property
+    def resource_class(self) -> str:
+        """The custom resource class named after the type:
+        ``CUSTOM_NVIDIA_L4_8Q``, its name normalised as os-resource-classes
+        normalises names.
+        """
+        return os_resource_classes.normalize_name(self.name)
+
+    def named_by(self, resource_class: str) -> bool:
+        """Whether a resource class is named after this type, by its name
+        or its short name (``CUSTOM_NVIDIA_L4_8Q``, ``CUSTOM_L4_8Q``).
+        """
+        return resource_class in (
+            self.resource_class,
+            os_resource_classes.normalize_name(self.short_name))
+
+    def names_another(self, resource_class: str) -> bool:
+        """Whether a resource class is named after another type of the
+        same GPU: the name up to the profile is this type's
+        (``CUSTOM_NVIDIA_L4_8Q`` for ``NVIDIA L4-4Q``, the product being
+        the short name up to its first ``-``).
+        """
+        product = self.short_name.split('-')[0]
+        full = self.name[:len(self.name) - len(self.short_name)] + product
+        return not self.named_by(resource_class) and any(
+            resource_class.startswith(
+                os_resource_classes.normalize_name(prefix) + '_')
+            for prefix in {full, product})
 
 
 def parse_creatable_vgpu_types(text: str) -> tuple[VgpuType, ...]:

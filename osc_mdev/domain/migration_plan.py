@@ -34,7 +34,7 @@ from osc_mdev.domain import explanation
 from osc_mdev.domain import migration_model as model
 from osc_mdev.domain import migration_rules as rules
 from osc_mdev.domain import migration_verdict as judging
-from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import request_filter
 
 #: What would let a server fit on one of the nodes, or None.
 Fix = Callable[[model.Server, list[model.Node]], 'str | None']
@@ -195,7 +195,8 @@ def smallest_fix(server: model.Server, targets: Sequence[model.Node],
         return None
     key = next(iter(server.type_keys)) if len(server.type_keys) == 1 \
         else None
-    request = rr.with_prefilters(server.request, owner_nova=owner_nova)
+    request = request_filter.process_reqspec(server.request,
+                                             owner_nova=owner_nova)
     hosts = []
     for target in targets:
         tree = target.tree

@@ -51,6 +51,7 @@ from osc_mdev.domain import migration_model as model
 from osc_mdev.domain import migration_rules as rules
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits as trait_logic
 
@@ -155,7 +156,8 @@ def judge(server: model.Server, source: model.Node, target: model.Node,
                        problem, live_refusal=problem, cold_refusal=problem)
     judged = _Judged()
     _api_and_source(server, source, judged)                   # 1, 2
-    plain = rr.with_prefilters(server.request, owner_nova=owner_nova)
+    plain = request_filter.process_reqspec(server.request,
+                                           owner_nova=owner_nova)
     refusal = _scheduler_refusal(target)                      # 3
     if refusal is None:
         assert target.tree is not None      # else refused above

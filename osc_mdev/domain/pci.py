@@ -56,6 +56,8 @@ class PciConfig:
     pci_in_placement: bool = False
     findings: tuple[finding_model.Finding, ...] = ()
     settings: novaconf.Settings | None = None
+    #: The finding of aliases Nova refuses (also in ``findings``).
+    alias_error: finding_model.Finding | None = None
 
     @property
     def configured(self) -> bool:
@@ -91,28 +93,25 @@ def _device_specs(settings: novaconf.Settings, report_in_placement: bool,
             found.append(finding_model.Finding(
                 finding_model.ERROR, here, 'nova-compute refuses to start: '
                 'invalid [pci] device_spec (%s); fix or remove this entry.'
-                % exc))
+                % exc, stops_nova=True))
     return specs
 
 
-def _aliases(settings: novaconf.Settings, pci_in_placement: bool,
-             found: list[finding_model.Finding]
-             ) -> dict[str, pci_request.Alias]:
-    """The ``[pci] alias`` of the files; none and an error finding in
-    ``found`` when Nova refuses them.
+def _aliases(settings: novaconf.Settings, pci_in_placement: bool
+             ) -> tuple[dict[str, pci_request.Alias],
+                        finding_model.Finding | None]:
+    """``(aliases, None)`` of the ``[pci] alias`` of the files, or
+    ``({}, the error finding)`` when Nova refuses them.
     """
     entries = [(text, _entry_where(occ, 'alias'))
                for text, occ in settings.pci['alias']]
     try:
-        return pci_request.pci_aliases(entries, pci_in_placement)
-    except novaconf.NovaConfError as exc:
-        text = str(exc)
-        here, _, reason = text.partition(': ') if text.startswith('[') \
-            else ('[pci] alias', '', text)
-        found.append(finding_model.Finding(
-            finding_model.ERROR, here, 'nova-api and nova-compute refuse to '
-            'start: invalid [pci] alias (%s); fix the alias.' % reason))
-    return {}
+        return pci_request.pci_aliases(entries, pci_in_placement), None
+    except pci_request.AliasError as exc:
+        return {}, finding_model.Finding(
+            finding_model.ERROR, exc.where, 'nova-api and nova-compute '
+            'refuse to start: invalid [pci] alias (%s); fix the alias.'
+            % exc.reason, stops_nova=True)
 
 
 def pci_config(settings: novaconf.Settings) -> PciConfig:
@@ -123,6 +122,8 @@ def pci_config(settings: novaconf.Settings) -> PciConfig:
     scheduler = bool(novaconf.checked(settings.pci['pci_in_placement'],
                                       found, False))
     specs = _device_specs(settings, report, found)
-    aliases = _aliases(settings, scheduler, found)
+    aliases, alias_error = _aliases(settings, scheduler)
+    if alias_error is not None:
+        found.append(alias_error)
     return PciConfig(tuple(specs), aliases, report, scheduler,
-                     tuple(found), settings)
+                     tuple(found), settings, alias_error)

@@ -41,6 +41,19 @@ _PCI_ID_RE = re.compile(r'^[\da-fA-F]{4}$')
 ALIAS_SPEC_RE = re.compile(r'[^:]+:\d+(?:\s*,\s*[^:]+:\d+)*')
 ALIAS_KEY = 'pci_passthrough:alias'
 
+
+class AliasError(novaconf.NovaConfError):
+    """Nova's ``PciInvalidAlias``: nova-api and nova-compute refuse to
+    start. ``where`` the alias is written (``[pci] alias`` when not
+    known), ``reason`` what is wrong with it.
+    """
+
+    def __init__(self, where: str, reason: str):
+        self.where = where or '[pci] alias'
+        self.reason = reason
+        super().__init__('%s: %s' % (self.where, reason))
+
+
 #: One definition of an alias, as Nova keeps it (``vendor_id``,
 #: ``product_id``, ``dev_type``, ``resource_class``, ``traits``...).
 AliasSpec = dict[str, str]
@@ -118,11 +131,10 @@ def _alias_entry(text: str, where: str) -> tuple[str, str, AliasSpec]:
     try:
         spec = json.loads(text)
     except ValueError as exc:
-        raise novaconf.NovaConfError(
-            '%s: not valid JSON (%s)' % (where, exc))
+        raise AliasError(where, 'not valid JSON (%s)' % exc)
     problem = _alias_schema_problem(spec)
     if problem:
-        raise novaconf.NovaConfError('%s: %s' % (where, problem))
+        raise AliasError(where, problem)
     spec = dict(spec)
     name = spec.pop('name').strip()
     numa_policy = spec.pop('numa_policy', None) or 'legacy'
@@ -134,9 +146,8 @@ def _alias_entry(text: str, where: str) -> tuple[str, str, AliasSpec]:
             spec['live_migratable'] = ('true' if devspec.bool_from_string(
                 spec['live_migratable'], True) else 'false')
         except ValueError:
-            raise novaconf.NovaConfError(
-                '%s: live_migratable %s is not a boolean'
-                % (where, spec['live_migratable']))
+            raise AliasError(where, 'live_migratable %s is not a boolean'
+                             % spec['live_migratable'])
     return name, numa_policy, spec
 
 
@@ -151,16 +162,14 @@ def _add_alias(aliases: dict[str, Alias], name: str, numa_policy: str,
         return
     first = aliases[name]
     if first.numa_policy != numa_policy:
-        raise novaconf.NovaConfError(
-            "%s: NUMA policy mismatch for alias '%s'" % (where, name))
+        raise AliasError(where, "NUMA policy mismatch for alias '%s'" % name)
     if 'dev_type' not in first.specs[0] or 'dev_type' not in spec:
-        raise novaconf.NovaConfError(
-            "%s: alias '%s' is defined more than once, so every "
+        raise AliasError(
+            where, "alias '%s' is defined more than once, so every "
             "definition needs device_type (Nova fails with 'dev_type')"
-            % (where, name))
+            % name)
     if first.specs[0]['dev_type'] != spec['dev_type']:
-        raise novaconf.NovaConfError(
-            "%s: Device type mismatch for alias '%s'" % (where, name))
+        raise AliasError(where, "Device type mismatch for alias '%s'" % name)
     aliases[name] = dataclasses.replace(first, specs=first.specs + (spec,))
 
 
@@ -173,11 +182,11 @@ def _validate_multispec(aliases: Mapping[str, Alias],
         return
     multi = [n for n, a in aliases.items() if len(a.specs) > 1]
     if multi:
-        raise novaconf.NovaConfError(
-            '%s: alias %s has several definitions, which [filter_scheduler] '
+        raise AliasError(
+            aliases[multi[0]].where,
+            'alias %s has several definitions, which [filter_scheduler] '
             'pci_in_placement does not support (give the devices one '
-            'resource_class in [pci] device_spec instead)'
-            % (aliases[multi[0]].where, ','.join(multi)))
+            'resource_class in [pci] device_spec instead)' % ','.join(multi))
 
 
 def _validate_required_ids(aliases: Mapping[str, Alias],
@@ -191,9 +200,10 @@ def _validate_required_ids(aliases: Mapping[str, Alias],
         if not ('vendor_id' in s and 'product_id' in s)
         and not (pci_in_placement and 'resource_class' in s))
     if missing:
-        raise novaconf.NovaConfError(
-            '%s: alias %s has no vendor_id and product_id%s'
-            % (aliases[missing[0]].where, ','.join(dict.fromkeys(missing)),
+        raise AliasError(
+            aliases[missing[0]].where,
+            'alias %s has no vendor_id and product_id%s'
+            % (','.join(dict.fromkeys(missing)),
                ' nor resource_class' if pci_in_placement else ''))
 
 
@@ -202,7 +212,7 @@ def pci_aliases(entries: Iterable[tuple[str, str]],
     """Mirrors ``get_alias_from_config`` (and ``_validate_aliases``):
     ``{name: Alias}`` of the ``[pci] alias`` values, given as ``(text,
     where)``; entries with one name are alternatives and must agree on
-    ``numa_policy`` and ``device_type``. Raises NovaConfError where Nova
+    ``numa_policy`` and ``device_type``. Raises AliasError where Nova
     raises PciInvalidAlias: nova-api and nova-compute refuse to start.
     """
     aliases: dict[str, Alias] = {}
@@ -227,6 +237,61 @@ def parse_alias_request(text: object) -> list[tuple[str, int]]:
         name, count = part.split(':')
         requests.append((name.strip(), int(count)))
     return requests
+
+
+@dataclasses.dataclass(frozen=True)
+class PciRequest:
+    """One ``InstancePCIRequest`` of a flavor: ``count`` devices of
+    ``alias``.
+    """
+
+    alias: Alias
+    count: int
+
+
+class AliasNotDefined(ValueError):
+    """Nova's ``PciRequestAliasNotDefined``: the flavor names aliases
+    (``names``) the controller's ``[pci] alias`` does not define
+    (``defined``); Nova's API refuses to boot it.
+    """
+
+    def __init__(self, names: Iterable[str], defined: Iterable[str]):
+        self.names = tuple(dict.fromkeys(names))
+        self.defined = tuple(sorted(defined))
+        super().__init__(
+            'PCI alias %s of the flavor is not defined in [pci] alias '
+            '(defined: %s), so Nova refuses to boot it' % (
+                ', '.join(self.names), ', '.join(self.defined) or 'none'))
+
+
+def get_pci_requests_from_flavor(extra_specs: Mapping[str, str],
+                                 aliases: Mapping[str, Alias]
+                                 ) -> tuple[PciRequest, ...]:
+    """Mirrors ``get_pci_requests_from_flavor`` (and
+    ``_translate_alias_to_requests``): the PCI requests of the flavor's
+    ``pci_passthrough:alias`` with the controller's ``aliases``, whatever
+    ``pci_in_placement`` says. Raises ValueError for a value the API
+    refuses, AliasNotDefined for an alias ``aliases`` does not define.
+    """
+    if ALIAS_KEY not in extra_specs:
+        return ()
+    requested = parse_alias_request(extra_specs[ALIAS_KEY])
+    unknown = [name for name, _ in requested if name not in aliases]
+    if unknown:
+        raise AliasNotDefined(unknown, aliases)
+    return tuple(PciRequest(aliases[name], count)
+                 for name, count in requested)
+
+
+def generate_request_groups_from_pci_requests(
+        pci_requests: Iterable[PciRequest], pci_in_placement: bool
+) -> list[list[PciGroup]]:
+    """Mirrors ``RequestSpec.generate_request_groups_from_pci_requests``
+    (nova/objects/request_spec.py): per PCI request, its request groups
+    (``alias_request_groups``); none without ``pci_in_placement``.
+    """
+    return [alias_request_groups(r.alias, r.count, pci_in_placement)
+            for r in pci_requests]
 
 
 def alias_request_groups(alias: Alias, count: int,

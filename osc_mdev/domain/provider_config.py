@@ -75,8 +75,7 @@ def refused_by_nova(findings: Iterable[Finding]) -> list[Finding]:
     """The findings of rules that stop nova-compute at start (the files
     Nova's own ``get_provider_configs`` rejects).
     """
-    return [f for f in findings
-            if f.severity == ERROR and f.message.endswith(_REFUSED)]
+    return [f for f in findings if f.stops_nova]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +121,9 @@ class ConfigFile:
 
 
 def _error(where: str, message: str) -> Finding:
-    return Finding(ERROR, where, '%s %s' % (message, _REFUSED))
+    """A rule of Nova's: nova-compute refuses to start with the file."""
+    return Finding(ERROR, where, '%s %s' % (message, _REFUSED),
+                   stops_nova=True)
 
 
 # -- Reading a file -------------------------------------------------------

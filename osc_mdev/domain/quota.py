@@ -20,11 +20,14 @@ service (``class:<RESOURCE CLASS>``, ``servers``); the usage of a class
 is Placement's ``GET /usages?project_id=``, as Nova counts it.
 """
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 
 from osc_mdev.domain import explanation
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import words
 
 SERVERS = 'servers'
@@ -259,7 +262,8 @@ def unaccounted(on_devices: dict[str, int],
                   if sum(u.get(rc, 0) for u in usages.values()) < used)
 
 
-def asks_for(extra_specs: dict, classes: set[str], pci: bool) -> bool:
+def asks_for(extra_specs: Mapping[str, str], classes: set[str],
+             pci: bool) -> bool:
     """Whether a flavor with ``extra_specs`` may hold ``classes``: a
     ``resources[S]:<class>`` key of one of them with an amount above 0
     (``resource_request.spec_key``, Nova's reading of the keys), or, with
@@ -280,13 +284,13 @@ def asks_for(extra_specs: dict, classes: set[str], pci: bool) -> bool:
     return pci and rr.PCI_ALIAS_KEY in extra_specs
 
 
-def flavor_holders(servers: list[dict], classes: set[str],
+def flavor_holders(listed: Iterable[nova_servers.Server], classes: set[str],
                    pci: bool) -> set[str]:
     """The projects of the servers (Nova's listing with embedded flavors)
     whose flavor may hold ``classes`` (``asks_for``).
     """
-    return {s['tenant_id'] for s in servers if asks_for(
-        (s.get('flavor') or {}).get('extra_specs') or {}, classes, pci)}
+    return {s.project for s in listed if s.project and asks_for(
+        s.flavor.extra_specs, classes, pci)}
 
 
 # -- how many servers of a flavor the limits let a project boot -------------

@@ -10,27 +10,43 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What one server of a flavor asks Placement for: the one reading of a
-flavor's extra specs.
+"""What one server asks Placement for: the one request builder.
 
-Pure logic. ``request_from_flavor`` builds the request groups exactly as
-Nova's ``ResourceRequest`` does (nova/scheduler/utils.py); ``spec_key``
-is the one parser of ``resources[S]:`` and ``trait[S]:`` keys (Nova's
-``XS_KEYPAT``), and ``nova_refuses`` says which of those keys Nova's API
-refuses (nova/api/validation/extra_specs). Every command that reads or
-writes a flavor goes through here.
+Pure logic. Every command that turns a flavor or a server into a request
+calls ``request_for``, which builds the request groups in the named
+steps of Nova's ``ResourceRequest`` (nova/scheduler/utils.py), one
+function each, naming the Nova function it mirrors: the flavor's extra
+specs, its CPU pinning, the devices of its PCI aliases
+(``pci_request``), the flavor's own sizes with the boot-from-volume rule
+for the root disk, the hardware constraints ``hardware`` reads, and the
+default group policy of ``resources_from_request_spec``. The scheduler's
+prefilters are ``request_filter``'s.
+
+``spec_key`` is the one parser of ``resources[S]:`` and ``trait[S]:``
+keys (Nova's ``XS_KEYPAT``), and ``nova_refuses`` says which of those
+keys Nova's API refuses (nova/api/validation/extra_specs).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
 import dataclasses
 import re
+import typing
 import urllib.parse
 
 import os_resource_classes
 import os_traits
 
+from osc_mdev.domain import hardware
 from osc_mdev.domain import names
 from osc_mdev.domain import pci_request
+
+if typing.TYPE_CHECKING:
+    from osc_mdev.domain import pci as pci_rules
+    from osc_mdev.domain import servers
 
 VCPU = 'VCPU'
 PCPU = 'PCPU'
@@ -68,70 +84,80 @@ class RequestError(ValueError):
 
 # -- the request ------------------------------------------------------------
 
+#: ``((resource class, amount), ...)``, sorted by class.
+Resources = tuple[tuple[str, int], ...]
+
+
 @dataclasses.dataclass(frozen=True)
 class Group:
     """One request group: ``suffix`` '' is Nova's unnumbered group."""
 
     suffix: str
-    resources: tuple = ()          # ((resource class, amount), ...)
-    required: frozenset = frozenset()
-    forbidden: frozenset = frozenset()
+    resources: Resources = ()
+    required: frozenset[str] = frozenset()
+    forbidden: frozenset[str] = frozenset()
     alias: str = ''        # the [pci] alias of a PCI device's group
 
     @property
-    def amounts(self):
+    def amounts(self) -> dict[str, int]:
         return dict(self.resources)
 
     @property
-    def numbered(self):
+    def numbered(self) -> bool:
         return bool(self.suffix)
 
-    def label(self):
+    def label(self) -> str:
         return group_label(self.suffix)
 
     @property
-    def is_pci(self):
+    def is_pci(self) -> bool:
         return bool(self.alias)
 
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """What one server asks of Placement."""
+    """What one server asks of Placement; ``pci_requests``: the PCI
+    devices its flavor asks by alias (Nova's ``InstancePCIRequests``),
+    asked of Placement as PCI groups only with ``pci_in_placement``.
+    """
 
-    groups: tuple
+    groups: tuple[Group, ...]
     group_policy: str | None = None
-    root_required: frozenset = frozenset()
-    root_forbidden: frozenset = frozenset()
+    root_required: frozenset[str] = frozenset()
+    root_forbidden: frozenset[str] = frozenset()
+    pci_requests: tuple[pci_request.PciRequest, ...] = ()
 
     @property
-    def numbered_groups(self):
+    def numbered_groups(self) -> list[Group]:
         return [g for g in self.groups if g.numbered]
 
-    def mdev_classes(self):
+    def mdev_classes(self) -> list[str]:
         return sorted({rc for g in self.groups for rc, _ in g.resources
                        if names.is_mdev_resource_class(rc)})
 
-    def device_amounts(self, classes=None):
+    def device_amounts(self, classes: Iterable[str] | None = None
+                       ) -> dict[str, int]:
         """``{class: amount}`` of the devices one server asks for, summed
         over the groups: the classes in ``classes`` (None: every class an
         mdev can have, VGPU and CUSTOM_*) and every PCI group's class.
         """
-        amounts = collections.Counter()
+        wanted = None if classes is None else set(classes)
+        amounts: collections.Counter[str] = collections.Counter()
         for group in self.groups:
             for rc, n in group.resources:
                 if group.is_pci or (
-                        rc in classes if classes is not None
+                        rc in wanted if wanted is not None
                         else names.is_mdev_resource_class(rc)):
                     amounts[rc] += n
         return dict(amounts)
 
-    def device_groups(self):
+    def device_groups(self) -> list[Group]:
         """The groups that ask for an mdev class, and PCI groups."""
         return [g for g in self.groups if g.is_pci or any(
             names.is_mdev_resource_class(rc) and rc not in ROOT_CLASSES
             for rc, _ in g.resources)]
 
-    def describe_devices(self):
+    def describe_devices(self) -> str | None:
         """The mdev groups in words, each by its name in the flavor:
         ``resources_GPU: 1 x VGPU with CUSTOM_NVIDIA_12``; ``None`` when
         the request asks for no mdev.
@@ -155,20 +181,20 @@ class Request:
             parts.append('group_policy=%s' % self.group_policy)
         return '; '.join(parts)
 
-    def root_amounts(self):
+    def root_amounts(self) -> dict[str, int]:
         """Root classes (VCPU, MEMORY_MB, DISK_GB) of the unnumbered group.
         """
         unnumbered = self.group('')
         return {rc: n for rc, n in (unnumbered.resources if unnumbered
                                     else ()) if rc in ROOT_CLASSES}
 
-    def group(self, suffix):
+    def group(self, suffix: str) -> Group | None:
         for group in self.groups:
             if group.suffix == suffix:
                 return group
         return None
 
-    def describe(self):
+    def describe(self) -> str:
         parts = []
         for group in self.groups:
             text = '%s=%s' % (group.label(), ','.join(
@@ -199,11 +225,11 @@ class SpecKey:
     name: str
 
     @property
-    def is_resource(self):
+    def is_resource(self) -> bool:
         return self.prefix == RESOURCES
 
 
-def spec_key(key):
+def spec_key(key: str) -> SpecKey | None:
     """The SpecKey of a request group key, or None for any other key
     (``XS_KEYPAT``, as ``ResourceRequest._process_extra_specs`` reads it).
     """
@@ -214,14 +240,14 @@ def spec_key(key):
     return SpecKey(prefix, suffix or '', name)
 
 
-def group_label(suffix):
+def group_label(suffix: str) -> str:
     """The name a group has in a flavor: ``resources`` (unnumbered),
     ``resources1``, ``resources_GPU``.
     """
     return RESOURCES + suffix
 
 
-def _valid_class(rclass):
+def _valid_class(rclass: str) -> bool:
     """``RequestGroup.add_resource`` (nova/objects/request_spec.py):
     a custom class or one of os-resource-classes' standard classes.
     """
@@ -229,7 +255,7 @@ def _valid_class(rclass):
             or rclass in os_resource_classes.STANDARDS)
 
 
-def nova_refuses(specs):
+def nova_refuses(specs: Mapping[str, object]) -> list[tuple[str, str]]:
     """``[(key, reason)]`` for the request extra specs Nova's API refuses
     (microversion 2.86 and later: ``validators.validate`` of
     nova/api/validation/extra_specs), in key order.
@@ -242,9 +268,9 @@ def nova_refuses(specs):
     are Nova's words.
     """
     refused = []
-    standard_traits = None
-    for key, value in sorted(specs.items()):
-        value = str(value)
+    standard_traits: set[str] | None = None
+    for key, raw in sorted(specs.items()):
+        value = str(raw)
         if key == GROUP_POLICY:
             if value not in POLICIES:
                 refused.append((key, "'%s' is not one of: isolate, none"
@@ -281,176 +307,403 @@ def nova_refuses(specs):
     return refused
 
 
-def request_from_flavor(flavor, is_bfv=False, pci_config=None):
-    """The groups Nova asks Placement for, for one server of ``flavor``.
+# -- the builder: Nova's ResourceRequest, step by step ---------------------
 
-    Mirrors ``ResourceRequest.from_request_spec`` (nova/scheduler/utils.py)
-    with ``_process_extra_specs``, ``RequestGroup.add_resource`` /
-    ``add_trait`` (nova/objects/request_spec.py), the flavor part of
-    ``_translate_pinning_policies`` and ``strip_zeros``:
-
-    * ``resources[S]:RC=N`` and ``trait[S]:T=required|forbidden`` keys form
-      group ``S`` ('' is the unnumbered group); an invalid class, a
-      negative or non-integer amount and any other trait value are ignored
-      (Nova logs a warning); the last key wins;
-    * ``group_policy`` is kept when it is ``none`` or ``isolate``;
-    * ``hw:cpu_policy=dedicated`` asks PCPU (plus one for
-      ``hw:emulator_threads_policy=isolate``) instead of VCPU;
-      ``hw:cpu_thread_policy`` isolate/require forbids/requires
-      HW_CPU_HYPERTHREADING;
-    * the flavor's vcpus, ram and disk (root + ephemeral + swap in GiB,
-      rounded up; no root disk when booted from volume) go to the
-      unnumbered group **only for classes no group of the extra specs
-      names** (``resources:VCPU=0`` therefore asks no VCPU at all);
-    * zero amounts are dropped, and groups left empty with them;
-    * with ``pci_config`` (``pci.PciConfig``, the controller's ``[pci]``)
-      and its ``pci_in_placement``, the flavor's ``pci_passthrough:alias``
-      (its aliases defined in ``pci_config``) adds one numbered group per
-      device (``pci_groups``); then, as ``resources_from_request_spec`` does,
-      a request with two or more numbered groups and no ``group_policy``
-      gets ``group_policy=none`` when the flavor itself has at most one
-      numbered group (else it stays unset and Placement refuses it).
-      ``pci_config`` None leaves the PCI devices out.
-
-    Image properties and ports are not part of a flavor and are left out.
-    Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
+class _RequestGroup:
+    """A ``RequestGroup`` (nova/objects/request_spec.py) while the
+    request is built: its resources and traits, and the alias of a PCI
+    device's group.
     """
-    specs = flavor.get('extra_specs') or {}
-    groups = collections.OrderedDict()
 
-    def group(suffix):
-        return groups.setdefault(suffix or '', {
-            'resources': {}, 'required': set(), 'forbidden': set()})
+    def __init__(self, alias: str = '') -> None:
+        self.resources: dict[str, int] = {}
+        self.required: set[str] = set()
+        self.forbidden: set[str] = set()
+        self.alias = alias
 
-    policy = None
+    def add_resource(self, rclass: str, amount: object) -> None:
+        """Mirrors ``RequestGroup.add_resource``: a custom or standard
+        class and a non-negative integer amount (Nova only warns about
+        anything else); the last one wins.
+        """
+        if not _valid_class(rclass):
+            return
+        try:
+            value = int(typing.cast(typing.Any, amount))
+        except (TypeError, ValueError):
+            return
+        if value >= 0:
+            self.resources[rclass] = value
+
+    def add_trait(self, trait: str, trait_type: str) -> None:
+        """Mirrors ``RequestGroup.add_trait``: ``required`` or
+        ``forbidden`` (Nova only warns about any other value).
+        """
+        if trait_type == REQUIRED:
+            self.required.add(trait)
+        elif trait_type == FORBIDDEN:
+            self.forbidden.add(trait)
+
+    def is_empty(self) -> bool:
+        """Mirrors ``RequestGroup.is_empty``."""
+        return not (self.resources or self.required or self.forbidden)
+
+    def strip_zeros(self) -> None:
+        """Mirrors ``RequestGroup.strip_zeros``."""
+        self.resources = {rc: n for rc, n in self.resources.items() if n}
+
+    def frozen(self, suffix: str) -> Group:
+        return Group(suffix, tuple(sorted(self.resources.items())),
+                     frozenset(self.required), frozenset(self.forbidden),
+                     self.alias)
+
+
+class ResourceRequest:
+    """Mirrors ``ResourceRequest.__init__`` (nova/scheduler/utils.py): the
+    request groups by suffix ('' for Nova's unnumbered group, its
+    ``None``), the group policy and how many suffixed groups the flavor
+    itself made.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[str, _RequestGroup] = {}
+        self.group_policy: str | None = None
+        self.suffixed_groups_from_flavor = 0
+
+    def get_request_group(self, suffix: str = '') -> _RequestGroup:
+        """Mirrors ``ResourceRequest.get_request_group``: a group is made
+        the first time it is named, whatever is added to it then.
+        """
+        return self.groups.setdefault(suffix, _RequestGroup())
+
+    def add_resource(self, rclass: str, amount: object,
+                     group: str = '') -> None:
+        """Mirrors ``ResourceRequest._add_resource``."""
+        self.get_request_group(group).add_resource(rclass, amount)
+
+    def add_trait(self, trait: str, trait_type: str,
+                  group: str = '') -> None:
+        """Mirrors ``ResourceRequest._add_trait``."""
+        self.get_request_group(group).add_trait(trait, trait_type)
+
+    def add_group_policy(self, policy: str) -> None:
+        """Mirrors ``ResourceRequest._add_group_policy``: ``none`` or
+        ``isolate`` (Nova only warns about any other value).
+        """
+        if policy in POLICIES:
+            self.group_policy = policy
+
+    def add_request_group(self, suffix: str, group: _RequestGroup) -> None:
+        """Mirrors ``ResourceRequest._add_request_group``: a group from
+        outside the flavor under a suffix of its own (Nova's requester
+        ID; here ``suffix``, made unique with leading ``_``).
+        """
+        while suffix in self.groups:
+            suffix = '_' + suffix
+        self.groups[suffix] = group
+
+    def get_num_of_suffixed_groups(self) -> int:
+        """Mirrors ``ResourceRequest.get_num_of_suffixed_groups``."""
+        return sum(1 for suffix in self.groups if suffix)
+
+    def merged_resources(self) -> dict[str, int]:
+        """Mirrors ``ResourceRequest.merged_resources``."""
+        merged: collections.Counter[str] = collections.Counter()
+        for group in self.groups.values():
+            merged.update(group.resources)
+        return dict(merged)
+
+    def strip_zeros(self) -> None:
+        """Mirrors ``ResourceRequest.strip_zeros``: zero amounts go, and
+        the groups they leave empty.
+        """
+        for group in self.groups.values():
+            group.strip_zeros()
+        self.groups = {s: g for s, g in self.groups.items()
+                       if not g.is_empty()}
+
+
+def process_extra_specs(res_req: ResourceRequest,
+                        specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._process_extra_specs``:
+    ``resources[S]:RC=N`` and ``trait[S]:T=required|forbidden`` keys add
+    to group ``S``, ``group_policy`` sets the policy.
+    """
     for key, value in specs.items():
         if key == GROUP_POLICY:
-            if value in POLICIES:
-                policy = value
+            res_req.add_group_policy(value)
             continue
         parsed = spec_key(key)
         if parsed is None:
             continue
-        suffix, name = parsed.suffix, parsed.name
         if parsed.is_resource:
-            if not _valid_class(name):
-                continue
-            try:
-                amount = int(value)
-            except (TypeError, ValueError):
-                continue
-            if amount < 0:
-                continue
-            group(suffix)['resources'][name] = amount
-        elif value == REQUIRED:
-            group(suffix)['required'].add(name)
-        elif value == FORBIDDEN:
-            group(suffix)['forbidden'].add(name)
-
-    cpu_policy = specs.get('hw:cpu_policy')
-    if cpu_policy == 'dedicated':
-        pcpus = int(flavor.get('vcpus') or 0)
-        if specs.get('hw:emulator_threads_policy') == 'isolate':
-            pcpus += 1
-        group('')['resources'][PCPU] = pcpus
-    thread = {'isolate': 'forbidden', 'require': 'required'}.get(
-        specs.get('hw:cpu_thread_policy'))
-    if thread and cpu_policy == 'dedicated':
-        group('')[thread].add(HW_CPU_HYPERTHREADING)
-
-    # ResourceRequest.suffixed_groups_from_flavor: every suffix of a key
-    # of the form, whatever its value.
-    from_flavor = {k.suffix for k in map(spec_key, specs)
-                   if k and k.suffix}
-    pci = []
-    if pci_config is not None and pci_config.pci_in_placement:
-        pci = pci_groups(flavor_aliases(flavor), pci_config.aliases,
-                         taken=set(groups) | from_flavor)
-
-    merged = {rc for g in groups.values() for rc in g['resources']} | {
-        rc for g in pci for rc, _ in g.resources}
-    if VCPU not in merged and PCPU not in merged:
-        group('')['resources'][VCPU] = int(flavor.get('vcpus') or 0)
-    if MEMORY_MB not in merged:
-        group('')['resources'][MEMORY_MB] = int(flavor.get('ram') or 0)
-    if DISK_GB not in merged:
-        disk = int(flavor.get('OS-FLV-EXT-DATA:ephemeral')
-                   or flavor.get('ephemeral') or 0)
-        # swap is in MiB ('' when none); Nova rounds it up to GiB.
-        disk += -(-int(flavor.get('swap') or 0) // 1024)
-        if not is_bfv:
-            disk += int(flavor.get('disk') or 0)
-        if disk:
-            group('')['resources'][DISK_GB] = disk
-
-    result = []
-    for suffix, g in groups.items():
-        resources = tuple(sorted((rc, n) for rc, n in g['resources'].items()
-                                 if n))
-        if resources or g['required'] or g['forbidden']:
-            result.append(Group(suffix, resources, frozenset(g['required']),
-                                frozenset(g['forbidden'])))
-    result.sort(key=lambda g: (g.suffix != '', g.suffix))
-    result.extend(pci)
-    numbered = sum(1 for g in result if g.numbered)
-    if numbered >= 2 and policy is None and len(from_flavor) <= 1:
-        policy = NONE
-    return Request(tuple(result), policy)
+            res_req.add_resource(parsed.name, value, group=parsed.suffix)
+        else:
+            res_req.add_trait(parsed.name, value, group=parsed.suffix)
 
 
-def flavor_aliases(flavor):
-    """``[(alias name, count)]`` of the flavor's
-    ``pci_passthrough:alias`` (``[]`` without one). RequestError for a
-    value Nova's API refuses.
+def translate_pinning_policies(res_req: ResourceRequest,
+                               flavor: servers.Flavor) -> None:
+    """Mirrors ``ResourceRequest._translate_pinning_policies``:
+    ``hw:cpu_policy=dedicated`` asks PCPU for every vCPU, ``mixed`` PCPU
+    for the dedicated (or realtime) CPUs and VCPU for the rest, one PCPU
+    more with ``hw:emulator_threads_policy=isolate``;
+    ``hw:cpu_thread_policy`` isolate/require forbids/requires
+    HW_CPU_HYPERTHREADING.
     """
-    text = (flavor.get('extra_specs') or {}).get(PCI_ALIAS_KEY)
-    if text is None:
-        return []
+    specs = flavor.extra_specs
+    cpu_policy = hardware.get_cpu_policy_constraint(specs)
+    pcpus = 0
+    if cpu_policy == hardware.DEDICATED:
+        pcpus = flavor.vcpus
+    if cpu_policy == hardware.MIXED:
+        mask = (hardware.get_dedicated_cpu_constraint(specs, flavor.vcpus)
+                or hardware.get_realtime_cpu_constraint(specs, flavor.vcpus)
+                or ())
+        pcpus = len(mask)
+        res_req.add_resource(VCPU, flavor.vcpus - pcpus)
+    if cpu_policy in (hardware.DEDICATED, hardware.MIXED):
+        if hardware.get_emulator_thread_policy_constraint(
+                specs) == hardware.ISOLATE:
+            pcpus += 1
+        res_req.add_resource(PCPU, pcpus)
+    trait = {hardware.ISOLATE: FORBIDDEN, hardware.REQUIRE: REQUIRED}.get(
+        hardware.get_cpu_thread_policy_constraint(specs) or '')
+    if trait:
+        res_req.add_trait(HW_CPU_HYPERTHREADING, trait)
+
+
+def process_requested_resources(
+        res_req: ResourceRequest,
+        pci_requests: tuple[pci_request.PciRequest, ...],
+        pci_in_placement: bool) -> None:
+    """Mirrors ``ResourceRequest._process_requested_resources`` for the
+    groups ``RequestSpec.generate_request_groups_from_pci_requests`` makes
+    of the flavor's PCI requests (``pci_request``): with
+    ``pci_in_placement``, one group per device. Nova names each after a
+    fresh request UUID; here they are ``_pci<N>_<I>`` (alias N of the
+    extra spec, device I). Raises RequestError where Nova raises
+    ValueError (an alias with several definitions).
+    """
     try:
-        return pci_request.parse_alias_request(text)
+        made = pci_request.generate_request_groups_from_pci_requests(
+            pci_requests, pci_in_placement)
+    except ValueError as exc:
+        raise RequestError('PCI alias %s: %s' % (
+            pci_requests[0].alias.name, exc)) from exc
+    for n, (wanted, groups) in enumerate(zip(pci_requests, made), 1):
+        for i, (resources, traits) in enumerate(groups):
+            group = _RequestGroup(alias=wanted.alias.name)
+            group.resources.update(resources)
+            group.required.update(traits)
+            res_req.add_request_group('_pci%d_%d' % (n, i), group)
+
+
+def add_flavor_resources(res_req: ResourceRequest, flavor: servers.Flavor,
+                         is_bfv: bool) -> None:
+    """Mirrors the part of ``ResourceRequest.from_request_spec`` that
+    reads the flavor's own sizes: its vcpus, ram and disk (root +
+    ephemeral + swap in GiB, rounded up; no root disk when the server is
+    booted from volume, ``is_bfv``) go to the unnumbered group, each only
+    when no group names its class (``resources:VCPU=0`` therefore asks no
+    VCPU at all).
+    """
+    merged = res_req.merged_resources()
+    if VCPU not in merged and PCPU not in merged:
+        res_req.add_resource(VCPU, flavor.vcpus)
+    if MEMORY_MB not in merged:
+        res_req.add_resource(MEMORY_MB, flavor.ram)
+    if DISK_GB not in merged:
+        # compute_utils.convert_mb_to_ceil_gb: swap is in MiB.
+        disk = flavor.ephemeral + -(-flavor.swap // 1024)
+        if not is_bfv:
+            disk += flavor.disk
+        if disk:
+            res_req.add_resource(DISK_GB, disk)
+
+
+def translate_mem_encryption_request(res_req: ResourceRequest,
+                                     specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_mem_encryption_request``:
+    memory encryption asks one MEM_ENCRYPTION_CONTEXT and its model's CPU
+    trait.
+    """
+    encryption = hardware.get_mem_encryption_constraint(specs)
+    if encryption is None:
+        return
+    res_req.add_resource(os_resource_classes.MEM_ENCRYPTION_CONTEXT, 1)
+    res_req.add_trait(encryption.required_trait, REQUIRED)
+
+
+def translate_vpmems_request(res_req: ResourceRequest,
+                             specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_vpmems_request``: one
+    ``CUSTOM_PMEM_NAMESPACE_<LABEL>`` per ``hw:pmem`` label.
+    """
+    amounts: collections.Counter[str] = collections.Counter(
+        os_resource_classes.normalize_name('PMEM_NAMESPACE_' + label)
+        for label in hardware.get_vpmems(specs))
+    for rclass, amount in amounts.items():
+        res_req.add_resource(rclass, amount)
+
+
+def translate_vtpm_request(res_req: ResourceRequest,
+                           specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_vtpm_request``: an emulated
+    TPM requires its model's and its version's trait.
+    """
+    vtpm = hardware.get_vtpm_constraint(specs)
+    if vtpm is None:
+        return
+    version, model = vtpm
+    res_req.add_trait('COMPUTE_SECURITY_TPM_CRB' if model == hardware.TPM_CRB
+                      else 'COMPUTE_SECURITY_TPM_TIS', REQUIRED)
+    res_req.add_trait('COMPUTE_SECURITY_TPM_2_0' if version == '2.0'
+                      else 'COMPUTE_SECURITY_TPM_1_2', REQUIRED)
+
+
+def translate_pci_numa_affinity_policy(res_req: ResourceRequest,
+                                       specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_pci_numa_affinity_policy``:
+    the ``socket`` policy requires COMPUTE_SOCKET_PCI_NUMA_AFFINITY.
+    """
+    if hardware.get_pci_numa_policy_constraint(specs) == 'socket':
+        res_req.add_trait('COMPUTE_SOCKET_PCI_NUMA_AFFINITY', REQUIRED)
+
+
+def translate_secure_boot_request(res_req: ResourceRequest,
+                                  specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_secure_boot_request``:
+    ``os:secure_boot=required`` requires
+    COMPUTE_SECURITY_UEFI_SECURE_BOOT.
+    """
+    if hardware.get_secure_boot_constraint(specs) == 'required':
+        res_req.add_trait('COMPUTE_SECURITY_UEFI_SECURE_BOOT', REQUIRED)
+
+
+def translate_maxphysaddr_request(res_req: ResourceRequest,
+                                  specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_maxphysaddr_request``: the
+    mode's COMPUTE_ADDRESS_SPACE_* trait.
+    """
+    mode = hardware.get_maxphysaddr_mode(specs)
+    if mode == 'passthrough':
+        res_req.add_trait('COMPUTE_ADDRESS_SPACE_PASSTHROUGH', REQUIRED)
+    elif mode == 'emulate':
+        res_req.add_trait('COMPUTE_ADDRESS_SPACE_EMULATED', REQUIRED)
+
+
+def translate_stateless_firmware_request(res_req: ResourceRequest,
+                                         specs: Mapping[str, str]) -> None:
+    """Mirrors ``ResourceRequest._translate_stateless_firmware_request``,
+    which reads the image only: a memory encryption model that needs
+    stateless firmware (Intel TDX) boots only from an image that asks for
+    it, so COMPUTE_SECURITY_STATELESS_FIRMWARE is required.
+    """
+    encryption = hardware.get_mem_encryption_constraint(specs)
+    if encryption is not None and encryption.needs_stateless_firmware:
+        res_req.add_trait('COMPUTE_SECURITY_STATELESS_FIRMWARE', REQUIRED)
+
+
+def from_request_spec(flavor: servers.Flavor,
+                      pci_requests: tuple[pci_request.PciRequest, ...] = (),
+                      pci_in_placement: bool = False,
+                      is_bfv: bool = False) -> ResourceRequest:
+    """Mirrors ``ResourceRequest.from_request_spec``: the steps above in
+    Nova's order, then ``strip_zeros``.
+
+    The image is Nova's image with no properties: the Compute API does
+    not show a server's image properties, so ``_process_image_meta``
+    (the image's ``traits_required``) has nothing to add and each
+    constraint is the flavor's (``hardware``).
+    """
+    res_req = ResourceRequest()
+    specs = flavor.extra_specs
+    process_extra_specs(res_req, specs)
+    res_req.suffixed_groups_from_flavor = (
+        res_req.get_num_of_suffixed_groups())
+    translate_pinning_policies(res_req, flavor)
+    process_requested_resources(res_req, pci_requests, pci_in_placement)
+    add_flavor_resources(res_req, flavor, is_bfv)
+    translate_mem_encryption_request(res_req, specs)
+    translate_vpmems_request(res_req, specs)
+    translate_vtpm_request(res_req, specs)
+    translate_pci_numa_affinity_policy(res_req, specs)
+    translate_secure_boot_request(res_req, specs)
+    translate_maxphysaddr_request(res_req, specs)
+    translate_stateless_firmware_request(res_req, specs)
+    res_req.strip_zeros()
+    return res_req
+
+
+def resources_from_request_spec(res_req: ResourceRequest,
+                                pci_requests: tuple[
+                                    pci_request.PciRequest, ...] = ()
+                                ) -> Request:
+    """Mirrors the end of ``resources_from_request_spec``
+    (nova/scheduler/utils.py): two or more numbered groups and no
+    ``group_policy`` get ``group_policy=none`` when the flavor itself made
+    at most one of them (else it stays unset and Placement refuses the
+    request: ``check_request``). The groups in order: the unnumbered,
+    the flavor's by suffix, then the PCI devices'.
+    """
+    if res_req.get_num_of_suffixed_groups() >= 2 and \
+            not res_req.group_policy and \
+            res_req.suffixed_groups_from_flavor <= 1:
+        res_req.group_policy = NONE
+    groups = sorted((g.frozen(suffix) for suffix, g in
+                     res_req.groups.items()),
+                    key=lambda g: (g.is_pci, g.numbered, '' if g.is_pci
+                                   else g.suffix))
+    return Request(tuple(groups), res_req.group_policy,
+                   pci_requests=pci_requests)
+
+
+def pci_requests_of(flavor: servers.Flavor,
+                    pci_config: pci_rules.PciConfig
+                    ) -> tuple[pci_request.PciRequest, ...]:
+    """Mirrors ``get_pci_requests_from_flavor`` (``pci_request``) with
+    the controller's aliases, raising RequestError where Nova's API
+    refuses the boot: an alias ``pci_config`` does not define
+    (PciRequestAliasNotDefined), a value it refuses.
+    """
+    try:
+        return pci_request.get_pci_requests_from_flavor(
+            flavor.extra_specs, pci_config.aliases)
+    except pci_request.AliasNotDefined as exc:
+        raise RequestError(str(exc)) from exc
     except ValueError as exc:
         raise RequestError('the flavor\'s %s is not valid: %s' % (
             PCI_ALIAS_KEY, exc)) from exc
 
 
-def pci_groups(requested, aliases, taken=()):
-    """The request groups Nova makes of ``requested`` (``[(alias name,
-    count)]``) with the controller's ``aliases``: as
-    ``get_pci_requests_from_flavor`` (nova/pci/request.py) and
-    ``RequestSpec.generate_request_groups_from_pci_requests``
-    (nova/objects/request_spec.py), one numbered group per device asking
-    ``{class: 1}`` with the alias' traits
-    (``pci_request.alias_request_groups``).
+def request_for(flavor: servers.Flavor,
+                pci_config: pci_rules.PciConfig | None = None,
+                booted_from_volume: bool = False) -> Request:
+    """The request Nova's scheduler builds for one server of ``flavor``
+    (``resources_from_request_spec`` of ``from_request_spec``): the one
+    entry point from a flavor, or a server (its embedded flavor and
+    ``booted_from_volume``: no root disk is asked), to a request.
 
-    Nova names each group after a fresh request UUID; here they are
-    ``_pci<N>_<I>`` (alias N of the extra spec, device I), never one of
-    ``taken``. RequestError for an alias the controller does not define
-    (Nova's API refuses the boot: PciRequestAliasNotDefined).
+    ``pci_config``: the controller's ``[pci]``, whole; the devices of the
+    flavor's ``pci_passthrough:alias`` are its ``pci_requests``, asked of
+    Placement as groups only with its ``pci_in_placement``. None: the
+    controller's aliases are not known, the PCI devices are left out.
+    Raises RequestError for a ``pci_passthrough:alias`` Nova refuses.
     """
-    unknown = [name for name, _ in requested if name not in aliases]
-    if unknown:
-        raise RequestError(
-            'PCI alias %s of the flavor is not defined in [pci] alias '
-            '(defined: %s), so Nova refuses to boot it' % (
-                ', '.join(dict.fromkeys(unknown)),
-                ', '.join(sorted(aliases)) or 'none'))
-    result = []
-    for n, (name, count) in enumerate(requested, 1):
-        try:
-            made = pci_request.alias_request_groups(aliases[name], count)
-        except ValueError as exc:
-            raise RequestError('PCI alias %s: %s' % (name, exc)) from exc
-        for i, (resources, traits) in enumerate(made):
-            suffix = '_pci%d_%d' % (n, i)
-            while suffix in taken:
-                suffix = '_' + suffix
-            result.append(Group(suffix, tuple(sorted(resources.items())),
-                                frozenset(traits), alias=name))
-    return result
+    pci_requests: tuple[pci_request.PciRequest, ...] = ()
+    pci_in_placement = False
+    if pci_config is not None:
+        pci_requests = pci_requests_of(flavor, pci_config)
+        pci_in_placement = pci_config.pci_in_placement
+    return resources_from_request_spec(
+        from_request_spec(flavor, pci_requests, pci_in_placement,
+                          booted_from_volume), pci_requests)
 
 
-def bare_request(resource_class, amount=1, required=(), forbidden=(),
-                 spread=False):
+def bare_request(resource_class: str, amount: int = 1,
+                 required: Iterable[str] = (), forbidden: Iterable[str] = (),
+                 spread: bool = False) -> Request:
     """An mdev request with no flavor: ``amount`` of ``resource_class``.
 
     One unnumbered group (all from one device) or, with ``spread``, one
@@ -469,7 +722,7 @@ def bare_request(resource_class, amount=1, required=(), forbidden=(),
                           frozenset(required), frozenset(forbidden)),))
 
 
-def check_request(request):
+def check_request(request: Request) -> None:
     """Refuse what Placement refuses: several numbered groups and no
     ``group_policy`` (``resources_from_request_spec`` warns; Placement
     answers 400).
@@ -490,31 +743,8 @@ def check_request(request):
         raise RequestError('the request asks for no resources')
 
 
-def with_prefilters(request, owner_nova=True):
-    """Add the root traits Nova's mandatory prefilters add.
-
-    Mirrors ``compute_status_filter`` (root_forbidden
-    COMPUTE_STATUS_DISABLED) and ``owner_nova_filter`` (root_required
-    OWNER_NOVA, only once every nova-compute reports it: ``owner_nova``)
-    of nova/scheduler/request_filter.py. ``owner_nova_filter`` adds
-    OWNER_NOVA to PCI groups (``Group.is_pci``) too, never to mdev
-    groups. The aggregate,
-    availability zone and image prefilters depend on the project, zone and
-    image of a boot and are not applied.
-    """
-    required = set(request.root_required)
-    groups = request.groups
-    if owner_nova:
-        required.add(OWNER_NOVA)
-        groups = tuple(dataclasses.replace(
-            g, required=g.required | {OWNER_NOVA}) if g.is_pci else g
-            for g in groups)
-    return dataclasses.replace(
-        request, groups=groups, root_required=frozenset(required),
-        root_forbidden=request.root_forbidden | {COMPUTE_STATUS_DISABLED})
-
-
-def to_querystring(request, in_tree=None, limit=MAX_PLACEMENT_RESULTS):
+def to_querystring(request: Request, in_tree: str | None = None,
+                   limit: int | None = MAX_PLACEMENT_RESULTS) -> str:
     """``GET /allocation_candidates`` parameters for ``request``.
 
     As ``ResourceRequest.to_querystring`` (nova/scheduler/utils.py) and

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import dataclasses
-import typing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,15 +42,6 @@ class Flavor:
     swap: int = 0                 # MiB
     id: str = ''
     disabled: bool = False
-
-    def request_input(self) -> dict[str, typing.Any]:
-        """The flavor in the form ``resource_request.request_from_flavor``
-        reads it.
-        """
-        return {'id': self.id, 'name': self.name, 'vcpus': self.vcpus,
-                'ram': self.ram, 'disk': self.disk,
-                'ephemeral': self.ephemeral, 'swap': self.swap,
-                'extra_specs': dict(self.extra_specs)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -179,27 +179,44 @@ def node_devices_with_servers(placement: placement_client.PlacementClient,
                               ) -> list[tuple[providers.Device, list[str]]]:
     """The mdev devices Placement has for compute node ``host``, each with
     the servers (``name (ID)``, or the consumer ID when Nova cannot say)
-    holding its resource class: ``[(Device, [server, ...])]``.
+    holding its resource class, by name: ``[(Device, [server, ...])]``.
+    Allocations are read only for the devices in use.
     """
     found = devices.list_devices(
         placement, providers.DeviceFilter(hosts=(host,)))
-    uuids = [d.uuid for d in found]
+    consumers = consumers_of(
+        placement, {d.uuid: d.resource_class for d in found if d.used})
+    labels = server_labels(compute, host,
+                           {c for cs in consumers.values() for c in cs})
+    return [(d, sorted(labels[c] for c in consumers.get(d.uuid, ())))
+            for d in found]
+
+
+def consumers_of(placement: placement_client.PlacementClient,
+                 classes: dict[str, str]) -> dict[str, list[str]]:
+    """``{provider UUID: [consumer, ...]}``: the consumers holding the
+    resource class ``classes[uuid]`` on each provider, sorted; one
+    allocations read per provider, in the bounded pool.
+    """
+    uuids = sorted(classes)
     per_provider = dict(zip(uuids, placement.map(
         _allocations_or_empty(placement), uuids)))
-    consumers = {
-        d.uuid: sorted(c for c, alloc in per_provider[d.uuid].items()
-                       if alloc['resources'].get(d.resource_class))
-        for d in found}
-    everyone = sorted({c for cs in consumers.values() for c in cs})
+    return {uuid: sorted(c for c, alloc in per_provider[uuid].items()
+                         if alloc['resources'].get(classes[uuid]))
+            for uuid in uuids}
+
+
+def server_labels(compute: compute_client.ComputeClient, node: str,
+                  consumers: set[str]) -> dict[str, str]:
+    """``{consumer: 'name (ID)'}`` of servers on compute node ``node``,
+    from Nova in bulk; the consumer ID alone where Nova cannot say (no
+    such server, or Nova unreachable).
+    """
     known = {}
-    if everyone:
+    if consumers:
         try:
-            known = compute.servers_by_id(everyone, nodes=(host,))
+            known = compute.servers_by_id(sorted(consumers), nodes=(node,))
         except exceptions.CommandError:
             known = {}   # Nova unreachable: the consumer IDs name them
-
-    def label(consumer: str) -> str:
-        server = known.get(consumer)
-        return '%s (%s)' % (server.get('name'), consumer) if server \
-            else consumer
-    return [(d, [label(c) for c in consumers[d.uuid]]) for d in found]
+    return {c: '%s (%s)' % (known[c].get('name'), c) if c in known else c
+            for c in consumers}

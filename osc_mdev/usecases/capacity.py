@@ -54,13 +54,17 @@ from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import explanation
 from osc_mdev.domain import multicreate
 from osc_mdev.domain import providers
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers
 from osc_mdev.usecases import naming
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
 
 if typing.TYPE_CHECKING:
     from osc_mdev.api.compute import ComputeClient
     from osc_mdev.api.placement import PlacementClient
+    from osc_mdev.domain import pci as pci_rules
 
 LOG = logging.getLogger(__name__)
 
@@ -83,7 +87,8 @@ def _disabled(services, root_names):
 def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
                 flavor: str | None, hosts: Iterable[str] = (),
                 request: rr.Request | None = None) -> tuple:
-    """``(flavor, listing, services, early)``, read at once.
+    """``(flavor, listing, services, early)``, read at once: the flavor
+    a ``servers.Flavor``, None without ``flavor``.
 
     With them, in the same round, the requests of ``read_hosts`` that do
     not depend on the flavor: the allocation candidates every count
@@ -109,7 +114,8 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
     early = dict(zip(keys, results[1:]))
     if flavor is None:
         return None, results[0], [], early
-    return results[-1], results[0], results[-2], early
+    return (nova_payloads.flavor(results[-1]), results[0], results[-2],
+            early)
 
 
 def read_hosts(placement: PlacementClient,
@@ -286,7 +292,7 @@ def candidates_by_root(placement, request):
     return by_root, summaries
 
 
-def check_flavor_request(request):
+def check_flavor_request(request: rr.Request) -> None:
     try:
         rr.check_request(request)
     except rr.RequestError as exc:
@@ -308,10 +314,10 @@ class OneRequest:
 class Counted:
     """The servers of a request that fit, per host, and why not."""
 
-    request: object         # resource_request.Request, prefilters added
-    per_host: list          # domain.capacity.HostCapacity, by host
-    steps: list | None = None   # the explainer's steps, when explained
-    fix: str | None = None      # its smallest change
+    request: rr.Request     # prefilters added
+    per_host: list[domain.HostCapacity]     # by host
+    steps: list[explanation.Step] | None = None  # when explained
+    fix: str | None = None      # the explainer's smallest change
     one_request: OneRequest | None = None
 
     @property
@@ -319,38 +325,44 @@ class Counted:
         return sum(h.fits for h in self.per_host)
 
 
-def flavor_request(flavor, pci_config=None, is_bfv=False):
-    """The request Nova builds for a server of ``flavor``, its PCI alias
-    devices included as Nova asks for them; ``pci_config`` is the
-    PciConfig of the controller's nova.conf, or None; ``is_bfv``: a
-    server booted from volume (no root disk is asked). CommandError when
-    the devices cannot be known.
+def request_of(flavor: servers.Flavor,
+               pci_config: pci_rules.PciConfig | None = None,
+               booted_from_volume: bool = False) -> rr.Request:
+    """The request Nova builds for a server of ``flavor``
+    (``resource_request.request_for``), for a count: its PCI alias
+    devices need ``pci_config``, the PciConfig of the controller's
+    nova.conf. CommandError when they cannot be known or Nova refuses
+    them; a warning when Nova asks Placement nothing for them
+    (``pci_in_placement`` off).
     """
-    name = flavor.get('name') or flavor.get('id')
+    name = flavor.name or flavor.id
+    alias = flavor.extra_specs.get(rr.PCI_ALIAS_KEY)
+    if alias is not None and pci_config is None:
+        raise exceptions.CommandError(
+            'Flavor %s asks for PCI devices (%s=%s), whose aliases '
+            'are defined in the controller\'s [pci] alias: pass its '
+            'nova.conf with --controller-conf <file>.' % (
+                name, rr.PCI_ALIAS_KEY, alias))
     try:
-        wanted = rr.flavor_aliases(flavor)
-        if wanted and pci_config is None:
-            raise exceptions.CommandError(
-                'Flavor %s asks for PCI devices (%s=%s), whose aliases '
-                'are defined in the controller\'s [pci] alias: pass its '
-                'nova.conf with --controller-conf <file>.' % (
-                    name, rr.PCI_ALIAS_KEY,
-                    flavor['extra_specs'][rr.PCI_ALIAS_KEY]))
-        if wanted and not pci_config.pci_in_placement:
-            LOG.warning(
-                'Warning: [filter_scheduler] pci_in_placement is off in '
-                '--controller-conf: Nova asks Placement nothing for the '
-                'PCI alias of flavor %s (its PCI filter picks the '
-                'devices), so they are not counted.', name)
-        return rr.request_from_flavor(
-            flavor, is_bfv=is_bfv, pci_config=pci_config if wanted else None)
+        request = rr.request_for(flavor, pci_config, booted_from_volume)
     except rr.RequestError as exc:
         raise exceptions.CommandError('Flavor %s: %s.' % (
             name, exc)) from exc
+    if request.pci_requests and not any(g.is_pci for g in request.groups):
+        LOG.warning(
+            'Warning: [filter_scheduler] pci_in_placement is off in '
+            '--controller-conf: Nova asks Placement nothing for the '
+            'PCI alias of flavor %s (its PCI filter picks the '
+            'devices), so they are not counted.', name)
+    return request
 
 
-def count(placement, compute, flavor=None, request=None, hosts=(),
-          pci_config=None, explain=False, auto_explain=True, count=None):
+def count(placement: PlacementClient, compute: ComputeClient | None,
+          flavor: str | None = None, request: rr.Request | None = None,
+          hosts: Iterable[str] = (),
+          pci_config: pci_rules.PciConfig | None = None,
+          explain: bool = False, auto_explain: bool = True,
+          count: int | None = None) -> Counted:
     """How many more servers of ``flavor`` (a name or ID) or of the bare
     ``request`` fit on the compute nodes (``hosts``: only these), with
     Nova's prefilters; the explainer's steps with ``explain`` (or with
@@ -360,12 +372,12 @@ def count(placement, compute, flavor=None, request=None, hosts=(),
     found, listing, services, early = read_flavor(
         placement, compute, flavor, hosts, request)
     bare = request is not None
-    if not bare:
-        request = flavor_request(found, pci_config)
+    if request is None:
+        request = request_of(found, pci_config)
         check_flavor_request(request)
     trees = read_hosts(placement, request, listing, services, hosts,
                        need_roots=not bare, early=early)
-    request = rr.with_prefilters(
+    request = request_filter.process_reqspec(
         request, owner_nova=domain.owner_nova_in_effect(trees))
     counted = Counted(request, domain.capacity(request, trees))
     if explain or (auto_explain and not counted.total):

@@ -28,7 +28,10 @@ from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import configcheck
 from osc_mdev.domain import configcheck_pci
+from osc_mdev.domain import configcheck_usage
+from osc_mdev.domain import configcheck_vf
 from osc_mdev.domain import configreport
+from osc_mdev.domain import host_gpus
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_devspec
@@ -86,14 +89,43 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     conf = local_novaconf.parse_files(files, virtual)
     settings = conf.settings
     assert settings is not None     # parsed from the files
+    pci = pci_rules.pci_config(settings)
+    node = sysfs.read_host(sysfs_root) if sysfs_root else None
+    vfs = (configcheck_vf.vf_check(pci, node) if node is not None
+           else configcheck_vf.VfCheck([]))
     findings = list(conf.findings)
     findings += configcheck.file_findings(
         conf, sysfs_checked=bool(sysfs_root))
+    found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
+                                clients)
+    findings += found
+    placed_pci = (node_pci_providers(_asked(clients)[0], host)
+                  if host and (pci.configured or vfs.gpus) else [])
+    if pci.configured:
+        found, pci_effects = _pci_half(pci, node, host, placed_pci,
+                                       vfs.explained)
+        findings += found
+        effects += pci_effects
+    if host and vfs.gpus:
+        findings += configcheck_usage.vf_usage_findings(
+            vfs, host, with_servers(clients, host, placed_pci))
+    return Checked(findings + vfs.findings + extra, effects,
+                   tuple(settings.files) + config_paths,
+                   configreport.scope(conf, pci.configured, sysfs_root,
+                                      host, bool(config_paths),
+                                      vfs.scope()))
+
+
+def _mdev_half(conf: novaconf.MdevConfig, pci: pci_rules.PciConfig,
+               node: host_gpus.Host | None, host: str | None,
+               trait_prefix: str, clients: Clients | None
+               ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
+    """The mdev options against the node's devices and Placement, with
+    the node's mdevs against the vGPUs Placement holds in use there.
+    """
+    findings: list[novaconf.Finding] = []
     known: list[str] = []
-    pci = pci_rules.pci_config(settings)
-    mdev_sysfs = bool(conf.supported_types) or not pci.configured
-    node = sysfs.read_host(sysfs_root) if sysfs_root else None
-    if node is not None and mdev_sysfs:
+    if node is not None and (conf.supported_types or not pci.configured):
         parents = node.mdev_parents()
         findings += configcheck.sysfs_findings(conf, parents, node.devices)
         known += [configcheck.nodedev_of(a) for a in parents or ()]
@@ -102,22 +134,30 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
         placed = placement_devices(placement, compute, host)
         findings += configcheck.placement_findings(conf, host, placed,
                                                    trait_prefix)
+        if node is not None:
+            findings += configcheck_usage.mdev_usage_findings(node, host,
+                                                              placed)
         known += [d.nodedev for d in placed]
-    effects = configreport.device_effects(conf, list(dict.fromkeys(known)))
-    if pci.configured:
-        pci_devices = node.pci_devices() if node is not None else None
-        root_name = host or '<node>'
-        findings += configcheck_pci.pci_findings(pci, pci_devices,
-                                                 root_name)
-        if host:
-            placement, _ = _asked(clients)
-            findings += pci_placement(placement, pci, pci_devices,
-                                      root_name)
-        effects += configreport.pci_effects(pci, pci_devices, root_name)
-    return Checked(findings + extra, effects,
-                   tuple(settings.files) + config_paths,
-                   configreport.scope(conf, pci.configured, sysfs_root,
-                                      host, bool(config_paths)))
+    return findings, configreport.device_effects(
+        conf, list(dict.fromkeys(known)))
+
+
+def _pci_half(pci: pci_rules.PciConfig, node: host_gpus.Host | None,
+              host: str | None,
+              placed: Sequence[configcheck_pci.PlacementPciProvider],
+              explained: Sequence[pci_devspec.DeviceSpec]
+              ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
+    """``[pci]`` against the node's PCI functions and (for ``host``) its
+    PCI providers in Placement, ``placed``; ``explained``: specs naming
+    VFs not enabled.
+    """
+    pci_devices = node.pci_devices() if node is not None else None
+    root_name = host or '<node>'
+    findings = configcheck_pci.pci_findings(pci, pci_devices, root_name,
+                                            explained)
+    if host:
+        findings += pci_placement(pci, placed, pci_devices, root_name)
+    return findings, configreport.pci_effects(pci, pci_devices, root_name)
 
 
 def _asked(clients: Clients | None
@@ -137,18 +177,17 @@ def placement_devices(placement: placement_client.PlacementClient,
         d.candidate.nodedev, d.device, d.resource_class,
         # The devices are read with their inventories.
         typing.cast(providers.Inventory, d.inventory).total,
-        tuple(d.traits or ()), tuple(servers))
+        tuple(d.traits or ()), tuple(servers), d.used)
         for d, servers in found]
 
 
-def pci_placement(placement: placement_client.PlacementClient,
-                  pci: pci_rules.PciConfig,
+def pci_placement(pci: pci_rules.PciConfig,
+                  placed: Sequence[configcheck_pci.PlacementPciProvider],
                   devices: Sequence[pci_devspec.PciDevice] | None,
                   host: str) -> list[novaconf.Finding]:
-    """What happens to the node's PCI providers in Placement when
-    nova-compute restarts with the files.
+    """What happens to the node's PCI providers in Placement (``placed``)
+    when nova-compute restarts with the files.
     """
-    placed = node_pci_providers(placement, host)
     predicted = None
     if devices is not None:
         predicted, _ = translator.pci_providers(
@@ -181,15 +220,34 @@ def node_pci_providers(placement: placement_client.PlacementClient,
             continue
         inventories = detail['inventories'][1]
         usages = detail.get('usages') or {}
+        traits = tuple(sorted(detail.get('traits') or ()))
         for rc, inventory in sorted(inventories.items()):
             result.append(configcheck_pci.PlacementPciProvider(
                 provider['name'], rc, inventory['total'],
-                usages.get(rc, 0), tuple(sorted(detail.get('traits') or ()))))
+                usages.get(rc, 0), traits, provider['uuid']))
         if not inventories:
             result.append(configcheck_pci.PlacementPciProvider(
-                provider['name'], None, 0, 0,
-                tuple(sorted(detail.get('traits') or ()))))
+                provider['name'], None, 0, 0, traits, provider['uuid']))
     return result
+
+
+def with_servers(clients: Clients | None, host: str,
+                 placed: Sequence[configcheck_pci.PlacementPciProvider]
+                 ) -> list[configcheck_pci.PlacementPciProvider]:
+    """The PCI providers, each in use with the servers holding its class
+    there (by name): one allocations read per provider in use, the names
+    from Nova in bulk.
+    """
+    in_use = {p.uuid: p.resource_class for p in placed
+              if p.used and p.resource_class is not None}
+    if not in_use:
+        return list(placed)
+    placement, compute = _asked(clients)
+    consumers = allocations.consumers_of(placement, in_use)
+    labels = allocations.server_labels(
+        compute, host, {c for cs in consumers.values() for c in cs})
+    return [dataclasses.replace(p, servers=tuple(sorted(
+        labels[c] for c in consumers.get(p.uuid, ())))) for p in placed]
 
 
 def check_provider_configs(values: Sequence[tuple[str | None, str]],

@@ -20,6 +20,7 @@ capacity engine (``domain.capacity``), then written.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import dataclasses
 import typing
 
@@ -32,7 +33,9 @@ from osc_mdev.domain import capacity as capacity_logic
 from osc_mdev.domain import flavors as domain
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.domain import servers
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
 from osc_mdev.usecases import capacity as capacity_reads
@@ -47,7 +50,7 @@ if typing.TYPE_CHECKING:
 class Configured:
     """What ``configure`` planned and what became of each key."""
 
-    flavor: dict
+    flavor: servers.Flavor
     changes: list            # domain.SpecChange, sorted by key
     results: dict            # key: added/changed/removed/unchanged/
     #                          failed/not written
@@ -70,7 +73,7 @@ class Configured:
 
 @dataclasses.dataclass
 class FlavorView:
-    flavor: dict
+    flavor: servers.Flavor
     request: rr.Request
     extra_specs: dict        # the flavor's device keys
     devices: list            # [(host, device, free)] servers would use
@@ -98,14 +101,17 @@ def _trait_names(specs):
             if k and not k.is_resource}
 
 
-def _read(compute, placement, reference, requests=()):
+def _read(compute: ComputeClient, placement: PlacementClient,
+          reference: str, requests: Iterable[rr.Request | None] = ()
+          ) -> tuple[servers.Flavor, list[capacity_logic.Host]]:
     """``(flavor, trees)``: the flavor and the compute node trees its
-    request and ``requests`` are judged on (``usecases.capacity``: a few
-    bulk reads whatever the number of devices).
+    request (its own extra specs: the controller's PCI aliases are not
+    read here) and ``requests`` are judged on (``usecases.capacity``: a
+    few bulk reads whatever the number of devices).
     """
     flavor, listing, services, early = capacity_reads.read_flavor(
         placement, compute, reference)
-    asked = [rr.request_from_flavor(flavor)] + [r for r in requests if r]
+    asked = [rr.request_for(flavor)] + [r for r in requests if r]
     trees = capacity_reads.read_hosts(placement, asked, listing, services,
                                       early=early)
     return flavor, trees
@@ -132,7 +138,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     (unnumbered, numbered or named group). The flavor's extra specs that
     result are checked as a whole before anything is written: no key
     Nova's API refuses, and (``validate``) the request Nova builds from
-    them (``resource_request.request_from_flavor``) can be served by
+    them (``resource_request.request_for``) can be served by
     some host, judged by the capacity engine; stale mdev keys go
     (``domain.stale_keys``). Writes: one request sets every new key
     (Nova saves them together), then each removed key is deleted; after
@@ -140,7 +146,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     what the flavor really holds.
     """
     flavor, trees = _read(compute, placement, reference, [request])
-    current = flavor.get('extra_specs') or {}
+    current = dict(flavor.extra_specs)
     carried, known = _known_traits(placement, request, current, validate)
     to_set, to_delete, changes = _plan_request(
         current, request, trees, carried, known, isolate_others)
@@ -159,7 +165,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     if dry_run:
         return Configured(flavor, changes,
                           {c.key: c.action for c in changes})
-    attempted, error, now = _write(compute, flavor['id'], to_set, to_delete)
+    attempted, error, now = _write(compute, flavor.id, to_set, to_delete)
     return Configured(flavor, changes, {
         c.key: domain.write_result(c, c.key in attempted,
                                    error is not None, now)
@@ -226,7 +232,7 @@ def _plan_request(current: dict[str, str], request: rr.Request | None,
                        carried, known)
 
 
-def _check_result(flavor: dict, after: dict[str, str],
+def _check_result(flavor: servers.Flavor, after: dict[str, str],
                   request: rr.Request | None,
                   trees: list[capacity_logic.Host], carried: set[str],
                   known: set[str], validate: bool) -> None:
@@ -239,10 +245,10 @@ def _check_result(flavor: dict, after: dict[str, str],
         raise exceptions.CommandError(
             "Flavor %s: %s; correct or remove it with 'openstack flavor "
             "set' or 'openstack flavor unset --property', then run this "
-            "again." % (flavor['name'], refused))
+            "again." % (flavor.name, refused))
     if validate and request:
         problem = domain.can_never_serve(
-            rr.request_from_flavor(dict(flavor, extra_specs=after)),
+            rr.request_for(dataclasses.replace(flavor, extra_specs=after)),
             trees, carried, known)
         if problem:
             raise exceptions.CommandError(
@@ -363,14 +369,15 @@ def _reason(exc, doing):
     return '%s failed (%s)' % (doing, str(exc).rstrip('.'))
 
 
-def show(compute, placement, reference):
+def show(compute: ComputeClient, placement: PlacementClient,
+         reference: str) -> FlavorView:
     """The flavor's device request as Nova builds it, and where and how
     many servers of it fit now (the capacity engine, as ``openstack mdev
     capacity --flavor`` counts them).
     """
     flavor, trees = _read(compute, placement, reference)
-    specs = flavor.get('extra_specs') or {}
-    request = rr.request_from_flavor(flavor)
+    specs = dict(flavor.extra_specs)
+    request = rr.request_for(flavor)
     named = _trait_names(specs)
     carried, known = pool.call_all(
         [lambda: placement.traits_among(named, associated=True),
@@ -387,7 +394,7 @@ def show(compute, placement, reference):
     problems.append(domain.can_never_serve(request, trees, carried, known))
     devices, fits = [], 0
     if not problems[-1]:
-        prefiltered = rr.with_prefilters(
+        prefiltered = request_filter.process_reqspec(
             request, owner_nova=capacity_logic.owner_nova_in_effect(trees))
         by_name = {h.name: h for h in trees}
         classes = request.mdev_classes()

@@ -55,6 +55,7 @@ from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
 from osc_mdev.domain import traits as trait_logic
@@ -173,24 +174,21 @@ def _server(server: nova_servers.Server,
             pci_config: pci_rules.PciConfig | None
             ) -> migration_model.Server:
     """A migration_model.Server of a server (a servers.Server, with its
-    embedded flavor).
+    embedded flavor and whether it was booted from volume).
     """
-    flavor = server.flavor.request_input()
     request, problem = None, None
     pci: tuple[pci_request.Alias, ...] = ()
     try:
-        request = capacity_reads.flavor_request(
-            flavor, pci_config, is_bfv=server.booted_from_volume)
+        request = capacity_reads.request_of(
+            server.flavor, pci_config, server.booted_from_volume)
         rr.check_request(request)
-        wanted = [n for n, _ in rr.flavor_aliases(flavor)]
-        if wanted and pci_config is not None:
-            pci = tuple(pci_config.aliases[n]
-                        for n in dict.fromkeys(wanted))
+        pci = tuple({r.alias.name: r.alias
+                     for r in request.pci_requests}.values())
     except (exceptions.CommandError, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return migration_model.Server(
         server.id, server.name, server.vm_state, server.task_state,
-        server.node, flavor['name'], request, problem, held, pci)
+        server.node, server.flavor.name, request, problem, held, pci)
 
 
 def _firsts(placement: placement_client.PlacementClient,
@@ -279,19 +277,20 @@ def check(placement: placement_client.PlacementClient,
             'another.' % source_name)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     found = _server(server, (), pci_config)
-    if found.request is None:
+    plain = found.request
+    if plain is None:
         raise exceptions.CommandError('Server %s: %s.' % (
             server_id, found.problem))
     trees = capacity_reads.read_hosts(
-        placement, found.request, listing,
+        placement, plain, listing,
         hosts=tuple(hosts + [source_name]) if hosts else ())
     owner_nova = capacity_logic.owner_nova_in_effect(trees)
     nodes = _nodes(listing, trees, hypervisors, confs, prefix,
                    hosts + [source_name])
     source = nodes[source_name]
-    found = _server(server, _held(server_id, allocations, listing, source),
-                    pci_config)
-    request = rr.with_prefilters(found.request, owner_nova=owner_nova)
+    found = dataclasses.replace(found, held=_held(
+        server_id, allocations, listing, source))
+    request = request_filter.process_reqspec(plain, owner_nova=owner_nova)
     judged = [n for name, n in sorted(nodes.items())
               if name != source_name and (
                   name in hosts or not hosts and migration_model.offers(
@@ -395,7 +394,8 @@ def plan(placement: placement_client.PlacementClient,
     for server in found:
         if server.request is None:
             continue
-        request = rr.with_prefilters(server.request, owner_nova=owner_nova)
+        request = request_filter.process_reqspec(server.request,
+                                                 owner_nova=owner_nova)
         for target in target_nodes:
             if _worth_asking(request, target):
                 pair = (request, _root_uuid(target))

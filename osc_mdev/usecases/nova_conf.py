@@ -75,11 +75,10 @@ def pci_of(settings: novaconf.Settings,
     line) for aliases Nova refuses.
     """
     pci = pci_rules.pci_config(settings)
-    errors = [f for f in pci.findings if f.severity == novaconf.ERROR
-              and 'alias' in f.where]
-    if errors:
+    error = pci.alias_error
+    if error is not None:
         raise exceptions.CommandError('%s: %s: %s' % (
-            option, errors[0].where, errors[0].message))
+            option, error.where, error.message))
     return pci
 
 

@@ -59,8 +59,10 @@ from osc_mdev.domain import pci as pci_rules
 from osc_mdev.domain import providers
 from osc_mdev.domain import quota as domain
 from osc_mdev.domain import quota_metrics
+from osc_mdev.domain import servers as nova_servers
 from osc_mdev.usecases import capacity
 from osc_mdev.usecases import naming
+from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
 
 if typing.TYPE_CHECKING:
@@ -147,12 +149,13 @@ def read_usages(placement: placement_api.PlacementClient,
                                            ordered)))
 
 
-def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
+def _servers(compute: compute_api.ComputeClient
+             ) -> list[nova_servers.Server] | None:
     """Nova's servers of every project, or None (with a warning) when
     Nova cannot list them.
     """
     try:
-        return compute.list_servers()
+        return [nova_payloads.server(s) for s in compute.list_servers()]
     except exceptions.CommandError as exc:
         LOG.warning('Warning: Nova could not list the servers (%s); the '
                     'project of each consumer of the GPUs is read from '
@@ -162,10 +165,11 @@ def _servers(compute: compute_api.ComputeClient) -> list[dict] | None:
 
 def consumers_projects(placement: placement_api.PlacementClient,
                        devices: list[providers.Device],
-                       servers: list[dict] | None) -> set[str]:
+                       listed: list[nova_servers.Server] | None) -> set[str]:
     """The projects of the consumers holding the GPU classes of
     ``devices`` (devices in use): Placement's allocations of each
-    device, the project of each consumer from Nova's ``servers`` or,
+    device, the project of each consumer from Nova's servers
+    (``listed``) or,
     for one that is no server, from ``GET /allocations/{consumer}``.
     """
     def allocations(uuid: str) -> dict:
@@ -182,7 +186,7 @@ def consumers_projects(placement: placement_api.PlacementClient,
     for uuid, held in zip(uuids, placement.map(allocations, uuids)):
         consumers.update(c for c, alloc in held.items()
                          if set(alloc['resources']) & classes[uuid])
-    owners = {s['id']: s['tenant_id'] for s in servers or ()}
+    owners = {s.id: s.project for s in listed or ()}
     found = {owners[c] for c in consumers if c in owners}
     rest = sorted(consumers - set(owners))
     found.update(body.get('project_id') for body in placement.map(
@@ -204,16 +208,16 @@ def find_holders(placement: placement_api.PlacementClient,
     short = domain.unaccounted(held, usages)
     if not short:
         return
-    servers = _servers(compute)
+    listed = _servers(compute)
     pci = any(d.kind == providers.PCI for d in devices
               if d.resource_class in short)
     usages.update(read_usages(placement, domain.flavor_holders(
-        servers or [], set(short), pci) - set(usages)))
+        listed or [], set(short), pci) - set(usages)))
     short = domain.unaccounted(held, usages)
     if short:
         found = consumers_projects(placement, [
             d for d in devices if d.resource_class in short and d.used],
-            servers)
+            listed)
         usages.update(read_usages(placement, found - set(usages)))
 
 

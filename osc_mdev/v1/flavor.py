@@ -197,7 +197,7 @@ def _ending(outcome: flavors.Configured) -> common.Outcome:
     return common.Outcome(failure=(
         'Flavor %s is only partly written: %s; written: %s; failed: %s; not '
         'written: %s; run the same command again to finish.'
-        % (outcome.flavor['name'], outcome.error,
+        % (outcome.flavor.name, outcome.error,
            ', '.join(outcome.written) or 'nothing',
            ', '.join(outcome.failed) or 'nothing',
            ', '.join(outcome.not_written) or 'nothing')))
@@ -234,7 +234,7 @@ Examples:
                   'Devices', 'Servers That Fit', 'Problem')
         alias = view.extra_specs.get(flavor_logic.ALIAS_KEY)
         return fields, (
-            view.flavor['name'], view.flavor['id'],
+            view.flavor.name, view.flavor.id,
             view.request.describe_devices() or 'no mdev resources',
             flavor_logic.describe_pci(alias) if alias else 'no PCI devices',
             format_columns.DictColumn(view.extra_specs),

@@ -123,7 +123,13 @@ page.
 ALIAS as Nova takes it (``name``, ``vendor_id``, ``product_id``,
 ``device_type``, ``resource_class``, ``traits``...); the scheduler runs
 with ``[filter_scheduler] pci_in_placement = True`` and the
-``PciPassthroughFilter``.
+``PciPassthroughFilter``. Two top-level keys turn Nova's switches of PCI
+in Placement off: ``"pci_in_placement": false`` (the scheduler asks
+Placement for no PCI device, only the PCI filter picks them; nova-compute
+still reports them and heals their allocations into Placement) and, with
+it, ``"report_in_placement": false`` (classic PCI passthrough: Placement
+knows nothing of the PCI devices; the ``providers`` of the READY line are
+then those Nova would report with it on).
 
 Without ``--topology`` the built-in ``demo`` topology (``DEMO_TOPOLOGY``)
 is used, a mixed cloud: four mdev hosts with two GPUs each, the vGPU
@@ -777,11 +783,14 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         # PCI in Placement: every compute reports its [pci] device_spec
         # devices to Placement, and the scheduler asks Placement for them.
         # The aliases are the controller's, shared by the whole cloud.
-        self.flags(report_in_placement=True,
+        self.flags(report_in_placement=self.topology.get(
+                       'report_in_placement', True),
                    alias=[json.dumps(alias) for alias in
                           self.topology.get('pci_alias', [])],
                    group='pci')
-        self.flags(pci_in_placement=True, group='filter_scheduler')
+        self.flags(pci_in_placement=self.topology.get('pci_in_placement',
+                                                      True),
+                   group='filter_scheduler')
         for group, options in _check_nova_conf(self.topology).items():
             self.flags(group=group, **options)
         super()._setup_services()

@@ -267,3 +267,21 @@ def test_requests_do_not_grow_with_devices(cloud, auth, placement_url):
                  '--amount', '2', '--spread') == 3
     assert spent(placement_url, auth, '--resource-class', 'VGPU',
                  '--host', 'cap1') == 3
+
+
+def test_a_class_placement_does_not_have_fits_nowhere(cloud, auth,
+                                                      placement_url):
+    """Placement refuses ``?resources=`` naming a class it does not have
+    (400): nobody can take it, and the command says so.
+    """
+    before = placement_data.server_stats(placement_url)['requests']
+    result = capacity(auth, '--resource-class', 'CUSTOM_NOBODY_HAS',
+                      '-f', 'json')
+    assert result.rc == 0, result.stderr
+    steps = {r['Constraint']: r for r in result.json()}
+    assert steps['offers CUSTOM_NOBODY_HAS']['Hosts Left'] == 0
+    assert 'Servers that fit: 0' in steps
+    # The listing, the summary, the refused ?resources= listing and the
+    # read of the class that tells why.
+    assert placement_data.server_stats(placement_url)['requests'] \
+        - before == 4

@@ -33,10 +33,21 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.domain import capacity as domain
 from osc_mdev.domain import explanation
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.usecases import capacity as reads
+from osc_mdev.usecases import nova_payloads
 from tests.fixtures.placement_data import Gpu
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
+
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
 H100 = 'CUSTOM_PCI_10DE_2330'
@@ -122,7 +133,7 @@ def controller(tmp_path_factory):
 
 def counted(client, request):
     trees = reads.read_hosts(client, request, client.list_providers())
-    request = rr.with_prefilters(
+    request = request_filter.process_reqspec(
         request, owner_nova=domain.owner_nova_in_effect(trees))
     return request, {h.host: h for h in domain.capacity(request, trees)}
 
@@ -130,8 +141,8 @@ def counted(client, request):
 @pytest.mark.parametrize('name', sorted(SPECS))
 def test_fits_agree_with_allocation_candidates(cloud, client, controller,
                                                name):
-    request, per_host = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS[name]), pci_config=controller))
+    request, per_host = counted(client, request_of(
+        dict(FLAVOR, extra_specs=SPECS[name]), controller))
     assert any(g.is_pci for g in request.groups)
     assert set(per_host) == set(cloud.roots)
     for host, root in cloud.roots.items():
@@ -141,9 +152,8 @@ def test_fits_agree_with_allocation_candidates(cloud, client, controller,
 
 
 def test_pci_rows(cloud, client, controller):
-    _, per_host = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS['two l40s vfs']),
-        pci_config=controller))
+    _, per_host = counted(client, request_of(
+        dict(FLAVOR, extra_specs=SPECS['two l40s vfs']), controller))
     assert {h: (c.fits, c.devices, c.free, c.limit)
             for h, c in per_host.items()} == {
         'sriov-a': (2, ('0000:c1:00.0', '0000:c1:01.0'), 4, L40S),
@@ -155,9 +165,8 @@ def test_pci_rows(cloud, client, controller):
 
 
 def test_explain_names_the_pci_constraint(cloud, client, controller):
-    request, _ = counted(client, rr.request_from_flavor(
-        dict(FLAVOR, extra_specs=SPECS['three l40s vfs']),
-        pci_config=controller))
+    request, _ = counted(client, request_of(
+        dict(FLAVOR, extra_specs=SPECS['three l40s vfs']), controller))
     trees = reads.read_hosts(client, request, client.list_providers())
     steps, fix = explanation.explain(request, trees)
     by_name = {s.constraint: s for s in steps}
@@ -169,9 +178,9 @@ def test_explain_names_the_pci_constraint(cloud, client, controller):
     assert steps[-1].constraint == 'all groups at once'
     assert (steps[-1].hosts_out, steps[-1].hosts_left) == (1, 2)
     # h100-vf requires the alias' trait on the PF's provider.
-    request, per_host = counted(client, rr.request_from_flavor(
+    request, per_host = counted(client, request_of(
         dict(FLAVOR, extra_specs=SPECS['h100 vf with its trait']),
-        pci_config=controller))
+        controller))
     trees = reads.read_hosts(client, request, client.list_providers())
     steps, _ = explanation.explain(request, trees)
     step = next(s for s in steps

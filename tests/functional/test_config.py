@@ -248,11 +248,8 @@ device_addresses = 0000:85:00.0
         ('0000:87:00.0', 'nvidia-35', 'CUSTOM_NV35')]
 
 
-def test_host_matching_file_is_clean(placement: object, auth: tuple,
-                                     node: tuple,
-                                     tmp_path: pathlib.Path) -> None:
-    name, root, gpus = node
-    path = write(tmp_path, """
+#: The file the node's providers were made from.
+MATCHING = """
 [devices]
 enabled_mdev_types = nvidia-36, nvidia-37
 [mdev_nvidia-36]
@@ -260,12 +257,50 @@ device_addresses = 0000:84:00.0,0000:85:00.0
 [mdev_nvidia-37]
 device_addresses = 0000:86:00.0
 mdev_class = CUSTOM_OLD
-""" + NVIDIA_DOWNTIME)
+""" + NVIDIA_DOWNTIME
+
+
+def test_host_matching_file_is_clean(placement: object, auth: tuple,
+                                     node: tuple,
+                                     tmp_path: pathlib.Path) -> None:
+    name, root, gpus = node
+    path = write(tmp_path, MATCHING)
     result = check(path, '--host', name, '-f', 'json', auth=auth)
     assert findings(result.json()) == []
     [verdict] = [r for r in result.json() if r['Severity'] == 'result']
     assert verdict['Message'].endswith('. Nothing is wrong.')
     assert "Placement's view of %s" % name in verdict['Message']
+
+
+def test_host_with_sysfs_names_a_gpu_that_lost_an_mdev(
+        placement: object, auth: tuple, node: tuple,
+        tmp_path: pathlib.Path) -> None:
+    # Placement holds two VGPUs on 0000:84:00.0 and one on 0000:85:00.0;
+    # the host has one mdev on each: one mdev of 0000:84:00.0 is gone.
+    name, root, gpus = node
+    lost = sorted([placement.boot_server(root, gpus[0]),
+                   placement.boot_server(root, gpus[0])])
+    placement.boot_server(root, gpus[1])
+    path = write(tmp_path, MATCHING)
+    root_dir = sysfs.build(tmp_path / 'sys', devices=[
+        ('0000:84:00.0', {'nvidia-36': 3}, None),
+        ('0000:85:00.0', {'nvidia-36': 3}, None),
+        ('0000:86:00.0', {'nvidia-37': 2}, None)], mdevs=[
+        (str(uuid.uuid4()), '0000:84:00.0', 'nvidia-36'),
+        (str(uuid.uuid4()), '0000:85:00.0', 'nvidia-36')])
+    result = check(path, '--sysfs', root_dir, '--host', name, '-f', 'json',
+                   auth=auth)
+    assert result.rc == 0, result.stderr
+    assert findings(result.json()) == [{
+        'Severity': 'warning', 'Where': 'Placement, host %s' % name,
+        'Message': 'GPU 0000:84:00.0 has 1 mdev but Placement holds 2 VGPU '
+        'there, for servers %s and %s: 1 of their 2 mdevs is gone, as '
+        'after a reboot that did not keep the mdevs; a server without its '
+        "mdev does not start: create it again with the UUID of the server's "
+        "libvirt domain (its <hostdev type='mdev'>)." % tuple(lost)}]
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert verdict['Message'].endswith(
+        ': nova-compute will start but do something other than written.')
 
 
 def test_host_errors(placement, auth, tmp_path):
@@ -561,6 +596,74 @@ pci_in_placement = True
     assert [(r['Resource Class'], r['Traits'])
             for r in effective(rows, 'PCI device spec') +
             effective(rows, 'PCI provider')] == [('CUSTOM_A100', traits)] * 2
+
+
+# -- SR-IOV vGPUs: VFs typed through sysfs ----------------------------------
+
+def vgpu_conf(tmp_path, vfs, rc='CUSTOM_NVIDIA_L4_8Q'):
+    """A compute's nova.conf as Nova's PCI passthrough guide writes it for
+    NVIDIA VFs: one device_spec per VF, the type's class, managed no.
+    """
+    return write(tmp_path, '[pci]\nreport_in_placement = True\n' + ''.join(
+        'device_spec = {"vendor_id": "10de", "address": "%s", '
+        '"resource_class": "%s", "managed": "no"}\n' % (vf, rc)
+        for vf in vfs) + '[filter_scheduler]\npci_in_placement = True\n')
+
+
+def test_vgpu_vfs_clean_host_says_so(tmp_path):
+    l4 = sysfs.VgpuGpu('0000:25:00.0', numvfs=4, current={0: 1162, 1: 1162},
+                       header=True)
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[l4])
+    result = check(vgpu_conf(tmp_path, l4.vfs[:2]), '--sysfs', root, '-f',
+                   'json')
+    assert result.rc == 0, result.stderr
+    assert [f for f in findings(result.json())
+            if f['Severity'] != 'info'] == []
+    [verdict] = [r for r in result.json() if r['Severity'] == 'result']
+    assert ('the devices under %s and the vGPU types of the 4 VFs of GPU '
+            '0000:25:00.0 (all 2 offered, each typed as its class says). '
+            'Nothing is wrong (1 note).' % root) in verdict['Message']
+
+
+def test_vgpu_vfs_after_a_reboot_and_misnamed(tmp_path):
+    # GPU A lost its types in a reboot; GPU B is typed L4-4Q under the
+    # class of L4-8Q.
+    gpu_a = sysfs.VgpuGpu('0000:25:00.0', numvfs=2)
+    gpu_b = sysfs.VgpuGpu('0000:26:00.0', numvfs=2, current={0: 1161})
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[gpu_a, gpu_b])
+    path = vgpu_conf(tmp_path, gpu_a.vfs + gpu_b.vfs[:1])
+    result = check(path, '--sysfs', root, '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert [(f['Severity'], f['Message'].split(': ')[0])
+            for f in findings(result.json()) if f['Severity'] != 'info'] == [
+        ('warning', 'VFs 0000:25:00.4, 0000:25:00.5 of GPU 0000:25:00.0 '
+         'are offered as CUSTOM_NVIDIA_L4_8Q but have no vGPU type '
+         '(current_vgpu_type 0), as after a reboot'),
+        ('warning', 'Class CUSTOM_NVIDIA_L4_8Q is named after NVIDIA L4-8Q '
+         '(1162), but a VF offered as it has another type')]
+
+
+def test_vgpu_vfs_held_by_servers_after_a_reboot(placement, auth,
+                                                 tmp_path):
+    # Placement holds two of the GPU's VFs; after a reboot none is typed.
+    name = 'vf-node.example.com'
+    root = placement.add_compute_node(name)
+    provider = placement.add_pci_device(root, name, '0000:25:00.0',
+                                        'CUSTOM_NVIDIA_L4_8Q', total=2)
+    servers = sorted(placement.boot_server(root, provider)
+                     for _ in range(2))
+    l4 = sysfs.VgpuGpu('0000:25:00.0', numvfs=2)
+    root_dir = sysfs.build(tmp_path / 'sys', vgpu_gpus=[l4])
+    result = check(vgpu_conf(tmp_path, l4.vfs), '--sysfs', root_dir,
+                   '--host', name, '-f', 'json', auth=auth)
+    assert result.rc == 0, result.stderr
+    assert [f['Message'] for f in findings(result.json())
+            if f['Where'] == 'Placement, host %s' % name] == [
+        'Provider %s_0000:25:00.0 (GPU 0000:25:00.0) has 2 '
+        'CUSTOM_NVIDIA_L4_8Q in use, for servers %s and %s, but only 0 of '
+        'its VFs have NVIDIA L4-8Q (1162), as after a reboot: a server '
+        'given a VF without it does not start. Re-apply the types before '
+        'nova-compute starts.' % (name, *servers)]
 
 
 # -- An OSC lister: every format, -c, --long; the result row --------------

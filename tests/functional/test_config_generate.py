@@ -186,10 +186,6 @@ def test_the_files_pass_config_check_on_the_typed_host(
                          ('<node>_0000:26:00.0', 'CUSTOM_NVIDIA_L4_4Q')]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "config check does not yet read the VFs' vGPU types: once it does, it "
-    'names a VF the files offer that has no type (as after a reboot), '
-    'and this test passes; drop this mark then'))
 def test_config_check_names_the_vfs_without_their_type(
         tree: str, tmp_path: pathlib.Path) -> None:
     out = tmp_path / 'vgpu'

@@ -197,25 +197,67 @@ def test_lasting_fault_mid_run_reports_each_device_and_converges(
     assert all('CUSTOM_HALF_DONE' in t for _, t in state(placement, gpus))
 
 
+@pytest.mark.parametrize('detail', [
+    'Another thread concurrently updated the resource provider data. '
+    'Please retry your update',
+    'Injected fault 500.'])
 def test_concurrent_update_500_is_a_conflict_and_reread(
-        placement, cloud, proxy, host):
-    """Placement's 500 "concurrently updated" on a trait PUT wrote
-    nothing: the device is re-read and written again.
+        placement, cloud, proxy, host, detail):
+    """Placement's 500 on a trait PUT when another writer moved the
+    provider on wrote nothing: whatever its words, the device is re-read
+    and written again, keeping the other writer's trait.
     """
     name, gpus = host
     body = json.dumps({'errors': [{
-        'status': 500, 'title': 'Internal Server Error',
-        'detail': 'Another thread concurrently updated the resource '
-                  'provider data. Please retry your update',
+        'status': 500, 'title': 'Internal Server Error', 'detail': detail,
         'code': 'placement.undefined_code'}]}).encode()
-    proxy.reset(faults.nth('PUT', '/resource_providers/', {1, 2},
-                           faults.status(500, body)))
+    raced = faults.nth('PUT', '/resource_providers/', {1, 2},
+                       faults.status(500, body))
+
+    def race(req):
+        answer = raced(req)
+        if answer is not None:
+            # The other writer that won the race.
+            uuid = req.path.split('/')[2]
+            placement.set_traits(uuid, sorted(
+                set(placement.get_traits(uuid)) | {'CUSTOM_OTHER_WRITER'}))
+        return answer
+    proxy.reset(race)
     result = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_AFTER_RACE',
                   '--host', name, '-f', 'json')
     assert result.rc == 0, result.stderr
-    assert {r['Result'] for r in result.json()} == {
-        'added CUSTOM_AFTER_RACE'}
-    assert all('CUSTOM_AFTER_RACE' in t for _, t in state(placement, gpus))
+    assert all(r['Result'].startswith('added CUSTOM_AFTER_RACE')
+               for r in result.json())
+    traits = [t for _, t in state(placement, gpus)]
+    assert all('CUSTOM_AFTER_RACE' in t for t in traits)
+    assert sum('CUSTOM_OTHER_WRITER' in t for t in traits) == 2
+
+
+def test_a_500_that_moved_nothing_fails_that_device_only(
+        placement, cloud, proxy, host):
+    """A 500 on a trait PUT with the provider's generation where it was
+    is Placement's failure, not a race: that device fails, untouched,
+    and a run without the fault converges.
+    """
+    name, gpus = host
+    before = state(placement, gpus)
+    proxy.reset(faults.nth('PUT', '/resource_providers/', {1},
+                           faults.status(500)))
+    result = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_AFTER_500',
+                  '--host', name, '-f', 'json')
+    assert result.rc == 1
+    assert 'Traceback' not in result.stderr
+    rows = json.loads(result.stdout)
+    failed = [r['Result'] for r in rows if r['Result'].startswith('failed')]
+    assert len(failed) == 1 and 'HTTP 500' in failed[0], rows
+    after = state(placement, gpus)
+    assert sum(t1 == t0 and g1 == g0 for (g0, t0), (g1, t1)
+               in zip(before, after)) == 1
+    proxy.reset()
+    again = mdev(cloud, 'trait', 'set', '--trait', 'CUSTOM_AFTER_500',
+                 '--host', name, '-f', 'json')
+    assert again.rc == 0, again.stderr
+    assert all('CUSTOM_AFTER_500' in t for _, t in state(placement, gpus))
 
 
 def test_ctrl_c_mid_run_leaves_each_device_done_or_untouched(

@@ -23,6 +23,7 @@ from osc_mdev.domain import explanation
 from osc_mdev.domain import pci
 from osc_mdev.domain import pci_request
 from osc_mdev.domain import providers
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.local import novaconf as local_novaconf
 from osc_mdev.usecases import nova_payloads
@@ -377,8 +378,8 @@ def test_unschedulable_flavor_gives_the_explainers_reason():
     those of the capacity explainer on the same trees.
     """
     specs = {'resources:VGPU': '1', 'trait:CUSTOM_GONE': 'required'}
-    request = rr.with_prefilters(
-        rr.request_from_flavor(flavor(specs).request_input()))
+    request = request_filter.process_reqspec(
+        rr.request_for(flavor(specs)))
     steps, fix = explanation.explain(request, CLOUD)
     last = next(s for s in steps if not s.hosts_left)
     [finding] = audit.unschedulable_flavors([flavor(specs)], CLOUD)
@@ -515,6 +516,33 @@ def test_pci_devices_of_the_server_request():
 
 def pci_alloc(consumer, rc=A16, amount=1):
     return allocations.MdevAllocation(consumer, PCI['p1'], rc, amount)
+
+
+#: The same aliases, with the scheduler's [filter_scheduler]
+#: pci_in_placement off: it asks Placement for no PCI device.
+NOT_IN_PLACEMENT = dataclasses.replace(CONTROLLER, pci_in_placement=False)
+
+
+def test_no_pci_device_is_asked_of_placement_with_pci_in_placement_off():
+    request = audit.server_request(
+        server('s', specs={'pci_passthrough:alias': 'a16:2',
+                           'resources:VGPU': '1'}), NOT_IN_PLACEMENT)
+    assert request.device_amounts(()) == {}
+    assert request.device_amounts() == {'VGPU': 1}
+
+
+@pytest.mark.parametrize('held', [
+    # Classic PCI passthrough: Placement knows no PCI device.
+    [],
+    # nova-compute reports its VFs and healed the allocation.
+    [pci_alloc('s1')],
+])
+def test_no_pci_allocation_is_judged_with_pci_in_placement_off(held):
+    found = audit.missing_allocations(
+        [server('s1', node='gpu5',
+                specs={'pci_passthrough:alias': 'a16:1'})], held, {'VGPU'},
+        NOT_IN_PLACEMENT)
+    assert found == []
 
 
 @pytest.mark.parametrize('specs, held, expected', [

@@ -21,7 +21,18 @@ import pytest
 from osc_mdev.domain import capacity as c
 from osc_mdev.domain import explanation
 from osc_mdev.domain import multicreate
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import nova_payloads
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
+
 
 I = c.Inventory  # noqa: E741
 
@@ -81,7 +92,7 @@ def nova_groups(flavor, specs):
 def test_request_is_novas(name, swap, ephemeral):
     flavor = dict(FLAVOR, swap=swap, extra_specs=SPECS[name])
     flavor['OS-FLV-EXT-DATA:ephemeral'] = ephemeral
-    ours = rr.request_from_flavor(flavor)
+    ours = request_of(flavor)
     groups, policy = nova_groups(flavor, SPECS[name])
     assert {g.suffix: (g.amounts, set(g.required), set(g.forbidden))
             for g in ours.groups} == groups
@@ -89,12 +100,12 @@ def test_request_is_novas(name, swap, ephemeral):
 
 
 def test_prefilters_add_root_traits_only():
-    request = rr.with_prefilters(rr.bare_request('VGPU'))
+    request = request_filter.process_reqspec(rr.bare_request('VGPU'))
     assert request.root_required == {'OWNER_NOVA'}
     assert request.root_forbidden == {'COMPUTE_STATUS_DISABLED'}
     assert request.groups[0].required == frozenset()
-    assert rr.with_prefilters(rr.bare_request('VGPU'),
-                              owner_nova=False).root_required == frozenset()
+    assert request_filter.process_reqspec(
+        rr.bare_request('VGPU'), owner_nova=False).root_required == set()
 
 
 @pytest.mark.nova
@@ -114,7 +125,7 @@ def test_querystring_is_novas():
             root_forbidden={'COMPUTE_STATUS_DISABLED'}))
     nova = utils.ResourceRequest.from_request_spec(spec).to_querystring()
     ours = rr.to_querystring(
-        rr.with_prefilters(rr.request_from_flavor(flavor)))
+        request_filter.process_reqspec(request_of(flavor)))
     assert ours == nova
 
 
@@ -125,7 +136,7 @@ def test_querystring_is_novas():
 def test_requests_placement_refuses(specs, message):
     flavor = dict(FLAVOR, disk=0, extra_specs=specs)
     with pytest.raises(rr.RequestError, match=message):
-        rr.check_request(rr.request_from_flavor(flavor))
+        rr.check_request(request_of(flavor))
 
 
 def test_bare_request_amount():
@@ -160,7 +171,7 @@ FLAVOR_1 = dict(FLAVOR, vcpus=4, ram=4096, disk=10)
 
 
 def flavor_request(specs, **flavor):
-    return rr.with_prefilters(rr.request_from_flavor(
+    return request_filter.process_reqspec(request_of(
         dict(FLAVOR_1, extra_specs=specs, **flavor)))
 
 
@@ -235,8 +246,8 @@ def test_host_capacity(name, request_, tree, fits, limit):
 
 
 def test_devices_and_free():
-    request = rr.with_prefilters(rr.bare_request('VGPU',
-                                                 required=('CUSTOM_A',)))
+    request = request_filter.process_reqspec(
+        rr.bare_request('VGPU', required=('CUSTOM_A',)))
     tree = host(gpu(1, traits=('CUSTOM_A',)),
                 gpu(2, used=4, traits=('CUSTOM_A',)), gpu(3))
     result = c.host_capacity(request, tree)
@@ -405,7 +416,8 @@ def test_owner_nova_in_effect():
     (flavor_request({'resources:VGPU': '1', 'trait:HW_X': 'required'}), 0),
     # A bare request allocates nothing on the root: the root's trait does
     # not count.
-    (rr.with_prefilters(rr.bare_request('VGPU', required=('HW_X',))), 1),
+    (request_filter.process_reqspec(
+        rr.bare_request('VGPU', required=('HW_X',))), 1),
 ])
 def test_unnumbered_trait_on_the_root(request_, ruled_out):
     hosts = [named('a', gpu(1), traits=('OWNER_NOVA', 'HW_X'))]
@@ -500,7 +512,7 @@ def specs_suffixes(specs):
 def test_pci_alias_request_is_novas(name):
     specs = PCI_SPECS[name]
     flavor = dict(FLAVOR, extra_specs=specs)
-    ours = rr.request_from_flavor(flavor, pci_config=_pci_config())
+    ours = request_of(flavor, _pci_config())
     groups, unnumbered, policy = nova_pci_request(flavor, specs)
     assert sorted(
         (not g.is_pci, sorted(g.resources), sorted(g.required),
@@ -512,7 +524,7 @@ def test_pci_alias_request_is_novas(name):
 
 def test_pci_alias_groups():
     flavor = dict(FLAVOR, extra_specs=PCI_SPECS['two aliases'])
-    request = rr.request_from_flavor(flavor, pci_config=_pci_config())
+    request = request_of(flavor, _pci_config())
     pci = [g for g in request.groups if g.is_pci]
     assert [(g.alias, g.amounts) for g in pci] == [
         ('l40s-vf', {'CUSTOM_NVIDIA_L40S_VF': 1}),
@@ -522,24 +534,23 @@ def test_pci_alias_groups():
     assert pci[1].required == {'CUSTOM_GPU_H100', 'CUSTOM_FAST'}
     assert request.group_policy == 'none'
     # OWNER_NOVA goes to the PCI groups too, never to mdev groups.
-    prefiltered = rr.with_prefilters(rr.request_from_flavor(
+    prefiltered = request_filter.process_reqspec(request_of(
         dict(FLAVOR, extra_specs=PCI_SPECS['vf and numbered vgpu']),
-        pci_config=_pci_config()))
+        _pci_config()))
     assert {g.suffix: 'OWNER_NOVA' in g.required
             for g in prefiltered.numbered_groups} == {
         '1': False, '_pci1_0': True}
     # Without the alias definitions (or pci_in_placement) Placement is
     # asked for no PCI device.
-    assert not any(g.is_pci for g in rr.request_from_flavor(flavor).groups)
-    assert not any(g.is_pci for g in rr.request_from_flavor(
-        flavor, pci_config=_pci_config(False)).groups)
+    assert not any(g.is_pci for g in request_of(flavor).groups)
+    assert not any(g.is_pci for g in request_of(
+        flavor, _pci_config(False)).groups)
 
 
 def test_pci_alias_suffix_never_taken_by_the_flavor():
     specs = {'pci_passthrough:alias': 'l40s-vf:1',
              'resources_pci1_0:VGPU': '1', 'group_policy': 'none'}
-    request = rr.request_from_flavor(dict(FLAVOR, extra_specs=specs),
-                                     pci_config=_pci_config())
+    request = request_of(dict(FLAVOR, extra_specs=specs), _pci_config())
     assert sorted(g.suffix for g in request.numbered_groups) == [
         '__pci1_0', '_pci1_0']
 
@@ -551,7 +562,7 @@ def test_pci_alias_suffix_never_taken_by_the_flavor():
 def test_pci_alias_nova_refuses(value, message):
     flavor = dict(FLAVOR, extra_specs={'pci_passthrough:alias': value})
     with pytest.raises(rr.RequestError, match=message):
-        rr.request_from_flavor(flavor, pci_config=_pci_config())
+        request_of(flavor, _pci_config())
 
 
 PF_TRAITS = ('OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE')
@@ -564,10 +575,9 @@ def vf_pf(n, total=4, used=0, traits=PF_TRAITS, rc='CUSTOM_NVIDIA_L40S_VF'):
 
 
 def pci_request(value, **specs):
-    return rr.with_prefilters(rr.request_from_flavor(
+    return request_filter.process_reqspec(request_of(
         dict(FLAVOR_1, extra_specs=dict(
-            specs, **{'pci_passthrough:alias': value})),
-        pci_config=_pci_config()))
+            specs, **{'pci_passthrough:alias': value})), _pci_config()))
 
 
 @pytest.mark.parametrize('request_, tree, fits, limit', [

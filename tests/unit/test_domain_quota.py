@@ -29,6 +29,16 @@ import pytest
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import quota
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import nova_payloads
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
+
 
 VGPU = 'class:VGPU'
 PROJECT = 'p1'
@@ -138,7 +148,7 @@ def test_unaccounted_classes() -> None:
 
 
 def test_flavor_deltas_sum_the_groups() -> None:
-    request = rr.request_from_flavor({
+    request = request_of({
         'vcpus': 2, 'ram': 1024, 'disk': 10,
         'extra_specs': {'resources1:VGPU': '1', 'resources2:VGPU': '1',
                         'group_policy': 'isolate'}})
@@ -391,5 +401,5 @@ def test_flavor_holders_are_the_projects_of_those_servers() -> None:
         {'id': 'c', 'tenant_id': 'p3',
          'flavor': {'extra_specs': {'resources:CUSTOM_X': '1'}}},
         {'id': 'd', 'tenant_id': 'p4', 'flavor': {}}]
-    assert quota.flavor_holders(servers, {'VGPU', 'CUSTOM_X'}, False) == {
-        'p1', 'p3'}
+    assert quota.flavor_holders([nova_payloads.server(s) for s in servers],
+                                {'VGPU', 'CUSTOM_X'}, False) == {'p1', 'p3'}

@@ -15,6 +15,16 @@ import pytest
 from osc_mdev.domain import capacity
 from osc_mdev.domain import flavors
 from osc_mdev.domain import resource_request as rr
+from osc_mdev.usecases import nova_payloads
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
+
 
 MDEV = {'VGPU', 'CUSTOM_MLX5'}
 
@@ -77,7 +87,7 @@ def _device_groups(groups):
 def test_written_specs_read_back_as_written(request_):
     specs = flavors.to_extra_specs(request_)
     specs['hw:cpu_policy'] = 'dedicated'
-    read = rr.request_from_flavor({'vcpus': 2, 'extra_specs': specs})
+    read = request_of({'vcpus': 2, 'extra_specs': specs})
 
     def devices(request):
         return _device_groups((g.suffix, g.resources, g.required,
@@ -114,7 +124,7 @@ def test_written_specs_are_what_nova_reads(request_):
      'group_policy=none'),
 ])
 def test_describe_devices_names_each_group(specs, text):
-    request = rr.request_from_flavor({'vcpus': 1, 'extra_specs': specs})
+    request = request_of({'vcpus': 1, 'extra_specs': specs})
     assert request.describe_devices() == text
 
 
@@ -162,7 +172,7 @@ def test_plan_replaces_the_request_in_any_group(current, to_set, to_delete):
     got_set, got_delete, _ = flavors.plan(current, new, MDEV)
     assert (got_set, got_delete) == (to_set, to_delete)
     after = flavors.resulting(current, got_set, got_delete)
-    read = rr.request_from_flavor({'vcpus': 1, 'extra_specs': after})
+    read = request_of({'vcpus': 1, 'extra_specs': after})
     assert read.device_amounts(MDEV) == {'VGPU': 1}
 
 
@@ -332,7 +342,7 @@ TREE = [
      'resources1 has traits but no resources'),
 ])
 def test_can_never_serve(specs, problem):
-    request = rr.request_from_flavor(
+    request = request_of(
         {'vcpus': 2, 'ram': 2048, 'disk': 20, 'extra_specs': specs})
     got = flavors.can_never_serve(request, TREE, CARRIED,
                                   EXISTING | {'COMPUTE_NODE'})

@@ -29,8 +29,18 @@ from osc_mdev.domain import migration_rules
 from osc_mdev.domain import migration_verdict
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci_request
+from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import traits
+from osc_mdev.usecases import nova_payloads
+
+
+def request_of(flavor, pci_config=None, booted_from_volume=False):
+    """The request of a flavor as Nova's API gives it, built as every
+    command builds it.
+    """
+    return rr.request_for(nova_payloads.flavor(flavor), pci_config,
+                          booted_from_volume)
 
 
 # -- the rules, against Nova's own functions --------------------------------
@@ -382,7 +392,7 @@ FLAVOR = {'vcpus': 1, 'ram': 512, 'disk': 1,
 
 
 def server(mdev_type=N11, flavor=FLAVOR, vm_state='active'):
-    request = rr.request_from_flavor(flavor)
+    request = request_of(flavor)
     return migration_model.Server(
         'srv', 'vm', vm_state, None, 'src', 'f', request, None,
         (migration_model.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1,
@@ -574,7 +584,7 @@ def _refused(case):
     make, specs, _ = REFUSED_BY[case]
     flavor = dict(FLAVOR, extra_specs=dict(FLAVOR['extra_specs'], **specs))
     target, srv = make(), server(flavor=flavor)
-    steps, _ = explanation.explain(rr.with_prefilters(srv.request),
+    steps, _ = explanation.explain(request_filter.process_reqspec(srv.request),
                                    [target.tree])
     kind = next(s.kind for s in steps if s.hosts_out)
     return judge(target, None, srv=srv), kind
@@ -644,7 +654,7 @@ def test_downtime_warning_with_compute_conf():
 # -- plans ------------------------------------------------------------------
 
 def servers(count, flavor=FLAVOR):
-    request = rr.request_from_flavor(flavor)
+    request = request_of(flavor)
     return [migration_model.Server(
         's%d' % n, 'vm%d' % n, 'active', None, 'src', 'f', request, None,
         (migration_model.Held('src:0000:81:00.0', 'src-gpu', 'VGPU', 1, N11),))

@@ -465,3 +465,42 @@ def test_devname_in_placement_agrees_with_nova(name, nova_conf):
     refused = translator.specs_with_devname(specs)
     assert bool(refused) == nova_refuses
     assert refused == [s for s in specs if s.devname]
+
+
+# -- the controller's aliases, told apart by data ----------------------------
+
+def test_only_an_alias_nova_refuses_stops_the_controller_file():
+    from osc_lib import exceptions
+
+    from osc_mdev.domain import pci
+    from osc_mdev.usecases import nova_conf
+
+    # A file named after aliases, whose device spec nova-compute refuses:
+    # the controller's aliases are fine.
+    good = ('[pci]\ndevice_spec = {not json\n'
+            'alias = {"name": "a16", "vendor_id": "10de", '
+            '"product_id": "25b6"}\n')
+    settings = novaconf.parse_texts([('/etc/nova/pci-alias.conf', good)])
+    config = nova_conf.pci_of(settings)
+    assert list(config.aliases) == ['a16']
+    assert config.alias_error is None
+    [spec] = config.findings
+    assert spec.stops_nova and 'device_spec' in spec.where
+    # An alias Nova refuses: where it is written and why, as data.
+    bad = '[pci]\nalias = {"name": "a16", "vendor_id": "10de"}\n'
+    config = pci.pci_config(novaconf.parse_texts([('nova.conf', bad)]))
+    assert config.aliases == {}
+    assert config.alias_error.where == '[pci] alias, nova.conf:2'
+    assert config.alias_error.stops_nova
+    with pytest.raises(exceptions.CommandError,
+                       match=r"--controller-conf: \[pci\] alias, "
+                             r"nova.conf:2: .*no vendor_id and product_id"):
+        nova_conf.pci_of(novaconf.parse_texts([('nova.conf', bad)]))
+
+
+def test_alias_errors_carry_where_and_why():
+    with pytest.raises(pci_request.AliasError) as caught:
+        pci_request.pci_aliases([('{"name": "x", "bogus": 1}', 'here:4')])
+    assert caught.value.where == 'here:4'
+    assert 'bogus' in caught.value.reason
+    assert str(caught.value) == 'here:4: %s' % caught.value.reason

@@ -477,3 +477,13 @@ def test_devices_whose_traits_no_file_keeps():
                    "  traits: {additional: [CUSTOM_B]}\n" % (NODE, GPU))
     config = pc.parse(both, 'a.yaml')
     assert merge.uncovered_findings(config.entries, TREE, NODE) == []
+
+
+def test_what_nova_refuses_is_data_not_words():
+    # Worded like a refusal, but no rule of Nova's found it.
+    worded = pc.Finding(pc.ERROR, 'a.yaml:1',
+                        'nova-compute refuses to start with this file.')
+    assert pc.refused_by_nova([worded]) == []
+    config = pc.parse(HEAD + 'providers: none\n', 'a.yaml')
+    assert config.findings and config.refused
+    assert pc.refused_by_nova(config.findings) == config.findings

@@ -228,3 +228,29 @@ def test_vgpu_types_of_a_gpu_whose_type_no_vf_lists(
     host = local_sysfs.read_host(sysfs.build(tmp_path / 'sys',
                                              vgpu_gpus=[full]))
     assert host.vgpu_types_of(host.devices['0000:25:00.0']) == {}
+
+
+def test_class_named_after_a_type() -> None:
+    l4_8q = host_gpus.VgpuType(1162, 'NVIDIA L4-8Q')
+    assert l4_8q.resource_class == 'CUSTOM_NVIDIA_L4_8Q'
+    assert l4_8q.named_by('CUSTOM_NVIDIA_L4_8Q')
+    assert l4_8q.named_by('CUSTOM_L4_8Q')
+    assert not l4_8q.named_by('CUSTOM_NVIDIA_L4_4Q')
+    assert not l4_8q.named_by('VGPU')
+
+
+@pytest.mark.parametrize('name,resource_class,another', [
+    ('NVIDIA L4-4Q', 'CUSTOM_NVIDIA_L4_8Q', True),
+    ('NVIDIA L4-4Q', 'CUSTOM_L4_8Q', True),
+    ('NVIDIA L4-4Q', 'CUSTOM_NVIDIA_L4_4Q', False),
+    ('NVIDIA L4-4Q', 'CUSTOM_NVIDIA_L40_8Q', False),
+    ('NVIDIA L40-8Q', 'CUSTOM_NVIDIA_L40S_8Q', False),
+    ('NVIDIA L4-4Q', 'CUSTOM_VGPU_POOL', False),
+    ('NVIDIA H200X-1-18C', 'CUSTOM_NVIDIA_H200X_2_35C', True),
+    ('NVIDIA RTX6000-Ada-2Q', 'CUSTOM_NVIDIA_RTX6000_ADA_4Q', True),
+    ('GRID P40-2Q', 'CUSTOM_GRID_P40_4Q', True),
+])
+def test_class_named_after_another_type(name: str, resource_class: str,
+                                        another: bool) -> None:
+    assert host_gpus.VgpuType(1, name).names_another(resource_class) is \
+        another
