@@ -276,10 +276,11 @@ def test_a_class_placement_does_not_have_fits_nowhere(cloud, auth,
     """
     before = placement_data.server_stats(placement_url)['requests']
     result = capacity(auth, '--resource-class', 'CUSTOM_NOBODY_HAS',
-                      '-f', 'json')
+                      '-f', 'table')
     assert result.rc == 0, result.stderr
-    steps = {r['Constraint']: r for r in result.json()}
-    assert steps['offers CUSTOM_NOBODY_HAS']['Hosts Left'] == 0
+    # The summary (servers that fit) is a row of the table format only.
+    steps = {r['Constraint']: r for r in result.table()}
+    assert steps['offers CUSTOM_NOBODY_HAS']['Hosts Left'] == '0'
     assert 'Servers that fit: 0' in steps
     # The listing, the summary, the refused ?resources= listing and the
     # read of the class that tells why.
