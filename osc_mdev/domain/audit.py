@@ -18,17 +18,22 @@ finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
 or ``AddTrait``). Nothing here touches the network.
 """
 
+from collections.abc import Collection
+from collections.abc import Container
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_mdev.domain import allocations as alloc_model
 from osc_mdev.domain import capacity
 from osc_mdev.domain import explanation
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import provider_config
 from osc_mdev.domain import providers
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers as nova_servers
@@ -87,7 +92,7 @@ class RemoveAllocations:
     project_id: str
     user_id: str
 
-    def describe(self):
+    def describe(self) -> str:
         return 'remove every allocation of consumer %s' % self.consumer
 
 
@@ -95,15 +100,17 @@ class RemoveAllocations:
 class AddTrait:
     """Add a device's lost type trait back, keeping its other traits."""
 
-    device: object        # providers.Device
+    device: providers.Device
     trait: str
 
-    def describe(self):
+    def describe(self) -> str:
         return 'add trait %s to %s:%s' % (self.trait, self.device.host,
                                           self.device.device)
 
 
 Finding = findings.Finding
+#: A device or a device provider: where a finding is.
+Located = providers.Candidate | providers.Device
 
 
 def sort_key(finding: Finding) -> tuple[int, str, str, str, str]:
@@ -115,8 +122,10 @@ def sort_key(finding: Finding) -> tuple[int, str, str, str, str]:
             finding.server, finding.message)
 
 
-def _finding(severity, check, device=None, server='', message='',
-             resource_class=None, repair=None):
+def _finding(severity: str, check: str, device: Located | None = None,
+             server: str = '', message: str = '',
+             resource_class: str | None = None,
+             repair: findings.Repair | None = None) -> Finding:
     return Finding(
         severity, check=check,
         host=device.host if device is not None else '',
@@ -128,11 +137,11 @@ def _finding(severity, check, device=None, server='', message='',
         repair=repair)
 
 
-def _where(device):
+def _where(device: Located) -> str:
     return '%s:%s' % (device.host, device.device)
 
 
-def _server_label(server):
+def _server_label(server: nova_servers.Server) -> str:
     return server.label
 
 
@@ -151,11 +160,14 @@ class ConsumerFacts:
     """
 
     lookup: nova_servers.Server | str | None = None
-    migration: object = None
-    record: dict | None = None
+    migration: dict[str, typing.Any] | str | None = None
+    record: dict[str, typing.Any] | None = None
 
 
-def orphaned_allocations(allocations, servers, facts):
+def orphaned_allocations(allocations: Collection[alloc_model.MdevAllocation],
+                         servers: Mapping[str, nova_servers.Server],
+                         facts: Mapping[str, ConsumerFacts]
+                         ) -> list[Finding]:
     """``orphaned-allocation``: mdev allocations of consumers that are not
     a server Nova knows, or of a migration that has ended.
 
@@ -178,7 +190,7 @@ def orphaned_allocations(allocations, servers, facts):
             # Nova was not asked, or has it (listed too late).
             continue
         if isinstance(fact.lookup, str) or isinstance(fact.migration, str):
-            error = fact.lookup if isinstance(fact.lookup, str) else (
+            error = fact.lookup if isinstance(fact.lookup, str) else str(
                 fact.migration)
             found.append(_finding(
                 ERROR, NOVA_UNREACHABLE, alloc.candidate, consumer,
@@ -218,9 +230,12 @@ def orphaned_allocations(allocations, servers, facts):
                    unaccounted, unaccounted, consumer),
                 alloc.resource_class))
             continue
-        repair = record and RemoveAllocations(
-            consumer, record.get('consumer_generation'),
-            record.get('project_id'), record.get('user_id'))
+        # Placement gives them with the allocations (microversion 1.28).
+        repair = RemoveAllocations(
+            consumer, typing.cast(int, record.get('consumer_generation')),
+            typing.cast(str, record.get('project_id')),
+            typing.cast(str, record.get('user_id'))) \
+            if record is not None else None
         found.append(_finding(
             ERROR, ORPHANED_ALLOCATION, alloc.candidate, consumer,
             'Consumer %s %s but holds %d x %s here; remove its allocations: '
@@ -256,7 +271,7 @@ def has_pci_alias(extra_specs: Mapping[str, str] | None) -> bool:
     return rr.PCI_ALIAS_KEY in (extra_specs or {})
 
 
-def settled(server):
+def settled(server: nova_servers.Server) -> bool:
     """A server on a node and not being moved or built: its allocations
     are what its flavor asks for, on its node.
     """
@@ -264,7 +279,7 @@ def settled(server):
         server.status not in _NOT_ON_A_NODE)
 
 
-def _describe_amounts(amounts):
+def _describe_amounts(amounts: Mapping[str, int]) -> str:
     return ', '.join('%d x %s' % (n, rc) for rc, n in sorted(
         amounts.items())) or 'no mdev'
 
@@ -323,7 +338,9 @@ def missing_allocations(servers: Iterable[nova_servers.Server],
     return found
 
 
-def node_mismatches(servers, allocations):
+def node_mismatches(servers: Iterable[nova_servers.Server],
+                    allocations: Iterable[alloc_model.MdevAllocation]
+                    ) -> list[Finding]:
     """``node-mismatch``: a server's mdev allocation is on a device of
     another compute node than the one Nova has the server on
     (its node, not its service host).
@@ -350,7 +367,9 @@ def node_mismatches(servers, allocations):
 
 # -- over-capacity --------------------------------------------------------
 
-def over_capacity(devices, allocations):
+def over_capacity(devices: Iterable[providers.Device],
+                  allocations: Collection[alloc_model.MdevAllocation]
+                  ) -> list[Finding]:
     """``over-capacity``: devices whose usage exceeds
     ``(total - reserved) * allocation_ratio``, with their consumers.
     """
@@ -380,7 +399,9 @@ def over_capacity(devices, allocations):
 
 # -- lost-trait / wrong-trait ---------------------------------------------
 
-def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def conf_traits(conf: novaconf.MdevConfig, nodedev: str,
+                prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                ) -> tuple[str | None, frozenset[str]]:
     """``(own trait, other types' traits)`` for a device under a nova.conf.
 
     The one place the audit reads a nova.conf (``novaconf.MdevConfig``:
@@ -393,8 +414,10 @@ def conf_traits(conf, nodedev, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
     return own, frozenset(t for t in by_type.values() if t != own)
 
 
-def trait_findings(devices, confs=None,
-                   prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def trait_findings(devices: Iterable[providers.Device],
+                   confs: Mapping[str, novaconf.MdevConfig] | None = None,
+                   prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                   ) -> list[Finding]:
     """``lost-trait`` and ``wrong-trait``, with the type traits named as
     ``prefix`` says (``--trait-prefix``, as ``trait set --compute-conf``
     names them).
@@ -410,7 +433,7 @@ def trait_findings(devices, confs=None,
     """
     confs = confs or {}
     found = []
-    groups = {}
+    groups: dict[tuple[str, str], list[providers.Device]] = {}
     for device in devices:
         if device.traits is None:
             continue
@@ -424,12 +447,13 @@ def trait_findings(devices, confs=None,
     return found
 
 
-def _unset_command(trait, device):
+def _unset_command(trait: str, device: providers.Device) -> str:
     return 'openstack mdev trait unset --trait %s %s' % (trait,
                                                          _where(device))
 
 
-def _unset_from_files_command(traits, device):
+def _unset_from_files_command(traits: Iterable[str],
+                              device: providers.Device) -> str:
     """``trait unset`` of ``traits`` on ``device`` and in the provider
     config files.
     """
@@ -437,23 +461,25 @@ def _unset_from_files_command(traits, device):
             % (' '.join('--trait %s' % t for t in traits), _where(device)))
 
 
-def _set_command(trait, device):
+def _set_command(trait: str, device: providers.Device) -> str:
     return 'openstack mdev trait set --trait %s %s' % (trait, _where(device))
 
 
-def _conf_findings(device, conf, prefix):
+def _conf_findings(device: providers.Device, conf: novaconf.MdevConfig,
+                   prefix: str) -> list[Finding]:
     own, others = conf_traits(conf, device.candidate.nodedev, prefix)
     if own is None:
         return []
+    carried = device.traits or ()    # trait_findings: read traits only
     found = []
-    if own not in device.traits:
+    if own not in carried:
         found.append(_finding(
             WARNING, LOST_TRAIT, device, message=(
                 'Device %s lacks %s, the trait of its type in nova.conf; '
                 'add it: %s' % (_where(device), own,
                                 _set_command(own, device))),
             repair=AddTrait(device, own)))
-    for trait in sorted(others & set(device.traits)):
+    for trait in sorted(others & set(carried)):
         found.append(_finding(
             ERROR, WRONG_TRAIT, device, message=(
                 'Device %s carries %s, the trait of another type in '
@@ -463,10 +489,12 @@ def _conf_findings(device, conf, prefix):
     return found
 
 
-def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
-    keys = {d.uuid: {} for d in group}
+def _sibling_findings(group: Sequence[providers.Device],
+                      prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+                      ) -> list[Finding]:
+    keys: dict[str, dict[str, list[str]]] = {d.uuid: {} for d in group}
     for device in group:
-        for trait in device.traits:
+        for trait in device.traits or ():  # trait_findings: read only
             key = type_key(trait, prefix=prefix)
             if key is not None:
                 keys[device.uuid].setdefault(key, []).append(trait)
@@ -513,11 +541,13 @@ def _sibling_findings(group, prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
 
 # -- provider-config -------------------------------------------------------
 
-def _file_traits(device, entries):
+def _file_traits(device: providers.Device,
+                 entries: Iterable[provider_config.Entry]
+                 ) -> set[str] | None:
     """The traits the host's provider config entries give ``device``
     (named by provider name or UUID), or None when none names it.
     """
-    found = None
+    found: set[str] | None = None
     for entry in entries:
         if entry.kept and entry.value in (device.candidate.name,
                                           device.uuid):
@@ -525,12 +555,15 @@ def _file_traits(device, entries):
     return found
 
 
-def _export_command(device):
+def _export_command(device: providers.Device) -> str:
     return ("openstack mdev trait export --host %s --provider-config-dir DIR"
             % device.host)
 
 
-def note_provider_configs(findings, files):
+def note_provider_configs(
+        findings: Iterable[Finding],
+        files: Mapping[str, Iterable[provider_config.Entry]]
+) -> list[Finding]:
     """The ``lost-trait`` findings of hosts with a provider config file
     (``files``: ``{host: [domain.provider_config.Entry]}``), each saying
     what the file does about the lost trait.
@@ -561,8 +594,11 @@ def note_provider_configs(findings, files):
     return noted
 
 
-def provider_config_findings(devices, files, found=(),
-                             prefix=trait_logic.DEFAULT_TRAIT_PREFIX):
+def provider_config_findings(
+        devices: Iterable[providers.Device],
+        files: Mapping[str, Iterable[provider_config.Entry]],
+        found: Iterable[Finding] = (),
+        prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> list[Finding]:
     """``provider-config``: mdev devices of the hosts of ``files`` whose
     custom traits differ from what their host's provider config file
     gives them.
@@ -575,7 +611,7 @@ def provider_config_findings(devices, files, found=(),
     lost = {(f.provider_uuid, f.repair.trait) for f in found
             if f.check == LOST_TRAIT and isinstance(f.repair, AddTrait)}
     result = []
-    seen = set()
+    seen: set[str] = set()
     for device in devices:
         entries = files.get(device.host)
         if entries is None or device.traits is None or device.uuid in seen:
@@ -712,7 +748,8 @@ def unschedulable_flavors(flavor_list: Sequence[nova_servers.Flavor],
     return found
 
 
-def unknown_classes(flavor_list, known):
+def unknown_classes(flavor_list: Iterable[nova_servers.Flavor],
+                    known: Container[str]) -> list[str]:
     """``CUSTOM_`` classes the flavors ask for that are not in ``known``."""
     return sorted({k.name for f in flavor_list
                    for k in map(rr.spec_key, f.extra_specs)
@@ -722,26 +759,32 @@ def unknown_classes(flavor_list, known):
 
 # -- repairs --------------------------------------------------------------
 
-def repairs(findings, checks):
+def repairs(findings: Iterable[Finding], checks: Container[str]
+            ) -> list[RemoveAllocations | AddTrait]:
     """The distinct repairs of the findings of ``checks``, in order."""
-    seen = {}
+    seen: dict[tuple[str, ...], RemoveAllocations | AddTrait] = {}
     for finding in findings:
-        if finding.check in checks and finding.repair is not None:
-            seen.setdefault(_repair_key(finding.repair), finding.repair)
+        repair = finding.repair
+        if finding.check in checks and isinstance(
+                repair, (RemoveAllocations, AddTrait)):
+            seen.setdefault(_repair_key(repair), repair)
     return list(seen.values())
 
 
-def _repair_key(repair):
+def _repair_key(repair: findings.Repair) -> tuple[str, ...]:
     if isinstance(repair, RemoveAllocations):
         return ('consumer', repair.consumer)
+    assert isinstance(repair, AddTrait)     # the audit's other repair
     return ('trait', repair.device.uuid, repair.trait)
 
 
-def repair_key(repair):
+def repair_key(repair: findings.Repair) -> tuple[str, ...]:
     return _repair_key(repair)
 
 
-def pci_alias_unchecked(servers, flavor_list):
+def pci_alias_unchecked(servers: Iterable[nova_servers.Server] | None,
+                        flavor_list: Iterable[nova_servers.Flavor] | None
+                        ) -> Finding | None:
     """The one note that ``pci_passthrough:alias`` requests were not
     judged (the controller's ``[pci] alias`` was not given): how many of
     ``servers`` (embedded flavors) and enabled ``flavor_list`` ask for

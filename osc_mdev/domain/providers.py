@@ -21,8 +21,13 @@ their rows look like, how filters apply and how an operator's name for a
 device resolves to one provider.
 """
 
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import re
+import typing
 
 from osc_mdev.domain import names
 
@@ -34,6 +39,9 @@ MDEV = 'mdev'
 PCI = 'pci'
 KINDS = (MDEV, PCI)
 KIND_CHOICES = {MDEV: (MDEV,), PCI: (PCI,), 'all': KINDS}
+
+#: A provider as Placement's JSON gives it.
+_Json = Mapping[str, typing.Any]
 
 
 class DeviceLookupError(LookupError):
@@ -62,9 +70,12 @@ class Candidate:
     kind: str = MDEV
 
     @property
-    def device(self):
+    def device(self) -> str:
         """What operators call the device: PCI address or nodedev name."""
         return self.pci_address or self.nodedev
+
+
+_I = typing.TypeVar('_I', bound='Inventory')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +88,7 @@ class Inventory:
     allocation_ratio: float = 1.0
 
     @classmethod
-    def from_api(cls, data):
+    def from_api(cls: type[_I], data: Mapping[str, typing.Any]) -> _I:
         return cls(total=data['total'],
                    reserved=data.get('reserved', 0),
                    min_unit=data.get('min_unit', 1),
@@ -86,7 +97,7 @@ class Inventory:
                    allocation_ratio=data.get('allocation_ratio', 1.0))
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         return int((self.total - self.reserved) * self.allocation_ratio)
 
 
@@ -95,16 +106,18 @@ class OnCandidate:
     Candidate) is: its host, device address and kind.
     """
 
+    candidate: Candidate
+
     @property
-    def host(self):
+    def host(self) -> str:
         return self.candidate.host
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self.candidate.device
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return self.candidate.kind
 
 
@@ -122,33 +135,34 @@ class Device(OnCandidate):
     inventory: Inventory | None
     used: int
     generation: int
-    traits: tuple | None  # None when traits were not read
+    traits: tuple[str, ...] | None  # None when traits were not read
     summary_capacity: int | None = None
 
     @property
-    def uuid(self):
+    def uuid(self) -> str:
         return self.candidate.uuid
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """What the device can hold: (total - reserved) x ratio."""
         if self.inventory is not None:
             return self.inventory.capacity
+        assert self.summary_capacity is not None    # read in its stead
         return self.summary_capacity
 
     @property
-    def free(self):
+    def free(self) -> int:
         return max(self.capacity - self.used, 0)
 
     @property
-    def pci_ids(self):
+    def pci_ids(self) -> tuple[str, str] | None:
         """``(vendor id, product id)`` when the class shows them."""
         if self.kind != PCI:
             return None
         return names.pci_ids_from_resource_class(self.resource_class)
 
     @property
-    def holds_vfs(self):
+    def holds_vfs(self) -> bool:
         """True when the provider is known to hold the VFs of a PF.
 
         Nova makes one provider per whole device or PF (total 1) and one
@@ -166,7 +180,8 @@ class Device(OnCandidate):
         return max(self.summary_capacity or 0, self.used) > 1
 
 
-def find_candidates(providers, kinds=(MDEV,)):
+def find_candidates(providers: Sequence[_Json],
+                    kinds: Collection[str] = (MDEV,)) -> list[Candidate]:
     """Return the providers that are named like Nova's devices.
 
     ``providers`` is the ``resource_providers`` list of ``GET
@@ -206,13 +221,13 @@ def find_candidates(providers, kinds=(MDEV,)):
     return candidates
 
 
-def hosts_of(providers):
+def hosts_of(providers: Iterable[_Json]) -> set[str]:
     """Names of the root providers (compute nodes)."""
     return {p['name'] for p in providers
             if (p.get('root_provider_uuid') or p['uuid']) == p['uuid']}
 
 
-def is_pci_device(traits):
+def is_pci_device(traits: Collection[str] | None) -> bool:
     """True for the traits of a provider Nova manages for a PCI device.
 
     Mirrors ``nova.compute.pci_placement_translator.PlacementView.
@@ -222,7 +237,8 @@ def is_pci_device(traits):
     return names.PCI_DEVICE_TRAIT in (traits or ())
 
 
-def device_classes(candidate, classes, traits=None):
+def device_classes(candidate: Candidate, classes: Iterable[str],
+                   traits: Collection[str] | None = None) -> list[str]:
     """The classes of ``classes`` that make device rows of ``candidate``.
 
     An mdev device: its ``VGPU`` and ``CUSTOM_*`` classes. A PCI device:
@@ -237,7 +253,10 @@ def device_classes(candidate, classes, traits=None):
     return sorted(rc for rc in classes if names.is_mdev_resource_class(rc))
 
 
-def build_devices(candidate, inventories, generation, usages, traits=None):
+def build_devices(candidate: Candidate,
+                  inventories: Mapping[str, Mapping[str, typing.Any]],
+                  generation: int, usages: Mapping[str, int],
+                  traits: Collection[str] | None = None) -> list[Device]:
     """Turn one candidate's Placement data into Device rows.
 
     ``inventories`` and ``usages`` are the dicts of ``GET
@@ -264,11 +283,11 @@ class Summary:
     ``traits`` its traits (1.17 and later).
     """
 
-    resources: dict
-    traits: tuple
+    resources: dict[str, tuple[int, int]]
+    traits: tuple[str, ...]
 
 
-def parse_summaries(body):
+def parse_summaries(body: Mapping[str, typing.Any]) -> dict[str, Summary]:
     """``{provider uuid: Summary}`` from an allocation candidates answer.
 
     From microversion 1.29 the summaries cover every provider of each
@@ -285,14 +304,16 @@ def parse_summaries(body):
         for uuid, summary in body.get('provider_summaries', {}).items()}
 
 
-def has_device_inventory(candidate, summary):
+def has_device_inventory(candidate: Candidate, summary: Summary) -> bool:
     """True when a summarized candidate makes device rows."""
     return bool(device_classes(candidate, summary.resources,
                                summary.traits))
 
 
-def devices_from_summary(candidate, summary, inventories=None,
-                         generation=None):
+def devices_from_summary(
+        candidate: Candidate, summary: Summary,
+        inventories: Mapping[str, Mapping[str, typing.Any]] | None = None,
+        generation: int | None = None) -> list[Device]:
     """Device rows of one candidate from its provider summary.
 
     ``Used``, ``Free`` and ``Traits`` come from the summary. The
@@ -313,19 +334,23 @@ def devices_from_summary(candidate, summary, inventories=None,
                 for rc in device_classes(candidate, summary.resources,
                                          traits)]
     usages = {rc: used for rc, (_, used) in summary.resources.items()}
+    assert generation is not None       # read with the inventories
     return build_devices(candidate, inventories, generation, usages, traits)
 
 
-def usages_from_allocations(allocations):
+def usages_from_allocations(
+        allocations: Mapping[str, Mapping[str, typing.Any]]
+) -> dict[str, int]:
     """Sum ``GET /resource_providers/{uuid}/allocations`` into usages."""
-    usages = {}
+    usages: dict[str, int] = {}
     for alloc in allocations.values():
         for rc, amount in alloc['resources'].items():
             usages[rc] = usages.get(rc, 0) + amount
     return usages
 
 
-def consumers_of(allocations, resource_class):
+def consumers_of(allocations: Mapping[str, Mapping[str, typing.Any]],
+                 resource_class: str) -> list[dict[str, typing.Any]]:
     """Consumers holding ``resource_class`` on a provider, by UUID."""
     return [{'consumer': consumer,
              'resource_class': resource_class,
@@ -336,18 +361,18 @@ def consumers_of(allocations, resource_class):
 
 @dataclasses.dataclass(frozen=True)
 class DeviceFilter:
-    hosts: tuple = ()
+    hosts: tuple[str, ...] = ()
     resource_class: str | None = None
-    traits: tuple = ()
+    traits: tuple[str, ...] = ()
     free: bool = False
     full: bool = False
-    kinds: tuple = (MDEV,)
+    kinds: tuple[str, ...] = (MDEV,)
 
-    def wants_candidate(self, candidate):
+    def wants_candidate(self, candidate: Candidate) -> bool:
         return candidate.kind in self.kinds and (
             not self.hosts or candidate.host in self.hosts)
 
-    def wants(self, device):
+    def wants(self, device: Device) -> bool:
         if not self.wants_candidate(device.candidate):
             return False
         if self.resource_class and device.resource_class != (
@@ -385,7 +410,7 @@ class OutsideSelection(ValueError):
 
 
 def outside_selection(reference: str, device: Candidate | Device,
-                      hosts: tuple[str, ...] = (),
+                      hosts: Collection[str] = (),
                       resource_class: str | None = None
                       ) -> OutsideSelection | None:
     """Why a named device is not among the devices of ``hosts`` and of
@@ -403,11 +428,12 @@ def outside_selection(reference: str, device: Candidate | Device,
     return None
 
 
-def sort_key(device):
+def sort_key(device: Device) -> tuple[str, str, str]:
     return (device.host, device.device, device.resource_class)
 
 
-def resolve_device(reference, candidates):
+def resolve_device(reference: str,
+                   candidates: Sequence[Candidate]) -> Candidate:
     """Find the one candidate an operator's ``reference`` names.
 
     Accepted forms: provider UUID, provider name, ``HOST:PCI_ADDRESS`` or
@@ -421,7 +447,7 @@ def resolve_device(reference, candidates):
         if ref in (candidate.uuid, candidate.name):
             return candidate
 
-    matches = []
+    matches: list[Candidate] = []
     host, sep, device = ref.partition(':')
     hosts = {c.host for c in candidates}
     if sep and host not in hosts and _HEX_ADDRESS_RE.match(ref):
@@ -457,7 +483,7 @@ def resolve_device(reference, candidates):
            'PCI_ADDRESS' if matches[0].pci_address else 'DEVICE'))
 
 
-def _device_key(text):
+def _device_key(text: str) -> str:
     if names.looks_like_pci_address(text):
         return names.normalize_pci_address(text)
     if text.lower().startswith('pci_'):
@@ -474,5 +500,5 @@ def _device_key(text):
     return text
 
 
-def _candidate_key(candidate):
+def _candidate_key(candidate: Candidate) -> str:
     return candidate.pci_address or candidate.nodedev

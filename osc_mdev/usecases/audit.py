@@ -419,9 +419,7 @@ def fix(placement: placement_client.PlacementClient,
     additions = [r for r in repairs if isinstance(r, domain.AddTrait)]
     if additions and not dry_run:
         trait_writes.create_custom(placement, {r.trait for r in additions})
-    # An AddTrait's device is a providers.Device.
-    plans = [trait_logic.DevicePlan(typing.cast(providers.Device, r.device),
-                                    add=(r.trait,))
+    plans = [trait_logic.DevicePlan(r.device, add=(r.trait,))
              for r in additions]
     calls: list[Callable[..., typing.Any]] = [
         lambda r=r: _remove(placement, r, dry_run) for r in removals]

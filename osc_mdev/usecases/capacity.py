@@ -41,7 +41,10 @@ allocated:
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import functools
 import logging
@@ -71,7 +74,8 @@ LOG = logging.getLogger(__name__)
 ANCHOR = ('anchor',)
 
 
-def _disabled(services, root_names):
+def _disabled(services: Iterable[Mapping[str, typing.Any]],
+              root_names: Iterable[str]) -> set[str]:
     """Root names whose nova-compute service is disabled.
 
     A service is known by its service host, a node by its hypervisor
@@ -98,7 +102,7 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
     """
     calls: list[Callable[[], typing.Any]] = [
         placement.list_providers, device_reads.anchor_call(placement)]
-    keys = [ANCHOR]
+    keys: list[tuple[object, ...]] = [ANCHOR]
     if request is not None:
         for amount in _amounts([request]):
             calls.append(functools.partial(placement.providers_with_room,
@@ -216,15 +220,15 @@ def _trees(provider: typing.Callable[..., domain.Provider | None],
     return sorted(result, key=lambda h: h.name)
 
 
-def _room_key(amount):
+def _room_key(amount: Mapping[str, int]) -> tuple[object, ...]:
     return ('room',) + tuple(sorted(amount.items()))
 
 
-def _amounts(requests):
+def _amounts(requests: Iterable[rr.Request]) -> list[dict[str, int]]:
     """The distinct ``{class: amount}`` one provider may be asked for:
     each numbered group whole, each class of the unnumbered group.
     """
-    found = []
+    found: list[dict[str, int]] = []
     for group in (g for r in requests for g in r.groups):
         parts = [dict(group.resources)] if group.numbered else [
             {rc: n} for rc, n in group.resources]
@@ -234,7 +238,8 @@ def _amounts(requests):
     return found
 
 
-def _from_details(uuid, name, info, device):
+def _from_details(uuid: str, name: str, info: Mapping[str, typing.Any],
+                  device: str) -> domain.Provider:
     _, inventories = info['inventories']
     return domain.Provider(
         uuid=uuid, name=name,
@@ -245,7 +250,9 @@ def _from_details(uuid, name, info, device):
         device=device)
 
 
-def _from_summary(uuid, name, summary, device, amounts, can_take):
+def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
+                  device: str, amounts: Sequence[Mapping[str, int]],
+                  can_take: Sequence[Collection[str]]) -> domain.Provider:
     """A provider from its allocation candidate summary.
 
     Summaries carry capacity ((total - reserved) x ratio) and used, not
@@ -253,7 +260,7 @@ def _from_summary(uuid, name, summary, device, amounts, can_take):
     ``?resources=`` listing leaves out is one its units do not allow.
     """
     resources = summary.get('resources') or {}
-    refused = {}
+    refused: dict[str, set[int]] = {}
     for wanted, listed in zip(amounts, can_take):
         if uuid in listed:
             continue
@@ -272,7 +279,9 @@ def _from_summary(uuid, name, summary, device, amounts, can_take):
         device=device)
 
 
-def candidates_by_root(placement, request):
+def candidates_by_root(placement: PlacementClient, request: rr.Request
+                       ) -> tuple[dict[str, list[dict[str, typing.Any]]],
+                                  dict[str, typing.Any]]:
     """``({root uuid: [allocation requests]}, provider_summaries)``.
 
     One ``GET /allocation_candidates`` for ``request``, limited to
@@ -282,7 +291,7 @@ def candidates_by_root(placement, request):
     """
     answer = placement.allocation_candidates(rr.to_querystring(request))
     summaries = answer.get('provider_summaries') or {}
-    by_root = {}
+    by_root: dict[str, list[dict[str, typing.Any]]] = {}
     for areq in answer.get('allocation_requests') or []:
         for uuid in areq['allocations']:
             root = (summaries.get(uuid) or {}).get(
@@ -306,7 +315,7 @@ class OneRequest:
     """What one ``server create --min N --max N`` would place."""
 
     placed: int             # at least
-    per_host: dict          # {host: servers one request takes there}
+    per_host: dict[str, int]    # servers one request takes per host
     verdict: str
 
 
@@ -321,7 +330,7 @@ class Counted:
     one_request: OneRequest | None = None
 
     @property
-    def total(self):
+    def total(self) -> int:
         return sum(h.fits for h in self.per_host)
 
 

@@ -51,22 +51,22 @@ class Configured:
     """What ``configure`` planned and what became of each key."""
 
     flavor: servers.Flavor
-    changes: list            # domain.SpecChange, sorted by key
-    results: dict            # key: added/changed/removed/unchanged/
+    changes: list[domain.SpecChange]    # sorted by key
+    results: dict[str, str]  # key: added/changed/removed/unchanged/
     #                          failed/not written
     error: str | None = None  # the first failed request's message
 
     @property
-    def failed(self):
+    def failed(self) -> list[str]:
         return sorted(k for k, r in self.results.items() if r == 'failed')
 
     @property
-    def not_written(self):
+    def not_written(self) -> list[str]:
         return sorted(k for k, r in self.results.items()
                       if r == 'not written')
 
     @property
-    def written(self):
+    def written(self) -> list[str]:
         return sorted(k for k, r in self.results.items()
                       if r in ('added', 'changed', 'removed'))
 
@@ -75,28 +75,30 @@ class Configured:
 class FlavorView:
     flavor: servers.Flavor
     request: rr.Request
-    extra_specs: dict        # the flavor's device keys
-    devices: list            # [(host, device, free)] servers would use
+    extra_specs: dict[str, str]      # the flavor's device keys
+    #: (host, device, free) of the devices servers would use
+    devices: list[tuple[str, str, int]]
     servers_that_fit: int | None
     problem: str
 
 
-def _cloud_traits(trees):
+def _cloud_traits(trees: Iterable[capacity_logic.Host]) -> set[str]:
     return {t for h in trees for d in _mdev_devices(h) for t in d.traits
             if not trait_logic.is_owner_trait(t)}
 
 
-def _mdev_devices(host):
+def _mdev_devices(host: capacity_logic.Host
+                  ) -> list[capacity_logic.Provider]:
     return [d for d in host.devices
             if not providers.is_pci_device(d.traits)]
 
 
-def _mdev_classes(trees):
+def _mdev_classes(trees: Iterable[capacity_logic.Host]) -> set[str]:
     return {names.VGPU} | {rc for h in trees for d in _mdev_devices(h)
                            for rc in d.inventories}
 
 
-def _trait_names(specs):
+def _trait_names(specs: Iterable[str]) -> set[str]:
     return {k.name for k in map(rr.spec_key, specs)
             if k and not k.is_resource}
 
@@ -321,14 +323,17 @@ def check_pci(placement: PlacementClient, pci: domain.PciRequest,
     return ''
 
 
-def _write(compute, flavor_id, to_set, to_delete):
+def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
+           to_delete: list[str]
+           ) -> tuple[set[str], str | None, dict[str, str] | None]:
     """``(keys attempted, first error or None, extra specs read back)``.
 
     New keys first, so that a failure leaves the earlier request on the
     flavor rather than a flavor that asks for any device; removals only
     once they are set.
     """
-    attempted, errors = set(), []
+    attempted: set[str] = set()
+    errors: list[str] = []
     if to_set:
         attempted.update(to_set)
         try:
@@ -356,7 +361,7 @@ def _write(compute, flavor_id, to_set, to_delete):
     return attempted, errors[0], now
 
 
-def _reason(exc, doing):
+def _reason(exc: Exception, doing: str) -> str:
     """What went wrong, in a few words and without a URL."""
     if isinstance(exc, compute_client.NotFound):
         return 'the flavor was deleted before %s' % doing

@@ -261,8 +261,10 @@ def scrape(placement: 'placement_client.PlacementClient',
     if compute is None and (flavors or allocations):
         raise ValueError('flavors and allocations are read from Nova')
     calls: list[abc.Callable[[], typing.Any]] = [
+        # PartialReads stands in for the client it wraps.
         lambda: provider.list_devices(
-            reads, providers.DeviceFilter(kinds=tuple(kinds)),
+            typing.cast('placement_client.PlacementClient', reads),
+            providers.DeviceFilter(kinds=tuple(kinds)),
             read_traits=True, read_inventory=False)]
     calls += [functools.partial(_count, placement, compute, f)
               for f in flavors]

@@ -57,9 +57,13 @@ command.
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
+import functools
 import logging
+import types
 import typing
 
 from osc_lib import exceptions
@@ -74,8 +78,11 @@ if typing.TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
+#: A JSON object of Placement's answers.
+Body = dict[str, typing.Any]
 
-def _not_mdev(candidate):
+
+def _not_mdev(candidate: domain.Candidate) -> exceptions.CommandError:
     if candidate.kind == domain.PCI:
         return exceptions.CommandError(
             'Provider %s is named like a PCI-in-Placement device but lacks '
@@ -93,20 +100,21 @@ PCI_TRAITS_REFUSAL = (
     'on that compute.')
 
 
-def _unknown_hosts(hosts):
+def _unknown_hosts(hosts: Iterable[str]) -> exceptions.CommandError:
     return exceptions.CommandError(
         "No compute host named %s in Placement; hosts are named as in "
         "'openstack hypervisor list'."
         % ', '.join("'%s'" % h for h in sorted(hosts)))
 
 
-def check_hosts(providers, hosts):
+def check_hosts(providers: Iterable[Mapping[str, typing.Any]],
+                hosts: Iterable[str]) -> None:
     unknown = set(hosts) - domain.hosts_of(providers)
     if unknown:
         raise _unknown_hosts(unknown)
 
 
-def _errors():
+def _errors() -> types.ModuleType:
     # Imported on use: ``--help`` of the commands does not load the HTTP
     # client.
     from osc_mdev.api import placement as placement_client
@@ -230,14 +238,14 @@ def _fill_cut(placement: PlacementClient,
             merged.update(part or {})
 
 
-def _root_of(found):
+def _root_of(found: Sequence[Mapping[str, typing.Any]]) -> str | None:
     """The root UUID of the first provider of a lookup, or None."""
     if not found:
         return None
     return found[0].get('root_provider_uuid') or found[0]['uuid']
 
 
-def _tree_root(placement, reference):
+def _tree_root(placement: PlacementClient, reference: str) -> str | None:
     """The root of the tree a device reference points into, or None when
     only a listing of the whole cloud can tell (a bare PCI address, an
     unknown name).
@@ -258,14 +266,18 @@ def _tree_root(placement, reference):
         return None
 
 
-def _host_root_calls(placement, hosts):
+def _host_root_calls(placement: PlacementClient, hosts: Iterable[str]
+                     ) -> list[Callable[..., list[Body]]]:
     return [lambda h=h: placement.find_providers(name=h) for h in hosts]
 
 
-def _host_roots(hosts, lookups):
+def _host_roots(hosts: Iterable[str],
+                lookups: Iterable[Iterable[Mapping[str, typing.Any]]]
+                ) -> dict[str, str]:
     """``{host: root uuid}`` from ``?name=`` lookups; unknown hosts raise.
     """
-    roots, unknown = {}, []
+    roots: dict[str, str] = {}
+    unknown: list[str] = []
     for host, found in zip(hosts, lookups):
         # Placement ignores an empty ?name=, and a lookup by name may
         # answer a child: only a root of exactly that name is the host.
@@ -328,8 +340,9 @@ def _device_roots(candidates: Iterable[domain.Candidate]) -> dict:
     return {c.root_uuid: c.host for c in candidates}
 
 
-def _rows(placement, candidates, summaries, inventory=True, usages=True,
-          traits=True):
+def _rows(placement: PlacementClient, candidates: Sequence[domain.Candidate],
+          summaries: Mapping[str, domain.Summary], inventory: bool = True,
+          usages: bool = True, traits: bool = True) -> list[domain.Device]:
     """Device rows of ``candidates``, reading per device only what the
     summaries lack.
 
@@ -339,7 +352,7 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
     traits always: they tell whether it is one). A device deleted since
     it was listed is left out.
     """
-    jobs = []
+    jobs: list[tuple[str, str]] = []
     for c in candidates:
         summary = summaries.get(c.uuid)
         if summary is None:
@@ -355,14 +368,15 @@ def _rows(placement, candidates, summaries, inventory=True, usages=True,
                'usages': placement.get_usages,
                'traits': placement.get_traits}
 
-    def fetch(job):
+    def fetch(job: tuple[str, str]) -> typing.Any:
         uuid, part = job
         try:
             return getters[part](uuid)
         except placement_client.NotFound:
             return placement_client.NotFound
 
-    details, gone = {}, set()
+    details: dict[str, dict[str, typing.Any]] = {}
+    gone: set[str] = set()
     for (uuid, part), result in zip(jobs, placement.map(fetch, jobs)):
         if result is placement_client.NotFound:
             gone.add(uuid)
@@ -401,7 +415,9 @@ def rows_of(placement: PlacementClient,
         traits=traits)
 
 
-def list_devices(placement, wanted, read_traits=True, read_inventory=True):
+def list_devices(placement: PlacementClient, wanted: domain.DeviceFilter,
+                 read_traits: bool = True, read_inventory: bool = True
+                 ) -> list[domain.Device]:
     """Every device that ``wanted`` (a DeviceFilter) lets through.
 
     ``read_inventory``: the rows need the inventory fields (Total,
@@ -412,26 +428,29 @@ def list_devices(placement, wanted, read_traits=True, read_inventory=True):
                                    read_inventory)[0]
 
 
-def list_devices_and_hidden(placement, wanted, read_traits=True,
-                            read_inventory=True):
+def list_devices_and_hidden(placement: PlacementClient,
+                            wanted: domain.DeviceFilter,
+                            read_traits: bool = True,
+                            read_inventory: bool = True
+                            ) -> tuple[list[domain.Device], int]:
     """``(devices, hidden)``: ``list_devices`` and, when no device of
     ``wanted.kinds`` passed, how many devices of another kind sit on the
     hosts asked for (from the same reads: named like them, and tagged so
     where the summaries say), which an empty list can point to.
     """
-    extra = []
+    extra: list[Callable[[], typing.Any]] = []
     if wanted.traits:
         # Placement filters by trait: only matching devices are kept.
         extra.append(lambda: placement.list_providers(wanted.traits))
     if wanted.resource_class:
-        extra.append(
-            lambda: placement.resource_class_exists(wanted.resource_class))
-    roots = None
+        extra.append(functools.partial(placement.resource_class_exists,
+                                       wanted.resource_class))
+    roots: list[str] | None = None
     if wanted.hosts:
         hosts = sorted(set(wanted.hosts))
-        roots = _host_roots(hosts, pool.call_all(
-            _host_root_calls(placement, hosts), placement.max_workers))
-        roots = list(roots.values())
+        roots = list(_host_roots(hosts, pool.call_all(
+            _host_root_calls(placement, hosts),
+            placement.max_workers)).values())
     providers, summaries, results = _read(placement, roots, extra=extra)
     if wanted.resource_class and not results[-1]:
         raise exceptions.CommandError(
@@ -457,7 +476,9 @@ def list_devices_and_hidden(placement, wanted, read_traits=True,
     return found, hidden
 
 
-def not_found_message(reference, providers, exc):
+def not_found_message(reference: str,
+                      providers: Iterable[Mapping[str, typing.Any]],
+                      exc: Exception) -> str:
     for provider in providers:
         if reference in (provider['uuid'], provider['name']):
             return ('Provider %s is not an mdev device (it is not named '
@@ -466,7 +487,9 @@ def not_found_message(reference, providers, exc):
     return str(exc)
 
 
-def resolve(providers, candidates, reference):
+def resolve(providers: Iterable[Mapping[str, typing.Any]],
+            candidates: Sequence[domain.Candidate],
+            reference: str) -> domain.Candidate:
     """The candidate ``reference`` names, or a one-line CommandError."""
     try:
         return domain.resolve_device(reference, candidates)
@@ -477,8 +500,12 @@ def resolve(providers, candidates, reference):
         raise exceptions.CommandError('%s.' % exc) from exc
 
 
-def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
-           summaries=True, kinds=(domain.MDEV,)):
+def _scope(placement: PlacementClient, references: Sequence[str] = (),
+           hosts: Iterable[str] = (), whole: bool = False,
+           ordered: bool = False, summaries: bool = True,
+           kinds: Collection[str] = (domain.MDEV,)
+           ) -> tuple[list[Body], dict[str, domain.Summary],
+                      dict[str, domain.Candidate], dict[str, str]]:
     """Read what naming ``references`` and selecting ``hosts`` need.
 
     Returns ``(providers, summaries, {reference: candidate},
@@ -489,8 +516,9 @@ def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
     error message.
     """
     hosts = sorted(set(hosts))
-    calls = _host_root_calls(placement, hosts) + [
-        lambda r=r: _tree_root(placement, r) for r in references]
+    calls: list[Callable[..., typing.Any]] = [
+        *_host_root_calls(placement, hosts),
+        *[lambda r=r: _tree_root(placement, r) for r in references]]
     results = pool.call_all(calls, placement.max_workers)
     host_roots = _host_roots(hosts, results[:len(hosts)])
     ref_roots = results[len(hosts):]
@@ -511,7 +539,8 @@ def _scope(placement, references=(), hosts=(), whole=False, ordered=False,
         return providers, summed, named, host_roots
 
 
-def show_device(placement, reference):
+def show_device(placement: PlacementClient, reference: str
+                ) -> tuple[domain.Device, dict[str, typing.Any]]:
     """One device (mdev or PCI) with its consumers' allocations:
     ``(device, allocs)``.
     """
@@ -535,8 +564,10 @@ def show_device(placement, reference):
     return devices[0], info['allocations']
 
 
-def select_devices(placement, references=(), hosts=(), resource_class=None,
-                   all_devices=False):
+def select_devices(placement: PlacementClient, references: Sequence[str] = (),
+                   hosts: Sequence[str] = (),
+                   resource_class: str | None = None,
+                   all_devices: bool = False) -> list[domain.Device]:
     """The devices a write command acts on, each once.
 
     ``references`` name devices one by one (as ``provider show`` takes
@@ -574,7 +605,7 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
                   if not hosts or c.host in hosts}
     rows = _rows(placement, list(wanted.values()), summaries,
                  inventory=False, usages=False, traits=False)
-    chosen = {}
+    chosen: dict[str, domain.Device] = {}
     for reference, candidate in named.items():
         mine = [d for d in rows if d.uuid == candidate.uuid]
         if not mine:
@@ -600,7 +631,10 @@ def select_devices(placement, references=(), hosts=(), resource_class=None,
     return sorted(chosen.values(), key=domain.sort_key)
 
 
-def check_within(reference, device, hosts=(), resource_class=None):
+def check_within(reference: str,
+                 device: domain.Candidate | domain.Device,
+                 hosts: Collection[str] = (),
+                 resource_class: str | None = None) -> None:
     """domain.OutsideSelection when the named device is not among those
     of ``hosts`` and ``resource_class``.
     """
@@ -610,8 +644,10 @@ def check_within(reference, device, hosts=(), resource_class=None):
         raise outside
 
 
-def scope_devices(placement, references=(), hosts=(),
-                  kinds=(domain.MDEV,)):
+def scope_devices(placement: PlacementClient, references: Sequence[str] = (),
+                  hosts: Collection[str] = (),
+                  kinds: Collection[str] = (domain.MDEV,)
+                  ) -> list[domain.Device]:
     """Devices of ``kinds`` of the named hosts and devices (all when
     neither), with Used from the summaries: what ``allocation list``
     narrows down. Named devices may be of any kind.
@@ -631,7 +667,8 @@ def scope_devices(placement, references=(), hosts=(),
                  traits=False)
 
 
-def node_devices(placement, hosts=()):
+def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
+                 ) -> tuple[list[domain.Device], list[Body]]:
     """The mdev and PCI devices (with their traits) of the compute nodes
     ``hosts``, or of every node when none: ``(devices, providers)``,
     ``providers`` being the provider listing of the trees read.

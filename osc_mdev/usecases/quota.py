@@ -226,10 +226,11 @@ def _first_round(placement: placement_api.PlacementClient,
                  service: identity_api.ServiceRef, names: bool
                  ) -> tuple[domain.Limits, list[providers.Device],
                             list[dict] | None]:
-    calls = [lambda: identity.registered_limits(service),
-             lambda: identity.limits(service),
-             lambda: device_reads.scope_devices(placement,
-                                                kinds=providers.KINDS)]
+    calls: list[typing.Callable[[], typing.Any]] = [
+        lambda: identity.registered_limits(service),
+        lambda: identity.limits(service),
+        lambda: device_reads.scope_devices(placement,
+                                           kinds=providers.KINDS)]
     if names:
         calls.append(identity.projects)
     results = pool.call_all(calls, placement.max_workers)
