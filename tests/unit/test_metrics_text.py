@@ -26,6 +26,7 @@ from osc_mdev.domain import allocations
 from osc_mdev.domain import metrics
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import providers
+from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev.json'
@@ -302,22 +303,9 @@ def test_successful_run():
     assert 'openstack_mdev_allocation_used' not in found
 
 
-def _queries(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ('expr', 'query', 'definition') and isinstance(
-                    value, str):
-                yield value
-            else:
-                yield from _queries(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _queries(item)
-
-
 def test_the_dashboard_queries_only_emitted_metrics_and_labels():
     dashboard = json.loads(DASHBOARD.read_text())
-    queries = list(_queries(dashboard))
+    queries = list(grafana.queries(dashboard))
     assert queries
     used = set()
     for query in queries:
@@ -342,7 +330,7 @@ def test_the_dashboard_queries_only_emitted_metrics_and_labels():
             'openstack_mdev_flavor_fits', 'openstack_mdev_device_up',
             'openstack_mdev_allocation_used'} <= used
     # The servers' table joins each server to the GPU it is on.
-    joined = [q for q in _queries(titles['Servers on the GPUs'])
+    joined = [q for q in grafana.queries(titles['Servers on the GPUs'])
               if 'openstack_mdev_device_free' in q]
     assert joined and all('openstack_mdev_allocation_used' in q
                           for q in joined)

@@ -14,7 +14,6 @@
 the shipped quota dashboard, which must query only what is emitted.
 """
 
-import collections.abc
 import json
 import pathlib
 import re
@@ -24,6 +23,7 @@ from prometheus_client import parser
 from osc_mdev.domain import metrics
 from osc_mdev.domain import quota
 from osc_mdev.domain import quota_metrics
+from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev-quota.json'
@@ -65,22 +65,9 @@ def test_no_family_of_the_device_metrics_is_named_again() -> None:
     assert not set(quota_metrics.FAMILIES) & set(metrics.FAMILIES)
 
 
-def _queries(node: object) -> collections.abc.Iterator[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ('expr', 'query', 'definition') and isinstance(
-                    value, str):
-                yield value
-            else:
-                yield from _queries(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _queries(item)
-
-
 def test_the_dashboard_queries_only_emitted_metrics_and_labels() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
-    queries = list(_queries(dashboard))
+    queries = list(grafana.queries(dashboard))
     assert queries
     used = set()
     for query in queries:
