@@ -60,16 +60,12 @@ class Effect:
     traits: str = ''
 
 
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:] + '.'
-
-
 def device_effects(conf: novaconf.MdevConfig,
                    devices: Collection[str] = ()) -> list[Effect]:
     """``configcheck.effective`` as rows: each device with the type and
     resource class Nova will give it.
     """
-    return [Effect(r.where, _sentence(r.why), r.device, r.mdev_type,
+    return [Effect(r.where, words.sentence(r.why), r.device, r.mdev_type,
                    r.resource_class)
             for r in configcheck.effective(conf, devices)]
 

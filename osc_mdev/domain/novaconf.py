@@ -47,6 +47,7 @@ from oslo_config import iniparser
 
 from osc_mdev.domain import findings
 from osc_mdev.domain import names
+from osc_mdev.domain import words
 
 VGPU = names.VGPU
 MDEV_CLASS_PATTERN = r'^(VGPU|CUSTOM_[A-Z0-9_]+)$'
@@ -664,8 +665,7 @@ def supported_vgpu_types(
             try:
                 kind = validate_device_address(address, virtual_parent_exists)
             except NovaConfError as exc:
-                findings.append(Finding(ERROR, here, '%s.' % (
-                    str(exc)[0].upper() + str(exc)[1:])))
+                findings.append(Finding(ERROR, here, words.sentence(str(exc))))
                 continue
             if kind == 'virtual':
                 virtual.add(address)

@@ -34,3 +34,10 @@ def first_few(items: Iterable[str], limit: int = 4) -> str:
     text = ', '.join(shown[:limit])
     return text + (' and %d more' % (len(shown) - limit)
                    if len(shown) > limit else '')
+
+
+def sentence(text: str) -> str:
+    """``'Text.'`` of ``'text'``: its first letter capital, one full stop
+    at the end.
+    """
+    return text[:1].upper() + text[1:] + '.'

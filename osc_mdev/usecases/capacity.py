@@ -60,6 +60,7 @@ from osc_mdev.domain import providers
 from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers
+from osc_mdev.domain import words
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import nova_payloads
 from osc_mdev.usecases import provider as device_reads
@@ -305,9 +306,7 @@ def check_flavor_request(request: rr.Request) -> None:
     try:
         rr.check_request(request)
     except rr.RequestError as exc:
-        text = str(exc)
-        raise exceptions.CommandError(
-            '%s%s.' % (text[0].upper(), text[1:])) from exc
+        raise exceptions.CommandError(words.sentence(str(exc))) from exc
 
 
 @dataclasses.dataclass

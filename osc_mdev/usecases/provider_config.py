@@ -29,13 +29,13 @@ from osc_mdev.domain import provider_config_merge as merge
 from osc_mdev.domain import provider_config_write as export
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 from osc_mdev.local import provider_config as local
 from osc_mdev.usecases import provider as device_reads
 
 
 def _failed(exc: Exception) -> exceptions.CommandError:
-    text = str(exc)
-    return exceptions.CommandError('%s%s.' % (text[:1].upper(), text[1:]))
+    return exceptions.CommandError(words.sentence(str(exc)))
 
 
 def read(paths: Iterable[str]
