@@ -52,6 +52,7 @@ import os_resource_classes
 from osc_mdev.domain import host_gpus
 from osc_mdev.domain import names
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import words
 
 #: The words a vGPU or mdev type's name starts with, left out in the
 #: short spellings (``L4-8Q`` for ``NVIDIA L4-8Q``).
@@ -81,28 +82,10 @@ class SysfsNameError(GenerateError):
                  choice: 'Choice | None' = None) -> None:
         super().__init__(
             '%s: %s; no file is written from a sysfs tree the kernel did '
-            'not lay out' % (escaped(path), reason), choice)
+            'not lay out' % (words.escaped(path), reason), choice)
         self.path = path
         self.name = name
         self.reason = reason
-
-
-def escaped(text: str) -> str:
-    """``text`` in one line of printable characters: control
-    characters, backslashes and other characters that do not print as
-    themselves written as Python escapes (``\\n``, ``\\x1b``).
-    """
-    return ''.join(c if c == ' ' or (c.isprintable() and c != '\\')
-                   else c.encode('unicode_escape').decode('ascii')
-                   for c in text)
-
-
-def control_character(text: str) -> str | None:
-    """The first character of ``text`` that is neither printable nor a
-    space (a line break, a tab, an escape...), None when there is none.
-    """
-    return next((c for c in text if c != ' ' and not c.isprintable()),
-                None)
 
 
 def is_pci_address(address: str) -> bool:
@@ -136,11 +119,12 @@ def parse_choice(text: str) -> Choice:
     """``GPU=TYPE[:COUNT]``; GenerateError when it is not one, or
     holds a control character.
     """
-    bad = control_character(text)
+    bad = words.control_character(text)
     if bad is not None:
         raise GenerateError(
             "'%s' holds the control character %s: write GPU=TYPE on one "
-            'line, in printable characters' % (escaped(text), escaped(bad)))
+            'line, in printable characters'
+            % (words.escaped(text), words.escaped(bad)))
     match = _CHOICE.match(text.strip())
     if not match:
         raise GenerateError(
@@ -289,11 +273,11 @@ def _device_path(host: host_gpus.Host, address: str,
 
 def _printable(path: str, name: str, what: str,
                choice: Choice | None) -> None:
-    bad = control_character(name)
+    bad = words.control_character(name)
     if bad is not None:
         raise SysfsNameError(path, name, "%s '%s' holds the control "
-                             'character %s' % (what, escaped(name),
-                                               escaped(bad)), choice)
+                             'character %s' % (what, words.escaped(name),
+                                               words.escaped(bad)), choice)
 
 
 def _check_names(host: host_gpus.Host, devices: Iterable[host_gpus.Device],
@@ -328,7 +312,7 @@ def _check_type_names(host: host_gpus.Host,
     naming a ``creatable_vgpu_types`` file that lists it.
     """
     for vgpu_type in types:
-        if control_character(vgpu_type.name) is None:
+        if words.control_character(vgpu_type.name) is None:
             continue
         lister = next(d.address for _, d in sorted(host.devices.items())
                       if d.vgpu is not None and vgpu_type in d.vgpu.creatable)

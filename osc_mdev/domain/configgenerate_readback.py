@@ -28,13 +28,14 @@ from osc_mdev.domain import configgenerate as plans
 from osc_mdev.domain import configgenerate_files as generated
 from osc_mdev.domain import novaconf
 from osc_mdev.domain import pci as pci_rules
+from osc_mdev.domain import words
 
 
 def _refused(file: generated.GeneratedFile, reason: str
              ) -> plans.GenerateError:
     return plans.GenerateError(
         'Nova would not read %s as it is written (%s); no file is written'
-        % (file.name, plans.escaped(reason)))
+        % (file.name, words.escaped(reason)))
 
 
 def _settings(file: generated.GeneratedFile) -> novaconf.Settings:

@@ -29,6 +29,7 @@ import dataclasses
 from osc_mdev.domain import configgenerate
 from osc_mdev.domain import configgenerate_files as generated
 from osc_mdev.domain import configgenerate_readback as readback
+from osc_mdev.domain import words
 from osc_mdev.local import shell
 from osc_mdev.local import sysfs
 from osc_mdev.local import textfile
@@ -91,7 +92,7 @@ def check_script(file: generated.GeneratedFile) -> None:
     if error is not None:
         raise configgenerate.GenerateError(
             '%s -n refuses the script %s (%s); no file is written'
-            % (shell.SHELL, file.name, configgenerate.escaped(error)))
+            % (shell.SHELL, file.name, words.escaped(error)))
 
 
 def _write_one(directory: str, file: generated.GeneratedFile) -> Written:

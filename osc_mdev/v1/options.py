@@ -31,10 +31,10 @@ import logging
 import os
 import typing
 
-from osc_mdev.domain import configgenerate
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 
 LOG = logging.getLogger(__name__)
 
@@ -141,12 +141,12 @@ def printable_path(value: str) -> str:
     """A path of printable characters (``--output-dir``): a path with a
     line break or another control character is refused.
     """
-    bad = configgenerate.control_character(value)
+    bad = words.control_character(value)
     if bad is not None:
         raise argparse.ArgumentTypeError(
             "'%s' holds the control character %s; give a path in "
-            'printable characters' % (configgenerate.escaped(value),
-                                      configgenerate.escaped(bad)))
+            'printable characters' % (words.escaped(value),
+                                      words.escaped(bad)))
     return value
 
 

@@ -25,6 +25,7 @@ import pytest
 from osc_mdev.domain import configgenerate
 from osc_mdev.domain import configgenerate_files as generated
 from osc_mdev.domain import configgenerate_readback as readback
+from osc_mdev.domain import words
 from osc_mdev.local import shell
 from osc_mdev.local import sysfs as local_sysfs
 from osc_mdev.usecases import config_generate
@@ -135,6 +136,6 @@ def test_no_shell_no_files(planned, tmp_path: pathlib.Path,
     ('back\\slash', 'back\\\\slash'), ('L4-8Q é', 'L4-8Q é'),
     ('\u2028', '\\u2028')])
 def test_escaped_is_one_printable_line(text, shown) -> None:
-    assert configgenerate.escaped(text) == shown
-    assert (configgenerate.control_character(text) is None) == (
-        text == configgenerate.escaped(text).replace('\\\\', '\\'))
+    assert words.escaped(text) == shown
+    assert (words.control_character(text) is None) == (
+        text == words.escaped(text).replace('\\\\', '\\'))
