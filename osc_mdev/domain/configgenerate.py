@@ -32,6 +32,14 @@ is written (``GenerateError``, one sentence): a GPU the host does not
 have, a type the GPU cannot create, two types for one device, and VFs of
 one physical function with different types (Nova stops with
 PlacementPciMixedResourceClassException, ``pci_placement_translator``).
+
+What the files are made of is checked too, since one of them is a
+script root runs: a choice with a control character, and a name read
+from sysfs that the kernel never writes (``SysfsNameError``): a device
+to be written whose name is not a PCI address as the kernel names one
+(``is_pci_address``; a virtual mdev parent's as libvirt names it), or a
+type name with a control character. A device of the host that no
+choice names is not looked at.
 """
 
 from collections.abc import Iterable
@@ -43,6 +51,8 @@ import os_resource_classes
 
 from osc_mdev.domain import host_gpus
 from osc_mdev.domain import names
+from osc_mdev.domain import novaconf
+from osc_mdev.domain import words
 
 #: The words a vGPU or mdev type's name starts with, left out in the
 #: short spellings (``L4-8Q`` for ``NVIDIA L4-8Q``).
@@ -62,6 +72,36 @@ class GenerateError(ValueError):
         self.choice = choice
 
 
+class SysfsNameError(GenerateError):
+    """A name read from sysfs that no file may hold: ``path`` the file or
+    directory it was read from, ``name`` the name, ``reason`` what it
+    should be.
+    """
+
+    def __init__(self, path: str, name: str, reason: str,
+                 choice: 'Choice | None' = None) -> None:
+        super().__init__(
+            '%s: %s; no file is written from a sysfs tree the kernel did '
+            'not lay out' % (words.escaped(path), reason), choice)
+        self.path = path
+        self.name = name
+        self.reason = reason
+
+
+def is_pci_address(address: str) -> bool:
+    """Whether a name read from sysfs is a PCI function's address as the
+    kernel names one and Nova reads one: accepted by Nova's
+    ``parse_address`` (``novaconf.parse_address``), in libvirt's
+    lower-case form with a ``.`` before the function
+    (``novaconf.matches_libvirt``).
+    """
+    try:
+        novaconf.parse_address(address)
+    except ValueError:
+        return False
+    return novaconf.matches_libvirt(address)
+
+
 @dataclasses.dataclass(frozen=True)
 class Choice:
     """One GPU=TYPE[:COUNT] choice: the device (its PCI address in libvirt's
@@ -76,7 +116,15 @@ class Choice:
 
 
 def parse_choice(text: str) -> Choice:
-    """``GPU=TYPE[:COUNT]``; GenerateError when it is not one."""
+    """``GPU=TYPE[:COUNT]``; GenerateError when it is not one, or
+    holds a control character.
+    """
+    bad = words.control_character(text)
+    if bad is not None:
+        raise GenerateError(
+            "'%s' holds the control character %s: write GPU=TYPE on one "
+            'line, in printable characters'
+            % (words.escaped(text), words.escaped(bad)))
     match = _CHOICE.match(text.strip())
     if not match:
         raise GenerateError(
@@ -214,6 +262,65 @@ def match_mdev_type(written: str, device: host_gpus.Device) -> str | None:
     return _only(found, written, device.address)
 
 
+# -- The names read from sysfs that the files hold --------------------------
+
+def _device_path(host: host_gpus.Host, address: str,
+                 pci_function: bool = True) -> str:
+    """Where the device is in the host's sysfs."""
+    where = 'bus/pci/devices' if pci_function else 'class/mdev_bus'
+    return '%s/%s/%s' % (host.root.rstrip('/'), where, address)
+
+
+def _printable(path: str, name: str, what: str,
+               choice: Choice | None) -> None:
+    bad = words.control_character(name)
+    if bad is not None:
+        raise SysfsNameError(path, name, "%s '%s' holds the control "
+                             'character %s' % (what, words.escaped(name),
+                                               words.escaped(bad)), choice)
+
+
+def _check_names(host: host_gpus.Host, devices: Iterable[host_gpus.Device],
+                 choice: Choice) -> None:
+    """SysfsNameError unless each device's name is a PCI address as the
+    kernel names a PCI function (or, for a virtual mdev parent, a name
+    as libvirt names one), and the names of its mdev types are
+    printable.
+    """
+    for device in devices:
+        path = _device_path(host, device.address, device.pci_function)
+        if not is_pci_address(device.address) and (
+                device.pci_function or not device.mdev_parent
+                or not novaconf.looks_like_virtual_parent(device.address)):
+            raise SysfsNameError(
+                path, device.address,
+                'the name is not a PCI address (DDDD:BB:DD.F in lower-case '
+                'hexadecimal)' if device.pci_function else
+                "the name is neither a PCI address nor a virtual mdev "
+                "parent's name (letters, digits, _ . -)", choice)
+        for name, mdev_type in sorted(device.types.items()):
+            type_path = '%s/mdev_supported_types/%s' % (path, name)
+            _printable(type_path, name, 'the mdev type', choice)
+            _printable(type_path + '/name',
+                       mdev_type.readable_name or '', 'the name', choice)
+
+
+def _check_type_names(host: host_gpus.Host,
+                      types: Iterable[host_gpus.VgpuType],
+                      choice: Choice) -> None:
+    """SysfsNameError for a vGPU type whose name is not printable,
+    naming a ``creatable_vgpu_types`` file that lists it.
+    """
+    for vgpu_type in types:
+        if words.control_character(vgpu_type.name) is None:
+            continue
+        lister = next(d.address for _, d in sorted(host.devices.items())
+                      if d.vgpu is not None and vgpu_type in d.vgpu.creatable)
+        _printable(_device_path(host, lister) +
+                   '/nvidia/creatable_vgpu_types',
+                   vgpu_type.name, 'the vGPU type', choice)
+
+
 # -- Each choice against the host -------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -284,6 +391,7 @@ def _check_vf(vf: host_gpus.Device, vgpu_type: host_gpus.VgpuType,
 def _vgpu_type(host: host_gpus.Host, pf: host_gpus.Device,
                choice: Choice) -> host_gpus.VgpuType:
     types = host.vgpu_types_of(pf)
+    _check_type_names(host, types.values(), choice)
     found = match_vgpu_type(choice.type_name, types.values(), pf.address)
     if found is None:
         raise GenerateError(
@@ -314,6 +422,7 @@ def _select_vfs(vfs: Sequence[host_gpus.Device],
 def _vf_gpu_target(host: host_gpus.Host, pf: host_gpus.Device,
                    choice: Choice) -> _Target:
     vfs = host.vfs_of(pf)
+    _check_names(host, [pf] + vfs, choice)
     if not vfs:
         raise _no_vfs(pf)
     vgpu_type = _vgpu_type(host, pf, choice)
@@ -325,6 +434,7 @@ def _vf_gpu_target(host: host_gpus.Host, pf: host_gpus.Device,
 
 def _one_vf_target(host: host_gpus.Host, pf: host_gpus.Device,
                    vf: host_gpus.Device, choice: Choice) -> _Target:
+    _check_names(host, (pf, vf), choice)
     if choice.count is not None:
         raise GenerateError(
             '%s is one virtual function; COUNT is for the VFs of a GPU '
@@ -335,8 +445,10 @@ def _one_vf_target(host: host_gpus.Host, pf: host_gpus.Device,
     return _Target(choice, (vf,), pf.address, vgpu_type)
 
 
-def _mdev_target(devices: Sequence[host_gpus.Device],
+def _mdev_target(host: host_gpus.Host,
+                 devices: Sequence[host_gpus.Device],
                  choice: Choice) -> _Target:
+    _check_names(host, devices, choice)
     if choice.count is not None:
         raise GenerateError(
             'COUNT is for GPUs whose vGPUs are virtual functions; an mdev '
@@ -372,10 +484,10 @@ def target(host: host_gpus.Host, choice: Choice) -> _Target:
     if device.physfn in vgpu_pfs:
         return _one_vf_target(host, vgpu_pfs[device.physfn], device, choice)
     if device.mdev_parent:
-        return _mdev_target([device], choice)
+        return _mdev_target(host, [device], choice)
     vf_parents = [vf for vf in host.vfs_of(device) if vf.mdev_parent]
     if vf_parents:
-        return _mdev_target(vf_parents, choice)
+        return _mdev_target(host, vf_parents, choice)
     raise GenerateError(
         '%s is no GPU that gives vGPUs: neither an NVIDIA GPU whose '
         'virtual functions are typed through sysfs, nor an mdev parent '

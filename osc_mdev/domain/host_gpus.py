@@ -244,12 +244,14 @@ def _routing_id(address: str) -> tuple[str, int]:
 class Host:
     """A compute node's devices: ``devices`` by address (its PCI
     functions and virtual mdev parents), whether it has
-    ``class/mdev_bus`` at all, and its mdevs.
+    ``class/mdev_bus`` at all, its mdevs, and the root of the tree.
     """
 
     devices: Mapping[str, Device] = dataclasses.field(default_factory=dict)
     mdev_bus: bool = False
     mdevs: tuple[Mdev, ...] = ()
+    #: Where the tree was read (``/sys`` on the node), for messages.
+    root: str = dataclasses.field(default='/sys', compare=False)
 
     def mdev_parents(self) -> dict[str, Device] | None:
         """The devices of ``class/mdev_bus`` by address; None when the

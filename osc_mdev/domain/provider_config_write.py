@@ -31,13 +31,19 @@ from osc_mdev.domain import findings
 from osc_mdev.domain import names
 from osc_mdev.domain import provider_config
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 
 
 def file_name(host: str) -> str:
     """``<host>.yaml``; ValueError for a name that cannot be a file of
-    its own in the directory.
+    its own in the directory, or a line of a comment (a control
+    character).
     """
-    if not host or '/' in host or '\0' in host or host.startswith('.'):
+    bad = words.control_character(host)
+    if bad is not None:
+        raise ValueError("Host name '%s' holds the control character %s"
+                         % (words.escaped(host), words.escaped(bad)))
+    if not host or '/' in host or host.startswith('.'):
         raise ValueError("Host name '%s' cannot name a file" % host)
     return host + provider_config.FILE_SUFFIX
 
@@ -84,11 +90,17 @@ def header(host: str) -> str:
 
 def render(host: str, providers: Mapping[str, Collection[str]]) -> str:
     """The text of the file of ``host``; ValueError if Nova would refuse
-    it (it never should: a guard, checked with Nova's own rules).
+    it or read anything else than ``document`` (it never should: a
+    guard, checked with Nova's own rules).
     """
+    name = file_name(host)
+    meant = document(providers)
     text = header(host) + yaml.safe_dump(
-        document(providers), default_flow_style=False, sort_keys=False)
-    checked = provider_config.parse(text, file_name(host))
+        meant, default_flow_style=False, sort_keys=False)
+    if yaml.safe_load(text) != meant:
+        raise ValueError('the file of %s would not read as written'
+                         % words.escaped(host))
+    checked = provider_config.parse(text, name)
     errors = [f for f in provider_config.check_files([checked])
               if f.severity == findings.ERROR]
     if errors:

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""How the messages of the commands count and list things in English."""
+"""How the messages of the commands count and list things in English,
+and show a value read from outside in one line."""
 
 from collections.abc import Iterable
 
@@ -41,3 +42,21 @@ def sentence(text: str) -> str:
     at the end.
     """
     return text[:1].upper() + text[1:] + '.'
+
+
+def escaped(text: str) -> str:
+    """``text`` in one line of printable characters: control
+    characters, backslashes and other characters that do not print as
+    themselves written as Python escapes (``\\n``, ``\\x1b``).
+    """
+    return ''.join(c if c == ' ' or (c.isprintable() and c != '\\')
+                   else c.encode('unicode_escape').decode('ascii')
+                   for c in text)
+
+
+def control_character(text: str) -> str | None:
+    """The first character of ``text`` that is neither printable nor a
+    space (a line break, a tab, an escape...), None when there is none.
+    """
+    return next((c for c in text if c != ' ' and not c.isprintable()),
+                None)

@@ -58,7 +58,7 @@ def read_host(root: str) -> host_gpus.Host:
             dataclasses.replace(known, mdev_parent=True)
             if known is not None else
             _device(address, path, mdev_parent=True))
-    return host_gpus.Host(devices, has_bus, _mdevs(root))
+    return host_gpus.Host(devices, has_bus, _mdevs(root), root)
 
 
 def _parent_address(root: str, entry: str, real: str) -> str:

@@ -15,9 +15,12 @@ GPU, made into nova.conf fragments, a systemd unit and its script.
 
 The directory is checked first, then the host is read once
 (``local.sysfs``), planned and rendered by the domain
-(``configgenerate``, ``configgenerate_files``), and only then is a file
-written, each atomically (``local.textfile``). Bad input raises
-``configgenerate.GenerateError`` with nothing written.
+(``configgenerate``, ``configgenerate_files``), and the files are read
+back before any is written: the nova.conf fragments as Nova reads them
+(``configgenerate_readback``), the script by the host's ``/bin/sh -n``
+(``local.shell``). Only then is a file written, each atomically
+(``local.textfile``). Bad input, or a file that does not read back,
+raises ``configgenerate.GenerateError`` with nothing written.
 """
 
 from collections.abc import Sequence
@@ -25,6 +28,9 @@ import dataclasses
 
 from osc_mdev.domain import configgenerate
 from osc_mdev.domain import configgenerate_files as generated
+from osc_mdev.domain import configgenerate_readback as readback
+from osc_mdev.domain import words
+from osc_mdev.local import shell
 from osc_mdev.local import sysfs
 from osc_mdev.local import textfile
 
@@ -62,10 +68,31 @@ def check_directory(directory: str) -> None:
 def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice]
                ) -> list[generated.GeneratedFile]:
     """The files for the host under ``sysfs_root`` and the choices of a
-    type per GPU; GenerateError for bad input.
+    type per GPU, each read back; GenerateError for bad input.
     """
     host = sysfs.read_host(sysfs_root)
-    return generated.files(configgenerate.plan(host, choices))
+    plan = configgenerate.plan(host, choices)
+    files = generated.files(plan)
+    readback.check(plan, files)
+    for file in files:
+        if file.executable:
+            check_script(file)
+    return files
+
+
+def check_script(file: generated.GeneratedFile) -> None:
+    """GenerateError unless the host's shell reads the script."""
+    try:
+        error = shell.syntax_error(file.text)
+    except OSError as exc:
+        raise configgenerate.GenerateError(
+            'Cannot check the script %s with %s -n (%s); no file is '
+            'written' % (file.name, shell.SHELL, exc.strerror or exc)
+        ) from exc
+    if error is not None:
+        raise configgenerate.GenerateError(
+            '%s -n refuses the script %s (%s); no file is written'
+            % (shell.SHELL, file.name, words.escaped(error)))
 
 
 def _write_one(directory: str, file: generated.GeneratedFile) -> Written:

@@ -137,7 +137,8 @@ class GenerateConfig(common.Lister):
     the controller's type-VF [pci] alias per class, and a systemd unit and
     script that give every VF its type back before nova-compute starts; for
     mdev GPUs [devices] enabled_mdev_types and [mdev_<type>]
-    device_addresses. Bad input is refused before any file is written.
+    device_addresses. Bad input, a sysfs name that is no PCI address and
+    files Nova or /bin/sh -n would read otherwise are refused first.
     """
 
     _epilog = """\

@@ -34,6 +34,7 @@ import typing
 from osc_mdev.domain import names
 from osc_mdev.domain import providers
 from osc_mdev.domain import traits as trait_logic
+from osc_mdev.domain import words
 
 LOG = logging.getLogger(__name__)
 
@@ -136,8 +137,22 @@ def at_least_one(value: str) -> int:
     return number
 
 
+def printable_path(value: str) -> str:
+    """A path of printable characters (``--output-dir``): a path with a
+    line break or another control character is refused.
+    """
+    bad = words.control_character(value)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(
+            "'%s' holds the control character %s; give a path in "
+            'printable characters' % (words.escaped(value),
+                                      words.escaped(bad)))
+    return value
+
+
 def sysfs_root(value: str) -> str:
     """A directory, the root of a node's sysfs (``--sysfs``)."""
+    printable_path(value)
     if not os.path.isdir(value):
         raise argparse.ArgumentTypeError(
             "%s is not a directory; give the root of the node's sysfs, "
@@ -330,7 +345,8 @@ def sysfs(parser: Parser, required: bool = False) -> None:
 
 
 def output_dir(parser: Parser) -> None:
-    parser.add_argument('--output-dir', metavar='<dir>', help=OUTPUT_DIR)
+    parser.add_argument('--output-dir', metavar='<dir>', type=printable_path,
+                        help=OUTPUT_DIR)
 
 
 def provider_config(parser: Parser) -> None:

@@ -17,12 +17,14 @@ node without credentials). The files it writes pass ``config check
 """
 
 import json
+import os
 import pathlib
 
 import pytest
 
 from osc_mdev.domain import configgenerate_files as generated
 from tests.fixtures import cli
+from tests.fixtures import host_shell
 from tests.fixtures import sysfs
 
 L4_A = sysfs.VgpuGpu('0000:25:00.0', numvfs=4, totalvfs=4)
@@ -198,3 +200,174 @@ def test_config_check_names_the_vfs_without_their_type(
     rows = json.loads(result.stdout)
     for vf in L4_A.vfs[:3] + L4_B.vfs:
         assert [r for r in _wrong(rows) if vf in r['Where'] + r['Message']]
+
+
+# -- Crafted trees and values: refused, nothing written ----------------------
+
+#: Names the kernel never gives a PCI function, each given to a VF.
+CRAFTED_NAMES = [
+    '0000:25:00.5;touch${IFS}X',
+    '0000:25:00.5$(touch X)',
+    '0000:25:00.5`touch X`',
+    "0000:25:00.5'X'",
+    '0000:25:00.5"X"',
+    '0000:25:00.5 X',
+    '0000:25:00.5\ntouch X',
+    # Nova's parse_address takes any character for the "."
+    '0000:25:00;5',
+    '0000:25:00.5\\',
+]
+
+
+def _escaped(text: str) -> str:
+    return text.replace('\\', '\\\\').replace('\n', '\\n')
+
+
+def _refused(result: cli.Result, out: pathlib.Path, *fragments: str) -> None:
+    cli.assert_one_line_error(result, *fragments)
+    assert not out.exists()
+
+
+@host_shell.needs_namespace
+def test_a_vf_named_to_run_a_command_runs_nothing(
+        tmp_path: pathlib.Path) -> None:
+    """The VF's name is not a PCI address: refused. Were the script
+    written, run as root at boot it must not run the command in the name.
+    """
+    root = pathlib.Path(sysfs.build(tmp_path / 'sys', vgpu_gpus=[L4_A]))
+    crafted = '0000:25:00.7;touch${IFS}X'
+    sysfs.rename_function(root, L4_A.vfs[3], crafted)
+    # The VF is found at its address too, so that the script need not
+    # wait for it.
+    os.symlink('../../../%s/%s' % (sysfs.PCI, crafted),
+               root / 'bus' / 'pci' / 'devices' / L4_A.vfs[3])
+    out = tmp_path / 'vgpu'
+    result = generate('--sysfs', str(root), '--type', '0000:25:00.0=L4-8Q',
+                      '--output-dir', str(out))
+    cwd = tmp_path / 'cwd'
+    cwd.mkdir()
+    if (out / generated.SCRIPT).exists():
+        host_shell.run(root, out / generated.SCRIPT, cwd=cwd)
+    assert list(cwd.iterdir()) == []
+    _refused(result, out, '--type 0000:25:00.0=L4-8Q: %s: the name is not '
+             'a PCI address' % (root / 'bus' / 'pci' / 'devices' / crafted))
+
+
+@pytest.mark.parametrize('name', CRAFTED_NAMES)
+def test_a_vf_whose_name_is_no_pci_address_is_refused(
+        tmp_path: pathlib.Path, name: str) -> None:
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[L4_A])
+    sysfs.rename_function(root, L4_A.vfs[1], name)
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', root, '--type', '0000:25:00.0=L4-8Q:3',
+                      '--output-dir', str(out)),
+             out, '/bus/pci/devices/%s: the name is not a PCI address'
+             % _escaped(name))
+
+
+def test_an_mdev_parent_whose_name_is_no_pci_address_is_refused(
+        tmp_path: pathlib.Path) -> None:
+    """The VFs of a GPU are mdev parents (vGPU 16 and earlier)."""
+    pf = '0000:84:00.0'
+    root = sysfs.build(tmp_path / 'sys', devices=[
+        (pf, {}, None), ('0000:84:00.4', {'nvidia-35': 1}, pf),
+        ('0000:84:00.5', {'nvidia-35': 1}, pf)])
+    sysfs.rename_function(root, '0000:84:00.5', '0000:84:00.5$(touch X)')
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', root, '--type', pf + '=nvidia-35',
+                      '--output-dir', str(out)),
+             out, '0000:84:00.5$(touch X): the name is not a PCI address')
+
+
+@pytest.mark.parametrize('name', ['NVIDIA L4-8Q\x1b[2J', 'NVIDIA L4-8Q\x07',
+                                  'NVIDIA\x00L4-8Q'])
+def test_a_vgpu_type_name_with_a_control_character_is_refused(
+        tmp_path: pathlib.Path, name: str) -> None:
+    root = sysfs.build(tmp_path / 'sys', vgpu_gpus=[sysfs.VgpuGpu(
+        L4_A.pf, numvfs=2, totalvfs=2, creatable=[(1162, name)])])
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', root, '--type', '0000:25:00.0=1162',
+                      '--output-dir', str(out)),
+             out, '/bus/pci/devices/0000:25:00.4/nvidia/creatable_vgpu_types: '
+             "the vGPU type 'NVIDIA", 'holds the control character')
+
+
+@pytest.mark.parametrize('file, text, fragment', [
+    ('name', 'GRID M60-2Q\n$(touch X)\n',
+     "nvidia-35/name: the name 'GRID M60-2Q\\n$(touch X)' holds the "
+     'control character \\n'),
+    ('name', 'GRID M60-2Q\x1b]0;X\x07\n', 'holds the control character'),
+])
+def test_an_mdev_type_name_with_a_control_character_is_refused(
+        tree: str, tmp_path: pathlib.Path, file: str, text: str,
+        fragment: str) -> None:
+    (pathlib.Path(tree) / sysfs.PCI / '0000:84:00.0' /
+     'mdev_supported_types' / 'nvidia-35' / file).write_text(text)
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', tree, '--type', '0000:84:00.0=nvidia-35',
+                      '--output-dir', str(out)), out, fragment)
+
+
+@pytest.mark.parametrize('directory, fragment', [
+    ('nvidia-35\nx', "the mdev type 'nvidia-35\\nx' holds the control "
+     'character \\n'),
+    # Nova would read two types, nvidia-35 and nvidia-36.
+    ('nvidia-35,nvidia-36', 'Nova would not read nova-compute-vgpu.conf as '
+     'it is written ([devices] enabled_mdev_types reads'),
+])
+def test_an_mdev_type_nova_cannot_read_is_refused(
+        tmp_path: pathlib.Path, directory: str, fragment: str) -> None:
+    root = sysfs.build(tmp_path / 'sys', devices=[
+        ('0000:84:00.0', {directory: 4}, None)])
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', root, '--type',
+                      '0000:84:00.0=' + directory.split('\n')[0],
+                      '--output-dir', str(out)), out, fragment)
+
+
+@host_shell.needs_namespace
+def test_a_vgpu_type_name_is_written_as_data(
+        tmp_path: pathlib.Path) -> None:
+    """A type name with quotes and a command substitution: the script
+    prints it and runs nothing of it.
+    """
+    name = "NVIDIA L4-8Q'$(touch X)`touch Y`"
+    gpu = sysfs.VgpuGpu(L4_A.pf, numvfs=2, totalvfs=2,
+                        creatable=[(1162, name)])
+    root = pathlib.Path(sysfs.build(tmp_path / 'sys', vgpu_gpus=[gpu]))
+    out = tmp_path / 'vgpu'
+    result = generate('--sysfs', str(root), '--type', '0000:25:00.0=1162',
+                      '--output-dir', str(out))
+    assert result.rc == 0, result.stderr
+    cwd = tmp_path / 'cwd'
+    cwd.mkdir()
+    proc = host_shell.run(root, out / generated.SCRIPT, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert list(cwd.iterdir()) == []
+    assert '0000:25:00.4: vGPU type 1162 (%s) written' % name in \
+        proc.stdout.splitlines()
+
+
+@pytest.mark.parametrize('value', [
+    '0000:25:00.0=L4\n-8Q', '0000:25:00.0=L4-8Q\n:3', '0000:25:00.0=L4\t-8Q',
+    '0000:25:00.0=L4-8Q\x1b[2J'])
+def test_a_type_with_a_control_character_is_refused(
+        tree: str, tmp_path: pathlib.Path, value: str) -> None:
+    out = tmp_path / 'vgpu'
+    _refused(generate('--sysfs', tree, '--type', value, '--output-dir',
+                      str(out)), out, 'Argument --type:',
+             'holds the control character')
+
+
+def test_paths_with_a_control_character_are_refused(
+        tree: str, tmp_path: pathlib.Path) -> None:
+    out = tmp_path / 'vgpu\nx'
+    _refused(generate('--sysfs', tree, *TYPES, '--output-dir', str(out)),
+             out, "Argument --output-dir: '%s' holds the control character "
+             '\\n' % _escaped(str(out)))
+    copy = tmp_path / 'sys\ncopy'
+    os.rename(tree, copy)
+    _refused(generate('--sysfs', str(copy), *TYPES, '--output-dir',
+                      str(tmp_path / 'vgpu')),
+             tmp_path / 'vgpu', 'Argument --sysfs:',
+             'holds the control character')

@@ -14,8 +14,8 @@
 
 The script writes to /sys: each test binds a copy of a host's tree
 (laid out as the kernel lays it out, VFs untyped as after a reboot) over
-/sys in a private mount namespace (``unshare -m`` as root, ``unshare -rm``
-otherwise: a user namespace of its own) and runs the script as written,
+/sys in a private mount namespace (``tests.fixtures.host_shell``) and
+runs the script as written,
 with dash and with bash, twice: every VF gets its type back, and the
 second run changes nothing and says so. A write the kernel refuses (a
 read-only file, a sysfs attribute that takes no write) makes it exit 1
@@ -34,6 +34,7 @@ from osc_mdev.domain import configgenerate
 from osc_mdev.domain import configgenerate_files as generated
 from osc_mdev.local import sysfs as local_sysfs
 from osc_mdev.usecases import config_generate
+from tests.fixtures import host_shell
 from tests.fixtures import sysfs
 
 L4_A = sysfs.VgpuGpu('0000:25:00.0', numvfs=4, totalvfs=4)
@@ -51,27 +52,6 @@ TYPED = {**{vf: 1162 for vf in L4_A.vfs[:3]}, L4_A.vfs[3]: 0,
 SHELLS = ['sh', 'bash']
 
 
-#: A private mount namespace: root's own, or in a user namespace where
-#: this user is root.
-UNSHARE = ['unshare', '-m'] if os.geteuid() == 0 else ['unshare', '-rm']
-
-
-def _namespace_problem() -> str | None:
-    if shutil.which('unshare') is None:
-        return 'no unshare command'
-    proc = subprocess.run(UNSHARE + ['sh', '-c', 'mount --rbind /tmp /mnt'],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        return ('mount namespaces are not permitted here (%s: %s)'
-                % (' '.join(UNSHARE), proc.stderr.strip()))
-    return None
-
-
-NAMESPACE_PROBLEM = _namespace_problem()
-needs_namespace = pytest.mark.skipif(NAMESPACE_PROBLEM is not None,
-                                     reason=str(NAMESPACE_PROBLEM))
-
-
 @pytest.fixture
 def host(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     """A host's tree with its VFs untyped, and the generated files."""
@@ -80,20 +60,6 @@ def host(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     out = tmp_path / 'out'
     config_generate.generate(str(tree), choices(*CHOICES), str(out))
     return tree, out
-
-
-def run(tree: pathlib.Path, script: pathlib.Path, shell: str = 'sh',
-        before: str = '', env: dict | None = None
-        ) -> subprocess.CompletedProcess:
-    """The script run by ``shell`` with ``tree`` bound over /sys in a
-    private mount namespace; ``before``: shell commands run in the
-    namespace first (more mounts).
-    """
-    command = '%s mount --rbind %s /sys && exec %s %s' % (
-        before, tree, shell, script)
-    return subprocess.run(UNSHARE + ['sh', '-e', '-c', command],
-                          capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, **(env or {})))
 
 
 def current_types(tree: pathlib.Path) -> dict[str, int | None]:
@@ -118,12 +84,12 @@ def test_the_script_is_valid_shell(host, shell) -> None:
     assert os.access(out / generated.SCRIPT, os.X_OK)
 
 
-@needs_namespace
+@host_shell.needs_namespace
 @pytest.mark.parametrize('shell', SHELLS)
 def test_every_vf_gets_its_type_back_twice_in_a_row(host, shell) -> None:
     tree, out = host
     script = out / generated.SCRIPT
-    first = run(tree, script, shell)
+    first = host_shell.run(tree, script, shell)
     assert first.returncode == 0, first.stderr
     assert first.stderr == ''
     assert current_types(tree) == TYPED
@@ -137,7 +103,7 @@ def test_every_vf_gets_its_type_back_twice_in_a_row(host, shell) -> None:
     assert lines[-1] == ('7 change(s): the 7 virtual functions have their '
                          'vGPU types.')
     written = type_files(tree)
-    second = run(tree, script, shell)
+    second = host_shell.run(tree, script, shell)
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines() == [
         '0000:25:00.0: 3 of 3 virtual functions had NVIDIA L4-8Q (1162) '
@@ -150,12 +116,12 @@ def test_every_vf_gets_its_type_back_twice_in_a_row(host, shell) -> None:
     assert current_types(tree) == TYPED
 
 
-@needs_namespace
+@host_shell.needs_namespace
 def test_a_vf_of_another_type_gives_it_up_first(host) -> None:
     tree, out = host
     (tree / sysfs.PCI / L4_B.vfs[1] / 'nvidia' /
      'current_vgpu_type').write_text('1159\n')
-    proc = run(tree, out / generated.SCRIPT)
+    proc = host_shell.run(tree, out / generated.SCRIPT)
     assert proc.returncode == 0, proc.stderr
     assert '0000:26:00.5: vGPU type 1159 removed' in proc.stdout
     assert '0000:26:00.5: vGPU type 1161 (NVIDIA L4-4Q) written' in \
@@ -163,11 +129,11 @@ def test_a_vf_of_another_type_gives_it_up_first(host) -> None:
     assert current_types(tree) == TYPED
 
 
-@needs_namespace
+@host_shell.needs_namespace
 def test_a_read_only_type_file_fails_loudly(host) -> None:
     tree, out = host
     refused = tree / sysfs.PCI / L4_A.vfs[1] / 'nvidia' / 'current_vgpu_type'
-    proc = run(tree, out / generated.SCRIPT, before=(
+    proc = host_shell.run(tree, out / generated.SCRIPT, before=(
         'mount --bind %s %s && mount -o remount,ro,bind %s &&'
         % (refused, refused, refused)))
     assert proc.returncode == 1
@@ -187,7 +153,7 @@ KERNEL_ATTRIBUTE = pathlib.Path(
     '/sys/kernel/mm/transparent_hugepage/hpage_pmd_size')
 
 
-@needs_namespace
+@host_shell.needs_namespace
 @pytest.mark.skipif(not KERNEL_ATTRIBUTE.exists(),
                     reason='this kernel has no %s' % KERNEL_ATTRIBUTE)
 def test_a_write_the_kernel_refuses_fails_loudly(host) -> None:
@@ -195,7 +161,7 @@ def test_a_write_the_kernel_refuses_fails_loudly(host) -> None:
     # The VF reads as typed (another type): the script must remove that
     # type first, and the kernel refuses the write.
     refused = tree / sysfs.PCI / L4_B.vfs[0] / 'nvidia' / 'current_vgpu_type'
-    proc = run(tree, out / generated.SCRIPT, before=(
+    proc = host_shell.run(tree, out / generated.SCRIPT, before=(
         'mount --bind %s %s &&' % (KERNEL_ATTRIBUTE, refused)))
     assert proc.returncode == 1
     assert ('error: 0000:26:00.4: writing 0 to /sys/bus/pci/devices/'
@@ -205,7 +171,7 @@ def test_a_write_the_kernel_refuses_fails_loudly(host) -> None:
     assert '0000:26:00.0: 0 of 4 virtual functions had' in proc.stdout
 
 
-@needs_namespace
+@host_shell.needs_namespace
 def test_vfs_gone_after_a_reboot_are_enabled_by_sriov_manage(
         tmp_path: pathlib.Path) -> None:
     """After a reboot the GPU has no VFs: the script runs NVIDIA's
@@ -226,20 +192,20 @@ def test_vfs_gone_after_a_reboot_are_enabled_by_sriov_manage(
                     % (log, staging))
     fake.chmod(0o755)
     env = {'SRIOV_MANAGE': str(fake)}
-    first = run(tree, out / generated.SCRIPT, env=env)
+    first = host_shell.run(tree, out / generated.SCRIPT, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines()[0] == (
         '0000:27:00.0: no virtual functions enabled; running %s -e '
         '0000:27:00.0' % fake)
     assert log.read_text() == '-e 0000:27:00.0\n'
     assert current_types(tree) == {vf: 1160 for vf in enabled.vfs}
-    second = run(tree, out / generated.SCRIPT, env=env)
+    second = host_shell.run(tree, out / generated.SCRIPT, env=env)
     assert second.returncode == 0, second.stderr
     assert second.stdout.splitlines()[-1].startswith('Nothing changed')
     assert log.read_text() == '-e 0000:27:00.0\n'
 
 
-@needs_namespace
+@host_shell.needs_namespace
 def test_sriov_manage_missing_fails_loudly(tmp_path: pathlib.Path) -> None:
     staging = sysfs.build(tmp_path / 'enabled', vgpu_gpus=[
         sysfs.VgpuGpu('0000:27:00.0', numvfs=2, totalvfs=2)])
@@ -248,14 +214,14 @@ def test_sriov_manage_missing_fails_loudly(tmp_path: pathlib.Path) -> None:
                              str(out))
     tree = pathlib.Path(sysfs.build(tmp_path / 'sys', vgpu_gpus=[
         sysfs.VgpuGpu('0000:27:00.0', numvfs=0, totalvfs=2)]))
-    proc = run(tree, out / generated.SCRIPT,
-               env={'SRIOV_MANAGE': str(tmp_path / 'nowhere')})
+    proc = host_shell.run(tree, out / generated.SCRIPT,
+                          env={'SRIOV_MANAGE': str(tmp_path / 'nowhere')})
     assert proc.returncode == 1
     assert ('error: 0000:27:00.0: %s -e 0000:27:00.0 failed'
             % (tmp_path / 'nowhere')) in proc.stderr
 
 
-@needs_namespace
+@host_shell.needs_namespace
 @pytest.mark.skipif(shutil.which('systemd-analyze') is None,
                     reason='no systemd-analyze here; see '
                            'test_the_unit_is_structured_as_systemd_reads_it')
@@ -270,7 +236,7 @@ def test_systemd_verifies_the_unit(host) -> None:
                    os.path.dirname(generated.SCRIPT_PATH),
                    out / generated.SCRIPT, generated.SCRIPT_PATH,
                    out / generated.UNIT))
-    proc = subprocess.run(UNSHARE + ['sh', '-e', '-c', command],
+    proc = subprocess.run(host_shell.UNSHARE + ['sh', '-e', '-c', command],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     # systemd-analyze warns about what it ignores, and exits 0.

@@ -250,6 +250,19 @@ def test_rendered_files_are_read_by_nova_as_written(tmp_path):
     assert pc.parse(text, 'x.yaml').findings == []
 
 
+@pytest.mark.parametrize('host', [
+    'gpu3\nproviders: []', 'gpu3\r\nmeta: {schema_version: "1.0"}',
+    'gpu3\x1b[2J'])
+def test_a_host_name_with_a_line_break_is_written_nowhere(host):
+    """The host's name is in the file's first comment: a line break in it
+    would make the rest of the name YAML that nova-compute reads.
+    """
+    with pytest.raises(ValueError, match='control character'):
+        write.file_name(host)
+    with pytest.raises(ValueError, match='control character'):
+        write.render(host, {host + '_pci_0000_84_00_0': ['CUSTOM_A']})
+
+
 def test_render_refuses_what_nova_would():
     with pytest.raises(ValueError, match='refused by nova-compute'):
         write.render('h', {'h_pci_0000_84_00_0': ['HW_GPU_API_VULKAN']})
