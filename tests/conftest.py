@@ -17,6 +17,8 @@ import os
 
 import pytest
 
+from tests.fixtures import prometheus
+
 
 @pytest.fixture(autouse=True)
 def _clean_openstack_env(monkeypatch, tmp_path):
@@ -30,21 +32,31 @@ def _clean_openstack_env(monkeypatch, tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``nova`` compare a rule with Nova's own code. Where
-    nova is not installed (tox -e unit, py3-min) they are skipped with a
+    """Tests marked ``nova`` compare a rule with Nova's own code; tests
+    marked ``prometheus`` run the Prometheus, promtool and node_exporter
+    of the distribution's packages. Where these are not installed (tox -e
+    unit, py3-min, a developer's machine) the tests are skipped with a
     reason; where the full suite must run (OSC_MDEV_REQUIRE_CLOUD, as in
-    tox -e py3) a missing nova is an error.
+    tox -e py3) a missing one is an error.
     """
-    if importlib.util.find_spec('nova') is not None:
+    nova = importlib.util.find_spec('nova') is None
+    _require(items, 'nova', ['the nova package'] if nova else [],
+             'tox -e py3 runs this cross-check')
+    _require(items, 'prometheus', prometheus.missing(),
+             'install the Debian packages prometheus and '
+             'prometheus-node-exporter (.ci/run does)')
+
+
+def _require(items, marker, missing, hint):
+    if not missing:
         return
-    marked = [item for item in items if item.get_closest_marker('nova')]
+    marked = [item for item in items if item.get_closest_marker(marker)]
     if not marked:
         return
     if os.environ.get('OSC_MDEV_REQUIRE_CLOUD'):
-        raise pytest.UsageError(
-            '%d tests cross-check against Nova and need the nova package'
-            % len(marked))
-    skip = pytest.mark.skip(reason='nova is not installed here; tox -e py3 '
-                                   'runs this cross-check')
+        raise pytest.UsageError('%d tests need %s' % (
+            len(marked), ', '.join(missing)))
+    skip = pytest.mark.skip(reason='%s not installed here; %s' % (
+        ', '.join(missing), hint))
     for item in marked:
         item.add_marker(skip)

@@ -274,6 +274,11 @@ def block_problem(kind, argument, options, body, prompt=PROMPT):
     nor a file; None when it is one of them.
     """
     if kind == 'literalinclude':
+        # A sample, or a file the guide ships beside the page (a rules
+        # file operators download), with a caption naming it.
+        if re.fullmatch(r'[a-z0-9-]+\.yml', argument) and options.get(
+                'caption') == argument:
+            return None
         if not re.fullmatch(r'/samples/[a-z0-9-]+\.txt', argument):
             return 'includes %s, not a sample' % argument
         return None

@@ -316,6 +316,9 @@ def test_the_dashboard_queries_only_emitted_metrics_and_labels():
         labels = set()
         for name in names:
             labels |= set(metrics.FAMILIES[name][1])
+        if 'DCGM_FI_' in query:
+            # The DCGM panel's join label, from DCGM's or ours.
+            labels |= {'Hostname'}
         groups = re.findall(
             r'\b(?:by|without|on|group_left|group_right) ?\(([^)]*)\)',
             query) + re.findall(r'[{,]\s*([a-z_]+)\s*=~?"', query) + (
@@ -334,5 +337,10 @@ def test_the_dashboard_queries_only_emitted_metrics_and_labels():
               if 'openstack_mdev_device_free' in q]
     assert joined and all('openstack_mdev_allocation_used' in q
                           for q in joined)
+    # The DCGM panel joins each server to its GPU's DCGM series.
+    dcgm = list(grafana.queries(
+        titles['GPU utilisation of the servers (DCGM)']))
+    assert dcgm and all('openstack_mdev_allocation_used' in q
+                        and 'on (Hostname, pci_bus_id)' in q for q in dcgm)
     # Every GPU: no panel leaves a kind out.
     assert not [q for q in queries if 'kind="' in q]
