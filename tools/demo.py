@@ -349,7 +349,7 @@ def capacity_tour(t, cloud):
                   disk=20, extra_specs={'resources:VGPU': '1',
                                         'trait:CUSTOM_GOLD': 'required'})
     t.sample('capacity-explain', 'mdev', 'capacity', '--flavor',
-             'vgpu.gold')
+             'vgpu.gold', '--explain')
     t.sample('flavor-show-problem', 'mdev', 'flavor', 'show', 'vgpu.gold')
     t.say('A flavor written with a named request group, read as Nova '
           'reads it:')

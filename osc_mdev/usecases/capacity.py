@@ -369,13 +369,11 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
           flavor: str | None = None, request: rr.Request | None = None,
           hosts: Iterable[str] = (),
           pci_config: pci_rules.PciConfig | None = None,
-          explain: bool = False, auto_explain: bool = True,
-          count: int | None = None) -> Counted:
+          explain: bool = False, count: int | None = None) -> Counted:
     """How many more servers of ``flavor`` (a name or ID) or of the bare
     ``request`` fit on the compute nodes (``hosts``: only these), with
-    Nova's prefilters; the explainer's steps with ``explain`` (or with
-    ``auto_explain`` when none fits); with ``count``, whether one
-    multi-create of that many servers is placed.
+    Nova's prefilters; the explainer's steps with ``explain``; with
+    ``count``, whether one multi-create of that many servers is placed.
     """
     found, listing, services, early = read_flavor(
         placement, compute, flavor, hosts, request)
@@ -388,7 +386,7 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
     request = request_filter.process_reqspec(
         request, owner_nova=domain.owner_nova_in_effect(trees))
     counted = Counted(request, domain.capacity(request, trees))
-    if explain or (auto_explain and not counted.total):
+    if explain:
         counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
     if count is not None:

@@ -192,8 +192,7 @@ def _count(placement: 'placement_client.PlacementClient',
            flavor: str) -> '_Unread | int':
     """``flavor_fits`` of one flavor, or why it cannot be counted."""
     try:
-        return capacity.count(placement, compute, flavor=flavor,
-                              auto_explain=False).total
+        return capacity.count(placement, compute, flavor=flavor).total
     except (exceptions.CommandError, _errors().NotFound) as exc:
         LOG.debug('Counting flavor %s failed', flavor, exc_info=True)
         return _Unread(str(exc) or repr(exc))

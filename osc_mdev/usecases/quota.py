@@ -284,12 +284,12 @@ def flavor_fits(placement: placement_api.PlacementClient,
     """How many more servers of each flavor (name or ID) each project of
     ``report`` can boot: the servers its limits allow (as Nova enforces
     them on the flavor's resources and ``servers``) and those the cloud's
-    capacity fits (``capacity --flavor``, with its explainer when none
-    does), fewest first. ``pci_config``: the controller's ``[pci]``, as
-    ``capacity`` takes it.
+    capacity fits (``capacity --flavor``, with ``--explain``'s reason
+    when none does), fewest first. ``pci_config``: the controller's
+    ``[pci]``, as ``capacity`` takes it.
     """
     counted = [capacity.count(placement, compute, flavor=f,
-                              pci_config=pci_config)
+                              pci_config=pci_config, explain=True)
                for f in flavors]
     deltas = [domain.flavor_deltas(c.request) for c in counted]
     names = set().union(*deltas) if deltas else set()

@@ -14,6 +14,7 @@
 
 import argparse
 import dataclasses
+import logging
 
 from osc_lib.cli import format_columns
 from osc_lib.command import command
@@ -37,16 +38,19 @@ STEP_FIELDS = ('Constraint', 'Devices Out', 'Hosts Out', 'Devices Left',
                'Hosts Left')
 TOTAL = 'Total'
 
+LOG = logging.getLogger(__name__)
+
 
 class Capacity(command.Lister):
     """Show how many more servers of a flavor fit, where, and why none does.
 
     Answers "how many more can I boot?" and "why NoValidHost?": one row per
     host with the servers that still fit and the devices they would use,
-    counted from the flavor's request as Nova builds it. When nothing fits
-    (or with --explain) it lists each constraint with the devices and
+    counted from the flavor's request as Nova builds it, Fits 0 where none
+    fits. --explain lists instead each constraint with the devices and
     hosts it rules out, and the smallest change that lets one server fit.
     --count N says whether one 'server create --min N --max N' is placed.
+    The columns depend on the options only, never on what the cloud holds.
     """
 
     _epilog = """\
@@ -83,8 +87,9 @@ Room for a bare request of two vGPUs with a trait::
                  'create --min N --max N) is placed.')
         parser.add_argument(
             '--explain', action='store_true',
-            help='List the constraints and what each rules out, instead of '
-                 'the hosts (automatic when nothing fits one flavor).')
+            help='List the constraints and what each rules out, and the '
+                 'smallest change that lets one server fit, instead of the '
+                 'hosts.')
         return parser
 
     def _requests(self, parsed_args: argparse.Namespace
@@ -123,45 +128,40 @@ Room for a bare request of two vGPUs with a trait::
         wanted = self._requests(parsed_args)
         mdev = common.client(self.app)
         several = len(wanted) > 1
-        columns: tuple[str, ...] = ()
         rows: list[tuple[object, ...]] = []
         for flavor, request in wanted:
-            # Several flavors share one table: the explanation is shown
-            # when asked for, never chosen for one flavor alone.
-            cols, found = self._one(mdev, parsed_args, flavor, request,
-                                    auto_explain=not several)
+            found = self._one(mdev, parsed_args, flavor, request)
             if several:
-                cols = ('Flavor',) + cols
                 found = [(flavor,) + tuple(r) for r in found]
-            columns = cols
             rows.extend(found)
-        return columns, rows
+        return columns(parsed_args), rows
 
     def _one(self, mdev: api.MdevClient, parsed_args: argparse.Namespace,
-             flavor: str | None, request: rr.Request | None,
-             auto_explain: bool = True) -> tuple[tuple[str, ...], list]:
-        """The columns and rows of one flavor or bare request; the
-        summary rows (the Total row, the servers that fit and the
-        smallest change of an explanation, the verdict on --count) in
-        the table format only.
+             flavor: str | None, request: rr.Request | None) -> list:
+        """The rows of one flavor or bare request; the summary rows (the
+        Total row, the servers that fit and the smallest change of an
+        explanation, the verdict on --count) in the table format only.
         """
         summary = parsed_args.formatter == 'table'
         answer = reads.count(
             mdev.placement, mdev.compute, flavor=flavor, request=request,
             hosts=tuple(parsed_args.host), pci_config=self._pci_config,
-            explain=parsed_args.explain, auto_explain=auto_explain,
-            count=parsed_args.count)
-        if answer.steps is not None:
+            explain=parsed_args.explain, count=parsed_args.count)
+        if parsed_args.explain:
             rows = [common.properties(s, STEP_FIELDS)
-                    for s in answer.steps]
+                    for s in answer.steps or ()]
             if summary:
                 fix = answer.fix or ('none needed' if answer.total else
                                      'none found on the devices')
                 rows.append(('Servers that fit: %d' % answer.total,
                              '', '', '', ''))
                 rows.append(('Smallest change: %s' % fix, '', '', '', ''))
-            return EXPLAIN_COLUMNS, rows
-
+            return rows
+        if summary and not answer.total:
+            LOG.warning(
+                'Note: no server of %s fits; run the same command with '
+                '--explain to see which constraint rules out which hosts.',
+                'flavor %s' % flavor if flavor else 'this request')
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
         one = answer.one_request
         rows = []
@@ -174,8 +174,6 @@ Room for a bare request of two vGPUs with a trait::
                 row += (one.per_host.get(h.host, 0),) + (
                     ('',) if summary else ())
             rows.append(row)
-        if one is not None:
-            cols += COUNT_COLUMNS if summary else COUNT_COLUMNS[:1]
         if summary:
             total = {'Host': TOTAL, 'Fits': answer.total,
                      'Devices': format_columns.ListColumn([words.count(
@@ -186,5 +184,28 @@ Room for a bare request of two vGPUs with a trait::
             if one is not None:
                 total.update({'One Request': one.placed,
                               'Verdict': one.verdict})
-            rows.append(tuple(total[c] for c in cols))
-        return cols, rows
+            rows.append(tuple(total.get(c, '') for c in
+                              _host_columns(parsed_args)))
+        return rows
+
+
+def _host_columns(parsed_args: argparse.Namespace) -> tuple[str, ...]:
+    """The columns of the hosts view: --long's Limit, --count's One
+    Request and, in the table, its Verdict.
+    """
+    cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+    if parsed_args.count is not None:
+        cols += (COUNT_COLUMNS if parsed_args.formatter == 'table'
+                 else COUNT_COLUMNS[:1])
+    return cols
+
+
+def columns(parsed_args: argparse.Namespace) -> tuple[str, ...]:
+    """The columns, from the options alone: the constraints with
+    --explain, else the hosts; Flavor first when --flavor is repeated.
+    """
+    cols = EXPLAIN_COLUMNS if parsed_args.explain else _host_columns(
+        parsed_args)
+    if len(parsed_args.flavor or ()) > 1:
+        cols = ('Flavor',) + cols
+    return cols

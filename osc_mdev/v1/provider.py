@@ -204,7 +204,7 @@ The VFs of a PF reported through PCI in Placement::
         device, allocations = devices.show_device(
             common.client(self.app).placement, parsed_args.device)
         consumers = domain.consumers_of(allocations, device.resource_class)
-        cols = LONG_PCI_COLUMNS if device.kind == domain.PCI else (
-            LONG_COLUMNS)
-        return cols + ('Consumers',), row(device, cols) + (
-            ConsumersColumn(consumers),)
+        # The same fields whatever the device: an mdev parent has no PCI
+        # IDs of its own and no VFs (None).
+        return LONG_PCI_COLUMNS + ('Consumers',), row(
+            device, LONG_PCI_COLUMNS) + (ConsumersColumn(consumers),)

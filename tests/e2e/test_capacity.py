@@ -114,15 +114,34 @@ def test_04_boot_until_no_valid_host(cloud, flavor):
     assert fits(flavor) == 0
 
 
+def test_05_no_valid_host_keeps_the_host_rows(cloud, flavor):
+    """After Nova's NoValidHost the answer is still a count: every host
+    with Fits 0, whatever the format.
+    """
+    result = cli.openstack('mdev', 'capacity', '--flavor', flavor,
+                           '-f', 'value', '-c', 'Fits')
+    assert (result.rc, result.stdout) == (0, '0\n0\n'), result.stderr
+    assert capacity('--flavor', flavor) == [
+        {'Host': 'cap1', 'Fits': 0, 'Devices': [], 'Free': 0},
+        {'Host': 'cap2.rack1', 'Fits': 0, 'Devices': [], 'Free': 0}]
+    table = cli.openstack('mdev', 'capacity', '--flavor', flavor)
+    assert table.rc == 0, table.stderr
+    assert table.table()[-1] == {'Host': 'Total', 'Fits': '0',
+                                 'Devices': '0 devices', 'Free': '0'}
+    # The table (only) points to the explanation.
+    assert '--explain' in table.stderr
+    assert '--explain' not in result.stderr
+
+
 def test_05_no_valid_host_is_explained(cloud, flavor):
-    rows = capacity('--flavor', flavor)
+    rows = capacity('--flavor', flavor, '--explain')
     steps = {r['Constraint']: r for r in rows}
     assert steps['room for 4 VGPU']['Devices Ruled Out'] == 3
     assert steps['room for 4 VGPU']['Hosts Left'] == 0
     # The summary is in the table only: JSON holds the steps.
     assert not [r for r in rows if r['Constraint'].startswith(
         ('Servers that fit', 'Smallest change'))]
-    table = capacity_table('--flavor', flavor)
+    table = capacity_table('--flavor', flavor, '--explain')
     assert table[-2]['Constraint'] == 'Servers that fit: 0'
     assert table[-1]['Constraint'].startswith('Smallest change: free ')
 
@@ -152,13 +171,14 @@ def test_06_disabled_compute_service_fits_nothing(cloud, flavor):
     assert fits(flavor) == 2
     set_service(cloud, host, 'disabled')
     try:
-        rows = capacity('--flavor', flavor)
+        rows = capacity('--flavor', flavor, '--explain')
         steps = {r['Constraint']: r for r in rows}
         disabled = steps['compute service enabled (root without '
                          'COMPUTE_STATUS_DISABLED)']
         assert (disabled['Hosts Ruled Out'], disabled['Hosts Left']) == (
             1, 0)
-        assert capacity_table('--flavor', flavor)[-1]['Constraint'] == (
+        assert capacity_table('--flavor', flavor, '--explain')[-1][
+            'Constraint'] == (
             'Smallest change: enable the compute service of %s' % host)
         server, = cloud.control('boot', flavor=flavor, name='cap-disabled')
         assert NO_VALID_HOST in (server['fault'] or ''), server

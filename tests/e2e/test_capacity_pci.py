@@ -106,7 +106,8 @@ def test_03_boot_until_no_valid_host(cloud, flavor, controller):
                 if d['server'] in {s['id'] for s in servers}]
         assert len(used) == 2 * left
         rows = mdev_table('capacity', '--flavor', flavor,
-                          '--controller-conf', controller, '--host', 'sriov1')
+                          '--controller-conf', controller, '--host', 'sriov1',
+                          '--explain')
         steps = {r['Constraint']: r for r in rows}
         assert steps['room for 1 %s' % L40S]['Devices Ruled Out'] == '2'
         assert rows[-2]['Constraint'] == 'Servers that fit: 0'

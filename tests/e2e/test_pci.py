@@ -257,9 +257,11 @@ def test_capacity_reaches_zero_when_nova_finds_no_valid_host(
                                   for a in l40s if free[a]]
         boot(flavors['l40s-vf:1'])
     assert sum(_used(cloud)[a] for a in l40s) == total
-    # Nothing fits: the command explains why, constraint by constraint.
+    # Nothing fits: the host's row says 0, --explain says why,
+    # constraint by constraint.
+    assert capacity()['Fits'] == 0
     rows = {r['Constraint']: r for r in mdev_table(
-        'capacity', '--resource-class', L40S)}
+        'capacity', '--resource-class', L40S, '--explain')}
     assert 'Servers that fit: 0' in rows
     room = rows['room for 1 %s' % L40S]
     assert (room['Devices Ruled Out'], room['Hosts Ruled Out'],

@@ -133,14 +133,8 @@ def test_fits_agree_with_allocation_candidates(cloud, auth, name):
     rows = capacity_rows(auth, *args, '--long')
     assert rows, rows
     table = capacity_table(auth, *args, '--long')
-    if 'Host' not in rows[0]:
-        # Nothing fits: the explanation; Placement must agree everywhere.
-        assert table[-2]['Constraint'] == 'Servers that fit: 0'
-        for host, root in cloud.roots.items():
-            assert not candidates(cloud.placement, params, root)[
-                'allocation_requests'], host
-        return
-    # The total is a row of the table only.
+    # Host rows even where nothing fits (Fits 0); the total is a row of
+    # the table only.
     total = table.pop()
     assert total['Host'] == 'Total'
     assert int(total['Fits']) == sum(r['Fits'] for r in rows)
@@ -190,7 +184,7 @@ def test_host_filter(cloud, auth):
 
 def test_explain_names_the_constraint_and_the_fix(cloud, auth):
     rows = capacity_rows(auth, '--resource-class', 'VGPU', '--amount', '4',
-                         '--require-trait', 'CUSTOM_NVIDIA_11')
+                         '--require-trait', 'CUSTOM_NVIDIA_11', '--explain')
     steps = {r['Constraint']: r for r in rows}
     assert steps['offers VGPU'] == {
         'Constraint': 'offers VGPU', 'Devices Ruled Out': 1,
@@ -204,7 +198,7 @@ def test_explain_names_the_constraint_and_the_fix(cloud, auth):
     assert not [r for r in rows if r['Constraint'].startswith(
         ('Servers that fit', 'Smallest change'))]
     table = capacity_table(auth, '--resource-class', 'VGPU', '--amount', '4',
-                           '--require-trait', 'CUSTOM_NVIDIA_11')
+                           '--require-trait', 'CUSTOM_NVIDIA_11', '--explain')
     assert table[:-2] == [{k: str(v) for k, v in r.items()} for r in rows]
     assert table[-2]['Constraint'] == 'Servers that fit: 0'
     assert table[-1]['Constraint'] == (
@@ -275,14 +269,18 @@ def test_a_class_placement_does_not_have_fits_nowhere(cloud, auth,
     (400): nobody can take it, and the command says so.
     """
     before = placement_data.server_stats(placement_url)['requests']
+    rows = capacity_rows(auth, '--resource-class', 'CUSTOM_NOBODY_HAS')
+    # The listing, the summary, the refused ?resources= listing and the
+    # read of the class that tells why.
+    assert placement_data.server_stats(placement_url)['requests'] \
+        - before == 4
+    # Every host with devices, none with room.
+    assert [(r['Host'], r['Fits']) for r in rows] == [
+        (host, 0) for host in sorted(cloud.roots) if host != 'plain']
     result = capacity(auth, '--resource-class', 'CUSTOM_NOBODY_HAS',
-                      '-f', 'table')
+                      '--explain', '-f', 'table')
     assert result.rc == 0, result.stderr
     # The summary (servers that fit) is a row of the table format only.
     steps = {r['Constraint']: r for r in result.table()}
     assert steps['offers CUSTOM_NOBODY_HAS']['Hosts Left'] == '0'
     assert 'Servers that fit: 0' in steps
-    # The listing, the summary, the refused ?resources= listing and the
-    # read of the class that tells why.
-    assert placement_data.server_stats(placement_url)['requests'] \
-        - before == 4

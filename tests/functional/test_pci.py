@@ -259,9 +259,12 @@ def test_capacity_counts_pci_devices(cloud, auth):
     assert sum(r['Fits'] for r in rows) == 2
     # The whole GPU is taken: the explanation counts it as a device.
     rows = capacity(auth, '--resource-class', PASSTHROUGH)
+    assert sum(r['Fits'] for r in rows) == 0
+    rows = capacity(auth, '--resource-class', PASSTHROUGH, '--explain')
     steps = {r['Constraint']: r for r in rows}
     assert steps['offers %s' % PASSTHROUGH]['Devices Left'] == 1
-    table = mdev(auth, 'capacity', '--resource-class', PASSTHROUGH).table()
+    table = mdev(auth, 'capacity', '--resource-class', PASSTHROUGH,
+                 '--explain').table()
     assert table[-2]['Constraint'] == 'Servers that fit: 0'
 
 
