@@ -345,6 +345,42 @@ def shown(text: str) -> str:
     return ' '.join(text.split()) or '(empty)'
 
 
+# How oslo.config parses a value of each kind of ``nova_options.KINDS``.
+_PARSERS: dict[str, Callable[[str], typing.Any]] = {
+    'bool': cfg.types.Boolean(), 'int': cfg.types.Integer(),
+    'float': cfg.types.Float(), 'list': cfg.types.List(),
+    'str': cfg.types.String()}
+
+
+def same_value(kind: str, first: str, second: str) -> bool:
+    """Whether oslo.config reads two written values of an option of this
+    kind (``nova_options.KINDS``: ``bool``, ``int``, ``float``,
+    ``list``, ``str``) as one value: ``yes`` and ``True``, ``07`` and
+    ``7``, ``a,b`` and ``a, b``. Never for a value oslo.config refuses,
+    nor for a multi option (it gathers the values of every name).
+    """
+    parse = _PARSERS.get(kind)
+    if parse is None:
+        return False
+    try:
+        return reads_as(kind, first, parse(second))
+    except ValueError:
+        return False
+
+
+def reads_as(kind: str, text: str, value: typing.Any) -> bool:
+    """Whether oslo.config reads ``text``, a written value of an option
+    of this kind (see :func:`same_value`), as ``value``.
+    """
+    parse = _PARSERS.get(kind)
+    if parse is None:
+        return False
+    try:
+        return bool(parse(text) == value)
+    except ValueError:
+        return False
+
+
 def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
     """Where the value oslo.config takes is, seen from an ignored
     occurrence: `` (line N)`` in its file, `` in a later file
