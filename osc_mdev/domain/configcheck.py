@@ -32,9 +32,12 @@ import typing
 
 from osc_mdev.domain import findings
 from osc_mdev.domain import host_gpus
+from osc_mdev.domain import migration_rules
 from osc_mdev.domain import names
 from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci_devspec as devspec
+from osc_mdev.domain import pci_placement_translator as translator
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
@@ -174,6 +177,52 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
                '%s and nova-compute uses [libvirt] %s: %s; set them on every '
                'compute that live-migrates these vGPUs.' % (
                    what, problem, novaconf.DOWNTIME_NEEDED))]
+
+
+def post_copy_findings(conf: novaconf.MdevConfig,
+                       specs: Sequence[devspec.DeviceSpec]) -> list[Finding]:
+    """``[libvirt] live_migration_permit_post_copy`` on a node with VFIO
+    devices: enabled mdev types, or ``[pci] device_spec`` devices given
+    to guests (not Neutron's SR-IOV ports, with a ``physical_network``,
+    which Nova detaches before a live migration). With it, the node's
+    driver asks for post-copy in every live migration it runs as the
+    source (``migration_rules.post_copy_requested``: not for a paused
+    server), and QEMU refuses post-copy with VFIO devices: an error
+    where the devices can be live-migrated (mdevs, ``live_migratable``
+    specs), so each such migration fails; a warning for devices Nova
+    does not live-migrate yet.
+    """
+    settings = _settings(conf)
+    value = settings.libvirt[novaconf.POST_COPY]
+    if not migration_rules.post_copy_enabled(value.value):
+        return []
+    vfio = [s for s in specs if translator.in_placement(s)]
+    migratable = [s for s in vfio if s.tags.get('live_migratable') ==
+                  'true']
+    what = []
+    if conf.supported_types:
+        what.append('mdev types %s' % ', '.join(conf.supported_types))
+    if migratable:
+        what.append('live-migratable PCI devices (%s)' % '; '.join(
+            s.describe() for s in migratable))
+    if what:
+        return [Finding(ERROR, value.where, (
+            '%s = True with %s: every live migration of their servers '
+            'away from this node fails as it starts (a paused server '
+            'excepted): Nova asks for post-copy, which QEMU refuses with '
+            'VFIO devices ("%s"); set it to False (Nova\'s vGPU guide).'
+            % (novaconf.POST_COPY, ' and '.join(what),
+               migration_rules.QEMU_POST_COPY_REFUSAL)),
+            fails='live migrations of servers with VFIO devices fail')]
+    if vfio:
+        return [_f(WARNING, value.where, (
+            '%s = True with PCI devices given to guests (%s): Nova does '
+            'not live-migrate their servers while the devices are not '
+            'live_migratable, and once they are, each such migration '
+            'fails, as QEMU refuses post-copy with VFIO devices; set it '
+            'to False (Nova\'s vGPU guide).' % (
+                novaconf.POST_COPY, '; '.join(s.describe() for s in vfio))))]
+    return []
 
 
 def where(section: str, option: str | None,

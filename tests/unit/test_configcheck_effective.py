@@ -152,6 +152,19 @@ PAIRS = {
          '[libvirt]\nnum_iscsi_scan_tries = 07\n'],
         [GOOD + NVIDIA_DOWNTIME + 'num_volume_scan_tries = 7\n'],
         ('[libvirt] num_iscsi_scan_tries',)),
+    'post-copy: False written vs unset': (
+        [GOOD + NVIDIA_DOWNTIME + 'live_migration_permit_post_copy = False\n'],
+        [GOOD + NVIDIA_DOWNTIME], ()),
+    'post-copy: yes in [LIBVIRT] vs True': (
+        [GOOD + NVIDIA_DOWNTIME.replace('[libvirt]', '[LIBVIRT]') +
+         'live_migration_permit_post_copy = yes\n'],
+        [GOOD + NVIDIA_DOWNTIME + 'live_migration_permit_post_copy = True\n'],
+        ()),
+    'post-copy with PCI devices: on in a later file vs one file': (
+        [PCI % ('True', SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE')),
+         '[libvirt]\nlive_migration_permit_post_copy = 1\n'],
+        [PCI % ('True', SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE')) +
+         '[libvirt]\nlive_migration_permit_post_copy = true\n'], ()),
     'passthrough_whitelist vs device_spec': (
         ['[pci]\nreport_in_placement = True\npassthrough_whitelist = %s\n'
          % (SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE'))],
@@ -299,6 +312,7 @@ def test_both_groups_the_dropped_addresses_are_named(
     (PCI % ('True', SPEC % ('a16', 'blue')),
      PCI % ('True', SPEC % ('a17', 'blue'))),
     (GOOD, D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:85:00.0\n'),
+    (GOOD + '[libvirt]\nlive_migration_permit_post_copy = True\n', GOOD),
 ])
 def test_the_proof_tells_other_values_apart(tmp_path: pathlib.Path,
                                             first: str,
