@@ -208,9 +208,10 @@ def post_copy_findings(conf: novaconf.MdevConfig,
     if what:
         return [Finding(ERROR, value.where, (
             '%s = True with %s: every live migration of their servers '
-            'away from this node fails as it starts (a paused server '
-            'excepted): Nova asks for post-copy, which QEMU refuses with '
-            'VFIO devices ("%s"); set it to False (Nova\'s vGPU guide).'
+            'away from this node fails as it starts and leaves the server '
+            'in ERROR (a paused server excepted): Nova asks for post-copy, '
+            'which QEMU refuses with VFIO devices ("%s"); set it to False '
+            '(Nova\'s vGPU guide).'
             % (novaconf.POST_COPY, ' and '.join(what),
                migration_rules.QEMU_POST_COPY_REFUSAL)),
             fails='live migrations of servers with VFIO devices fail')]

@@ -302,8 +302,9 @@ def _post_copy(server: model.Server, source: model.Node,
         judged.live.append(Refusal(
             '%s = True on the source %s: Nova asks for post-copy, which '
             'QEMU refuses with VFIO devices such as the server\'s vGPU or '
-            'PCI devices ("%s"), so the migration fails as it starts; set '
-            'it to False there (Nova\'s vGPU guide)'
+            'PCI devices ("%s"), so the migration fails as it starts and '
+            'Nova puts the server in ERROR (still running on the source); '
+            'set it to False there (Nova\'s vGPU guide)'
             % (option, source.name, rules.QEMU_POST_COPY_REFUSAL)))
     if target.conf is not None and rules.post_copy_enabled(
             target.conf.post_copy):
