@@ -76,7 +76,9 @@ them up in a file (``dest``). ``DEPRECATED``: for an option
 from. ``MULTI``: options whose values oslo.config gathers from every
 name (MultiStrOpt). ``DYNAMIC``: the options of each ``[mdev_<type>]``
 group of an enabled type, with their deprecated names (``%(type)s``
-stands for the type).
+stands for the type). ``KINDS``: how oslo.config parses the value of
+each option of ``DEPRECATED`` and ``DYNAMIC`` (bool, int, float, list,
+multi or str), to tell whether two names hold the same value.
 """
 
 NOVA_VERSION = %(version)r
@@ -101,6 +103,24 @@ def _deprecated(opt, group):
 
 def _is_multi(opt):
     return bool(getattr(opt, 'multi', False))
+
+
+def _kind(opt):
+    """How oslo.config parses the option's value: ``bool``, ``int``,
+    ``float``, ``list``, ``multi`` or ``str`` (strings, URIs and any
+    other type).
+    """
+    from oslo_config import types
+
+    if _is_multi(opt):
+        return 'multi'
+    kinds = ((types.Boolean, 'bool'), (types.Integer, 'int'),
+             (types.Float, 'float'), (types.List, 'list'),
+             (bool, 'bool'), (int, 'int'), (float, 'float'))
+    for parser, kind in kinds:
+        if isinstance(opt.type, parser) or opt.type is parser:
+            return kind
+    return 'str'
 
 
 def static_options():
@@ -153,11 +173,13 @@ def data():
     dynamic = dynamic_options()
     options = {g: tuple(sorted(opts)) for g, opts in sorted(static.items())}
     deprecated = {}
+    kinds = {}
     multi = []
     for group, opts in sorted(static.items()):
         for name, opt in sorted(opts.items()):
             if opt.deprecated_opts:
                 deprecated[(group, name)] = _deprecated(opt, group)
+                kinds[(group, name)] = _kind(opt)
             if _is_multi(opt):
                 multi.append((group, name))
     type_group = 'mdev_%s' % TYPE
@@ -166,10 +188,11 @@ def data():
         dyn[name] = tuple(
             (g.replace(_SAMPLE_TYPE, TYPE), n)
             for g, n in _deprecated(opt, type_group))
+        kinds[(type_group, name)] = _kind(opt)
         if _is_multi(opt):
             multi.append((type_group, name))
     return {'OPTIONS': options, 'DEPRECATED': deprecated,
-            'MULTI': tuple(multi), 'DYNAMIC': dyn}
+            'MULTI': tuple(multi), 'DYNAMIC': dyn, 'KINDS': kinds}
 
 
 def _names_block(names, indent):
@@ -234,6 +257,11 @@ def render(values, version):
     for name, olds in values['DYNAMIC'].items():
         out.append('    %r: (%s),' % (name, ''.join(
             '%r, ' % (old,) for old in olds).rstrip()))
+    out.append('}')
+    out.append('')
+    out.append('KINDS = {')
+    for pair, kind in values['KINDS'].items():
+        out.append('    %r: %r,' % (pair, kind))
     out.append('}')
     return '\n'.join(out) + '\n'
 

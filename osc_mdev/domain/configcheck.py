@@ -32,8 +32,12 @@ import typing
 
 from osc_mdev.domain import findings
 from osc_mdev.domain import host_gpus
+from osc_mdev.domain import migration_rules
 from osc_mdev.domain import names
+from osc_mdev.domain import nova_options
 from osc_mdev.domain import novaconf
+from osc_mdev.domain import pci_devspec as devspec
+from osc_mdev.domain import pci_placement_translator as translator
 from osc_mdev.domain import spelling
 from osc_mdev.domain import traits as trait_logic
 from osc_mdev.domain import words
@@ -175,6 +179,53 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
                    what, problem, novaconf.DOWNTIME_NEEDED))]
 
 
+def post_copy_findings(conf: novaconf.MdevConfig,
+                       specs: Sequence[devspec.DeviceSpec]) -> list[Finding]:
+    """``[libvirt] live_migration_permit_post_copy`` on a node with VFIO
+    devices: enabled mdev types, or ``[pci] device_spec`` devices given
+    to guests (not Neutron's SR-IOV ports, with a ``physical_network``,
+    which Nova detaches before a live migration). With it, the node's
+    driver asks for post-copy in every live migration it runs as the
+    source (``migration_rules.post_copy_requested``: not for a paused
+    server), and QEMU refuses post-copy with VFIO devices: an error
+    where the devices can be live-migrated (mdevs, ``live_migratable``
+    specs), so each such migration fails; a warning for devices Nova
+    does not live-migrate yet.
+    """
+    settings = _settings(conf)
+    value = settings.libvirt[novaconf.POST_COPY]
+    if not migration_rules.post_copy_enabled(value.value):
+        return []
+    vfio = [s for s in specs if translator.in_placement(s)]
+    migratable = [s for s in vfio if s.tags.get('live_migratable') ==
+                  'true']
+    what = []
+    if conf.supported_types:
+        what.append('mdev types %s' % ', '.join(conf.supported_types))
+    if migratable:
+        what.append('live-migratable PCI devices (%s)' % '; '.join(
+            s.describe() for s in migratable))
+    if what:
+        return [Finding(ERROR, value.where, (
+            '%s = True with %s: every live migration of their servers '
+            'away from this node fails as it starts and leaves the server '
+            'in ERROR (a paused server excepted): Nova asks for post-copy, '
+            'which QEMU refuses with VFIO devices ("%s"); set it to False '
+            '(Nova\'s vGPU guide).'
+            % (novaconf.POST_COPY, ' and '.join(what),
+               migration_rules.QEMU_POST_COPY_REFUSAL)),
+            fails='live migrations of servers with VFIO devices fail')]
+    if vfio:
+        return [_f(WARNING, value.where, (
+            '%s = True with PCI devices given to guests (%s): Nova does '
+            'not live-migrate their servers while the devices are not '
+            'live_migratable, and once they are, each such migration '
+            'fails, as QEMU refuses post-copy with VFIO devices; set it '
+            'to False (Nova\'s vGPU guide).' % (
+                novaconf.POST_COPY, '; '.join(s.describe() for s in vfio))))]
+    return []
+
+
 def where(section: str, option: str | None,
           occurrence: novaconf.Occurrence | None = None) -> str:
     return novaconf.where(section, option, occurrence)
@@ -190,48 +241,101 @@ def _group_findings(settings: novaconf.Settings,
                     mdev_type: str) -> list[Finding]:
     """The options of an enabled type's groups under the old name
     ``[vgpu_<type>]``: Nova reads only ``device_addresses`` there, and
-    from one of the two groups only.
+    from one of the two groups only. A line Nova drops for the same
+    value (``novaconf.same_value``) is an info: Nova reads what it
+    would read without it.
     """
     found = []
     new = 'mdev_%s' % mdev_type
     old = 'vgpu_%s' % mdev_type
-    addresses = settings.groups.get(mdev_type, {}).get('device_addresses')
+    values = settings.groups.get(mdev_type, {})
+    addresses = values.get('device_addresses')
     taken = addresses.written if addresses is not None else None
     taken_old = taken is not None and \
         novaconf.group_key(taken.section) == novaconf.group_key(old)
+    same_as_taken: list[novaconf.Occurrence] = []
     if taken is not None and taken_old:
         for occ in _options_in(settings, new):
-            if occ.name == 'device_addresses':
-                found.append(_f(
-                    WARNING, where(occ.section, occ.name, occ),
-                    'Ignored: [%s] device_addresses = %s: [%s] '
-                    'device_addresses%s wins, with %s: oslo.config reads '
-                    'the newest file first, under either name; remove one '
-                    'of them.' % (
-                        occ.section, novaconf.shown(occ.value),
-                        taken.section, novaconf.taken_at(taken, occ),
-                        novaconf.shown(taken.value))))
-    for occ in _options_in(settings, old):
-        if occ.name != 'device_addresses':
-            found.append(_f(
-                WARNING, where(occ.section, occ.name, occ),
-                'Ignored: Nova reads %s only from [%s], not from the old '
-                '[%s] group; move it there.' % (occ.name, new, old)))
-        elif taken is not None and not taken_old:
+            if occ.name != 'device_addresses':
+                continue
+            if _same(occ, taken.value):
+                same_as_taken.append(occ)
+                continue
             found.append(_f(
                 WARNING, where(occ.section, occ.name, occ),
                 'Ignored: [%s] device_addresses = %s: [%s] '
-                'device_addresses is set too%s, and Nova takes that value, '
-                '%s; remove the old group.' % (
-                    occ.section, novaconf.shown(occ.value), taken.section,
-                    novaconf.taken_at(taken, occ),
+                'device_addresses%s wins, with %s: oslo.config reads '
+                'the newest file first, under either name; remove one '
+                'of them.' % (
+                    occ.section, novaconf.shown(occ.value),
+                    taken.section, novaconf.taken_at(taken, occ),
                     novaconf.shown(taken.value))))
-        else:
-            found.append(_f(
-                INFO, where(occ.section, occ.name, occ),
-                '[%s] is the deprecated name of [%s]; Nova still reads '
-                'device_addresses from it.' % (old, new)))
+    for occ in _options_in(settings, old):
+        found.append(_old_group_finding(settings, mdev_type, occ, taken,
+                                        same_as_taken))
     return found
+
+
+def _same(occ: novaconf.Occurrence, text: str) -> bool:
+    """Whether oslo.config reads the option of ``occ`` (of an
+    ``[mdev_<type>]`` group) the same from its value and ``text``.
+    """
+    kind = nova_options.KINDS.get(('mdev_<type>', occ.name), 'str')
+    return novaconf.same_value(kind, occ.value, text)
+
+
+def _old_group_finding(settings: novaconf.Settings, mdev_type: str,
+                       occ: novaconf.Occurrence,
+                       taken: novaconf.Occurrence | None,
+                       same_as_taken: Sequence[novaconf.Occurrence]
+                       ) -> Finding:
+    """The finding of one option written in ``[vgpu_<type>]``; ``taken``:
+    where Nova takes ``device_addresses`` from; ``same_as_taken``: the
+    ``[mdev_<type>]`` lines dropped for its same value.
+    """
+    new = 'mdev_%s' % mdev_type
+    old = 'vgpu_%s' % mdev_type
+    here = where(occ.section, occ.name, occ)
+    if occ.name != 'device_addresses':
+        value = settings.groups.get(mdev_type, {}).get(occ.name)
+        kind = nova_options.KINDS.get(('mdev_<type>', occ.name))
+        if value is not None and value.error is None and kind and \
+                novaconf.reads_as(kind, occ.value, value.value):
+            return _f(
+                INFO, here,
+                '[%s] %s = %s: [%s] is the deprecated name of [%s], from '
+                'which alone Nova reads %s; Nova uses the same value '
+                'there, so this line changes nothing; remove it.' % (
+                    occ.section, occ.name, novaconf.shown(occ.value), old,
+                    new, occ.name))
+        return _f(WARNING, here,
+                  'Ignored: Nova reads %s only from [%s], not from the old '
+                  '[%s] group; move it there.' % (occ.name, new, old))
+    if taken is not None and \
+            novaconf.group_key(taken.section) != novaconf.group_key(old):
+        if _same(occ, taken.value):
+            return _f(
+                INFO, here,
+                '[%s] device_addresses = %s: [%s] is the deprecated name '
+                'of [%s], which sets device_addresses to the same value%s: '
+                'Nova reads %s either way; the old group can go.' % (
+                    occ.section, novaconf.shown(occ.value), old, new,
+                    novaconf.taken_at(taken, occ),
+                    novaconf.shown(taken.value)))
+        return _f(
+            WARNING, here,
+            'Ignored: [%s] device_addresses = %s: [%s] '
+            'device_addresses is set too%s, and Nova takes that value, '
+            '%s; remove the old group.' % (
+                occ.section, novaconf.shown(occ.value), taken.section,
+                novaconf.taken_at(taken, occ), novaconf.shown(taken.value)))
+    also = ''
+    if same_as_taken and occ is taken:
+        also = ', and takes it over the same value at %s' % ', '.join(
+            where(o.section, o.name, o) for o in same_as_taken)
+    return _f(INFO, here,
+              '[%s] is the deprecated name of [%s]; Nova still reads '
+              'device_addresses from it%s.' % (old, new, also))
 
 
 def _options_in(settings: novaconf.Settings,

@@ -160,8 +160,18 @@ def result(files: Iterable[str], findings: Collection[novaconf.Finding],
                                counts[novaconf.WARNING],
                                counts[novaconf.INFO])
     if errors:
-        verdict = ('%s: nova-compute will refuse to start with these files'
-                   % words.count(errors, 'error'))
+        failing = [f.fails for f in findings
+                   if f.severity == novaconf.ERROR and f.fails]
+        parts = []
+        if errors > len(failing):
+            parts.append('%s: nova-compute will refuse to start with these '
+                         'files' % words.count(errors - len(failing),
+                                               'error'))
+        if failing:
+            parts.append('%s: nova-compute will start, but %s' % (
+                words.count(len(failing), 'error'),
+                words.and_list(list(dict.fromkeys(failing)))))
+        verdict = '; '.join(parts)
         if warnings:
             verdict += ' (and %s)' % words.count(warnings, 'warning')
     elif warnings:
@@ -173,6 +183,22 @@ def result(files: Iterable[str], findings: Collection[novaconf.Finding],
             verdict += ' (%s)' % words.count(infos, 'note')
     return (RESULT, ', '.join(files), 'Checked %s. %s.' % (
         words.and_list(checked), verdict))
+
+
+def failure(findings: Collection[novaconf.Finding]) -> str | None:
+    """The one line of a check with errors (its exit status is 1), or
+    None: the errors nova-compute refuses to start with first, else what
+    fails although it starts.
+    """
+    errors = [f for f in findings if f.severity == novaconf.ERROR]
+    if not errors:
+        return None
+    if any(not f.fails for f in errors):
+        return ('%d error(s): nova-compute will refuse to start with this '
+                'configuration.' % len(errors))
+    return '%d error(s): nova-compute will start, but %s.' % (
+        len(errors), words.and_list(list(dict.fromkeys(
+            f.fails for f in errors))))
 
 
 def report(findings: Collection[novaconf.Finding], effects: Iterable[Effect],

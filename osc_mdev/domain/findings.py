@@ -24,7 +24,8 @@ from collections.abc import Iterable
 import dataclasses
 import typing
 
-#: ``config check``: nova-compute refuses to start; ``audit``: Nova,
+#: ``config check``: nova-compute refuses to start (or, with ``fails``,
+#: what it offers always fails); ``audit``: Nova,
 #: Placement and the flavors disagree in a way that breaks servers.
 ERROR = 'error'
 #: ``config check``: Nova silently does something other than written;
@@ -59,6 +60,9 @@ class Finding:
     repair: Repair | None = None
     #: Nova refuses what was checked: the service does not start with it.
     stops_nova: bool = False
+    #: ``config check``: an error nova-compute starts with, but what fails
+    #: then, in words (``live migrations of ... fail``).
+    fails: str = ''
 
 
 def by_severity(found: Iterable[Finding]) -> list[Finding]:

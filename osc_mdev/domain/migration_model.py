@@ -63,13 +63,16 @@ class Hypervisor:
 class Conf:
     """What a host's nova.conf says (``--compute-conf``): its enabled
     types (``supported_vgpu_types``, as MdevType), the type of each
-    device (libvirt name -> MdevType or None) and the ``[libvirt]``
-    downtime values its nova-compute uses (``downtime_settings``).
+    device (libvirt name -> MdevType or None), the ``[libvirt]``
+    downtime values its nova-compute uses (``downtime_settings``) and
+    its ``[libvirt] live_migration_permit_post_copy``
+    (``post_copy_setting``: None for a value oslo.config refuses).
     """
 
     supported: tuple[trait_logic.MdevType, ...]
     type_of: Callable[[str], trait_logic.MdevType | None]  # by nodedev
     downtime: dict[str, int | None]
+    post_copy: bool | None = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,8 +162,9 @@ def conf_from(mdev_config: novaconf.MdevConfig,
               prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Conf:
     """The Conf of a compute node's nova.conf (a novaconf.MdevConfig):
     what its libvirt driver enables (``supported_vgpu_types``), the type
-    it gives each device (``vgpu_type_per_pgpu``) and its downtime
-    settings (``downtime_settings``).
+    it gives each device (``vgpu_type_per_pgpu``), its downtime
+    settings (``downtime_settings``) and post-copy switch
+    (``post_copy_setting``).
     """
     def type_of(nodedev: str) -> trait_logic.MdevType | None:
         name = mdev_config.type_for(nodedev)
@@ -170,7 +174,8 @@ def conf_from(mdev_config: novaconf.MdevConfig,
     assert settings is not None         # parsed from the host's files
     return Conf(tuple(trait_logic.mdev_type(t, prefix)
                       for t in mdev_config.supported_types),
-                type_of, novaconf.downtime_settings(settings))
+                type_of, novaconf.downtime_settings(settings),
+                novaconf.post_copy_setting(settings))
 
 
 def type_label(mdev_type: trait_logic.MdevType | None) -> str:

@@ -209,3 +209,42 @@ def target_mdevs(source_mdev_types: Mapping[str, str],
                 mapped[src_mdev] = dst_mdev
                 continue
     return mapped
+
+
+#: The vm_state for which Nova's libvirt driver takes post-copy off.
+PAUSED = 'paused'
+
+
+def post_copy_enabled(permit_post_copy: bool | None) -> bool:
+    """Mirrors nova/virt/libvirt/driver.py ``_parse_migration_flags``
+    (its ``_handle_live_migration_post_copy``) with
+    ``_is_post_copy_enabled``: the live and the block migration flags
+    nova-compute builds when it starts (``init_host``) carry
+    ``VIR_MIGRATE_POSTCOPY`` when its ``[libvirt]
+    live_migration_permit_post_copy`` is True. These flags are the
+    source's: its driver runs the migration
+    (``_live_migration_operation``), so the target's setting plays no
+    part in it. None (a value oslo.config refuses) is False: that
+    nova-compute does not start.
+    """
+    return bool(permit_post_copy)
+
+
+def post_copy_requested(permit_post_copy: bool | None,
+                        vm_state: str | None) -> bool:
+    """Mirrors ``LibvirtDriver._live_migration_operation``: whether the
+    source's driver asks libvirt for post-copy for this server, its
+    flags (``post_copy_enabled``) with ``VIR_MIGRATE_POSTCOPY`` taken off
+    for a paused server. Nova 34 takes it off for nothing else: not for
+    mdevs, nor for PCI devices.
+    """
+    return post_copy_enabled(permit_post_copy) and vm_state != PAUSED
+
+
+#: QEMU's refusal (hw/vfio/migration.c, ``vfio_save_prepare``; "Postcopy
+#: migration is currently not supported for VFIO devices",
+#: docs/devel/migration/vfio.rst): a migration with post-copy enabled
+#: and a VFIO device (an mdev or a PCI device given to the guest) fails
+#: as it starts.
+QEMU_POST_COPY_REFUSAL = ('VFIO migration is not supported with postcopy '
+                          'migration')

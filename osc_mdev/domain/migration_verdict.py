@@ -29,7 +29,12 @@ applies them, so the first that fails is the reason Nova gives:
    migrate mdevs (``_host_can_support_mdev_live_migration``), the
    server's mdev types are enabled on the target and the devices Placement
    gives there map one to one onto them
-   (``check_source_migrate_data_at_dest``).
+   (``check_source_migrate_data_at_dest``);
+6. live only, the migration itself, for a server with VFIO devices
+   (mdevs, PCI devices): the source's ``[libvirt]
+   live_migration_permit_post_copy`` makes its driver ask for post-copy
+   (``_parse_migration_flags``; not for a paused server), which QEMU
+   refuses with VFIO devices, so the migration fails as it starts.
 
 What Nova does not check but an operator must know is ours: a cold
 migration onto a device of another type gives the server another vGPU
@@ -229,6 +234,8 @@ def _on_target(server: model.Server, source: model.Node,
     _conductor(server, source, target, skip_version_check, judged)
     if server.mdevs:
         _libvirt(server, source, target, type_refusal, judged)
+    if server.held or server.pci_aliases:
+        _post_copy(server, source, target, judged)
     if type_refusal.get(COLD):
         judged.cold.append(type_refusal[COLD])
     return placement, devices
@@ -275,6 +282,38 @@ def _libvirt(server: model.Server, source: model.Node, target: model.Node,
     judged.notes += [(LIVE, n) for n in _downtime_notes(
         server, source, target, live_warnings)]
     judged.warnings += [(LIVE, w) for w in live_warnings]
+
+
+def _post_copy(server: model.Server, source: model.Node,
+               target: model.Node, judged: _Judged) -> None:
+    """6. The migration itself, live only, for a server with VFIO
+    devices (mdevs, PCI devices): the source's driver runs it with the
+    flags of its own nova.conf, and with ``[libvirt]
+    live_migration_permit_post_copy`` it asks for post-copy
+    (``rules.post_copy_requested``: not for a paused server), which QEMU
+    refuses with VFIO devices: the migration fails. The target's setting
+    is a warning: a later live migration away from it fails.
+    """
+    option = '[libvirt] %s' % novaconf.POST_COPY
+    if source.conf is None:
+        judged.notes.append((LIVE, '%s of %s (give its nova.conf)' % (
+            option, source.name)))
+    elif rules.post_copy_requested(source.conf.post_copy, server.vm_state):
+        judged.live.append(Refusal(
+            '%s = True on the source %s: Nova asks for post-copy, which '
+            'QEMU refuses with VFIO devices such as the server\'s vGPU or '
+            'PCI devices ("%s"), so the migration fails as it starts and '
+            'Nova puts the server in ERROR (still running on the source); '
+            'set it to False there (Nova\'s vGPU guide)'
+            % (option, source.name, rules.QEMU_POST_COPY_REFUSAL)))
+    if target.conf is not None and rules.post_copy_enabled(
+            target.conf.post_copy):
+        judged.warnings.append((LIVE, (
+            '%s = True on %s: this move is not concerned (the source\'s '
+            'setting decides), but a live migration of the server away '
+            'from %s would fail (QEMU refuses post-copy with VFIO '
+            'devices); set it to False there' % (
+                option, target.name, target.name))))
 
 
 def _verdict(target: model.Node, judged: _Judged,

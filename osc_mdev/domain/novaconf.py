@@ -235,14 +235,21 @@ LIVE_MIGRATION_DOWNTIME_OPTIONS = (
     'live_migration_downtime_delay')
 
 
+#: The [libvirt] option that lets nova-compute ask for post-copy live
+#: migrations (nova/conf/libvirt.py, default False).
+POST_COPY = 'live_migration_permit_post_copy'
+
+
 def _libvirt_opts() -> list[cfg.Opt]:
     """``[libvirt] live_migration_downtime``, ``_steps`` and ``_delay``
-    as nova/conf/libvirt.py registers them (milliseconds, steps,
-    seconds; defaults 500, 10 and 75; at least 100, 3 and 3).
+    (milliseconds, steps, seconds; defaults 500, 10 and 75; at least
+    100, 3 and 3) and ``live_migration_permit_post_copy`` (default
+    False) as nova/conf/libvirt.py registers them.
     """
     return [cfg.IntOpt('live_migration_downtime', default=500, min=100),
             cfg.IntOpt('live_migration_downtime_steps', default=10, min=3),
-            cfg.IntOpt('live_migration_downtime_delay', default=75, min=3)]
+            cfg.IntOpt('live_migration_downtime_delay', default=75, min=3),
+            cfg.BoolOpt(POST_COPY, default=False)]
 
 
 # The [workarounds] option of nova-conductor's live-migration checks.
@@ -306,7 +313,7 @@ class Settings:
     #                                (text, Occurrence) in Nova's order)
     libvirt: dict[str, Value] = dataclasses.field(default_factory=dict)
     #                                [libvirt] live_migration_downtime*
-    #                                options: name -> Value
+    #                                and POST_COPY: name -> Value
     workarounds: dict[str, Value] = dataclasses.field(
         default_factory=dict)
     #                                [workarounds]
@@ -343,6 +350,42 @@ def winner(occurrences: Sequence[Occurrence],
 def shown(text: str) -> str:
     """A written value in one line, as a message quotes it."""
     return ' '.join(text.split()) or '(empty)'
+
+
+# How oslo.config parses a value of each kind of ``nova_options.KINDS``.
+_PARSERS: dict[str, Callable[[str], typing.Any]] = {
+    'bool': cfg.types.Boolean(), 'int': cfg.types.Integer(),
+    'float': cfg.types.Float(), 'list': cfg.types.List(),
+    'str': cfg.types.String()}
+
+
+def same_value(kind: str, first: str, second: str) -> bool:
+    """Whether oslo.config reads two written values of an option of this
+    kind (``nova_options.KINDS``: ``bool``, ``int``, ``float``,
+    ``list``, ``str``) as one value: ``yes`` and ``True``, ``07`` and
+    ``7``, ``a,b`` and ``a, b``. Never for a value oslo.config refuses,
+    nor for a multi option (it gathers the values of every name).
+    """
+    parse = _PARSERS.get(kind)
+    if parse is None:
+        return False
+    try:
+        return reads_as(kind, first, parse(second))
+    except ValueError:
+        return False
+
+
+def reads_as(kind: str, text: str, value: typing.Any) -> bool:
+    """Whether oslo.config reads ``text``, a written value of an option
+    of this kind (see :func:`same_value`), as ``value``.
+    """
+    parse = _PARSERS.get(kind)
+    if parse is None:
+        return False
+    try:
+        return bool(parse(text) == value)
+    except ValueError:
+        return False
 
 
 def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
@@ -423,7 +466,8 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
                          [('devices', 'enabled_vgpu_types')])
         pci = _pci_values(conf, occurrences)
         libvirt = {name: _value(conf, occurrences, 'libvirt', name)
-                   for name in LIVE_MIGRATION_DOWNTIME_OPTIONS}
+                   for name in LIVE_MIGRATION_DOWNTIME_OPTIONS +
+                   (POST_COPY,)}
         workarounds = {SKIP_HYPERVISOR_VERSION_CHECK: _value(
             conf, occurrences, 'workarounds', SKIP_HYPERVISOR_VERSION_CHECK)}
         quota = {name: _value(conf, occurrences, 'quota', name)
@@ -812,8 +856,16 @@ def downtime_settings(settings: Settings) -> dict[str, int | None]:
     defaults where unset, whether or not the files have a ``[libvirt]``
     section; None for a value oslo.config refuses.
     """
-    return {option: value.value
-            for option, value in settings.libvirt.items()}
+    return {option: settings.libvirt[option].value
+            for option in LIVE_MIGRATION_DOWNTIME_OPTIONS}
+
+
+def post_copy_setting(settings: Settings) -> bool | None:
+    """``[libvirt] live_migration_permit_post_copy`` as nova-compute
+    reads it from these files: Nova's default (False) where unset, None
+    for a value oslo.config refuses (nova-compute does not start).
+    """
+    return settings.libvirt[POST_COPY].value
 
 
 DOWNTIME_NEEDED = (

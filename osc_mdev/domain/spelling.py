@@ -268,7 +268,9 @@ def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
     """Options written under more than one of their names (a current and
     a deprecated one): oslo.config takes one value, from the newest file
     and, in one file, from the current name first; the others are
-    ignored. A deprecated name Nova reads is an info.
+    ignored. A deprecated name Nova reads is an info, and so is one whose
+    value Nova drops for the same value (``novaconf.same_value``): Nova
+    reads what it would read from the current name alone.
     """
     found = []
     for (group, name), olds in sorted(nova_options.DEPRECATED.items()):
@@ -284,17 +286,60 @@ def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
         taken = novaconf.winner(written, names)
         assert taken is not None    # written holds one of names
         taken_pair = (novaconf.group_key(taken.section), taken.name)
+        kind = nova_options.KINDS.get((group, name), 'str')
+        ignored = [o for o in written
+                   if (novaconf.group_key(o.section), o.name) != taken_pair]
+        equal = [o for o in ignored
+                 if novaconf.same_value(kind, o.value, taken.value)]
         if taken_pair != (group, name):
-            found.append(novaconf.Finding(
-                INFO, novaconf.where(taken.section, taken.name, taken),
-                '%s is the deprecated name of %s; Nova still reads it.'
-                % (_label(taken_pair, group), _label((group, name), group))))
-        for occ in written:
-            pair = (novaconf.group_key(occ.section), occ.name)
-            if pair == taken_pair:
-                continue
-            found.append(_ignored_name(occ, taken, (group, name)))
+            found.append(_deprecated_taken(taken, taken_pair, (group, name),
+                                           equal))
+        for occ in ignored:
+            if occ not in equal:
+                found.append(_ignored_name(occ, taken, (group, name)))
+            elif (novaconf.group_key(occ.section), occ.name) != \
+                    (group, name):
+                found.append(_equal_name(occ, taken, (group, name)))
     return found
+
+
+def _deprecated_taken(taken: novaconf.Occurrence,
+                      taken_pair: tuple[str, str], current: tuple[str, str],
+                      equal: Sequence[novaconf.Occurrence]
+                      ) -> novaconf.Finding:
+    """The info of ``taken``, a deprecated name oslo.config takes the
+    value from; ``equal``: the lines of the current name it drops for
+    the same value.
+    """
+    group = current[0]
+    also = ''
+    if any((novaconf.group_key(o.section), o.name) == current
+           for o in equal):
+        same = [o for o in equal
+                if (novaconf.group_key(o.section), o.name) == current]
+        also = ', and takes it over the same value of %s at %s' % (
+            _label(current, group), ', '.join(
+                '%s:%d' % (o.file, o.line) for o in same))
+    return novaconf.Finding(
+        INFO, novaconf.where(taken.section, taken.name, taken),
+        '%s is the deprecated name of %s; Nova still reads it%s.'
+        % (_label(taken_pair, group), _label(current, group), also))
+
+
+def _equal_name(occ: novaconf.Occurrence, taken: novaconf.Occurrence,
+                current: tuple[str, str]) -> novaconf.Finding:
+    """The info of ``occ``, a deprecated name whose value oslo.config
+    drops for the same value under the current name, at ``taken``.
+    """
+    group = current[0]
+    pair = (novaconf.group_key(occ.section), occ.name)
+    return novaconf.Finding(
+        INFO, novaconf.where(occ.section, occ.name, occ),
+        '%s = %s is the deprecated name of %s, which is set to the same '
+        'value%s: Nova reads %s either way; the deprecated line can go.'
+        % (_label(pair, group), novaconf.shown(occ.value),
+           _label(current, group), novaconf.taken_at(taken, occ),
+           novaconf.shown(taken.value)))
 
 
 def _ignored_name(occ: novaconf.Occurrence, taken: novaconf.Occurrence,

@@ -96,6 +96,7 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     findings = list(conf.findings)
     findings += configcheck.file_findings(
         conf, sysfs_checked=bool(sysfs_root))
+    findings += configcheck.post_copy_findings(conf, pci.specs)
     found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
                                 clients)
     findings += found

@@ -90,10 +90,9 @@ What will change in Placement when it restarts::
             checked.findings, checked.effects, checked.files, checked.scope,
             parsed_args.long)
         outcome = common.DONE
-        if checked.errors:
-            outcome = common.Outcome(failure=(
-                '%d error(s): nova-compute will refuse to start with this '
-                'configuration.' % len(checked.errors)))
+        failure = configreport.failure(checked.findings)
+        if failure:
+            outcome = common.Outcome(failure=failure)
         return common.Listing(columns, rows, outcome)
 
     def _clients(self) -> tuple[placement.PlacementClient,

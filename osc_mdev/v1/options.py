@@ -65,7 +65,8 @@ CONTROLLER_CONF = (
     'and [quota] settings; repeat to read several in order.')
 COMPUTE_CONF = (
     "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
-    'for the type of each of its devices; repeat for several hosts.')
+    'for the type of each of its devices (and, in migration check and '
+    'plan, its live-migration settings); repeat for several hosts.')
 FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
          'Nova puts back when nova-compute restarts or refreshes its '
          'provider cache.')

@@ -255,6 +255,16 @@ project?}
     its nova-compute keeping its guests, then runs the periodic update
     -> ``{"host", "libvirt_version", "qemu_version",
     "hypervisor_version"}`` (the last as ``os-hypervisors`` shows it).
+``post_copy`` {host, permitted}
+    Sets one host's ``[libvirt] live_migration_permit_post_copy`` (also a
+    topology key of a host) and restarts its nova-compute keeping its
+    guests -> ``{"host", "post_copy"}``: whether its driver's live
+    migration flags now carry ``VIR_MIGRATE_POSTCOPY``. As QEMU does, the
+    fake hypervisor refuses a migration with post-copy enabled of a guest
+    with an mdev or PCI device ("VFIO migration is not supported with
+    postcopy migration").
+``reset_state`` {server, state="active"}
+    Resets a server's state (``os-resetState``) -> the server.
 ``placement_requests`` {}
     Every request the served Placement answered so far, oldest first, as
     ``compute_requests`` lists the Nova API's.
@@ -825,6 +835,11 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             group = 'mdev_%s' % mdev_type
             self._mdev_groups.add(group)
             self.flags(group=group, **options)
+        # Read by the libvirt driver when it starts (its migration flags),
+        # so each host keeps its own.
+        self.flags(live_migration_permit_post_copy=bool(
+            host.get('live_migration_permit_post_copy', False)),
+            group='libvirt')
         # Read once by the compute's PCI tracker when it starts, so each
         # host keeps its own.
         self.flags(device_spec=[
@@ -1250,12 +1265,54 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         defined on the target from Nova's migration XML and kept there
         (``VIR_MIGRATE_PERSIST_DEST``), and the source's job completes.
         """
+        if flags & fakelibvirt.VIR_MIGRATE_POSTCOPY:
+            self._refuse_post_copy_with_vfio(domain)
         target = urllib.parse.urlparse(destination).hostname
         connection = self._compute_at(target).driver._host.get_connection()
         guest = connection.createXML(params['destination_xml'],
                                      'fake-createXML-doesnt-care-about-flags')
         guest._transient = False
         domain.complete_job()
+
+    @staticmethod
+    def _refuse_post_copy_with_vfio(domain):
+        """QEMU's answer to a migration with post-copy enabled
+        (``VIR_MIGRATE_POSTCOPY``) of a guest with a VFIO device, an mdev
+        or a PCI device (hw/vfio/migration.c ``vfio_save_prepare``): the
+        ``migrate`` command fails, and so does libvirt's call.
+        """
+        root = ElementTree.fromstring(domain.XMLDesc(0))
+        for hostdev in root.iter('hostdev'):
+            if hostdev.get('type') not in ('mdev', 'pci'):
+                continue
+            address = hostdev.find('source/address')
+            name = (address.get('uuid') if address is not None and
+                    address.get('uuid') else 'vfio-device')
+            raise fakelibvirt.make_libvirtError(
+                fakelibvirt.libvirtError,
+                "internal error: unable to execute QEMU command 'migrate': "
+                '%s: VFIO migration is not supported with postcopy '
+                'migration' % name,
+                error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR,
+                error_domain=fakelibvirt.VIR_FROM_QEMU)
+
+    def op_post_copy(self, host, permitted):
+        """Set one host's ``[libvirt] live_migration_permit_post_copy`` and
+        restart its nova-compute (keeping its guests), whose libvirt driver
+        builds its migration flags from it when it starts.
+        """
+        if host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        entry = next(h for h in self.topology['hosts'] if h['name'] == host)
+        entry['live_migration_permit_post_copy'] = bool(permitted)
+        self._configure_host(entry)
+        self.restart_compute_service(host)
+        self._run_periodics()
+        flags = self.computes[host].driver._live_migration_flags
+        # The other hosts keep theirs: they read it when they started.
+        self.flags(live_migration_permit_post_copy=False, group='libvirt')
+        return {'host': host, 'post_copy': bool(
+            flags & fakelibvirt.VIR_MIGRATE_POSTCOPY)}
 
     def op_live_migrate(self, server, host=None, timeout=120):
         """Live-migrate a server; answer how it ended, refusals included."""
@@ -1307,6 +1364,14 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                                    '%s s' % (server_id, last['status'],
                                              timeout))
             eventlet.sleep(0.2)
+
+    def op_reset_state(self, server, state='active'):
+        """``os-resetState``: an admin's way out of ERROR -> the server as
+        the Nova API shows it.
+        """
+        self.api.post_server_action(server, {'os-resetState': {
+            'state': state}})
+        return self._server(server)
 
     def op_set_service(self, host, disabled=None, forced_down=None,
                        reason=None):

@@ -502,3 +502,79 @@ def test_09_the_conductor_skipping_the_version_check(
                       skip_hypervisor_version_check_on_lm=False)
         cloud.control('hypervisor_versions', host='src', **V)
         cloud.control('delete', server=server['id'])
+
+
+def test_10_post_copy_on_the_source_fails_the_live_migration(
+        cloud: client.EmbeddedCloud, ready: client.EmbeddedCloud,
+        tmp_path: pathlib.Path) -> None:
+    """With ``[libvirt] live_migration_permit_post_copy`` on the source,
+    Nova's libvirt driver asks for post-copy, which QEMU (modelled by the
+    fake hypervisor) refuses with the server's mdev: Nova's live migration
+    fails and leaves the server in ERROR on the source. Given the source's
+    nova.conf, check and plan say "no" for a live move and "yes" for a
+    cold one; the target's setting does not matter to this move.
+    """
+    server = boot(cloud, PINNED)
+    on = tmp_path / 'post-copy.conf'
+    on.write_text('[devices]\nenabled_mdev_types = %s\n'
+                  '[libvirt]\nlive_migration_permit_post_copy = True\n'
+                  % TYPE)
+    try:
+        assert cloud.control('post_copy', host='src', permitted=True) == {
+            'host': 'src', 'post_copy': True}
+        rc, rows = check_rows(server['id'], '--target', 'same',
+                              '--compute-conf', 'src=%s' % on)
+        assert rc == 0
+        row = rows['same']
+        assert (row['Live'], row['Cold']) == ('no', 'yes')
+        assert row['Reason'].startswith(
+            'live: [libvirt] live_migration_permit_post_copy = True on the '
+            'source src: Nova asks for post-copy')
+        assert 'Nova puts the server in ERROR' in row['Reason']
+        answer = cloud.control('live_migrate', server=server['id'],
+                               host='same')
+        assert answer['accepted'], answer
+        assert (answer['migration_status'], answer['status'],
+                answer['host']) == ('error', 'ERROR', 'src'), answer
+        assert where(cloud, server['id'])[0] == 'src'
+        assert cloud.control('reset_state', server=server['id'])[
+            'status'] == 'ACTIVE'
+        moved, answer = move(cloud, server['id'], 'same', 'Cold')
+        assert moved, answer
+        assert '%s:%s' % where(cloud, server['id'])[:2] in row['Devices']
+        back_to_src(cloud, server['id'])
+
+        # Without the source's file the answer leans on it.
+        rc, rows = check_rows(server['id'], '--target', 'same')
+        assert rows['same']['Live'] == 'yes'
+        assert '[libvirt] live_migration_permit_post_copy of src (give ' \
+            'its nova.conf)' in rows['same']['Not Checked']
+        # Live only, the plan finds no target for it.
+        result = mdev('migration', 'plan', '--host', 'src', '--live',
+                      '--target', 'same', '--compute-conf', 'src=%s' % on,
+                      '-f', 'json')
+        assert result.rc == 1, result.stderr
+        [row] = [r for r in cli.Result(0, result.stdout, '').json()
+                 if r['Server'] == server['id']]
+        assert not row['Target Host']
+        assert 'live_migration_permit_post_copy = True on the source src' \
+            in row['Reason']
+
+        # Post-copy on the target only: the source's setting decides.
+        assert cloud.control('post_copy', host='src', permitted=False)[
+            'post_copy'] is False
+        assert cloud.control('post_copy', host='same', permitted=True)[
+            'post_copy'] is True
+        rc, rows = check_rows(server['id'], '--target', 'same',
+                              '--compute-conf', 'same=%s' % on)
+        row = rows['same']
+        assert (row['Live'], row['Cold']) == ('yes', 'yes')
+        assert 'warning: [libvirt] live_migration_permit_post_copy = True ' \
+            'on same' in row['Reason']
+        moved, answer = move(cloud, server['id'], 'same', 'Live')
+        assert moved, answer
+        back_to_src(cloud, server['id'])
+    finally:
+        cloud.control('post_copy', host='src', permitted=False)
+        cloud.control('post_copy', host='same', permitted=False)
+        cloud.control('delete', server=server['id'])

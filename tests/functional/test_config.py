@@ -124,6 +124,22 @@ def test_errors_exit_1_with_every_finding(tmp_path: pathlib.Path) -> None:
         'configuration.')
 
 
+def test_post_copy_with_vgpus_exits_1(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, GOOD + '[libvirt]\n'
+                 'live_migration_downtime = 500000\n'
+                 'live_migration_downtime_steps = 3\n'
+                 'live_migration_downtime_delay = 3\n'
+                 'live_migration_permit_post_copy = True\n')
+    result = check(path, '-f', 'value', '-c', 'Severity', '-c', 'Where')
+    assert result.rc == 1
+    assert result.stdout.splitlines()[0] == (
+        'error [libvirt] live_migration_permit_post_copy, %s:%d'
+        % (path, GOOD.count('\n') + 5))
+    assert result.stderr.strip() == (
+        '1 error(s): nova-compute will start, but live migrations of '
+        'servers with VFIO devices fail.')
+
+
 def test_long_table(tmp_path):
     path = write(tmp_path, GOOD.replace('0000:84:00.0', '0000:3B:00.4'))
     result = check(path, '--long')

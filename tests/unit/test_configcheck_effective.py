@@ -112,6 +112,59 @@ PAIRS = {
                 '    "resource_class":"CUSTOM_A16" }')],
         [PCI % ('True', '{"address": "0000:41:00.0", '
                 '"resource_class": "CUSTOM_A16"}')], ()),
+    'enabled_vgpu_types beside an equal enabled_mdev_types': (
+        [D2 + 'enabled_vgpu_types = nvidia-35,nvidia-36\n'
+         '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        [GOOD], ('[devices] enabled_vgpu_types',)),
+    'enabled_vgpu_types before an equal enabled_mdev_types': (
+        ['[devices]\nenabled_vgpu_types = nvidia-35, nvidia-36\n'
+         'enabled_mdev_types = nvidia-35, nvidia-36\n'
+         '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        [GOOD], ('[devices] enabled_vgpu_types',)),
+    'enabled_vgpu_types in a later file, equal to enabled_mdev_types': (
+        [GOOD, '[devices]\nenabled_vgpu_types = nvidia-35 , nvidia-36\n'],
+        [GOOD], ('[devices] enabled_vgpu_types',)),
+    'enabled_vgpu_types in an earlier file, equal to enabled_mdev_types': (
+        ['[devices]\nenabled_vgpu_types = nvidia-35, nvidia-36\n', GOOD],
+        [GOOD], ('[devices] enabled_vgpu_types',)),
+    '[vgpu_<type>] beside an equal [mdev_<type>] device_addresses': (
+        [GOOD + '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        [GOOD], ('[vgpu_nvidia-35]',)),
+    '[vgpu_<type>] before an equal [mdev_<type>] device_addresses': (
+        [D2 + '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0,\n'
+         '[mdev_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        [GOOD], ('[vgpu_nvidia-35]',)),
+    '[vgpu_<type>] device_addresses in a later file, equal': (
+        [GOOD, '[vgpu_nvidia-35]\ndevice_addresses = 0000:84:00.0\n'],
+        [GOOD], ('[vgpu_nvidia-35]',)),
+    '[vgpu_<type>] mdev_class and max_instances equal to [mdev_<type>]': (
+        [GOOD + 'mdev_class = CUSTOM_NV35\nmax_instances = 4\n'
+         '[vgpu_nvidia-35]\nmdev_class = CUSTOM_NV35\nmax_instances = 4\n'],
+        [GOOD + 'mdev_class = CUSTOM_NV35\nmax_instances = 4\n'],
+        ('[vgpu_nvidia-35] mdev_class', '[vgpu_nvidia-35] max_instances')),
+    '[libvirt] iscsi_use_multipath beside an equal volume_use_multipath': (
+        [GOOD + NVIDIA_DOWNTIME + 'volume_use_multipath = True\n'
+         'iscsi_use_multipath = yes\n'],
+        [GOOD + NVIDIA_DOWNTIME + 'volume_use_multipath = True\n'],
+        ('[libvirt] iscsi_use_multipath',)),
+    '[libvirt] num_iscsi_scan_tries in a later file, equal': (
+        [GOOD + NVIDIA_DOWNTIME + 'num_volume_scan_tries = 7\n',
+         '[libvirt]\nnum_iscsi_scan_tries = 07\n'],
+        [GOOD + NVIDIA_DOWNTIME + 'num_volume_scan_tries = 7\n'],
+        ('[libvirt] num_iscsi_scan_tries',)),
+    'post-copy: False written vs unset': (
+        [GOOD + NVIDIA_DOWNTIME + 'live_migration_permit_post_copy = False\n'],
+        [GOOD + NVIDIA_DOWNTIME], ()),
+    'post-copy: yes in [LIBVIRT] vs True': (
+        [GOOD + NVIDIA_DOWNTIME.replace('[libvirt]', '[LIBVIRT]') +
+         'live_migration_permit_post_copy = yes\n'],
+        [GOOD + NVIDIA_DOWNTIME + 'live_migration_permit_post_copy = True\n'],
+        ()),
+    'post-copy with PCI devices: on in a later file vs one file': (
+        [PCI % ('True', SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE')),
+         '[libvirt]\nlive_migration_permit_post_copy = 1\n'],
+        [PCI % ('True', SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE')) +
+         '[libvirt]\nlive_migration_permit_post_copy = true\n'], ()),
     'passthrough_whitelist vs device_spec': (
         ['[pci]\nreport_in_placement = True\npassthrough_whitelist = %s\n'
          % (SPEC % ('CUSTOM_A16', 'CUSTOM_BLUE'))],
@@ -259,6 +312,7 @@ def test_both_groups_the_dropped_addresses_are_named(
     (PCI % ('True', SPEC % ('a16', 'blue')),
      PCI % ('True', SPEC % ('a17', 'blue'))),
     (GOOD, D2 + '[mdev_nvidia-35]\ndevice_addresses = 0000:85:00.0\n'),
+    (GOOD + '[libvirt]\nlive_migration_permit_post_copy = True\n', GOOD),
 ])
 def test_the_proof_tells_other_values_apart(tmp_path: pathlib.Path,
                                             first: str,

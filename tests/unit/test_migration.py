@@ -162,6 +162,97 @@ def test_conductor_files_as_nova(tmp_path: pathlib.Path,
     assert ours == nova
 
 
+# A compute's files: what its libvirt driver reads for [libvirt]
+# live_migration_permit_post_copy.
+POST_COPY_FILES = {
+    'unset': ['[DEFAULT]\ndebug = true\n'],
+    'no [libvirt] option': ['[libvirt]\nvirt_type = kvm\n'],
+    'True': ['[libvirt]\nlive_migration_permit_post_copy = True\n'],
+    'yes': ['[libvirt]\nlive_migration_permit_post_copy = yes\n'],
+    'False': ['[libvirt]\nlive_migration_permit_post_copy = False\n'],
+    'upper-case group, on': [
+        '[LIBVIRT]\nlive_migration_permit_post_copy = on\n'],
+    'on, then off in a later file': [
+        '[libvirt]\nlive_migration_permit_post_copy = 1\n',
+        '[libvirt]\nlive_migration_permit_post_copy = 0\n'],
+    'off, then on in a later file': [
+        '[libvirt]\nlive_migration_permit_post_copy = false\n',
+        '[libvirt]\nlive_migration_permit_post_copy = true\n'],
+}
+
+
+class _MigrateData:
+    """What ``_live_migration_operation`` reads of its migrate data."""
+
+    block_migration = False
+    serial_listen_addr = '127.0.0.1'
+    target_connect_addr = None
+
+    def __contains__(self, name: str) -> bool:
+        return name == 'target_connect_addr'
+
+
+def nova_migrate_flags(monkeypatch: pytest.MonkeyPatch, paths: list,
+                       vm_state: str) -> int:
+    """The flags Nova's own libvirt driver hands libvirt's migrate call
+    for a live migration it runs as the source, its CONF read from
+    ``paths`` with Nova's option definitions: ``_parse_migration_flags``
+    as ``init_host`` runs it, then ``_live_migration_operation`` up to
+    ``guest.migrate``.
+    """
+    from nova.tests.fixtures import libvirt as fakelibvirt
+    from nova.virt.libvirt import driver
+    from tests.fixtures import nova_driver
+
+    monkeypatch.setattr(driver, 'CONF', nova_driver.nova_config(
+        paths, nova_driver.MODULES + ('serial_console',)))
+    monkeypatch.setattr(driver, 'libvirt', fakelibvirt)
+    monkeypatch.setattr(driver.libvirt_migrate, 'get_updated_guest_xml',
+                        lambda *args, **kwargs: None)
+    drv = object.__new__(driver.LibvirtDriver)
+    drv._parse_migration_flags()
+    drv._live_migration_uri = lambda dest: 'qemu+tcp://%s/system' % dest
+    called = {}
+
+    def migrate(uri, **kwargs):
+        called.update(kwargs)
+
+    guest = types.SimpleNamespace(migrate=migrate)
+    instance = types.SimpleNamespace(vm_state=vm_state, uuid='s1')
+    drv._live_migration_operation(None, instance, 'dst', False,
+                                  _MigrateData(), guest, [])
+    assert drv._is_post_copy_enabled(drv._live_migration_flags) == \
+        drv._is_post_copy_enabled(drv._block_migration_flags)
+    return called['flags']
+
+
+@pytest.mark.nova
+@pytest.mark.parametrize('vm_state', ['active', 'paused'])
+@pytest.mark.parametrize('files', sorted(POST_COPY_FILES))
+def test_post_copy_as_nova(tmp_path: pathlib.Path,
+                           monkeypatch: pytest.MonkeyPatch, files: str,
+                           vm_state: str) -> None:
+    """A source's files read as its libvirt driver reads them, and
+    whether it asks libvirt for post-copy (``VIR_MIGRATE_POSTCOPY``) as
+    its driver decides, on the same inputs.
+    """
+    from nova.virt.libvirt import driver
+    from osc_mdev.local import novaconf as local_novaconf
+    from tests.fixtures import nova_driver
+
+    paths = nova_driver.write_files(tmp_path, POST_COPY_FILES[files])
+    flags = nova_migrate_flags(monkeypatch, paths, vm_state)
+    setting = novaconf.post_copy_setting(local_novaconf.load(paths))
+    assert setting == nova_driver.nova_config(paths).libvirt[
+        'live_migration_permit_post_copy']
+    drv = object.__new__(driver.LibvirtDriver)
+    assert migration_rules.post_copy_requested(setting, vm_state) == \
+        drv._is_post_copy_enabled(flags)
+    drv._parse_migration_flags()
+    assert migration_rules.post_copy_enabled(setting) == \
+        drv._is_post_copy_enabled(drv._live_migration_flags)
+
+
 def test_conductor_value_nova_refuses(tmp_path: pathlib.Path) -> None:
     from osc_mdev.domain import novaconf
     from osc_mdev.local import novaconf as local_novaconf
@@ -649,6 +740,94 @@ def test_downtime_warning_with_compute_conf():
     assert 'live_migration_downtime = 500,' in verdict.reason
     assert any('live_migration_downtime* of src' in n
                for n in verdict.not_checked)
+
+
+def post_copy_conf(post_copy):
+    return migration_model.Conf((N11,), lambda nodedev: N11, dict(
+        novaconf.NVIDIA_DOWNTIME), post_copy)
+
+
+def test_post_copy_on_the_source_refuses_the_live_move():
+    source = dataclasses.replace(SOURCE, conf=post_copy_conf(True))
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  conf=post_copy_conf(False))
+    verdict = migration_verdict.judge(server(), source, target,
+                                      {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('no', 'yes')
+    assert verdict.live_refusal.startswith(
+        '[libvirt] live_migration_permit_post_copy = True on the source '
+        'src: Nova asks for post-copy, which QEMU refuses')
+    assert migration_rules.QEMU_POST_COPY_REFUSAL in verdict.live_refusal
+    # Nova takes post-copy off for a paused server.
+    verdict = migration_verdict.judge(server(vm_state='paused'), source,
+                                      target, {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('yes', 'no')
+    assert 'post_copy' not in verdict.reason
+    # The plan moves the server cold, as Nova can.
+    [move] = migration_plan.plan(servers(1), source, [target])
+    assert (move.node, move.kind) == ('dst', 'cold')
+    [move] = migration_plan.plan(servers(1), source, [target],
+                                 kinds=('live',))
+    assert move.node is None
+    assert 'live_migration_permit_post_copy = True on the source' in \
+        move.reason
+
+
+def test_post_copy_refusal_comes_after_novas_prechecks():
+    source = dataclasses.replace(SOURCE, conf=post_copy_conf(True))
+    old = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+               version=(6, 2, 0), conf=post_copy_conf(False))
+    verdict = migration_verdict.judge(server(), source, old,
+                                      {'d1': {'VGPU': 1}})
+    assert verdict.live == 'no'
+    assert 'newer hypervisor version' in verdict.live_refusal
+
+
+def test_post_copy_on_the_target_is_a_warning_only():
+    source = dataclasses.replace(SOURCE, conf=post_copy_conf(False))
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)],
+                  conf=post_copy_conf(True))
+    verdict = migration_verdict.judge(server(), source, target,
+                                      {'d1': {'VGPU': 1}})
+    assert (verdict.live, verdict.cold) == ('yes', 'yes')
+    assert verdict.reason == (
+        'warning: [libvirt] live_migration_permit_post_copy = True on dst: '
+        "this move is not concerned (the source's setting decides), but a "
+        'live migration of the server away from dst would fail (QEMU '
+        'refuses post-copy with VFIO devices); set it to False there')
+    assert not any('post_copy' in n for n in verdict.not_checked)
+
+
+def test_post_copy_of_a_source_without_its_conf_is_not_checked():
+    target = node('dst', [(device('d1', '0000:82:00.0'), N11)])
+    verdict = judge(target, {'d1': {'VGPU': 1}})
+    assert verdict.live == 'yes'
+    assert '[libvirt] live_migration_permit_post_copy of src (give its ' \
+        'nova.conf)' in verdict.not_checked
+
+
+def test_post_copy_with_a_pci_device():
+    request = request_of({'vcpus': 1, 'ram': 512, 'disk': 1,
+                          'extra_specs': {'resources:CUSTOM_A16': '1'}})
+    pci_server = migration_model.Server(
+        'srv', 'vm', 'active', None, 'src', 'f', request, None,
+        (migration_model.Held('src:0000:41:00.4', 'src-vf', 'CUSTOM_A16',
+                              1, None, 'pci'),))
+    source = node('src', [], conf=post_copy_conf(True))
+    target = node('dst', [(device('d1', '0000:42:00.4', rc='CUSTOM_A16'),
+                           None)])
+    target = dataclasses.replace(target, nodedevs={}, types={})
+    verdict = migration_verdict.judge(pci_server, source, target,
+                                      {'d1': {'CUSTOM_A16': 1}})
+    assert verdict.live == 'no'
+    assert 'live_migration_permit_post_copy = True on the source src' in \
+        verdict.live_refusal
+    # A server with no device is not concerned.
+    plain = migration_model.Server(
+        'srv', 'vm', 'active', None, 'src', 'f', request_of(
+            {'vcpus': 1, 'ram': 512, 'disk': 1, 'extra_specs': {}}), None)
+    verdict = migration_verdict.judge(plain, source, target)
+    assert verdict.live == 'yes', verdict.reason
 
 
 # -- plans ------------------------------------------------------------------

@@ -62,6 +62,7 @@ def test_shipped_names_are_what_nova_registers():
     assert nova_options.DEPRECATED == generated['DEPRECATED']
     assert nova_options.MULTI == frozenset(generated['MULTI'])
     assert nova_options.DYNAMIC == generated['DYNAMIC']
+    assert nova_options.KINDS == generated['KINDS']
     assert nova_options.NOVA_VERSION == importlib.metadata.version('nova')
 
 
