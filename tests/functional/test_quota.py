@@ -490,3 +490,32 @@ def test_without_the_controllers_conf_unified_limits_are_assumed(
         "(under Nova's default driver, nova.quota.DbQuotaDriver, none of "
         'these limits applies).']
 
+
+@pytest.mark.parametrize('conf_text', [
+    '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
+    'unified_limits_resource_list = servers,class:%s\n' % MLX5,
+    '[quota]\n'])
+def test_metrics_read_the_controllers_quota_options(
+        world: World, as_admin: None, tmp_path: pathlib.Path,
+        conf_text: str) -> None:
+    """``metrics --quota --controller-conf`` applies the controller's
+    ``[quota]`` as ``quota list`` does: its strategy, or its driver.
+    """
+    from prometheus_client import parser
+
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(conf_text)
+    rows = quota('--controller-conf', str(conf), '-f', 'json').json()
+    result = cli.openstack('mdev', 'metrics', '--quota',
+                           '--controller-conf', str(conf))
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in
+             parser.text_string_to_metric_families(result.stdout)}
+    limits = {(s.labels['project'], s.labels['resource_class']): s.value
+              for s in found['openstack_mdev_project_limit'].samples}
+    assert limits == {(r['Project'], r['Resource'][len('class:'):]):
+                      r['Limit'] for r in rows}
+    mlx5 = {v for (_, rc), v in limits.items() if rc == MLX5}
+    # Listed with require: 0 without a registered limit in the region;
+    # under DbQuotaDriver: unlimited.
+    assert mlx5 == ({0} if 'class:' in conf_text else {-1})
