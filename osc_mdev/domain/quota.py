@@ -449,6 +449,43 @@ def servers_allowed(deltas: dict[str, int], used: dict[str, int],
     return best
 
 
+# Nova's own quotas (DbQuotaDriver): what a new server counts against
+# them (nova/compute/utils.py check_num_instances_quota), by the
+# resources of its request.
+LEGACY_RESOURCES = {'instances': (SERVERS,),
+                    'cores': ('class:VCPU', 'class:PCPU'),
+                    'ram': ('class:MEMORY_MB',)}
+QUOTA_SET = 'quota set'
+
+
+def legacy_deltas(deltas: Mapping[str, int]) -> dict[str, int]:
+    """What one server of ``deltas`` (``flavor_deltas``) counts against
+    DbQuotaDriver's quotas: ``instances`` 1, ``cores`` its vCPUs (shared
+    or dedicated), ``ram`` its memory, as
+    ``check_num_instances_quota`` asks ``Quotas.check_deltas``.
+    """
+    return {name: sum(deltas.get(r, 0) for r in resources)
+            for name, resources in LEGACY_RESOURCES.items()}
+
+
+def legacy_limits(quota_set: Mapping[str, Mapping[str, int]]
+                  ) -> tuple[dict[str, Effective], dict[str, int]]:
+    """The limits and usage of DbQuotaDriver's quotas (``instances``,
+    ``cores``, ``ram``) of a project's quota set (``GET
+    /os-quota-sets/{project}/detail``): ``({name: Effective}, {name:
+    used})``, used being what Nova counts (in use and reserved); a
+    negative limit is unlimited.
+    """
+    effective, used = {}, {}
+    for name in LEGACY_RESOURCES:
+        value = int(quota_set[name]['limit'])
+        effective[name] = Effective(UNLIMITED if value < 0 else value,
+                                    QUOTA_SET)
+        used[name] = int(quota_set[name].get('in_use', 0)) + int(
+            quota_set[name].get('reserved', 0))
+    return effective, used
+
+
 # -- quota and capacity together --------------------------------------------
 
 QUOTA = 'quota'

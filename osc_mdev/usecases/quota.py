@@ -41,7 +41,13 @@ Requests, all in the client's bounded pool:
 With flavors (``flavor_fits``): what ``capacity --flavor`` reads for each
 flavor, and, for each project whose ``servers`` limit Nova enforces, the
 servers Nova counts against it (``GET /os-quota-sets/{project}/detail``,
-one request each).
+one request each; for every project under DbQuotaDriver, whose quotas
+that request gives).
+
+Under another ``[quota] driver`` than the unified limits driver, Nova
+reads no limit of Keystone: step 1 then reads no limit. A user without
+the admin role (``own_quota``) reads only their project's usages and the
+limits Keystone lists them.
 """
 
 from collections.abc import Iterable
@@ -391,8 +397,8 @@ def flavor_fits(placement: placement_api.PlacementClient,
                 pci_config: pci_rules.PciConfig | None = None
                 ) -> list[domain.FlavorFit]:
     """How many more servers of each flavor (name or ID) each project of
-    ``report`` can boot: the servers its limits allow (as Nova enforces
-    them on the flavor's resources and ``servers``) and those the cloud's
+    ``report`` can boot: the servers its limits allow (as Nova's quota
+    driver enforces them, ``quota_allows``) and those the cloud's
     capacity fits (``capacity --flavor``, with its explainer when none
     does), fewest first. ``pci_config``: the controller's ``[pci]``, as
     ``capacity`` takes it.
@@ -401,29 +407,60 @@ def flavor_fits(placement: placement_api.PlacementClient,
                               pci_config=pci_config)
                for f in flavors]
     deltas = [domain.flavor_deltas(c.request) for c in counted]
-    names = set().union(*deltas) if deltas else set()
-    projects = sorted(report.usages)
-    effective = {p: {n: domain.effective_limit(p, n, report.limits,
-                                               report.strategy)
-                     for n in names} for p in projects}
-    counting = [p for p in projects if domain.SERVERS in names
-                and not effective[p][domain.SERVERS].unlimited]
-    servers = dict(zip(counting, compute.map(compute.servers_in_use,
-                                             counting)))
+    allows = quota_allows(compute, report, deltas)
     fits = []
     for flavor, count, delta in zip(flavors, counted, deltas):
         reason = None
         if not count.total and count.steps:
             reason = domain.capacity_reason(count.steps, count.fix)
-        for project in projects:
-            used = {domain.resource_name(rc): n
-                    for rc, n in report.usages[project].items()}
-            used[domain.SERVERS] = servers.get(project, 0)
-            fits.append(domain.FlavorFit(
-                project, flavor,
-                domain.servers_allowed(delta, used, effective[project]),
-                count.total, reason))
+        for project in sorted(report.usages):
+            fits.append(domain.FlavorFit(project, flavor,
+                                         allows(project, delta),
+                                         count.total, reason))
     return sorted(fits, key=domain.fit_key)
+
+
+def quota_allows(compute: compute_api.ComputeClient, report: QuotaReport,
+                 deltas: list[dict[str, int]]
+                 ) -> typing.Callable[[str, dict[str, int]],
+                                      domain.QuotaFit]:
+    """``allows(project, delta)``: how many servers of ``delta``
+    (``flavor_deltas``) the project's limits let in, as Nova's quota
+    driver checks a request. Under the unified limits driver: Keystone's
+    limits (``report``) on every resource of the flavor and ``servers``,
+    whose usage is Nova's count of the project's servers (``GET
+    /os-quota-sets/{project}/detail``, one request for each project whose
+    ``servers`` limit Nova enforces). Under DbQuotaDriver: each project's
+    quota set (``instances``, ``cores``, ``ram``: the same request, for
+    every project). Under any other driver: no limit.
+    """
+    projects = sorted(report.usages)
+    strategy = report.strategy
+    if strategy.driver == domain.DB_QUOTA_DRIVER:
+        sets = dict(zip(projects, compute.map(compute.quota_set, projects)))
+
+        def legacy(project: str, delta: dict[str, int]) -> domain.QuotaFit:
+            effective, used = domain.legacy_limits(sets[project])
+            return domain.servers_allowed(domain.legacy_deltas(delta), used,
+                                          effective)
+        return legacy
+    if not strategy.unified:
+        return lambda project, delta: domain.QuotaFit(None)
+    names = set().union(*deltas) if deltas else set()
+    effective = {p: {n: domain.effective_limit(p, n, report.limits,
+                                               strategy)
+                     for n in names} for p in projects}
+    counting = [p for p in projects if domain.SERVERS in names
+                and not effective[p][domain.SERVERS].unlimited]
+    servers = dict(zip(counting, compute.map(compute.servers_in_use,
+                                             counting)))
+
+    def unified(project: str, delta: dict[str, int]) -> domain.QuotaFit:
+        used = {domain.resource_name(rc): n
+                for rc, n in report.usages[project].items()}
+        used[domain.SERVERS] = servers.get(project, 0)
+        return domain.servers_allowed(delta, used, effective[project])
+    return unified
 
 
 def metric_families(placement: placement_api.PlacementClient,

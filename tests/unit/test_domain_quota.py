@@ -475,3 +475,22 @@ def test_a_tenant_sees_the_gpu_classes_it_uses_or_that_are_limited(
              'CUSTOM_C': 3}
     assert quota.known_classes(usage, limits) == [
         'CUSTOM_A', 'CUSTOM_C', 'PGPU', 'VGPU']
+
+
+def test_nova_own_quotas_count_servers_vcpus_and_memory() -> None:
+    """DbQuotaDriver's deltas: ``instances``, ``cores`` (shared or
+    dedicated vCPUs) and ``ram``; GPU classes count against nothing.
+    """
+    deltas = {'servers': 1, 'class:PCPU': 4, 'class:MEMORY_MB': 2048,
+              'class:DISK_GB': 20, VGPU: 1}
+    assert quota.legacy_deltas(deltas) == {
+        'instances': 1, 'cores': 4, 'ram': 2048}
+    effective, used = quota.legacy_limits({
+        'instances': {'limit': 10, 'in_use': 2, 'reserved': 0},
+        'cores': {'limit': 9, 'in_use': 4, 'reserved': 1},
+        'ram': {'limit': -1, 'in_use': 4096, 'reserved': 0}})
+    assert used == {'instances': 2, 'cores': 5, 'ram': 4096}
+    assert effective['ram'].unlimited
+    fit = quota.servers_allowed(quota.legacy_deltas(deltas), used,
+                                effective)
+    assert (fit.servers, fit.resource) == (1, 'cores')
