@@ -257,10 +257,17 @@ class ComputeClient(pool.ServiceClient):
         """The servers Nova counts against the project's ``servers``
         limit (``instances`` in use of its quota set).
         """
+        return int(self.quota_set(project_id)['instances']['in_use'])
+
+    def quota_set(self, project_id: str) -> dict:
+        """``GET /os-quota-sets/{project}/detail``: the project's quota
+        set as Nova's quota driver has it, each resource's ``limit``,
+        ``in_use`` and ``reserved``.
+        """
         body = self._request(
             'GET', '/os-quota-sets/%s/detail' % urllib.parse.quote(
                 project_id, safe=''), QUOTA_SETS)
-        return int(body['quota_set']['instances']['in_use'])
+        return body['quota_set']
 
     def list_migrations(self) -> list[dict]:
         """Every migration Nova lists (admin), with its ``uuid``; all

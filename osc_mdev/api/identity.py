@@ -38,6 +38,7 @@ class Token:
     roles: frozenset[str]
     system_scoped: bool
     project_id: str | None
+    project_name: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,8 @@ class IdentityClient(pool.ServiceClient):
             return None
         return Token(roles=frozenset(access.role_names or ()),
                      system_scoped=bool(access.system_scoped),
-                     project_id=access.project_id)
+                     project_id=access.project_id,
+                     project_name=access.project_name)
 
     def catalog_service(self, service_type: str) -> ServiceRef | None:
         """The service of ``service_type`` in the token's catalog, for the
@@ -87,18 +89,20 @@ class IdentityClient(pool.ServiceClient):
                                     {'type': service_type})]
 
     def registered_limits(self, service: ServiceRef) -> list[dict]:
-        """Every registered limit (default) of ``service`` in its region,
-        in one request, as oslo.limit asks for them.
+        """Every registered limit (default) of ``service``, of every
+        region (each with its ``region_id``), in one request.
         """
         return self._list('/registered_limits', 'registered_limits',
-                          _service_query(service))
+                          {'service_id': service.service_id})
 
     def limits(self, service: ServiceRef) -> list[dict]:
-        """Every project and domain limit of ``service`` in its region,
-        in one request (Keystone lists all of them only to a token with
-        the admin or service role, or a system scope).
+        """The project and domain limits of ``service``, of every region,
+        in one request: every project's to a token with the admin or
+        service role or a system scope, its own project's to any other
+        (Keystone's policy, without an error).
         """
-        return self._list('/limits', 'limits', _service_query(service))
+        return self._list('/limits', 'limits',
+                          {'service_id': service.service_id})
 
     def projects(self) -> list[dict]:
         """Every project (``id``, ``name``, ``domain_id``), one request."""
@@ -114,10 +118,3 @@ class IdentityClient(pool.ServiceClient):
                 'list_limit option); raise the limit so that every one is '
                 'listed.' % (len(body[key]), key.replace('_', ' '), path))
         return body[key]
-
-
-def _service_query(service: ServiceRef) -> dict[str, str]:
-    query = {'service_id': service.service_id}
-    if service.region_id:
-        query['region_id'] = service.region_id
-    return query

@@ -35,6 +35,8 @@ CLASS_PREFIX = 'class:'
 UNLIMITED = -1
 
 UNIFIED_LIMITS_DRIVER = 'nova.quota.UnifiedLimitsDriver'
+# Nova's default [quota] driver (nova/conf/quota.py).
+DB_QUOTA_DRIVER = 'nova.quota.DbQuotaDriver'
 REQUIRE = 'require'
 IGNORE = 'ignore'
 
@@ -42,6 +44,8 @@ IGNORE = 'ignore'
 PROJECT_LIMIT = 'project limit'
 REGISTERED_LIMIT = 'registered limit'
 NO_LIMIT = 'no limit'
+# The controller's [quota] driver is not the unified limits driver.
+NOT_UNIFIED = 'not unified'
 
 # Roles Keystone lists every project's limits to (besides a system
 # scope): keystone/api/limits.py LimitsResource.get.
@@ -108,21 +112,81 @@ class Limits:
 
     @classmethod
     def from_keystone(cls, registered_limits: list[dict],
-                      limits: list[dict]) -> 'Limits':
+                      limits: list[dict],
+                      region: str | None = None) -> 'Limits':
         """From ``GET /v3/registered_limits`` and ``GET /v3/limits`` of
-        Nova's service. Domain limits are left out: oslo.limit's flat
-        model reads a project's own limits only.
+        Nova's service, as oslo.limit reads them: those of ``region``
+        (Nova's endpoint's) only, all of them when it is None. Domain
+        limits are left out: oslo.limit's flat model reads a project's
+        own limits only.
         """
         return cls(
             {r['resource_name']: int(r['default_limit'])
-             for r in registered_limits},
+             for r in in_region(registered_limits, region)},
             {(lim['project_id'], lim['resource_name']):
              int(lim['resource_limit'])
-             for lim in limits if lim.get('project_id')})
+             for lim in in_region(limits, region) if lim.get('project_id')})
 
     def projects_limiting(self, names: set[str]) -> set[str]:
         """Projects with a limit of their own on one of ``names``."""
         return {p for p, name in self.project if name in names}
+
+
+def in_region(limits: list[dict], region: str | None) -> list[dict]:
+    """The limits (or registered limits) oslo.limit reads for an endpoint
+    in ``region``: it asks Keystone for that region's (``region_id``
+    filter, ``_EnforcerUtils._get_project_limits`` and
+    ``_get_registered_limits``), or for every one when the endpoint has
+    no region.
+    """
+    if region is None:
+        return list(limits)
+    return [lim for lim in limits if lim.get('region_id') == region]
+
+
+@dataclasses.dataclass(frozen=True)
+class Unread:
+    """Limits of Nova's service oslo.limit does not read: ``kind``
+    (REGISTERED_LIMIT or PROJECT_LIMIT), the ``region`` they are in
+    (None: no region) and their resources.
+    """
+
+    kind: str
+    region: str | None
+    resources: tuple[str, ...]
+
+    @property
+    def words(self) -> str:
+        return '%ss of %s in %s' % (
+            self.kind, words.and_list(self.resources),
+            'no region' if self.region is None else
+            'region %s' % self.region)
+
+
+def outside_region(registered_limits: list[dict], limits: list[dict],
+                   region: str | None) -> list[Unread]:
+    """The limits of Nova's service that oslo.limit does not read for an
+    endpoint in ``region``, when they look like a slip: limits with no
+    region (always invisible to an endpoint with one), or, when Keystone
+    holds none in ``region``, those of the other regions. Limits of
+    other regions beside some in ``region`` are another region's Nova's
+    and not reported. Empty when ``region`` is None (every one is read).
+    """
+    if region is None:
+        return []
+    none_here = not in_region(registered_limits, region) and \
+        not in_region(limits, region)
+    found: dict[tuple[str, str | None], set[str]] = {}
+    for kind, listed in ((REGISTERED_LIMIT, registered_limits),
+                         (PROJECT_LIMIT, limits)):
+        for lim in listed:
+            where = lim.get('region_id')
+            if where == region or (where is not None and not none_here):
+                continue
+            found.setdefault((kind, where), set()).add(lim['resource_name'])
+    return [Unread(kind, where, tuple(sorted(names)))
+            for (kind, where), names in sorted(
+                found.items(), key=lambda i: (i[0][0], i[0][1] or ''))]
 
 
 def sees_every_limit(roles: frozenset[str], system_scoped: bool) -> bool:
@@ -142,7 +206,9 @@ class Effective:
     came from (PROJECT_LIMIT, REGISTERED_LIMIT, NO_LIMIT). ``strategy``:
     the ``[quota]`` strategy when it decided (a value of 0 without a
     registered limit), with ``listed`` (the resource is in
-    ``unified_limits_resource_list``) and ``from_file``.
+    ``unified_limits_resource_list``) and ``from_file``. ``driver``: the
+    controller's ``[quota] driver`` when it is not the unified limits
+    driver (source NOT_UNIFIED: Nova reads no limit of Keystone).
     """
 
     limit: int
@@ -150,6 +216,7 @@ class Effective:
     strategy: str | None = None
     listed: bool = False
     from_file: bool = False
+    driver: str | None = None
 
     @property
     def unlimited(self) -> bool:
@@ -158,6 +225,9 @@ class Effective:
     @property
     def rule(self) -> str:
         """Which rule decided, in words."""
+        if self.driver is not None:
+            return 'no limit; [quota] driver %s limits no resource class' \
+                % self.driver
         if self.strategy is None:
             return self.source
         where = 'no limit' if self.source == NO_LIMIT else (
@@ -184,8 +254,12 @@ def effective_limit(project_id: str, resource: str, limits: Limits,
     not list, and the others are unlimited. ``should_enforce`` judges the
     over-limit resources of a request together, but it enforces a
     request as soon as one of them would be enforced alone, so the rule
-    holds for each resource on its own.
+    holds for each resource on its own. Under another ``[quota] driver``
+    (Nova's default ``DbQuotaDriver``, ``NoopQuotaDriver``) Nova reads
+    none of Keystone's limits and limits no resource class.
     """
+    if not strategy.unified:
+        return Effective(UNLIMITED, NOT_UNIFIED, driver=strategy.driver)
     if (project_id, resource) in limits.project:
         value, source = limits.project[(project_id, resource)], PROJECT_LIMIT
     elif resource in limits.registered:
@@ -250,6 +324,32 @@ def quota_rows(usages: dict[str, dict[str, int]], classes: list[str],
                 project, name, int(used.get(rclass, 0)),
                 effective_limit(project, name, limits, strategy)))
     return sorted(rows, key=pressure_key)
+
+
+# The standard classes of GPUs (os-resource-classes): vGPUs and whole
+# GPUs; the classes of mdev types and of PCI-in-Placement GPUs are
+# CUSTOM_*.
+GPU_STANDARD_CLASSES = frozenset({'VGPU', 'PGPU'})
+
+
+def gpu_class(resource_class: str) -> bool:
+    """Whether a resource class may be a GPU's, judged on its name alone
+    (for a user who may not list the devices): ``VGPU``, ``PGPU`` or a
+    ``CUSTOM_*`` class.
+    """
+    return resource_class in GPU_STANDARD_CLASSES or \
+        resource_class.startswith('CUSTOM_')
+
+
+def known_classes(usage: Mapping[str, int], limits: Limits) -> list[str]:
+    """The GPU classes (``gpu_class``) a project uses (``usage``: its
+    Placement usages) or that ``limits`` limit.
+    """
+    named = {class_of(name) for name in limits.registered} | {
+        class_of(name) for _, name in limits.project}
+    found = {rc for rc, used in usage.items() if used} | {
+        rc for rc in named if rc is not None}
+    return sorted(rc for rc in found if gpu_class(rc))
 
 
 def unaccounted(on_devices: dict[str, int],
@@ -347,6 +447,43 @@ def servers_allowed(deltas: dict[str, int], used: dict[str, int],
         if best.servers is None or fits < best.servers:
             best = QuotaFit(fits, name, have, limit.limit, per_server)
     return best
+
+
+# Nova's own quotas (DbQuotaDriver): what a new server counts against
+# them (nova/compute/utils.py check_num_instances_quota), by the
+# resources of its request.
+LEGACY_RESOURCES = {'instances': (SERVERS,),
+                    'cores': ('class:VCPU', 'class:PCPU'),
+                    'ram': ('class:MEMORY_MB',)}
+QUOTA_SET = 'quota set'
+
+
+def legacy_deltas(deltas: Mapping[str, int]) -> dict[str, int]:
+    """What one server of ``deltas`` (``flavor_deltas``) counts against
+    DbQuotaDriver's quotas: ``instances`` 1, ``cores`` its vCPUs (shared
+    or dedicated), ``ram`` its memory, as
+    ``check_num_instances_quota`` asks ``Quotas.check_deltas``.
+    """
+    return {name: sum(deltas.get(r, 0) for r in resources)
+            for name, resources in LEGACY_RESOURCES.items()}
+
+
+def legacy_limits(quota_set: Mapping[str, Mapping[str, int]]
+                  ) -> tuple[dict[str, Effective], dict[str, int]]:
+    """The limits and usage of DbQuotaDriver's quotas (``instances``,
+    ``cores``, ``ram``) of a project's quota set (``GET
+    /os-quota-sets/{project}/detail``): ``({name: Effective}, {name:
+    used})``, used being what Nova counts (in use and reserved); a
+    negative limit is unlimited.
+    """
+    effective, used = {}, {}
+    for name in LEGACY_RESOURCES:
+        value = int(quota_set[name]['limit'])
+        effective[name] = Effective(UNLIMITED if value < 0 else value,
+                                    QUOTA_SET)
+        used[name] = int(quota_set[name].get('in_use', 0)) + int(
+            quota_set[name].get('reserved', 0))
+    return effective, used
 
 
 # -- quota and capacity together --------------------------------------------

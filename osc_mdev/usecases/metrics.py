@@ -59,6 +59,8 @@ if typing.TYPE_CHECKING:
     from osc_mdev.api import compute as compute_client
     from osc_mdev.api import identity as identity_client
     from osc_mdev.api import placement as placement_client
+    from osc_mdev.domain import pci as pci_rules
+    from osc_mdev.domain import quota as quota_rules
 
 LOG = logging.getLogger(__name__)
 
@@ -189,10 +191,14 @@ class _Unread:
 
 def _count(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None',
-           flavor: str) -> '_Unread | int':
-    """``flavor_fits`` of one flavor, or why it cannot be counted."""
+           flavor: str, pci_config: 'pci_rules.PciConfig | None' = None
+           ) -> '_Unread | int':
+    """``flavor_fits`` of one flavor, or why it cannot be counted
+    (``pci_config``: the controller's, for a flavor's PCI alias).
+    """
     try:
-        return capacity.count(placement, compute, flavor=flavor).total
+        return capacity.count(placement, compute, flavor=flavor,
+                              pci_config=pci_config).total
     except (exceptions.CommandError, _errors().NotFound) as exc:
         LOG.debug('Counting flavor %s failed', flavor, exc_info=True)
         return _Unread(str(exc) or repr(exc))
@@ -223,12 +229,15 @@ def _allocations(reads: PartialReads,
 
 def _quota(placement: 'placement_client.PlacementClient',
            identity: 'identity_client.IdentityClient',
-           compute: 'compute_client.ComputeClient') -> '_Unread | list':
+           compute: 'compute_client.ComputeClient',
+           strategy: 'quota_rules.Strategy | None' = None
+           ) -> '_Unread | list':
     """The families of every project's GPU usage and limit, or why they
-    cannot be read.
+    cannot be read (``strategy``: the controller's ``[quota]``).
     """
     try:
-        return quota.metric_families(placement, identity, compute)
+        return quota.metric_families(placement, identity, compute,
+                                     strategy)
     except (exceptions.CommandError, _errors().NotFound) as exc:
         LOG.debug('Reading the quotas failed', exc_info=True)
         return _Unread(str(exc) or repr(exc))
@@ -240,7 +249,9 @@ def scrape(placement: 'placement_client.PlacementClient',
            kinds: abc.Sequence[str] = providers.KINDS,
            confs: dict[str, novaconf.MdevConfig] | None = None,
            allocations: bool = False,
-           identity: 'identity_client.IdentityClient | None' = None
+           identity: 'identity_client.IdentityClient | None' = None,
+           pci_config: 'pci_rules.PciConfig | None' = None,
+           strategy: 'quota_rules.Strategy | None' = None
            ) -> Scrape:
     """Read the cloud and render its metrics, never raising for a failed
     read: what could be read is rendered (``Scrape.reading``), each
@@ -251,7 +262,8 @@ def scrape(placement: 'placement_client.PlacementClient',
     ``confs``: ``{host: MdevConfig}`` of --compute-conf, for the type
     labels; ``allocations``: also the allocations and their servers;
     ``identity`` (Keystone's client): also each project's GPU usage and
-    limit (``quota.metric_families``).
+    limit (``quota.metric_families``); ``pci_config`` and ``strategy``:
+    the controller's PCI aliases and ``[quota]`` (--controller-conf).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -265,12 +277,13 @@ def scrape(placement: 'placement_client.PlacementClient',
             typing.cast('placement_client.PlacementClient', reads),
             providers.DeviceFilter(kinds=tuple(kinds)),
             read_traits=True, read_inventory=False)]
-    calls += [functools.partial(_count, placement, compute, f)
+    calls += [functools.partial(_count, placement, compute, f, pci_config)
               for f in flavors]
     if identity is not None:
         if compute is None:
             raise ValueError('quotas are read with Nova')
-        calls.append(functools.partial(_quota, placement, identity, compute))
+        calls.append(functools.partial(_quota, placement, identity, compute,
+                                       strategy))
     try:
         results = pool.call_all(calls, placement.max_workers)
         devices = results[0]

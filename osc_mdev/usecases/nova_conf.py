@@ -84,23 +84,44 @@ def pci_of(settings: novaconf.Settings,
 
 def controller_quota(paths: list[str],
                      option: str = '--controller-conf') -> quota.Strategy:
-    """The ``[quota]`` unified limits options of the controller's
-    nova.conf (files or directories, read in order); Nova's defaults
-    when ``paths`` is empty. A CommandError (one line) for files that
-    cannot be read or values Nova refuses; a warning when its quota
-    driver is not the unified limits driver.
+    """The ``[quota]`` options of the controller's nova.conf (files or
+    directories, read in order, ``quota_of``); Nova's unified limits
+    with their defaults when ``paths`` is empty (``assumed_note`` says
+    so). A CommandError (one line) for files that cannot be read or values
+    Nova refuses.
     """
     if not paths:
         return quota.Strategy()
+    return quota_of(controller_settings(paths, option), option)
+
+
+def quota_of(settings: novaconf.Settings,
+             option: str = '--controller-conf') -> quota.Strategy:
+    """The ``[quota]`` driver and unified limits options of the
+    controller's Settings; a CommandError (one line) for values Nova
+    refuses, a warning when its driver is not the unified limits driver
+    (Nova then uses none of Keystone's limits).
+    """
     try:
-        strategy = quota.strategy_from(local_novaconf.load(paths))
-    except (novaconf.NovaConfError, ValueError) as exc:
+        strategy = quota.strategy_from(settings)
+    except ValueError as exc:
         raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
     if not strategy.unified:
-        LOG.warning('Warning: [quota] driver is %s in %s: Nova does not '
-                    'enforce the limits of Keystone, only %s does.',
-                    strategy.driver, option, quota.UNIFIED_LIMITS_DRIVER)
+        LOG.warning("Warning: [quota] driver is %s in %s: Nova uses none "
+                    "of Keystone's limits (only %s does), so no GPU class "
+                    'has a limit.', strategy.driver, option,
+                    quota.UNIFIED_LIMITS_DRIVER)
     return strategy
+
+
+def assumed_note() -> None:
+    """The one line saying what is assumed without the controller's
+    ``[quota]`` options.
+    """
+    LOG.warning('Note: without --controller-conf, Nova is assumed to use '
+                '%s with its default [quota] options (under Nova\'s '
+                'default driver, %s, none of these limits applies).',
+                quota.UNIFIED_LIMITS_DRIVER, quota.DB_QUOTA_DRIVER)
 
 
 def compute_confs(values: Iterable[tuple[str, str]]

@@ -41,7 +41,13 @@ Requests, all in the client's bounded pool:
 With flavors (``flavor_fits``): what ``capacity --flavor`` reads for each
 flavor, and, for each project whose ``servers`` limit Nova enforces, the
 servers Nova counts against it (``GET /os-quota-sets/{project}/detail``,
-one request each).
+one request each; for every project under DbQuotaDriver, whose quotas
+that request gives).
+
+Under another ``[quota] driver`` than the unified limits driver, Nova
+reads no limit of Keystone: step 1 then reads no limit. A user without
+the admin role (``own_quota``) reads only their project's usages and the
+limits Keystone lists them.
 """
 
 from collections.abc import Iterable
@@ -84,13 +90,15 @@ class QuotaReport:
     strategy: domain.Strategy
     classes: list[str]                  # the GPU classes
     held: dict[str, int]                # class -> used on the devices
+    every_project: bool = True          # False: the token's project only
+    region: str | None = None           # of Nova's endpoint
+    unread: list[domain.Unread] = dataclasses.field(default_factory=list)
+    #                                     limits outside that region
 
 
-def nova_service(identity: identity_api.IdentityClient
-                 ) -> identity_api.ServiceRef:
-    """Nova's service as its limits name it, after checking that the
-    token may read every project's limits; a one-line CommandError
-    otherwise.
+def viewer(identity: identity_api.IdentityClient) -> identity_api.Token:
+    """The command's token; a one-line CommandError for an
+    authentication without a token of Keystone's (an admin token).
     """
     token = identity.token()
     if token is None:
@@ -98,12 +106,33 @@ def nova_service(identity: identity_api.IdentityClient
             'Keystone lists limits only to a token of its own, and an '
             'admin token has none; authenticate with a password or a '
             'token of a user with the admin role.')
-    if not domain.sees_every_limit(token.roles, token.system_scoped):
-        raise exceptions.CommandError(
-            "Keystone lists every project's limits only to a user with "
-            'the admin role (or a system-scoped token); this user has %s '
-            'on its project, so only that project\'s limits would be '
-            'read.' % (', '.join(sorted(token.roles)) or 'no role'))
+    return token
+
+
+def sees_every_project(token: identity_api.Token) -> bool:
+    """Whether Keystone lists ``token`` every project's limits (and
+    Placement every project's usages): the admin role or a system scope.
+    """
+    return domain.sees_every_limit(token.roles, token.system_scoped)
+
+
+def admin_needed(token: identity_api.Token, what: str) -> str:
+    """The one line saying that ``what`` needs the admin role, which
+    ``token`` lacks.
+    """
+    return ('%s needs the admin role (or a system-scoped token); this '
+            "user has %s on project %s, whose own quota 'openstack mdev "
+            "quota list' shows." % (
+                what, ', '.join(sorted(token.roles)) or 'no role',
+                token.project_name or token.project_id))
+
+
+def nova_service(identity: identity_api.IdentityClient
+                 ) -> identity_api.ServiceRef:
+    """Nova's service as its limits name it: the compute service of the
+    token's catalog (in the command's region), else the only compute
+    service Keystone has; a one-line CommandError otherwise.
+    """
     found = identity.catalog_service(COMPUTE)
     if found is not None:
         return found
@@ -121,6 +150,18 @@ def nova_service(identity: identity_api.IdentityClient
                 len(services), ', '.join(sorted(s.service_id
                                                 for s in services))))
     return services[0]
+
+
+def warn_outside_region(report: 'QuotaReport') -> None:
+    """One warning naming the limits of Nova's service outside its
+    endpoint's region (``domain.outside_region``), if any.
+    """
+    if report.unread:
+        LOG.warning(
+            "Warning: Keystone holds limits of Nova's service that Nova "
+            'does not read (oslo.limit reads those of region %s, its '
+            "endpoint's): %s.", report.region,
+            '; '.join(u.words for u in report.unread))
 
 
 def project_ids(references: list[str], projects: list[dict]) -> list[str]:
@@ -221,22 +262,45 @@ def find_holders(placement: placement_api.PlacementClient,
         usages.update(read_usages(placement, found - set(usages)))
 
 
+def _limits(identity: identity_api.IdentityClient,
+            service: identity_api.ServiceRef | None
+            ) -> list[typing.Callable[[], typing.Any]]:
+    """The two reads of Nova's limits (none without ``service``: Nova
+    reads no limit of Keystone).
+    """
+    if service is None:
+        return [list, list]
+    return [lambda: identity.registered_limits(service),
+            lambda: identity.limits(service)]
+
+
+def _as_read(registered: list[dict], limits: list[dict],
+             service: identity_api.ServiceRef | None
+             ) -> tuple[domain.Limits, list[domain.Unread]]:
+    """The Limits oslo.limit reads of Keystone's answers, and those
+    outside the region of Nova's endpoint.
+    """
+    if service is None:
+        return domain.Limits({}, {}), []
+    return (domain.Limits.from_keystone(registered, limits,
+                                        service.region_id),
+            domain.outside_region(registered, limits, service.region_id))
+
+
 def _first_round(placement: placement_api.PlacementClient,
                  identity: identity_api.IdentityClient,
-                 service: identity_api.ServiceRef, names: bool
-                 ) -> tuple[domain.Limits, list[providers.Device],
-                            list[dict] | None]:
-    calls: list[typing.Callable[[], typing.Any]] = [
-        lambda: identity.registered_limits(service),
-        lambda: identity.limits(service),
+                 service: identity_api.ServiceRef | None, names: bool
+                 ) -> tuple[tuple[domain.Limits, list[domain.Unread]],
+                            list[providers.Device], list[dict] | None]:
+    calls: list[typing.Callable[[], typing.Any]] = _limits(
+        identity, service) + [
         lambda: device_reads.scope_devices(placement,
                                            kinds=providers.KINDS)]
     if names:
         calls.append(identity.projects)
     results = pool.call_all(calls, placement.max_workers)
     listed = results[3] if names else None
-    return (domain.Limits.from_keystone(results[0], results[1]),
-            results[2], listed)
+    return (_as_read(results[0], results[1], service), results[2], listed)
 
 
 def quota_list(placement: placement_api.PlacementClient,
@@ -245,15 +309,22 @@ def quota_list(placement: placement_api.PlacementClient,
                projects: tuple[str, ...] = (),
                resource_class: str | None = None,
                strategy: domain.Strategy | None = None,
-               names: bool = False) -> QuotaReport:
+               names: bool = False,
+               token: identity_api.Token | None = None) -> QuotaReport:
     """Every project with GPU usage or a GPU limit of its own (or the
     ``projects`` named), one row per GPU class (only ``resource_class``
     when given), with the limit Nova enforces by ``strategy`` (Nova's
-    defaults when None); ``names``: read the projects' names.
+    unified limits with their defaults when None); ``names``: read the
+    projects' names. ``token`` (``viewer``, read when None): without the
+    admin role, the rows of its own project only (``own_quota``).
     """
     strategy = strategy or domain.Strategy()
-    service = nova_service(identity)
-    limits, devices, listed = _first_round(
+    token = token or viewer(identity)
+    if not sees_every_project(token):
+        return own_quota(placement, identity, token, projects,
+                         resource_class, strategy)
+    service = nova_service(identity) if strategy.unified else None
+    (limits, unread), devices, listed = _first_round(
         placement, identity, service, names or bool(projects))
     classes = sorted({d.resource_class for d in devices})
     if resource_class is not None:
@@ -271,9 +342,53 @@ def quota_list(placement: placement_api.PlacementClient,
     rows = domain.quota_rows(usages, classes, limits, strategy,
                              every_class=frozenset(usages if projects
                                                    else ()))
-    return QuotaReport(rows, usages,
-                       {p['id']: p['name'] for p in listed or ()},
-                       limits, strategy, classes, held)
+    report = QuotaReport(rows, usages,
+                         {p['id']: p['name'] for p in listed or ()},
+                         limits, strategy, classes, held,
+                         region=service.region_id if service else None,
+                         unread=unread)
+    warn_outside_region(report)
+    return report
+
+
+def own_quota(placement: placement_api.PlacementClient,
+              identity: identity_api.IdentityClient,
+              token: identity_api.Token, projects: tuple[str, ...],
+              resource_class: str | None,
+              strategy: domain.Strategy) -> QuotaReport:
+    """The rows of the token's own project, as a project reader or member
+    may read them: Placement's ``GET /usages?project_id=`` of its project
+    and Keystone's limits of Nova's service (Keystone lists such a token
+    the registered limits and its project's limits only), at once. The
+    GPU devices are the admin's to list, so the classes are the GPU
+    classes (``domain.gpu_class``) the project uses or that have a limit
+    Nova reads; ``resource_class`` only when given. A one-line
+    CommandError for ``projects`` naming another project.
+    """
+    own = token.project_id
+    if own is None:
+        raise exceptions.CommandError(admin_needed(
+            token, "Reading every project's quota"))
+    for reference in projects:
+        if reference not in (own, token.project_name):
+            raise exceptions.CommandError(admin_needed(
+                token, 'Reading the quota of project %s' % reference))
+    service = nova_service(identity) if strategy.unified else None
+    registered, listed, usages = pool.call_all(_limits(identity, service) + [
+        lambda: placement.get_project_usages(own)], placement.max_workers)
+    limits, unread = _as_read(registered, listed, service)
+    classes = [resource_class] if resource_class is not None else \
+        domain.known_classes(usages, limits)
+    rows = domain.quota_rows({own: usages}, classes, limits, strategy,
+                             every_class=frozenset({own}))
+    held = {rc: int(usages.get(rc, 0)) for rc in classes}
+    report = QuotaReport(rows, {own: usages},
+                         {own: token.project_name or ''}, limits, strategy,
+                         classes, held, every_project=False,
+                         region=service.region_id if service else None,
+                         unread=unread)
+    warn_outside_region(report)
+    return report
 
 
 def flavor_fits(placement: placement_api.PlacementClient,
@@ -282,9 +397,9 @@ def flavor_fits(placement: placement_api.PlacementClient,
                 pci_config: pci_rules.PciConfig | None = None
                 ) -> list[domain.FlavorFit]:
     """How many more servers of each flavor (name or ID) each project of
-    ``report`` can boot: the servers its limits allow (as Nova enforces
-    them on the flavor's resources and ``servers``) and those the cloud's
-    capacity fits (``capacity --flavor``, with ``--explain``'s reason
+    ``report`` can boot: the servers its limits allow (as Nova's quota
+    driver enforces them, ``quota_allows``) and those the cloud's
+    capacity fits (``capacity --flavor``, with the explainer's reason
     when none does), fewest first. ``pci_config``: the controller's
     ``[pci]``, as ``capacity`` takes it.
     """
@@ -292,37 +407,77 @@ def flavor_fits(placement: placement_api.PlacementClient,
                               pci_config=pci_config, explain=True)
                for f in flavors]
     deltas = [domain.flavor_deltas(c.request) for c in counted]
-    names = set().union(*deltas) if deltas else set()
-    projects = sorted(report.usages)
-    effective = {p: {n: domain.effective_limit(p, n, report.limits,
-                                               report.strategy)
-                     for n in names} for p in projects}
-    counting = [p for p in projects if domain.SERVERS in names
-                and not effective[p][domain.SERVERS].unlimited]
-    servers = dict(zip(counting, compute.map(compute.servers_in_use,
-                                             counting)))
+    allows = quota_allows(compute, report, deltas)
     fits = []
     for flavor, count, delta in zip(flavors, counted, deltas):
         reason = None
         if not count.total and count.steps:
             reason = domain.capacity_reason(count.steps, count.fix)
-        for project in projects:
-            used = {domain.resource_name(rc): n
-                    for rc, n in report.usages[project].items()}
-            used[domain.SERVERS] = servers.get(project, 0)
-            fits.append(domain.FlavorFit(
-                project, flavor,
-                domain.servers_allowed(delta, used, effective[project]),
-                count.total, reason))
+        for project in sorted(report.usages):
+            fits.append(domain.FlavorFit(project, flavor,
+                                         allows(project, delta),
+                                         count.total, reason))
     return sorted(fits, key=domain.fit_key)
+
+
+def quota_allows(compute: compute_api.ComputeClient, report: QuotaReport,
+                 deltas: list[dict[str, int]]
+                 ) -> typing.Callable[[str, dict[str, int]],
+                                      domain.QuotaFit]:
+    """``allows(project, delta)``: how many servers of ``delta``
+    (``flavor_deltas``) the project's limits let in, as Nova's quota
+    driver checks a request. Under the unified limits driver: Keystone's
+    limits (``report``) on every resource of the flavor and ``servers``,
+    whose usage is Nova's count of the project's servers (``GET
+    /os-quota-sets/{project}/detail``, one request for each project whose
+    ``servers`` limit Nova enforces). Under DbQuotaDriver: each project's
+    quota set (``instances``, ``cores``, ``ram``: the same request, for
+    every project). Under any other driver: no limit.
+    """
+    projects = sorted(report.usages)
+    strategy = report.strategy
+    if strategy.driver == domain.DB_QUOTA_DRIVER:
+        sets = dict(zip(projects, compute.map(compute.quota_set, projects)))
+
+        def legacy(project: str, delta: dict[str, int]) -> domain.QuotaFit:
+            effective, used = domain.legacy_limits(sets[project])
+            return domain.servers_allowed(domain.legacy_deltas(delta), used,
+                                          effective)
+        return legacy
+    if not strategy.unified:
+        return lambda project, delta: domain.QuotaFit(None)
+    names = set().union(*deltas) if deltas else set()
+    effective = {p: {n: domain.effective_limit(p, n, report.limits,
+                                               strategy)
+                     for n in names} for p in projects}
+    counting = [p for p in projects if domain.SERVERS in names
+                and not effective[p][domain.SERVERS].unlimited]
+    servers = dict(zip(counting, compute.map(compute.servers_in_use,
+                                             counting)))
+
+    def unified(project: str, delta: dict[str, int]) -> domain.QuotaFit:
+        used = {domain.resource_name(rc): n
+                for rc, n in report.usages[project].items()}
+        used[domain.SERVERS] = servers.get(project, 0)
+        return domain.servers_allowed(delta, used, effective[project])
+    return unified
 
 
 def metric_families(placement: placement_api.PlacementClient,
                     identity: identity_api.IdentityClient,
-                    compute: compute_api.ComputeClient
+                    compute: compute_api.ComputeClient,
+                    strategy: domain.Strategy | None = None
                     ) -> list['core.GaugeMetricFamily']:
     """The Prometheus families of every project's GPU usage and limit
-    (what ``quota list --long`` reads, Nova's default strategy).
+    (what ``quota list --long`` reads, with ``strategy``: the
+    controller's ``[quota]``, Nova's unified limits with their defaults
+    when None); a one-line CommandError for a token that sees its own
+    project only.
     """
-    report = quota_list(placement, identity, compute, names=True)
+    token = viewer(identity)
+    if not sees_every_project(token):
+        raise exceptions.CommandError(admin_needed(
+            token, "Reading every project's quota"))
+    report = quota_list(placement, identity, compute, strategy=strategy,
+                        names=True, token=token)
     return quota_metrics.families(report.rows, report.names)

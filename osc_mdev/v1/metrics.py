@@ -15,9 +15,11 @@
 import argparse
 
 from osc_lib.command import command
+from osc_lib import exceptions
 
 from osc_mdev.domain import providers as domain
 from osc_mdev.usecases import metrics
+from osc_mdev.usecases import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -45,9 +47,12 @@ Print the metrics::
 
     openstack mdev metrics
 
-For node_exporter's textfile collector, from cron every minute::
+For node_exporter's textfile collector, from cron every minute, with
+the projects' quotas and a PCI alias flavor as the controller's nova.conf
+defines them::
 
-    openstack mdev metrics --flavor vgpu.small \\
+    openstack mdev metrics --flavor vgpu.small --flavor l40s.vf --quota \\
+        --controller-conf /etc/nova/nova.conf \\
         --output /var/lib/node_exporter/textfile/openstack_mdev.prom
 
 With the servers on each GPU, and types as compute1's nova.conf names
@@ -62,6 +67,7 @@ them::
         options.flavor(parser)
         options.kind(parser, default='all')
         options.compute_conf(parser)
+        options.controller_conf(parser)
         parser.add_argument('--allocations', action='store_true',
                             help=ALLOCATIONS)
         options.output(parser)
@@ -75,6 +81,7 @@ them::
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         confs = metrics.check_input(parsed_args.output,
                                     parsed_args.compute_conf)
+        pci_config, strategy = self._controller(parsed_args)
         mdev = common.client(self.app)
         compute = mdev.compute if (
             parsed_args.flavor or parsed_args.allocations
@@ -83,7 +90,8 @@ them::
             mdev.placement, compute, flavors=parsed_args.flavor,
             kinds=domain.KIND_CHOICES[parsed_args.kind], confs=confs,
             allocations=parsed_args.allocations,
-            identity=mdev.identity if parsed_args.quota else None)
+            identity=mdev.identity if parsed_args.quota else None,
+            pci_config=pci_config, strategy=strategy)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:
@@ -93,3 +101,19 @@ them::
             outcome = common.Outcome(failure=metrics.failure_message(
                 result, parsed_args.output))
         return outcome.exit_status()
+
+    @staticmethod
+    def _controller(parsed_args: argparse.Namespace) -> tuple:
+        """``(PciConfig, Strategy)`` of --controller-conf, each None when
+        not given or not asked for (--flavor, --quota).
+        """
+        paths = parsed_args.controller_conf
+        if not paths:
+            return None, None
+        if not (parsed_args.flavor or parsed_args.quota):
+            raise exceptions.CommandError(
+                '--controller-conf gives the PCI aliases of --flavor and '
+                'the [quota] options of --quota; use it with one of them.')
+        settings = nova_conf.controller_settings(paths)
+        return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
+                nova_conf.quota_of(settings) if parsed_args.quota else None)

@@ -15,6 +15,7 @@
 import argparse
 
 from osc_lib.command import command
+from osc_lib import exceptions
 
 from osc_mdev.usecases import nova_conf
 from osc_mdev.usecases import quota as reads
@@ -32,19 +33,19 @@ PROJECT = 'Project name or ID; repeat for several.'
 class ListQuota(command.Lister):
     """List GPU usage per project against the limits Nova enforces.
 
-    Answers "who holds the GPUs, and who is about to hit the limit?" under
-    Nova's unified limits: a row per project and GPU class for each project
-    with GPU usage or a GPU limit of its own, with Used as Nova counts it,
-    Limit as Nova enforces it (-1: unlimited) and the Rule that decided it,
-    least free first. With --flavor: how many more servers each project
-    can boot, the smaller of what its limits and the cloud's capacity
-    allow, and which binds.
+    Answers "who holds the GPUs, and who is about to hit the limit?": a
+    row per project and GPU class for each project with GPU usage or a GPU
+    limit of its own, with Used as Nova counts it, Limit as Nova's [quota]
+    driver enforces it (-1: unlimited) and the Rule that decided it, least
+    free first; without the admin role, the user's own project. With
+    --flavor: how many more servers each project can boot, and what binds.
     """
 
     _epilog = """\
 Examples:
 
-Every project's GPU quota, least free first::
+Every project's GPU quota, least free first (as a project member or
+reader: your own project's)::
 
     openstack mdev quota list --long
 
@@ -75,11 +76,18 @@ How many more servers of a flavor each project can boot::
             pci_config = nova_conf.controller_pci(
                 parsed_args.controller_conf)
         mdev = common.client(self.app)
+        token = reads.viewer(mdev.identity)
+        if parsed_args.flavor and not reads.sees_every_project(token):
+            raise exceptions.CommandError(reads.admin_needed(
+                token, "--flavor counts the cloud's capacity from "
+                "Placement's resource providers, which"))
         report = reads.quota_list(
             mdev.placement, mdev.identity, mdev.compute,
             projects=tuple(parsed_args.project),
             resource_class=parsed_args.resource_class, strategy=strategy,
-            names=parsed_args.long)
+            names=parsed_args.long, token=token)
+        if not parsed_args.controller_conf:
+            nova_conf.assumed_note()
         if parsed_args.flavor:
             fits = reads.flavor_fits(mdev.placement, mdev.compute, report,
                                      parsed_args.flavor, pci_config)

@@ -55,13 +55,15 @@ def use_unified_limits(harness: object, keystone_url: str,
     """Configure Nova's unified limits driver against ``keystone_url``;
     ``quota``: the topology's ``[quota]`` strategy and resource list
     (``{"strategy": ..., "resource_list": [...]}``), Nova's defaults
-    otherwise.
+    otherwise, and ``driver`` (another driver: the same Keystone, and
+    Nova's own quotas).
     """
     quota = quota or {}
     ks_loading.register_auth_conf_options(CONF, 'oslo_limit')
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options('password'),
                        group='oslo_limit')
-    harness.flags(group='quota', driver='nova.quota.UnifiedLimitsDriver',
+    harness.flags(group='quota', driver=quota.get(
+                      'driver', 'nova.quota.UnifiedLimitsDriver'),
                   unified_limits_resource_strategy=quota.get(
                       'strategy', 'require'),
                   unified_limits_resource_list=quota.get(

@@ -296,7 +296,8 @@ password (see ``tests.cloud.keystone``). The topology may then give::
                        "projects": {"ml-team": {"class:VGPU": 4}}}
 
 ``quota``: Nova's ``[quota] unified_limits_resource_strategy`` and
-``unified_limits_resource_list`` (Nova's defaults without it);
+``unified_limits_resource_list`` (Nova's defaults without it), and
+``driver`` (``nova.quota.UnifiedLimitsDriver`` without it);
 ``unified_limits``: limits created in Keystone for the compute service in
 ``RegionOne``, project limits by project name. The READY line then also
 has ``keystone_url``, ``keystone_cloud`` (the clouds.yaml entry),

@@ -28,6 +28,7 @@ import requests
 
 from tests.cloud import client
 from tests.e2e.helpers import mdev
+from tests.fixtures import cli
 from tools import sandbox
 
 L40S = 'CUSTOM_NVIDIA_L40S_VF'
@@ -161,6 +162,58 @@ def test_a_deleted_flavor_costs_its_own_series_only(cloud, flavors,
     assert [s.value for s in found[
         'openstack_mdev_scrape_success'].samples] == [0]
     assert [p.name for p in tmp_path.iterdir() if p.suffix == '.tmp'] == []
+
+
+def test_a_pci_alias_flavor_is_counted_with_the_controllers_conf(
+        cloud, controller):
+    """Without the controller's [pci] alias the flavor cannot be counted
+    (flavor_up 0, one warning naming --controller-conf, exit 1); with it
+    the count is the number of servers Nova then boots before it answers
+    NoValidHost.
+    """
+    flavor = cloud.control(
+        'create_flavor', name='met-l40s-1',
+        extra_specs={'pci_passthrough:alias': 'l40s-vf:1'})['name']
+
+    alone = mdev('metrics', '--flavor', flavor)
+    assert alone.rc == 1
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        alone.stdout)}
+    assert [s.value for s in found['openstack_mdev_flavor_up'].samples] \
+        == [0]
+    warned = [line for line in alone.stderr.splitlines() if flavor in line]
+    assert len(warned) == 2, alone.stderr
+    assert 'pass its nova.conf with --controller-conf' in warned[0]
+
+    result = mdev('metrics', '--flavor', flavor, '--controller-conf',
+                  controller)
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+    assert [s.value for s in found['openstack_mdev_flavor_up'].samples] \
+        == [1]
+    [fits] = [s.value for s in found['openstack_mdev_flavor_fits'].samples]
+    used = len(cloud.control('pci_truth'))
+    assert fits == 2 - used > 0
+    booted = [cloud.control('boot', flavor=flavor, name='met-l40s-%d' % i)[0]
+              for i in range(int(fits) + 1)]
+    try:
+        assert [s['status'] for s in booted] == \
+            ['ACTIVE'] * int(fits) + ['ERROR']
+        assert 'No valid host' in booted[-1]['fault']
+        again = mdev('metrics', '--flavor', flavor, '--controller-conf',
+                     controller)
+        assert 'openstack_mdev_flavor_fits{flavor="met-l40s-1"} 0.0' in \
+            again.stdout
+    finally:
+        for server in booted:
+            cloud.control('delete', server=server['id'])
+
+
+def test_the_controller_conf_needs_flavor_or_quota(cloud, controller):
+    cli.assert_one_line_error(
+        mdev('metrics', '--controller-conf', controller),
+        '--controller-conf', '--flavor', '--quota')
 
 
 def nova_servers(cloud: client.EmbeddedCloud) -> dict:

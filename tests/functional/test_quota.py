@@ -22,10 +22,14 @@ in the tests from the limits and allocations they wrote.
 """
 
 import collections.abc
+import json
 import pathlib
+import subprocess
+import sys
 import uuid
 
 import pytest
+import requests
 
 from tests.fixtures import cli
 from tests.fixtures.identity import Identity
@@ -35,6 +39,10 @@ from tests.fixtures import servers
 
 VGPU, MLX5, L40S = 'VGPU', 'CUSTOM_MLX5', 'CUSTOM_NVIDIA_L40S_VF'
 VIEWER, VIEWER_PASSWORD = 'gpu-viewer', 'gpu-viewer-password'
+# Users of project team-a with one role each.
+TEAM_USERS = {'reader': ('team-a-reader', 'team-a-reader-password'),
+              'member': ('team-a-member', 'team-a-member-password')}
+OTHER_REGION = 'RegionTwo'
 # A project Keystone does not know (deleted, say) that still holds GPUs.
 GONE = uuid.uuid4().hex
 DEFAULT_RULE = "no limit; require strategy does not list it (Nova's default)"
@@ -81,6 +89,9 @@ class World:
         # A user with only the member role on a project of its own.
         self.identity.create_project_user('viewers', VIEWER,
                                           VIEWER_PASSWORD, 'member')
+        for role, (user, password) in TEAM_USERS.items():
+            self.identity.add_user(self.projects['team-a'], user, password,
+                                   role)
         self._limits()
         self._usage()
 
@@ -93,6 +104,14 @@ class World:
         # Nova's endpoint, never sees it.
         self.identity.registered_limit(nova, 'class:%s' % MLX5, 5,
                                        region=False)
+        self.identity.project_limit(nova, ids['team-c'], 'class:%s' % MLX5,
+                                    3, region=False)
+        # Another region's, as another region's Nova reads them.
+        self.identity.create_region(OTHER_REGION)
+        self.identity.registered_limit(nova, 'class:VGPU', 7,
+                                       region=OTHER_REGION)
+        self.identity.project_limit(nova, ids['team-a'], 'class:VGPU', 9,
+                                    region=OTHER_REGION)
         for project, resource, value in (
                 ('team-a', 'class:VGPU', 4), ('team-b', 'class:VGPU', 0),
                 ('idle', 'class:VGPU', 8), ('team-c', 'class:%s' % L40S, 2)):
@@ -264,11 +283,74 @@ def as_viewer(keystone: servers.KeystoneProcess,
         monkeypatch.setenv(key, value)
 
 
-def test_a_user_who_sees_only_its_project_is_told_the_role(
+def test_a_member_of_a_project_without_gpus_sees_its_defaults(
         world: World, keystone: servers.KeystoneProcess,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """No usage, no limit of its own: the registered limits of Nova's
+    region are what Nova would enforce on its first GPU.
+    """
     as_viewer(keystone, monkeypatch)
-    cli.assert_one_line_error(quota(), 'admin role', 'member')
+    viewers = world.identity.request(
+        'GET', '/projects?name=viewers')['projects'][0]['id']
+    rows = quota('-f', 'json').json()
+    assert rows == [
+        {'Project': viewers, 'Resource': 'class:%s' % L40S, 'Used': 0,
+         'Limit': 1, 'Free': 1, 'Rule': 'registered limit'},
+        {'Project': viewers, 'Resource': 'class:VGPU', 'Used': 0,
+         'Limit': 2, 'Free': 2, 'Rule': 'registered limit'}]
+
+
+def as_user(keystone: servers.KeystoneProcess,
+            monkeypatch: pytest.MonkeyPatch, user: str, password: str,
+            project: str) -> None:
+    """The CLI as ``user`` on ``project``, from OS_* variables."""
+    monkeypatch.delenv('OS_CLOUD', raising=False)
+    monkeypatch.delenv('OS_CLIENT_CONFIG_FILE', raising=False)
+    for key, value in {
+            'OS_AUTH_URL': keystone.url + '/v3', 'OS_USERNAME': user,
+            'OS_PASSWORD': password, 'OS_PROJECT_NAME': project,
+            'OS_USER_DOMAIN_NAME': 'Default',
+            'OS_PROJECT_DOMAIN_NAME': 'Default',
+            'OS_IDENTITY_API_VERSION': '3'}.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.mark.parametrize('role', sorted(TEAM_USERS))
+def test_a_project_reader_or_member_gets_its_own_rows(
+        world: World, keystone: servers.KeystoneProcess,
+        placement: servers.PlacementProcess, as_admin: None,
+        monkeypatch: pytest.MonkeyPatch, role: str) -> None:
+    """Placement's and Keystone's default policies let a project's
+    reader read its usages and its limits: the rows are the admin's of
+    that project, for the classes it uses or that have a limit Nova
+    reads (the devices, and so the other classes, are the admin's to
+    list).
+    """
+    admin = quota('--project', 'team-a', '--long', '-f', 'json').json()
+    as_user(keystone, monkeypatch, *TEAM_USERS[role], 'team-a')
+    before = stats(placement)
+    result = quota('--long', '-f', 'json')
+    assert stats(placement) - before == 1     # GET /usages?project_id=
+    assert result.json() == [r for r in admin if r['Used'] or
+                             not r['Rule'].startswith('no limit')]
+    assert sorted(r['Resource'] for r in result.json()) == [
+        'class:%s' % L40S, 'class:VGPU']
+    # Named by name or ID, the user's own project is the same.
+    assert quota('--project', world.projects['team-a'], '--long',
+                 '-f', 'json').json() == result.json()
+
+
+@pytest.mark.parametrize('args, fragment', [
+    (['--project', 'team-b'], 'Reading the quota of project team-b'),
+    (['--flavor', 'any'], "--flavor counts the cloud's capacity"),
+])
+def test_the_admin_parts_name_the_role_they_need(
+        world: World, keystone: servers.KeystoneProcess,
+        monkeypatch: pytest.MonkeyPatch, args: list[str],
+        fragment: str) -> None:
+    as_user(keystone, monkeypatch, *TEAM_USERS['reader'], 'team-a')
+    cli.assert_one_line_error(quota(*args), fragment, 'admin role',
+                              'this user has reader on project team-a')
 
 
 def test_an_admin_token_is_refused(
@@ -308,3 +390,132 @@ def test_metrics_of_a_user_who_may_not_read_the_limits_fail(
     assert result.rc == 1
     assert 'openstack_mdev_scrape_success 0.0' in result.stdout
     assert 'admin role' in result.stderr
+
+
+def test_limits_outside_novas_region_are_named_in_one_line(
+        world: World, as_admin: None) -> None:
+    result = quota('-f', 'json')
+    assert result.rc == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines()
+              if 'Keystone holds limits' in line]
+    # Limits in no region are a slip; RegionTwo's (beside RegionOne's)
+    # are another Nova's.
+    assert warned == [
+        "Warning: Keystone holds limits of Nova's service that Nova does "
+        "not read (oslo.limit reads those of region RegionOne, its "
+        "endpoint's): project limits of class:%s in no region; "
+        "registered limits of class:%s in no region." % (MLX5, MLX5)]
+
+
+def test_the_limits_are_those_oslo_limit_reads(
+        world: World, keystone: servers.KeystoneProcess, as_admin: None,
+        tmp_path: pathlib.Path) -> None:
+    """oslo.limit's own Enforcer, configured as Nova's ``[oslo_limit]``
+    is (Nova's public endpoint), reads the same limits from Keystone:
+    those of RegionOne, not the ones with no region nor RegionTwo's.
+    """
+    named = [p for p in world.projects if p != 'gone']
+    args = [a for p in named for a in ('--project', p)]
+    rows = quota(*args, '-f', 'json').json()
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(
+        '[oslo_limit]\nauth_type = password\nauth_url = %s/v3\n'
+        'username = %s\npassword = %s\nuser_domain_name = Default\n'
+        'project_name = %s\nproject_domain_name = Default\n'
+        'endpoint_id = %s\n' % (
+            keystone.url, keystone.admin_user, keystone.admin_password,
+            keystone.admin_project, world.identity.endpoint_id(world.nova)))
+    resources = sorted({r['Resource'] for r in rows})
+    run = subprocess.run(
+        [sys.executable, '-m', 'tests.fixtures.oslo_limits', '--conf',
+         str(conf)] + ['--project=%s' % world.projects[p] for p in named] +
+        ['--resource=%s' % r for r in resources],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    enforcer = json.loads(run.stdout)
+    assert len(rows) == len(named) * 3
+    for row in rows:
+        read = enforcer[row['Project']][row['Resource']]
+        if row['Rule'] in ('project limit', 'registered limit'):
+            assert row['Limit'] == read, row
+        else:
+            # oslo.limit's 0 where Keystone has no limit; the strategy
+            # then decides (tests/unit/test_domain_quota.py).
+            assert (read, row['Rule'][:8]) == (0, 'no limit'), row
+    by_key = {(r['Project'], r['Resource']): r for r in rows}
+    assert by_key[(world.projects['team-a'], 'class:VGPU')]['Limit'] == 4
+    assert by_key[(world.projects['team-c'], 'class:%s' % MLX5)][
+        'Rule'] == DEFAULT_RULE
+
+
+def test_under_novas_default_driver_no_gpu_class_has_a_limit(
+        world: World, keystone: servers.KeystoneProcess, as_admin: None,
+        tmp_path: pathlib.Path) -> None:
+    """A controller without ``[quota] driver`` runs DbQuotaDriver: the
+    rows are the usage, with no limit, and Keystone's limits are not
+    read.
+    """
+    conf = tmp_path / 'nova.conf'
+    conf.write_text('[quota]\ninstances = 20\n')
+    paths = requests.get(keystone.url + '/_stats', timeout=30).json()
+    before = paths['paths'].get('GET /v3/limits', 0)
+    result = quota('--controller-conf', str(conf), '-f', 'json')
+    assert result.rc == 0, result.stderr
+    after = requests.get(keystone.url + '/_stats', timeout=30).json()
+    assert after['paths'].get('GET /v3/limits', 0) == before
+    rule = ('no limit; [quota] driver nova.quota.DbQuotaDriver limits no '
+            'resource class')
+    assert result.json() == world.expected([
+        world.row(project, rc, -1, rule) for project, rc in (
+            ('team-a', VGPU), ('team-b', VGPU), ('legacy', VGPU),
+            ('team-c', MLX5), ('legacy', MLX5), ('team-c', L40S),
+            ('gone', L40S))])
+    assert [line for line in result.stderr.splitlines()
+            if 'Keystone' in line] == [
+        'Warning: [quota] driver is nova.quota.DbQuotaDriver in '
+        "--controller-conf: Nova uses none of Keystone's limits (only "
+        'nova.quota.UnifiedLimitsDriver does), so no GPU class has a '
+        'limit.']
+    assert 'Note: without --controller-conf' not in result.stderr
+
+
+def test_without_the_controllers_conf_unified_limits_are_assumed(
+        world: World, as_admin: None) -> None:
+    result = quota('--resource-class', VGPU)
+    assert result.rc == 0, result.stderr
+    assert [line for line in result.stderr.splitlines()
+            if 'assumed' in line] == [
+        'Note: without --controller-conf, Nova is assumed to use '
+        'nova.quota.UnifiedLimitsDriver with its default [quota] options '
+        "(under Nova's default driver, nova.quota.DbQuotaDriver, none of "
+        'these limits applies).']
+
+
+@pytest.mark.parametrize('conf_text', [
+    '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
+    'unified_limits_resource_list = servers,class:%s\n' % MLX5,
+    '[quota]\n'])
+def test_metrics_read_the_controllers_quota_options(
+        world: World, as_admin: None, tmp_path: pathlib.Path,
+        conf_text: str) -> None:
+    """``metrics --quota --controller-conf`` applies the controller's
+    ``[quota]`` as ``quota list`` does: its strategy, or its driver.
+    """
+    from prometheus_client import parser
+
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(conf_text)
+    rows = quota('--controller-conf', str(conf), '-f', 'json').json()
+    result = cli.openstack('mdev', 'metrics', '--quota',
+                           '--controller-conf', str(conf))
+    assert result.rc == 0, result.stderr
+    found = {f.name: f for f in
+             parser.text_string_to_metric_families(result.stdout)}
+    limits = {(s.labels['project'], s.labels['resource_class']): s.value
+              for s in found['openstack_mdev_project_limit'].samples}
+    assert limits == {(r['Project'], r['Resource'][len('class:'):]):
+                      r['Limit'] for r in rows}
+    mlx5 = {v for (_, rc), v in limits.items() if rc == MLX5}
+    # Listed with require: 0 without a registered limit in the region;
+    # under DbQuotaDriver: unlimited.
+    assert mlx5 == ({0} if 'class:' in conf_text else {-1})

@@ -403,3 +403,94 @@ def test_flavor_holders_are_the_projects_of_those_servers() -> None:
         {'id': 'd', 'tenant_id': 'p4', 'flavor': {}}]
     assert quota.flavor_holders([nova_payloads.server(s) for s in servers],
                                 {'VGPU', 'CUSTOM_X'}, False) == {'p1', 'p3'}
+
+
+def limit(resource: str, region: str | None, project: str | None = None
+          ) -> dict:
+    """A limit as Keystone lists it (a registered one without project)."""
+    found = {'resource_name': resource, 'region_id': region,
+             'default_limit': 1, 'resource_limit': 1}
+    if project is not None:
+        found['project_id'] = project
+    return found
+
+
+def test_limits_of_another_region_are_reported_only_when_none_is_here(
+        ) -> None:
+    here = [limit(VGPU, 'RegionOne')]
+    there = [limit(VGPU, 'RegionTwo'), limit('servers', 'RegionTwo')]
+    # Another region's limits beside this one's: another Nova's.
+    assert quota.outside_region(here + there, [], 'RegionOne') == []
+    # None here: each other region is named.
+    assert quota.outside_region(there, [limit(VGPU, 'RegionThree', 'p')],
+                                'RegionOne') == [
+        quota.Unread(quota.PROJECT_LIMIT, 'RegionThree', (VGPU,)),
+        quota.Unread(quota.REGISTERED_LIMIT, 'RegionTwo',
+                     ('class:VGPU', 'servers'))]
+    # No region: always a slip, whatever this region holds.
+    unread = quota.outside_region(here + [limit('servers', None)], [],
+                                  'RegionOne')
+    assert [u.words for u in unread] == [
+        'registered limits of servers in no region']
+    # An endpoint without a region reads every limit.
+    assert quota.outside_region(there, [], None) == []
+    assert quota.Limits.from_keystone(there, [], None).registered == {
+        VGPU: 1, 'servers': 1}
+    assert quota.Limits.from_keystone(here + there, [], 'RegionOne') == \
+        quota.Limits({VGPU: 1}, {})
+
+
+@pytest.mark.parametrize('driver', ['nova.quota.DbQuotaDriver',
+                                    'nova.quota.NoopQuotaDriver'])
+def test_another_driver_reads_no_limit_of_keystone(driver: str) -> None:
+    strategy = quota.Strategy(quota.REQUIRE, ('servers', VGPU), driver,
+                              from_file=True)
+    effective = quota.effective_limit(PROJECT, VGPU, limits_of(1, 1),
+                                      strategy)
+    assert effective.unlimited
+    assert effective.rule == (
+        'no limit; [quota] driver %s limits no resource class' % driver)
+
+
+def test_the_driver_option_is_novas() -> None:
+    """``[quota] driver`` as nova/conf/quota.py defines it: its default
+    (Nova's, not the unified limits driver) and its choices.
+    """
+    from nova.conf import quota as nova_quota
+    from osc_mdev.domain import novaconf
+
+    [nova_driver] = [o for o in nova_quota.quota_opts if o.name == 'driver']
+    [ours] = [o for o in novaconf._quota_opts() if o.name == 'driver']
+    assert nova_driver.default == ours.default == quota.DB_QUOTA_DRIVER
+    assert sorted(c for c, _ in nova_driver.type.choices.items()) == \
+        sorted(ours.type.choices)
+    assert quota.UNIFIED_LIMITS_DRIVER in ours.type.choices
+
+
+def test_a_tenant_sees_the_gpu_classes_it_uses_or_that_are_limited(
+        ) -> None:
+    limits = quota.Limits({VGPU: 2, 'servers': 10, 'class:VCPU': 20},
+                          {('p', 'class:CUSTOM_A'): 1})
+    usage = {'VCPU': 2, 'MEMORY_MB': 512, 'PGPU': 1, 'CUSTOM_B': 0,
+             'CUSTOM_C': 3}
+    assert quota.known_classes(usage, limits) == [
+        'CUSTOM_A', 'CUSTOM_C', 'PGPU', 'VGPU']
+
+
+def test_nova_own_quotas_count_servers_vcpus_and_memory() -> None:
+    """DbQuotaDriver's deltas: ``instances``, ``cores`` (shared or
+    dedicated vCPUs) and ``ram``; GPU classes count against nothing.
+    """
+    deltas = {'servers': 1, 'class:PCPU': 4, 'class:MEMORY_MB': 2048,
+              'class:DISK_GB': 20, VGPU: 1}
+    assert quota.legacy_deltas(deltas) == {
+        'instances': 1, 'cores': 4, 'ram': 2048}
+    effective, used = quota.legacy_limits({
+        'instances': {'limit': 10, 'in_use': 2, 'reserved': 0},
+        'cores': {'limit': 9, 'in_use': 4, 'reserved': 1},
+        'ram': {'limit': -1, 'in_use': 4096, 'reserved': 0}})
+    assert used == {'instances': 2, 'cores': 5, 'ram': 4096}
+    assert effective['ram'].unlimited
+    fit = quota.servers_allowed(quota.legacy_deltas(deltas), used,
+                                effective)
+    assert (fit.servers, fit.resource) == (1, 'cores')
