@@ -119,6 +119,32 @@ FLAVOR_A40 = _flavor('vgpu.a40', {'resources:CUSTOM_NVIDIA_A40': '1'})
 FLAVOR_DEDICATED = _flavor('vgpu.dedicated', {
     'resources:VGPU': '1', 'hw:cpu_policy': 'dedicated'})
 FLAVOR_FILLER = _flavor('cpu.filler', {}, vcpus=1, ram=512)
+# capacity --flavor of every shape a flavor's request takes.
+FLAVOR_DISK = dict(FLAVOR, name='vgpu.disk', id='vgpu.disk', disk=20)
+FLAVOR_EPHEMERAL = dict(FLAVOR, name='vgpu.ephemeral', id='vgpu.ephemeral',
+                        disk=10, swap=1536,
+                        **{'OS-FLV-EXT-DATA:ephemeral': 5})
+FLAVOR_PCI = dict(_flavor('pci.alias', {'pci_passthrough:alias': 'a2:1'}),
+                  id='pci.alias', disk=20)
+FLAVOR_GROUPS = dict(_flavor('vgpu.groups', {
+    'resources1:VGPU': '1', 'resources2:VGPU': '1',
+    'group_policy': 'isolate'}), id='vgpu.groups', disk=20)
+SHAPES = (FLAVOR_DISK, FLAVOR_EPHEMERAL, FLAVOR_PCI, FLAVOR_GROUPS)
+# The PCI alias of FLAVOR_PCI, as the controller's nova.conf gives it.
+CONTROLLER_CONF = '''[filter_scheduler]
+pci_in_placement = True
+
+[pci]
+alias = {"name": "a2", "vendor_id": "10de", "product_id": "2236",
+  "device_type": "type-PCI"}
+'''
+# metrics with 20 flavors: VGPU or A40, one or two of them, 1 to 8
+# VCPUs, 1 to 16 GiB, with and without a root disk.
+MANY = tuple(_flavor('many.%02d' % i, {
+    'resources:%s' % ('CUSTOM_NVIDIA_A40' if i % 5 == 4 else 'VGPU'):
+    str(1 + i % 2)}, vcpus=1 + i % 8, ram=1024 * (1 + i % 16))
+    for i in range(20))
+MANY = tuple(dict(f, disk=10 * (i % 3)) for i, f in enumerate(MANY))
 FLAVOR_CONFIGURE = _flavor('vgpu.configure', {})
 CONFIGURED = {'resources:VGPU': '1',
               'trait:%s' % CAPACITY_TRAIT: 'required'}
@@ -395,7 +421,7 @@ def update_nova(nova: nova_standin.NovaStandin, filler: Filler) -> None:
 def new_nova() -> nova_standin.NovaStandin:
     return nova_standin.NovaStandin(flavors=[
         FLAVOR, *TYPED.values(), FLAVOR_A40, FLAVOR_DEDICATED,
-        FLAVOR_FILLER, FLAVOR_CONFIGURE])
+        FLAVOR_FILLER, FLAVOR_CONFIGURE, *SHAPES, *MANY])
 
 
 # -- measuring ------------------------------------------------------------
@@ -615,6 +641,7 @@ def measure_cloud(runner: Runner, url: str, gpus: int,
         same=lambda out: checks.metrics_same(out, baseline, total))
     run('capacity_flavor', 'capacity', '--flavor', FLAVOR['name'], '-f',
         'json', same=lambda out: checks.fits_same(json.loads(out), fits))
+    measure_shapes(run, baseline, nodes)
     run('flavor_show', 'flavor', 'show', FLAVOR['name'], '-f', 'json',
         same=lambda out: json.loads(out)['Servers That Fit'] == total)
 
@@ -675,6 +702,48 @@ def measure_cloud(runner: Runner, url: str, gpus: int,
         times=1, same=lambda out: checks.traits_kept(
             url, baseline, fresh, False))
     return result, baseline
+
+
+def _root(flavor: dict) -> dict:
+    """What a flavor asks of the compute node, as Nova asks it."""
+    disk = flavor['disk'] + flavor.get('OS-FLV-EXT-DATA:ephemeral', 0) + \
+        -(-(flavor.get('swap') or 0) // 1024)
+    root = {'VCPU': flavor['vcpus'], 'MEMORY_MB': flavor['ram']}
+    if disk:
+        root['DISK_GB'] = disk
+    return root
+
+
+def measure_shapes(run, baseline: dict, nodes: dict) -> None:
+    """capacity --flavor of each flavor shape, and metrics with 20
+    flavors, each against the servers the references give.
+    """
+    with tempfile.TemporaryDirectory() as conf_dir:
+        conf = pathlib.Path(conf_dir) / 'nova.conf'
+        conf.write_text(CONTROLLER_CONF)
+        for flavor in SHAPES:
+            root = _root(flavor)
+            if flavor is FLAVOR_GROUPS:
+                fits = checks.two_device_fits(baseline, nodes, root, 'VGPU')
+            elif flavor is FLAVOR_PCI:
+                fits = None
+            else:
+                fits = checks.flavor_fits(baseline, nodes, root, {'VGPU': 1})
+            run('cap_' + flavor['name'], 'capacity', '--flavor',
+                flavor['name'], '--controller-conf', str(conf), '-f', 'json',
+                same=lambda out, fits=fits: checks.fits_same(
+                    json.loads(out), fits) if fits is not None
+                else checks.none_fits(json.loads(out)))
+    totals = {}
+    for flavor in MANY:
+        [(key, amount)] = [(k, v) for k, v in flavor['extra_specs'].items()]
+        totals[flavor['name']] = sum(checks.flavor_fits(
+            baseline, nodes, _root(flavor),
+            {key.split(':', 1)[1]: int(amount)}).values())
+    run('metrics_many', 'metrics', *[a for f in MANY
+                                     for a in ('--flavor', f['name'])],
+        same=lambda out: checks.metrics_same(out, baseline) and
+        checks.flavors_same(out, totals))
 
 
 def measure_capacity(runner: Runner, baseline: dict, runs: int) -> dict:
@@ -763,7 +832,17 @@ COMMANDS = (
     ('show', '`mdev provider show <uuid>`'),
     ('metrics', '`mdev metrics`'),
     ('metrics_flavor', '`mdev metrics --flavor %s`' % FLAVOR['name']),
-    ('capacity_flavor', '`mdev capacity --flavor %s`' % FLAVOR['name']),
+    ('capacity_flavor', '`mdev capacity --flavor %s` (no root disk)'
+     % FLAVOR['name']),
+    ('cap_' + FLAVOR_DISK['name'], '`mdev capacity --flavor %s` (root disk '
+     '20 GB)' % FLAVOR_DISK['name']),
+    ('cap_' + FLAVOR_EPHEMERAL['name'], '`mdev capacity --flavor %s` (root, '
+     'ephemeral and swap)' % FLAVOR_EPHEMERAL['name']),
+    ('cap_' + FLAVOR_PCI['name'], '`mdev capacity --flavor %s '
+     '--controller-conf FILE` (PCI alias)' % FLAVOR_PCI['name']),
+    ('cap_' + FLAVOR_GROUPS['name'], '`mdev capacity --flavor %s` (two '
+     'numbered groups, isolate)' % FLAVOR_GROUPS['name']),
+    ('metrics_many', '`mdev metrics` with 20 `--flavor`'),
     ('flavor_show', '`mdev flavor show %s`' % FLAVOR['name']),
     ('flavor_configure', '`mdev flavor configure %s --resource-class VGPU '
      '--require-trait %s`' % (FLAVOR_CONFIGURE['name'], CAPACITY_TRAIT)),
@@ -786,7 +865,8 @@ CAPACITY = (
 # The commands that read what the naive reads read: compared with them.
 WHOLE = ('list', '--free', '--full', 'long', 'metrics')
 # The commands of the summary: the default reads on a busy cloud.
-SUMMARY = ('list', 'metrics', 'cap_bare', 'capacity_flavor')
+SUMMARY = ('list', 'metrics', 'cap_bare', 'capacity_flavor',
+           'cap_' + FLAVOR_DISK['name'], 'metrics_many')
 LABELS = dict(COMMANDS + CAPACITY)
 
 
@@ -891,7 +971,13 @@ def table(results: list, import_ms: float, help_ours: float,
         'capacity --flavor, metrics --flavor and flavor show: the servers '
         'that fit on each node (the Total for metrics and flavor show) '
         'reckoned from the per-device reads and the nodes\' own '
-        'inventories, usages and traits; flavor configure: the extra specs '
+        'inventories, usages and traits, for every flavor shape (root '
+        'disk, ephemeral and swap, two numbered groups on two devices) and '
+        'each of the 20 flavors of metrics; the PCI alias flavor: no '
+        'server anywhere (the cloud\'s PCI providers lack Nova\'s '
+        'COMPUTE_MANAGED_PCI_DEVICE trait, so none is a device Nova '
+        'gives; tests/functional/test_busy_reads.py counts one that is); '
+        'flavor configure: the extra specs '
         'Nova holds afterwards; allocation list: amounts per device sum '
         'to the used counts of the per-device reads and each server is on '
         'the GPU the fill gave it; allocation show: that GPU; audit: an '

@@ -166,6 +166,43 @@ def flavor_fits(baseline: dict, nodes: dict, root: dict, device: dict,
     return fits
 
 
+def _node_fits(node: dict, root: dict) -> int | None:
+    """Servers asking ``root`` the node takes by itself (None when its
+    traits rule it out).
+    """
+    traits = set(node['traits'])
+    if not set(ROOT_REQUIRED) <= traits or traits & set(ROOT_FORBIDDEN):
+        return None
+    counts = []
+    for rc, n in root.items():
+        inv = node['inventories'].get(rc)
+        counts.append(0 if inv is None else _takes(
+            inv, node['usages'].get(rc, 0), n))
+    return min(counts)
+
+
+def two_device_fits(baseline: dict, nodes: dict, root: dict,
+                    rclass: str) -> dict:
+    """``{host: servers}`` of a flavor asking ``root`` of the node and
+    one ``rclass`` of each of two different devices (``group_policy=
+    isolate``), from the references alone.
+    """
+    free = collections.defaultdict(list)
+    for (uuid, rc), row in baseline.items():
+        if rc == rclass:
+            free[row['Host']].append(row['Free'])
+    fits = {}
+    for host, node in nodes.items():
+        most = _node_fits(node, root)
+        servers = 0
+        while most is not None and servers < most and sum(
+                min(f, servers + 1) for f in free[host]) >= 2 * (
+                    servers + 1):
+            servers += 1
+        fits[host] = servers
+    return fits
+
+
 def capacity_expected(baseline: dict, rclass: str, traits=()) -> dict:
     """Per host, what a bare request of one ``rclass`` mdev with
     ``traits`` required should give: ``{host: (fits, free, [HOST:ADDR
@@ -244,6 +281,38 @@ def metrics_same(text: str, baseline: dict, fits: int | None = None
     if fits is not None and flavor != [fits]:
         _say('flavor fits %s, expected %s' % (flavor, fits))
         ok = False
+    return ok
+
+
+def flavors_same(text: str, totals: dict) -> bool:
+    """``mdev metrics --flavor ...``: each flavor's series holds the
+    servers ``totals`` gives it.
+    """
+    got = {}
+    for family in _families(text):
+        if family.name == 'openstack_mdev_flavor_fits':
+            got.update((s.labels['flavor'], s.value)
+                       for s in family.samples)
+    if got != totals:
+        wrong = sorted(f for f in set(got) | set(totals)
+                       if got.get(f) != totals.get(f))
+        _say('flavor fits differ for %s: %s, expected %s' % (
+            wrong[:3], [got.get(f) for f in wrong[:3]],
+            [totals.get(f) for f in wrong[:3]]))
+    return got == totals
+
+
+def none_fits(rows: list) -> bool:
+    """``mdev capacity --flavor -f json`` where no server fits: host
+    rows with Fits 0, or the explainer's rows ending with no host left.
+    """
+    if rows and all('Host' in r for r in rows):
+        ok = all(r['Fits'] == 0 for r in rows)
+    else:
+        ok = bool(rows) and rows[-1].get('Hosts Left') == 0
+    if not ok:
+        _say('capacity --flavor: servers fit where none should: %s'
+             % rows[:2])
     return ok
 
 

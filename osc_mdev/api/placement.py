@@ -20,7 +20,10 @@ from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
+from concurrent import futures
+import copy
 import random
+import threading
 import time
 import typing
 import urllib.parse
@@ -64,8 +67,49 @@ MicroversionUnsupported = http.MicroversionUnsupported
 Body = dict[str, typing.Any]
 
 
+#: The reads of the whole cloud ``shared_reads`` sends once.
+SHARED = ('/resource_providers?resources=', '/allocation_candidates?')
+
+
 class PlacementClient(pool.ServiceClient):
     """Placement requests used by the mdev commands."""
+
+    _shared: dict[tuple[str, str | None], futures.Future] | None = None
+    _shared_lock = threading.Lock()
+
+    def shared_reads(self) -> 'PlacementClient':
+        """A client of the same service whose reads of the whole cloud
+        (the provider listing, allocation candidates, ``?resources=``
+        listings) are each sent once and answered alike to every caller,
+        those running at the same time included: for one run that reads
+        the same cloud for several answers (``metrics``: the devices and
+        every flavor).
+        """
+        shared = copy.copy(self)
+        shared._shared = {}
+        shared._shared_lock = threading.Lock()
+        return shared
+
+    def _request(self, method: str, url: str, version: str | None,
+                 **kwargs: typing.Any) -> typing.Any:
+        shared = self._shared
+        if shared is None or method != 'GET' or not (
+                url == '/resource_providers' or url.startswith(SHARED)):
+            return pool.ServiceClient._request(self, method, url, version,
+                                               **kwargs)
+        with self._shared_lock:
+            found = shared.get((url, version))
+            mine = found is None
+            if mine:
+                found = shared[(url, version)] = futures.Future()
+        assert found is not None
+        if mine:
+            try:
+                found.set_result(pool.ServiceClient._request(
+                    self, method, url, version, **kwargs))
+            except BaseException as exc:  # noqa: B902 - each caller's
+                found.set_exception(exc)
+        return copy.deepcopy(found.result())
 
     # -- reads ------------------------------------------------------------
 

@@ -13,26 +13,31 @@
 """What the capacity command reads: Placement's trees, Nova's flavor and
 compute services, and (for ``--count``) Placement's allocation candidates.
 
-How few requests it takes, whatever the number of GPUs and whatever is
-allocated:
+How few requests it takes, whatever the number of GPUs, whatever is
+allocated and whatever the flavor asks (root disk, ephemeral, swap, PCI
+aliases, numbered groups); several flavors counted together
+(``count_flavors``) share every read:
 
 1. At once: the provider listing (``GET /resource_providers``: the
    trees), for a flavor the flavor and the nova-compute services, and
    the first anchor, ``GET /allocation_candidates?resources=MEMORY_MB:1``,
    whose provider summaries give capacity, used and traits of every
    provider of every tree with free memory (microversion 1.29 and later
-   list every provider of a candidate's tree).
-2. One ``GET /resource_providers?resources=<class>:<amount>`` per
-   distinct amount the request asks of a provider, which says which
-   providers can take that amount in one allocation now (room,
-   ``min_unit``, ``max_unit``, ``step_size``), the unit rules the
-   summaries do not carry. A bare request's are known from the start:
-   they are asked in the first round; a flavor's after its extra specs.
-3. Only while a tree is missing from the answers (no free memory, or an
+   list every provider of a candidate's tree). A bare request's
+   ``?resources=`` listings (one per amount) run in this round too.
+2. Only while a tree is missing from the answers (no free memory, or an
    answer cut short by ``[placement] max_allocation_candidates``): the
    further anchors of ``provider.cover_trees`` (``DISK_GB``, ``VCPU``
    and ``PCPU``, the devices' classes), a few requests whatever the
    number of trees.
+3. The unit rules (``min_unit``, ``max_unit``, ``step_size``), which the
+   summaries do not carry, only where they decide a count
+   (``domain.units``): the anchors' allocation requests tell who takes
+   one unit; then ``GET /resource_providers?resources=`` listings, few
+   and flat: the compute node's classes together at the largest amount
+   any request asks, each numbered group whole, each device class at
+   its largest amount; one listing per class and amount only for
+   providers these still leave in doubt.
 4. Only for what is still not covered (a node where nothing at all is
    free, a provider created in between): inventories, usages and traits
    per provider, all at once in the pool.
@@ -60,6 +65,7 @@ from osc_mdev.domain import providers
 from osc_mdev.domain import request_filter
 from osc_mdev.domain import resource_request as rr
 from osc_mdev.domain import servers
+from osc_mdev.domain import units
 from osc_mdev.domain import words
 from osc_mdev.usecases import naming
 from osc_mdev.usecases import nova_payloads
@@ -73,6 +79,8 @@ if typing.TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 ANCHOR = ('anchor',)
+KNOWN = ('known',)
+CPUS = frozenset((rr.VCPU, rr.PCPU))
 
 
 def _disabled(services: Iterable[Mapping[str, typing.Any]],
@@ -101,8 +109,10 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
     ``?resources=`` listings. ``early`` holds those answers for
     ``read_hosts``.
     """
+    known = units.Known()
     calls: list[Callable[[], typing.Any]] = [
-        placement.list_providers, device_reads.anchor_call(placement)]
+        placement.list_providers,
+        device_reads.anchor_call(placement, known=known)]
     keys: list[tuple[object, ...]] = [ANCHOR]
     if request is not None:
         for amount in _amounts([request]):
@@ -117,6 +127,7 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
     results = pool.call_all(calls, placement.max_workers)
     device_reads.check_hosts(results[0], hosts)
     early = dict(zip(keys, results[1:]))
+    early[KNOWN] = known
     if flavor is None:
         return None, results[0], [], early
     return (nova_payloads.flavor(results[-1]), results[0], results[-2],
@@ -131,8 +142,8 @@ def read_hosts(placement: PlacementClient,
     """The compute node trees ``request`` is counted on.
 
     ``request`` may be a list of requests: the trees then serve each of
-    them (the amounts Placement is asked about are those of all).
-    ``early``: answers ``read_flavor`` already read, not asked again.
+    them, from the same reads. ``early``: answers ``read_flavor``
+    already read, not asked again.
 
     Nova is asked only about a flavor (``services``): a bare request is
     Placement's question only, though Nova's own COMPUTE_STATUS_DISABLED
@@ -152,43 +163,185 @@ def read_hosts(placement: PlacementClient,
     wanted = set(wanted_roots)
     children = [c for c in candidates if c.root_uuid in wanted]
 
-    amounts = _amounts(request if isinstance(request, (list, tuple))
-                       else [request])
+    requests = list(request) if isinstance(request, (list, tuple)) \
+        else [request]
     answers = dict(early or {})
-    calls: dict[tuple, Callable[[], typing.Any]] = {}
+    known = answers.pop(KNOWN, None) or units.Known()
     if ANCHOR not in answers:
-        calls[ANCHOR] = device_reads.anchor_call(placement)
-    for amount in amounts:
-        if _room_key(amount) not in answers:
-            calls[_room_key(amount)] = functools.partial(
-                placement.providers_with_room, amount)
-    answers.update(zip(calls, pool.call_all(list(calls.values()),
-                                            placement.max_workers)))
+        answers[ANCHOR] = device_reads.anchor_call(placement,
+                                                   known=known)()
     # The trees the first answer left out: further anchors.
     summaries = device_reads.cover_trees(
         placement, {None: answers[ANCHOR]},
         {uuid: roots[uuid]['name'] for uuid in wanted_roots},
-        candidates) or {}
-    can_take = [{p['uuid'] for p in answers[_room_key(a)]} for a in amounts]
+        candidates, known) or {}
+    free = _free(summaries)
+    for key, listed in answers.items():
+        if key[0] == 'room':
+            known.add_listing(dict(key[1:]), [p['uuid'] for p in listed],
+                              free)
 
     uncovered = [u for u in wanted_roots if u not in summaries] + [
         c.uuid for c in children if c.uuid not in summaries]
     details = placement.get_provider_details(uncovered) if uncovered \
         else {}
-
-    def provider(uuid: str, name: str,
-                 device: str = '') -> domain.Provider | None:
-        if uuid in details:
-            return _from_details(uuid, name, details[uuid], device)
-        if uuid in summaries:
-            return _from_summary(uuid, name, summaries[uuid], device,
-                                 amounts, can_take)
-        return None  # deleted since it was listed
-
+    asked = _asked(requests)
     disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
-    return _trees(provider, children, [(u, roots[u]['name'])
-                                       for u in wanted_roots],
-                  disabled, need_roots)
+
+    def trees() -> list[domain.Host]:
+        def provider(uuid: str, name: str,
+                     device: str = '') -> domain.Provider | None:
+            if uuid in details:
+                return _from_details(uuid, name, details[uuid], device)
+            if uuid in summaries:
+                return _from_summary(uuid, name, summaries[uuid], device,
+                                     asked, known)
+            return None  # deleted since it was listed
+        return _trees(provider, children, [(u, roots[u]['name'])
+                                           for u in wanted_roots],
+                      disabled, need_roots)
+
+    return _settle(placement, requests, trees, known, set(details), free,
+                   asked)
+
+
+def _settle(placement: PlacementClient, requests: Sequence[rr.Request],
+            trees: Callable[[], list[domain.Host]], known: units.Known,
+            exact: Collection[str], free: units.Free,
+            asked: Mapping[str, Collection[int]]) -> list[domain.Host]:
+    """``trees()`` once ``known`` tells every unit rule that decides a
+    count (``_doubts``): the listings of ``_probes`` first, then, where
+    fewer providers than listings are in doubt, their own inventories.
+    ``exact``: providers whose inventories were read.
+    """
+    first = True
+    while True:
+        found = trees()
+        doubts = _doubts(requests, found, known, exact)
+        if not doubts:
+            return found
+        doubted = sorted({u for u, _, _ in doubts})
+        LOG.debug('The units of %d providers are not known for %s',
+                  len(doubted), ', '.join(sorted(
+                      {'%s:%d' % (rc, n) for _, rc, n in doubts})))
+        if not first and len(doubted) <= len({i[1:] for i in doubts}):
+            # Fewer providers than listings: their own inventories.
+            for uuid, inventories in zip(doubted, pool.call_all(
+                    [functools.partial(_inventories, placement, u)
+                     for u in doubted], placement.max_workers)):
+                known.add_inventories(uuid, inventories, asked)
+            continue
+        probes = _probes(requests, doubts, first, known)
+        first = False
+        LOG.debug('Asking ?resources=%s', ' and '.join(','.join(
+            '%s:%d' % i for i in sorted(p.items())) for p in probes))
+        for amounts, listed in zip(probes, pool.call_all(
+                [functools.partial(placement.providers_with_room, p)
+                 for p in probes], placement.max_workers)):
+            known.add_listing(amounts, [p['uuid'] for p in listed], free)
+
+
+def _inventories(placement: PlacementClient, uuid: str
+                 ) -> dict[str, typing.Any] | None:
+    """The provider's inventories, None when it is gone."""
+    try:
+        return placement.get_inventories(uuid)[1]
+    except device_reads.not_found() as exc:
+        LOG.debug('Provider %s is gone: %s', uuid, exc)
+        return None
+
+
+def _free(summaries: Mapping[str, Mapping[str, typing.Any]]
+          ) -> dict[tuple[str, str], int]:
+    return {(uuid, rc): info['capacity'] - info['used']
+            for uuid, s in summaries.items()
+            for rc, info in (s.get('resources') or {}).items()}
+
+
+def _asked(requests: Iterable[rr.Request]) -> dict[str, set[int]]:
+    """``{class: amounts}`` one provider may be asked for."""
+    asked: dict[str, set[int]] = {}
+    for group in (g for r in requests for g in r.groups):
+        for rc, n in group.resources:
+            asked.setdefault(rc, set()).add(n)
+    return asked
+
+
+Doubt = tuple[str, str, int]    # (provider uuid, class, amount)
+
+
+def _doubts(requests: Iterable[rr.Request], trees: Iterable[domain.Host],
+            known: units.Known, exact: Collection[str]) -> set[Doubt]:
+    """The amounts whose units decide a count and no read told: of a
+    provider with room for them, in a tree where a server of the request
+    fits by room alone (elsewhere none fits, whatever the units).
+    """
+    doubts: set[Doubt] = set()
+    trees = list(trees)
+    for request in requests:
+        pairs = {(rc, n) for g in request.groups for rc, n in g.resources}
+        for host in trees:
+            if domain.place(request, host) is None:
+                continue
+            for p in host.providers:
+                if p.uuid in exact:
+                    continue
+                doubts.update(
+                    (p.uuid, rc, n) for rc, n in pairs
+                    if rc in p.inventories and p.free(rc) >= n
+                    and known.takes(p.uuid, rc, n) is None)
+    return doubts
+
+
+def _probes(requests: Iterable[rr.Request], doubts: Collection[Doubt],
+            first: bool, known: units.Known) -> list[dict[str, int]]:
+    """The ``?resources=`` listings that settle ``doubts``.
+
+    First, few and flat: a numbered group's amounts together; the
+    compute node's classes of the unnumbered groups together at the
+    largest amount of each (one listing for the requests of dedicated
+    CPUs, one for the others) and, where a smaller amount is in doubt on
+    a provider no read told takes 1, at 1 (which spans every amount up
+    to the largest taken); any other class at its largest amount (and at
+    1 likewise). Then, per class, one listing at the largest amount
+    still in doubt, which settles it for every provider with room for
+    it.
+    """
+    pairs = {(rc, n) for _, rc, n in doubts}
+    top: dict[str, int] = {}
+    for rc, n in pairs:
+        top[rc] = max(top.get(rc, 0), n)
+    if not first:
+        return [{rc: n} for rc, n in sorted(top.items())]
+    lack_one = {rc for uuid, rc, n in doubts
+                if n < top[rc] and known.takes(uuid, rc, 1) is None}
+    probes: list[dict[str, int]] = []
+    merged: dict[frozenset[str], dict[str, int]] = {}
+    single: dict[str, int] = {}
+    for group in (g for r in requests for g in r.groups):
+        if not any(i in pairs for i in group.resources):
+            continue
+        if group.numbered:
+            if dict(group.resources) not in probes:
+                probes.append(dict(group.resources))
+            continue
+        node = {rc: n for rc, n in group.resources
+                if rc in rr.ROOT_CLASSES}
+        if node:
+            # A node of dedicated CPUs may have no VCPU: apart.
+            most = merged.setdefault(frozenset(node) & CPUS, {})
+            for rc, n in node.items():
+                most[rc] = max(most.get(rc, 0), n)
+        for rc, n in group.resources:
+            if rc not in rr.ROOT_CLASSES and (rc, n) in pairs:
+                single[rc] = max(single.get(rc, 0), n)
+    ones = [{rc: 1 for rc in m if rc in lack_one} for m in merged.values()]
+    ones += [{rc: 1} for rc in sorted(single) if rc in lack_one]
+    for amounts in list(merged.values()) + [
+            {rc: n} for rc, n in sorted(single.items())] + ones:
+        if amounts and amounts not in probes:
+            probes.append(amounts)
+    return probes
 
 
 def _trees(provider: typing.Callable[..., domain.Provider | None],
@@ -252,28 +405,23 @@ def _from_details(uuid: str, name: str, info: Mapping[str, typing.Any],
 
 
 def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
-                  device: str, amounts: Sequence[Mapping[str, int]],
-                  can_take: Sequence[Collection[str]]) -> domain.Provider:
+                  device: str, asked: Mapping[str, Collection[int]],
+                  known: units.Known) -> domain.Provider:
     """A provider from its allocation candidate summary.
 
     Summaries carry capacity ((total - reserved) x ratio) and used, not
-    the units: an amount the provider has room for but that Placement's
-    ``?resources=`` listing leaves out is one its units do not allow.
+    the units: an amount ``known`` says the units refuse is refused; an
+    amount no read told of is taken (it decides no count: see
+    ``_doubts``).
     """
     resources = summary.get('resources') or {}
-    refused: dict[str, set[int]] = {}
-    for wanted, listed in zip(amounts, can_take):
-        if uuid in listed:
-            continue
-        if all(rc in resources and resources[rc]['capacity'] -
-               resources[rc]['used'] >= n for rc, n in wanted.items()):
-            for rc, n in wanted.items():
-                refused.setdefault(rc, set()).add(n)
     return domain.Provider(
         uuid=uuid, name=name,
         inventories={rc: domain.Inventory(
             total=info['capacity'], max_unit=info['capacity'],
-            refused=frozenset(refused.get(rc, ())))
+            refused=frozenset(
+                n for n in asked.get(rc, ())
+                if known.takes(uuid, rc, n) is False))
             for rc, info in resources.items()},
         usages={rc: info['used'] for rc, info in resources.items()},
         traits=frozenset(summary.get('traits') or ()),
@@ -404,3 +552,73 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
             placed, one, multicreate.multi_create_verdict(
                 count, placed, one, counted.per_host, most))
     return counted
+
+
+def _flavors_by_reference(compute: ComputeClient,
+                          references: Sequence[str]
+                          ) -> dict[str, typing.Any]:
+    """``{reference: flavor payload or CommandError}``: one flavor read
+    as ``capacity --flavor`` reads it; several from one listing of every
+    flavor (with their extra specs), by ID first, then by name.
+    """
+    found: dict[str, typing.Any] = {}
+    if len(references) == 1:
+        try:
+            found[references[0]] = naming.find_flavor(compute,
+                                                      references[0])
+        except exceptions.CommandError as exc:
+            found[references[0]] = exc
+        return found
+    listed = compute.list_flavors()
+    by_id = {f['id']: f for f in listed}
+    for ref in references:
+        try:
+            found[ref] = by_id.get(ref) or naming.one_named(
+                [f for f in listed if f['name'] == ref], ref, 'flavor',
+                "No flavor named or with ID '%s'; see 'openstack flavor "
+                "list --all'." % ref)
+        except exceptions.CommandError as exc:
+            found[ref] = exc
+    return found
+
+
+def count_flavors(placement: PlacementClient, compute: ComputeClient,
+                  flavors: Sequence[str],
+                  pci_config: pci_rules.PciConfig | None = None
+                  ) -> dict[str, int | exceptions.CommandError]:
+    """How many more servers of each flavor (a name or ID) fit, as
+    ``count`` counts one, from one set of reads for all of them: the
+    flavors (one listing when there are several), the services, the
+    provider listing, the anchors and the unit listings. A flavor that
+    cannot be counted maps to the CommandError that says why.
+    """
+    calls: list[Callable[[], typing.Any]] = [
+        placement.list_providers, compute.compute_services,
+        functools.partial(_flavors_by_reference, compute, flavors)]
+    known = units.Known()
+    calls.append(device_reads.anchor_call(placement, known=known))
+    listing, services, payloads, first = pool.call_all(
+        calls, placement.max_workers)
+    result: dict[str, int | exceptions.CommandError] = {}
+    requests: dict[str, rr.Request] = {}
+    for ref, payload in payloads.items():
+        if isinstance(payload, exceptions.CommandError):
+            result[ref] = payload
+            continue
+        try:
+            request = request_of(nova_payloads.flavor(payload), pci_config)
+            check_flavor_request(request)
+        except exceptions.CommandError as exc:
+            result[ref] = exc
+            continue
+        requests[ref] = request
+    if requests:
+        trees = read_hosts(placement, list(requests.values()), listing,
+                           services, early={ANCHOR: first, KNOWN: known})
+        owner_nova = domain.owner_nova_in_effect(trees)
+        for ref, request in requests.items():
+            request = request_filter.process_reqspec(
+                request, owner_nova=owner_nova)
+            result[ref] = sum(h.fits for h in domain.capacity(request,
+                                                              trees))
+    return {ref: result[ref] for ref in flavors}

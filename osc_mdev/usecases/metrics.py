@@ -15,10 +15,13 @@
 The devices are read as ``mdev provider list`` reads its default view
 (``provider.list_devices`` without inventory fields: the provider
 listing and the allocation candidate summaries, a few requests at any
-size); each flavor is counted by ``capacity.count``, as ``mdev capacity
---flavor`` counts it (its 3 Placement requests, and Nova's flavor and
-services); with ``allocations``, the allocations of the devices in use
-and the servers holding them are read as ``mdev allocation list`` reads
+size); the flavors are counted by ``capacity.count_flavors``, as ``mdev
+capacity --flavor`` counts one, all from the same reads, which they
+share with the devices (``PlacementClient.shared_reads``: the listing
+and the anchors are sent once), plus a few ``?resources=`` listings of
+the units and Nova's flavors (one listing) and services; with
+``allocations``, the allocations of the devices in use and the servers
+holding them are read as ``mdev allocation list`` reads
 them (``allocation.allocations_on``: one request per device in use, one
 server listing per compute node). The devices and the flavors run at
 once in the bounded pool; the text is ``domain.metrics``'s, the file is
@@ -191,17 +194,21 @@ class _Unread:
 
 def _count(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None',
-           flavor: str, pci_config: 'pci_rules.PciConfig | None' = None
-           ) -> '_Unread | int':
-    """``flavor_fits`` of one flavor, or why it cannot be counted
-    (``pci_config``: the controller's, for a flavor's PCI alias).
+           flavors: abc.Sequence[str],
+           pci_config: 'pci_rules.PciConfig | None' = None) -> dict:
+    """``{flavor: flavor_fits or why it cannot be counted}``, every
+    flavor from the same reads (``capacity.count_flavors``;
+    ``pci_config``: the controller's, for a flavor's PCI alias).
     """
+    assert compute is not None
     try:
-        return capacity.count(placement, compute, flavor=flavor,
-                              pci_config=pci_config).total
+        counted = capacity.count_flavors(placement, compute, flavors,
+                                         pci_config=pci_config)
     except (exceptions.CommandError, _errors().NotFound) as exc:
-        LOG.debug('Counting flavor %s failed', flavor, exc_info=True)
-        return _Unread(str(exc) or repr(exc))
+        LOG.debug('Counting the flavors failed', exc_info=True)
+        return {f: _Unread(str(exc) or repr(exc)) for f in flavors}
+    return {f: _Unread(str(n) or repr(n)) if isinstance(n, Exception)
+            else n for f, n in counted.items()}
 
 
 def _allocations(reads: PartialReads,
@@ -268,6 +275,8 @@ def scrape(placement: 'placement_client.PlacementClient',
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
     start = time.monotonic()
+    # The devices and the flavors are counted from the same reads.
+    placement = placement.shared_reads()
     reads = PartialReads(placement)
     if compute is None and (flavors or allocations):
         raise ValueError('flavors and allocations are read from Nova')
@@ -277,8 +286,9 @@ def scrape(placement: 'placement_client.PlacementClient',
             typing.cast('placement_client.PlacementClient', reads),
             providers.DeviceFilter(kinds=tuple(kinds)),
             read_traits=True, read_inventory=False)]
-    calls += [functools.partial(_count, placement, compute, f, pci_config)
-              for f in flavors]
+    if flavors:
+        calls.append(functools.partial(_count, placement, compute, flavors,
+                                       pci_config))
     if identity is not None:
         if compute is None:
             raise ValueError('quotas are read with Nova')
@@ -294,8 +304,8 @@ def scrape(placement: 'placement_client.PlacementClient',
         LOG.debug('Reading the cloud failed', exc_info=True)
         return Scrape(domain.render(domain.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
-    counts = dict(zip(flavors, results[1:1 + len(flavors)]))
-    projects = results[1 + len(flavors)] if identity is not None else []
+    counts = results[1] if flavors else {}
+    projects = results[-1] if identity is not None else []
     reading = domain.Reading(
         devices=devices, unread_devices=reads.unread_candidates(kinds),
         confs=confs or {},

@@ -72,6 +72,7 @@ from osc_mdev.api import pool
 from osc_mdev.domain import names
 from osc_mdev.domain import providers as domain
 from osc_mdev.domain import reach
+from osc_mdev.domain import units
 
 if typing.TYPE_CHECKING:
     from osc_mdev.api.placement import PlacementClient
@@ -121,13 +122,20 @@ def _errors() -> types.ModuleType:
     return placement_client
 
 
+def not_found() -> type[Exception]:
+    """What the client raises for a provider deleted meanwhile."""
+    return _errors().NotFound
+
+
 def anchor_call(placement: PlacementClient,
                 resource_class: str = reach.FIRST,
-                in_tree: str | None = None
+                in_tree: str | None = None,
+                known: units.Known | None = None
                 ) -> Callable[[], reach.Summaries | None]:
     """A call that answers the raw ``provider_summaries`` of ``GET
     /allocation_candidates?resources=<resource_class>:1`` (with
     ``in_tree``), or None on a Placement older than microversion 1.31.
+    ``known`` learns from its allocation requests who takes one unit.
     """
     placement_client = _errors()
 
@@ -137,6 +145,8 @@ def anchor_call(placement: PlacementClient,
                 '%s:1' % resource_class, in_tree=in_tree)
         except placement_client.MicroversionUnsupported:
             return None  # an old Placement: every device is read on its own
+        if known is not None:
+            known.add_candidates(body)
         return body.get('provider_summaries') or {}
     return call
 
@@ -155,7 +165,8 @@ def _names(roots: Mapping[str, str], uuids: Iterable[str]) -> str:
 def cover_trees(placement: PlacementClient,
                 first: Mapping[str | None, reach.Summaries | None],
                 roots: Mapping[str, str],
-                candidates: Iterable[domain.Candidate]
+                candidates: Iterable[domain.Candidate],
+                known: units.Known | None = None
                 ) -> reach.Summaries | None:
     """Raw provider summaries of the trees ``roots`` (``{root uuid:
     name}``), as far as anchors reach them.
@@ -167,7 +178,8 @@ def cover_trees(placement: PlacementClient,
     are the devices of the listing, whose classes the device anchors
     come from. None (a Placement older than 1.31) stays None. Trees no
     anchor reaches are left out, named in the debug log: their providers
-    are read one by one by the caller.
+    are read one by one by the caller. ``known`` learns from the
+    anchors' allocation requests who takes one unit of their class.
     """
     if any(part is None for part in first.values()):
         return None
@@ -189,14 +201,14 @@ def cover_trees(placement: PlacementClient,
         keys = [(rc, tree) for rc in anchors for tree in trees]
         LOG.debug('%d of %d trees are in no answer so far; anchoring on %s',
                   len(missing), len(roots), ', '.join(anchors))
-        found = pool.call_all([anchor_call(placement, rc, tree)
+        found = pool.call_all([anchor_call(placement, rc, tree, known)
                                for rc, tree in keys], placement.max_workers)
         step = {key: part or {} for key, part in zip(keys, found)}
         _log_reach(step)
         answers.update(step)
         merged.update(_merged(step))
     if not scoped:
-        _fill_cut(placement, answers, merged, roots)
+        _fill_cut(placement, answers, merged, roots, known)
     missing = set(roots) - set(merged)
     if missing:
         LOG.debug('%d of %d trees are in no allocation candidate answer, '
@@ -214,7 +226,8 @@ def _log_reach(answers: Mapping[tuple, reach.Summaries]) -> None:
 
 def _fill_cut(placement: PlacementClient,
               answers: Mapping[tuple, reach.Summaries],
-              merged: reach.Summaries, roots: Mapping[str, str]) -> None:
+              merged: reach.Summaries, roots: Mapping[str, str],
+              known: units.Known | None = None) -> None:
     """Ask each tree ``merged`` lacks on its own (``in_tree=``) when
     answers were cut short by ``[placement] max_allocation_candidates``:
     with the class of the widest such answer, then of the next for the
@@ -233,7 +246,8 @@ def _fill_cut(placement: PlacementClient,
                   'max_allocation_candidates); %d trees asked one by one: '
                   '%s', rc, len(missing), _names(roots, missing))
         for part in pool.call_all(
-                [anchor_call(placement, rc, root) for root in missing],
+                [anchor_call(placement, rc, root, known)
+                 for root in missing],
                 placement.max_workers):
             merged.update(part or {})
 

@@ -52,6 +52,44 @@ FLAVOR = nova_standin.flavor('vgpu.small', vcpus=2, ram=2048,
                              extra_specs={'resources:VGPU': '1'})
 FLAVOR_ROOT = {'VCPU': 2, 'MEMORY_MB': 2048}
 FLAVOR_DEVICE = {'VGPU': 1}
+# Every shape a flavor's request takes: (flavor, root resources as the
+# test reckons them, the device resources or None for two VGPUs from two
+# devices).
+SHAPES = {
+    'root disk': (nova_standin.flavor(
+        'shape.disk', vcpus=2, ram=2048, disk=20,
+        extra_specs={'resources:VGPU': '1'}),
+        {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 20}, {'VGPU': 1}),
+    'ephemeral and swap': (dict(nova_standin.flavor(
+        'shape.ephemeral', vcpus=4, ram=4096, disk=10,
+        extra_specs={'resources:VGPU': '1'}),
+        **{'OS-FLV-EXT-DATA:ephemeral': 5, 'swap': 1536}),
+        {'VCPU': 4, 'MEMORY_MB': 4096, 'DISK_GB': 17}, {'VGPU': 1}),
+    'PCI alias': (nova_standin.flavor(
+        'shape.pci', vcpus=2, ram=2048, disk=20,
+        extra_specs={'pci_passthrough:alias': 'a2:1'}),
+        {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 20}, {PCI_CLASS: 1}),
+    'numbered groups': (nova_standin.flavor(
+        'shape.groups', vcpus=2, ram=2048, disk=20, extra_specs={
+            'resources1:VGPU': '1', 'resources2:VGPU': '1',
+            'group_policy': 'isolate'}),
+        {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 20}, None),
+}
+CONTROLLER = '''[filter_scheduler]
+pci_in_placement = True
+
+[pci]
+alias = {"name": "a2", "vendor_id": "10de", "product_id": "2236",
+  "device_type": "type-PCI"}
+'''
+# metrics with 20 flavors: (flavor, root resources, device resources).
+MANY = [(nova_standin.flavor(
+    'many.%02d' % i, vcpus=1 + i % 5, ram=512 * (1 + i % 7),
+    disk=i % 3 * 10, extra_specs={
+        'resources:%s' % ('VGPU' if i % 4 else A40): str(1 + i % 2)}),
+    {'VCPU': 1 + i % 5, 'MEMORY_MB': 512 * (1 + i % 7),
+     **({'DISK_GB': i % 3 * 10} if i % 3 else {})},
+    {('VGPU' if i % 4 else A40): 1 + i % 2}) for i in range(20)]
 
 
 class Busy:
@@ -212,7 +250,9 @@ def truncating() -> typing.Iterator[pg.PgPlacement]:
 
 @pytest.fixture(scope='module')
 def nova() -> typing.Iterator[nova_standin.NovaStandin]:
-    standin = nova_standin.NovaStandin(flavors=[FLAVOR], services=[])
+    standin = nova_standin.NovaStandin(flavors=[FLAVOR] + [
+        f for f, _, _ in SHAPES.values()] + [f for f, _, _ in MANY],
+        services=[])
     yield standin
     standin.stop()
 
@@ -341,6 +381,71 @@ def test_capacity_of_a_flavor(busy, nova, monkeypatch, tmp_path) -> None:
     assert count <= BUDGET
 
 
+def _two_devices(providers: list, host: str, root: dict) -> int:
+    """Servers asking ``root`` of the node and one VGPU of each of two
+    devices (``group_policy=isolate``), from the per-device reads.
+    """
+    most = per_device.fits(providers, host, root, {})
+    free = [p.free('VGPU') for p in providers
+            if p.root == host and p.is_mdev and 'VGPU' in p.inventories]
+    servers = 0
+    while servers < most and sum(min(f, servers + 1) for f in free) \
+            >= 2 * (servers + 1):
+        servers += 1
+    return servers
+
+
+@pytest.mark.parametrize('shape', sorted(SHAPES))
+def test_capacity_of_each_flavor_shape(busy, nova, monkeypatch, tmp_path,
+                                       shape) -> None:
+    """Whatever the flavor asks, the same flat reads: at most 10
+    Placement requests, and the servers the per-device reads give.
+    """
+    flavor, root, device = SHAPES[shape]
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(CONTROLLER)
+    providers = per_device.read(busy.url)
+    with _cloud(monkeypatch, tmp_path, busy, nova):
+        result, count = _counted(busy, lambda: cli.openstack(
+            'mdev', 'capacity', '--flavor', flavor['name'],
+            '--controller-conf', str(conf), '-f', 'json'))
+    assert result.rc == 0, result.stderr
+    fits = _fits(result.json())
+    hosts = {p.root for p in providers if p.is_root}
+    assert set(fits) == hosts
+    if device is None:
+        expected = {h: _two_devices(providers, h, root) for h in hosts}
+    else:
+        expected = _reference_fits(providers, root, device, hosts)
+    assert fits == expected
+    assert sum(fits.values()) > 0
+    assert count <= BUDGET
+
+
+def test_metrics_of_twenty_flavors(busy, nova, monkeypatch,
+                                   tmp_path) -> None:
+    """Twenty flavors share the reads of the devices: at most 10
+    Placement requests, each flavor's count as the per-device reads give
+    it.
+    """
+    providers = per_device.read(busy.url)
+    hosts = {p.root for p in providers if p.is_root}
+    args = [a for f, _, _ in MANY for a in ('--flavor', f['name'])]
+    with _cloud(monkeypatch, tmp_path, busy, nova):
+        result, count = _counted(busy, lambda: cli.openstack(
+            'mdev', 'metrics', *args))
+    assert result.rc == 0, result.stderr
+    families = {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+    fits = {s.labels['flavor']: s.value
+            for s in families['openstack_mdev_flavor_fits'].samples}
+    assert fits == {f['name']: sum(_reference_fits(
+        providers, root, device, hosts).values()) for f, root, device in MANY}
+    assert any(fits.values())
+    _assert_metrics_equal(families, per_device.rows(busy.url, pci=True))
+    assert count <= BUDGET
+
+
 def test_debug_names_no_tree_when_every_tree_is_reached(busy) -> None:
     result = mdev(busy.url, '--debug', 'provider', 'list')
     assert result.rc == 0, result.stderr
@@ -399,3 +504,79 @@ def test_truncated_answers_still_give_the_same_data(truncating) -> None:
                 '-f', 'json').json()
     fits = _fits(rows)
     assert fits == _reference_fits(providers, {}, {'VGPU': 1}, fits)
+
+
+# Flavors whose counts the unit rules decide: more VCPUs than a node's
+# max_unit though its over-committed capacity has room, memory off a
+# node's step_size, and a small one that fits where the large do not.
+UNITS = [
+    (nova_standin.flavor('units.large', vcpus=12, ram=2048,
+                         extra_specs={'resources:VGPU': '1'}),
+     {'VCPU': 12, 'MEMORY_MB': 2048}, {'VGPU': 1}),
+    (nova_standin.flavor('units.odd', vcpus=2, ram=1536,
+                         extra_specs={'resources:VGPU': '1'}),
+     {'VCPU': 2, 'MEMORY_MB': 1536}, {'VGPU': 1}),
+    (nova_standin.flavor('units.small', vcpus=1, ram=1024,
+                         extra_specs={'resources:VGPU': '1'}),
+     {'VCPU': 1, 'MEMORY_MB': 1024}, {'VGPU': 1}),
+]
+
+
+@pytest.fixture(scope='module')
+def units_cloud() -> typing.Iterator[pg.PgPlacement]:
+    """Nodes whose inventories' units refuse some amounts, and a node
+    with room for the smaller flavors only.
+    """
+    with pg.running() as server:
+        b = Busy(placement_data.Placement(server.url))
+        b.node('plain', vcpu=32)
+        b.gpu('plain', 0x3b)
+        b.node('overcommitted', vcpu=8)
+        b.p.set_inventory(b.roots['overcommitted'], {
+            'VCPU': {'total': 8, 'max_unit': 8, 'allocation_ratio': 4.0},
+            'MEMORY_MB': {'total': 65536}, 'DISK_GB': {'total': 1000}})
+        b.gpu('overcommitted', 0x3b)
+        b.node('stepped', vcpu=32)
+        b.p.set_inventory(b.roots['stepped'], {
+            'VCPU': {'total': 32}, 'DISK_GB': {'total': 1000},
+            'MEMORY_MB': {'total': 65536, 'step_size': 1024}})
+        b.gpu('stepped', 0x3b)
+        b.node('nearly-full', vcpu=16)
+        b.gpu('nearly-full', 0x3b)
+        b.p.allocate(str(uuidlib.uuid4()), {b.roots['nearly-full']: {
+            'VCPU': 14}})
+        yield server
+
+
+def test_units_decide_the_counts_in_few_requests(
+        units_cloud, monkeypatch, tmp_path) -> None:
+    providers = per_device.read(units_cloud.url)
+    hosts = {p.root for p in providers if p.is_root}
+    expected = {f['name']: _reference_fits(providers, root, device, hosts)
+                for f, root, device in UNITS}
+    assert expected['units.large']['overcommitted'] == 0
+    assert expected['units.odd']['stepped'] == 0
+    assert expected['units.small']['nearly-full'] == 2
+    standin = nova_standin.NovaStandin(
+        flavors=[f for f, _, _ in UNITS], services=[])
+    try:
+        with _cloud(monkeypatch, tmp_path, units_cloud, standin):
+            for flavor, _, _ in UNITS:
+                result, count = _counted(units_cloud, lambda: cli.openstack(
+                    'mdev', 'capacity', '--flavor', flavor['name'], '-f',
+                    'json'))
+                assert result.rc == 0, result.stderr
+                assert _fits(result.json()) == expected[flavor['name']]
+                assert count <= BUDGET
+            args = [a for f, _, _ in UNITS for a in ('--flavor', f['name'])]
+            result, count = _counted(units_cloud, lambda: cli.openstack(
+                'mdev', 'metrics', *args))
+    finally:
+        standin.stop()
+    assert result.rc == 0, result.stderr
+    families = {f.name: f for f in parser.text_string_to_metric_families(
+        result.stdout)}
+    assert {s.labels['flavor']: s.value for s in families[
+        'openstack_mdev_flavor_fits'].samples} == {
+        name: sum(fits.values()) for name, fits in expected.items()}
+    assert count <= BUDGET
