@@ -407,6 +407,8 @@ def test_limits_outside_novas_region_are_named_in_one_line(
         "registered limits of class:%s in no region." % (MLX5, MLX5)]
 
 
+# oslo.limit is Nova's dependency: it is installed where nova is.
+@pytest.mark.nova
 def test_the_limits_are_those_oslo_limit_reads(
         world: World, keystone: servers.KeystoneProcess, as_admin: None,
         tmp_path: pathlib.Path) -> None:

@@ -452,6 +452,7 @@ def test_another_driver_reads_no_limit_of_keystone(driver: str) -> None:
         'no limit; [quota] driver %s limits no resource class' % driver)
 
 
+@pytest.mark.nova
 def test_the_driver_option_is_novas() -> None:
     """``[quota] driver`` as nova/conf/quota.py defines it: its default
     (Nova's, not the unified limits driver) and its choices.
