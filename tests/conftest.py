@@ -14,6 +14,7 @@
 
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -29,6 +30,27 @@ def _clean_openstack_env(monkeypatch, tmp_path):
     empty = tmp_path / 'no-clouds.yaml'
     empty.write_text('clouds: {}\n')
     monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(empty))
+
+
+def _monkey_patched():
+    patcher = sys.modules.get('eventlet.patcher')
+    return patcher is not None and patcher.is_monkey_patched('thread')
+
+
+@pytest.fixture(autouse=True)
+def _no_eventlet_patching():
+    """The tests' own process runs on real threads, as the commands do:
+    importing Nova's test package (``nova.tests``) applies eventlet's
+    monkey patching to the whole process, after which the thread pools
+    of every later test may deadlock. Nova's harness runs in a process
+    of its own (tests/cloud); a test that patches this one fails here.
+    """
+    patched = _monkey_patched()
+    yield
+    if not patched and _monkey_patched():
+        pytest.fail('this test applied eventlet monkey patching to the '
+                    'test process (it imported nova.tests?); run Nova\'s '
+                    'harness in a process of its own', pytrace=False)
 
 
 def pytest_collection_modifyitems(config, items):

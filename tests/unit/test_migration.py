@@ -200,13 +200,12 @@ def nova_migrate_flags(monkeypatch: pytest.MonkeyPatch, paths: list,
     as ``init_host`` runs it, then ``_live_migration_operation`` up to
     ``guest.migrate``.
     """
-    from nova.tests.fixtures import libvirt as fakelibvirt
     from nova.virt.libvirt import driver
     from tests.fixtures import nova_driver
 
     monkeypatch.setattr(driver, 'CONF', nova_driver.nova_config(
         paths, nova_driver.MODULES + ('serial_console',)))
-    monkeypatch.setattr(driver, 'libvirt', fakelibvirt)
+    monkeypatch.setattr(driver, 'libvirt', nova_driver.fake_libvirt())
     monkeypatch.setattr(driver.libvirt_migrate, 'get_updated_guest_xml',
                         lambda *args, **kwargs: None)
     drv = object.__new__(driver.LibvirtDriver)
