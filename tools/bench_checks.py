@@ -96,6 +96,39 @@ def naive_reads(url: str) -> tuple:
     return rows, time.perf_counter() - start
 
 
+def pci_reads(url: str) -> dict:
+    """The per-device reads of every PCI-in-Placement provider
+    (``<host>_<PCI address>``, a ``CUSTOM_PCI_*`` class), one after
+    another (not timed): ``{(uuid, class): row}``, rows as
+    ``naive_reads`` gives them (Device: the address the name ends with).
+    """
+    session = _session()
+    providers = session.get(url + '/resource_providers').json()[
+        'resource_providers']
+    by_uuid = {p['uuid']: p for p in providers}
+    rows = {}
+    for rp in providers:
+        root = by_uuid.get(rp['root_provider_uuid'])
+        if root is None or root is rp or ':' not in rp['name'][
+                len(root['name']) + 1:]:
+            continue
+        base = url + '/resource_providers/' + rp['uuid']
+        inv = session.get(base + '/inventories').json()['inventories']
+        usages = session.get(base + '/usages').json()['usages']
+        traits = session.get(base + '/traits').json()['traits']
+        for rc, i in inv.items():
+            if rc.startswith('CUSTOM_PCI_'):
+                capacity = int((i['total'] - i['reserved'])
+                               * i['allocation_ratio'])
+                rows[(rp['uuid'], rc)] = {
+                    'Host': root['name'],
+                    'Device': rp['name'][len(root['name']) + 1:].lower(),
+                    'Capacity': capacity, 'Used': usages.get(rc, 0),
+                    'Free': max(capacity - usages.get(rc, 0), 0),
+                    'Traits': sorted(traits)}
+    return rows
+
+
 def node_reads(url: str, workers: int = 8) -> dict:
     """Every compute node's own inventories, usages and traits (three
     requests per root, in a pool; not timed): ``{host: {'inventories',
@@ -300,20 +333,6 @@ def flavors_same(text: str, totals: dict) -> bool:
             wrong[:3], [got.get(f) for f in wrong[:3]],
             [totals.get(f) for f in wrong[:3]]))
     return got == totals
-
-
-def none_fits(rows: list) -> bool:
-    """``mdev capacity --flavor -f json`` where no server fits: host
-    rows with Fits 0, or the explainer's rows ending with no host left.
-    """
-    if rows and all('Host' in r for r in rows):
-        ok = all(r['Fits'] == 0 for r in rows)
-    else:
-        ok = bool(rows) and rows[-1].get('Hosts Left') == 0
-    if not ok:
-        _say('capacity --flavor: servers fit where none should: %s'
-             % rows[:2])
-    return ok
 
 
 def capacity_same(rows: list, expected: dict) -> bool:
