@@ -331,12 +331,12 @@ def expected_quota_dashboard(stack):
     limit = file_values(stack, 'openstack_mdev_project_limit', 'project',
                         'project_name', 'resource_class')
     assert used.keys() == limit.keys()
-    # The dashboard counts the limits of 0 too; the alert does not.
+    # A limit of 0 (a class the project may not use) is left out by the
+    # panel and the alert alike.
     at_limit = [k for k in used if 0 < limit[k] <= used[k]]
     labels = ('project', 'project_name', 'resource_class')
     return {
-        ('Projects at their GPU limit', 'A'): ((), {(): len(
-            [k for k in used if 0 <= limit[k] <= used[k]])}),
+        ('Projects at their GPU limit', 'A'): ((), {(): len(at_limit)}),
         ('GPUs held under a limit', 'A'): ((), {(): sum(
             v for k, v in used.items() if limit[k] >= 0)}),
         ('Projects holding GPUs', 'A'): ((), {(): len(
