@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Write ``osc_mdev/domain/nova_options.py`` from Nova's option definitions.
+"""Write ``osc_mdev/nova/conf/options.py`` from Nova's option definitions.
 
 ``config check`` compares the section and option names of a nova.conf
 with the options Nova registers, but nova is not a runtime dependency of
@@ -42,8 +42,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = os.path.join(HERE, os.pardir, 'osc_mdev', 'domain',
-                      'nova_options.py')
+TARGET = os.path.join(HERE, os.pardir, 'osc_mdev', 'nova', 'conf',
+                      'options.py')
 #: The mdev type the dynamic options are registered for, replaced by
 #: TYPE in the data.
 _SAMPLE_TYPE = 'sample-type'

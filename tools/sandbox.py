@@ -33,8 +33,8 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from osc_mdev.domain import novaconf  # noqa: E402
-from osc_mdev.domain import traits  # noqa: E402
+from osc_mdev.cloud import traits  # noqa: E402
+from osc_mdev.nova.conf import settings as novaconf  # noqa: E402
 from tests.cloud import client  # noqa: E402
 
 

@@ -18,7 +18,7 @@ provider_config_location``: its ``*.yaml`` files in sorted order. A file is
 written whole or not at all: the text goes to a hidden temporary file in
 the same directory (which nova-compute never reads: it does not end in
 ``.yaml``), is flushed to disk, then renamed over the old file; a failure
-leaves the old file as it was. ``osc_mdev.domain.provider_config`` parses
+leaves the old file as it was. ``osc_mdev.nova.compute.provider_config`` parses
 the texts, ``provider_config_write`` renders them.
 """
 
@@ -27,8 +27,8 @@ import dataclasses
 import glob
 import os
 
-from osc_mdev.domain import provider_config as domain
 from osc_mdev.local import textfile
+from osc_mdev.nova.compute import provider_config as domain
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 

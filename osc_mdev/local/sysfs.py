@@ -27,8 +27,8 @@ import dataclasses
 import os
 import re
 
-from osc_mdev.domain import host_gpus
-from osc_mdev.domain import novaconf
+from osc_mdev.host import gpus as host_gpus
+from osc_mdev.nova.conf import settings as novaconf
 
 
 def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:

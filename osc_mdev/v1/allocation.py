@@ -18,9 +18,9 @@ import logging
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from osc_mdev.domain import allocations as domain
-from osc_mdev.domain import providers
-from osc_mdev.usecases import allocation as allocations
+from osc_mdev.cloud import allocations as domain
+from osc_mdev.cloud import providers
+from osc_mdev.features.allocation import reads as allocations
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

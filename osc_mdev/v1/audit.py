@@ -16,10 +16,10 @@ import argparse
 
 from osc_lib import exceptions
 
-from osc_mdev.domain import audit as domain
-from osc_mdev.usecases import audit
-from osc_mdev.usecases import nova_conf
-from osc_mdev.usecases import provider_config
+from osc_mdev.features.audit import checks as domain
+from osc_mdev.features.audit import reads as audit
+from osc_mdev.features import nova_conf
+from osc_mdev.features.trait import provider_files as provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

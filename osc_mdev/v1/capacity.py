@@ -21,10 +21,10 @@ from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev import api
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.domain import words
-from osc_mdev.usecases import capacity as reads
-from osc_mdev.usecases import nova_conf
+from osc_mdev.base import words
+from osc_mdev.features.capacity import reads
+from osc_mdev.features import nova_conf
+from osc_mdev.nova.scheduler import utils as rr
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

@@ -35,8 +35,8 @@ from osc_lib.command import command
 from osc_lib import exceptions
 from osc_lib import utils
 
-from osc_mdev.domain import providers
-from osc_mdev.domain import traits
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import traits
 
 LOG = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ if typing.TYPE_CHECKING:
     from osc_lib import shell
 
     from osc_mdev import api
-    from osc_mdev.domain import resource_request as rr
+    from osc_mdev.nova.scheduler import utils as rr
 
 T = typing.TypeVar('T')
 
@@ -186,7 +186,7 @@ def bare_request(parsed_args: argparse.Namespace,
     ``required`` traits and --forbid-trait (names argparse checked); a
     CommandError for a request or a pair of traits that cannot be.
     """
-    from osc_mdev.domain import resource_request
+    from osc_mdev.nova.scheduler import utils as resource_request
 
     forbidden = sorted(set(parsed_args.forbid_trait))
     both = set(required) & set(forbidden)

@@ -19,11 +19,11 @@ from osc_lib import exceptions
 from osc_mdev import api
 from osc_mdev.api import compute
 from osc_mdev.api import placement
-from osc_mdev.domain import configgenerate
-from osc_mdev.domain import configreport
-from osc_mdev.domain import novaconf
-from osc_mdev.usecases import config
-from osc_mdev.usecases import config_generate
+from osc_mdev.features.config.check import reads as config
+from osc_mdev.features.config.check import report as configreport
+from osc_mdev.features.config.generate import plan as configgenerate
+from osc_mdev.features.config.generate import run as config_generate
+from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

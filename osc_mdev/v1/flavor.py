@@ -18,12 +18,12 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import flavors as flavor_logic
-from osc_mdev.domain import pci_request
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.domain import traits as trait_logic
-from osc_mdev.usecases import flavor as flavors
-from osc_mdev.usecases import nova_conf
+from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.features.flavor import reads as flavors
+from osc_mdev.features.flavor import specs as flavor_logic
+from osc_mdev.features import nova_conf
+from osc_mdev.nova.pci import request as pci_request
+from osc_mdev.nova.scheduler import utils as rr
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

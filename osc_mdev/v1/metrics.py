@@ -17,9 +17,9 @@ import argparse
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.domain import providers as domain
-from osc_mdev.usecases import metrics
-from osc_mdev.usecases import nova_conf
+from osc_mdev.cloud import providers as domain
+from osc_mdev.features.metrics import reads as metrics
+from osc_mdev.features import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

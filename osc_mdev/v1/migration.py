@@ -17,9 +17,9 @@ import argparse
 from osc_lib.cli import format_columns
 from osc_lib import exceptions
 
-from osc_mdev.domain import migration_plan
-from osc_mdev.domain import migration_rules
-from osc_mdev.usecases import migration
+from osc_mdev.features.migration import plan as migration_plan
+from osc_mdev.features.migration import reads as migration
+from osc_mdev.nova import migration as migration_rules
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

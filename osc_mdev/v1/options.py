@@ -31,10 +31,10 @@ import logging
 import os
 import typing
 
-from osc_mdev.domain import names
-from osc_mdev.domain import providers
-from osc_mdev.domain import traits as trait_logic
-from osc_mdev.domain import words
+from osc_mdev.base import words
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.nova import names
 
 LOG = logging.getLogger(__name__)
 

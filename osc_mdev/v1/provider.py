@@ -19,8 +19,8 @@ from cliff import columns
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 
-from osc_mdev.domain import providers as domain
-from osc_mdev.usecases import provider as devices
+from osc_mdev.cloud import providers as domain
+from osc_mdev.cloud import reads as devices
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

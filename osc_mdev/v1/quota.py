@@ -17,8 +17,8 @@ import argparse
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from osc_mdev.usecases import nova_conf
-from osc_mdev.usecases import quota as reads
+from osc_mdev.features import nova_conf
+from osc_mdev.features.quota import reads
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

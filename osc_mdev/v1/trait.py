@@ -20,9 +20,9 @@ import threading
 from osc_lib.cli import format_columns
 from osc_lib import exceptions
 
-from osc_mdev.domain import traits as trait_logic
-from osc_mdev.usecases import provider_config
-from osc_mdev.usecases import trait as traits
+from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.features.trait import provider_files as provider_config
+from osc_mdev.features.trait import writes as traits
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 

@@ -22,8 +22,8 @@ import re
 import pytest
 import yaml
 
-from osc_mdev.domain import metrics
-from osc_mdev.domain import quota_metrics
+from osc_mdev.features.metrics import families as metrics
+from osc_mdev.features.quota import metrics as quota_metrics
 from tests.fixtures import prometheus
 
 ADMIN = pathlib.Path(__file__).resolve().parents[2] / 'doc' / 'source' / (

@@ -167,8 +167,8 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
 
     from osc_mdev.api import http
     from osc_mdev.api import placement as placement_client
-    from osc_mdev.domain import audit as domain
-    from osc_mdev.usecases import audit as client_audit
+    from osc_mdev.features.audit import checks as domain
+    from osc_mdev.features.audit import reads as client_audit
 
     name = 'guard-%s' % uuid.uuid4().hex[:8]
     gpu = Gpu('pci_0000_84_00_0', 'VGPU', 4)
@@ -221,8 +221,8 @@ def test_orphan_removal_whose_answer_is_lost_is_verified(
 
     from osc_mdev.api import http
     from osc_mdev.api import placement as placement_client
-    from osc_mdev.domain import audit as domain
-    from osc_mdev.usecases import audit as client_audit
+    from osc_mdev.features.audit import checks as domain
+    from osc_mdev.features.audit import reads as client_audit
     from tests.fixtures import faults
 
     name = 'lost-%s' % uuid.uuid4().hex[:8]

@@ -15,7 +15,7 @@ Placement with PCI-in-Placement providers (one per PF, holding its VFs).
 
 There is no Nova in this tier, so the flavor is given as Nova returns it
 and the controller's aliases are read from a nova.conf file; the reads
-are the command's own (osc_mdev.usecases.capacity against Placement's
+are the command's own (osc_mdev.features.capacity.reads against Placement's
 API). For every host said to fit N servers, ``GET /allocation_candidates``
 of the same request limited to that tree gives a candidate, and claiming
 its first candidate N times succeeds while the N+1th finds none; full
@@ -30,14 +30,14 @@ import pytest
 
 from osc_mdev.api import http
 from osc_mdev.api import placement as placement_client
-from osc_mdev.domain import capacity as domain
-from osc_mdev.domain import explanation
-from osc_mdev.domain import pci as pci_rules
-from osc_mdev.domain import request_filter
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.local import novaconf as local_novaconf
-from osc_mdev.usecases import capacity as reads
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import explanation
+from osc_mdev.cloud import fit as domain
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.features.capacity import reads
+from osc_mdev.local import conf_files as local_novaconf
+from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
 from tests.fixtures.placement_data import Gpu
 
 

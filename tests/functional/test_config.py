@@ -700,7 +700,7 @@ VERDICT = ('Checked the section and option names against the options of '
 def test_a_clean_file_is_one_result_row_in_every_format(tmp_path):
     import yaml
 
-    from osc_mdev.domain import nova_options
+    from osc_mdev.nova.conf import options as nova_options
 
     path = write(tmp_path, CLEAN)
     verdict = VERDICT % nova_options.NOVA_VERSION

@@ -22,7 +22,7 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configgenerate_files as generated
+from osc_mdev.features.config.generate import files as generated
 from tests.fixtures import cli
 from tests.fixtures import host_shell
 from tests.fixtures import sysfs

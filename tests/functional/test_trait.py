@@ -203,7 +203,7 @@ def test_bad_input_writes_nothing(placement, auth, host, args, fragment):
 def test_failure_on_one_device_is_reported_and_exit_1(
         placement, auth, host, monkeypatch):
     # A device deleted between selection and update fails alone.
-    from osc_mdev.usecases import provider as devices
+    from osc_mdev.cloud import reads as devices
 
     name, gpus = host
     real = devices.select_devices

@@ -12,9 +12,9 @@
 
 import pytest
 
-from osc_mdev.domain import allocations
-from osc_mdev.domain import providers
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import allocations
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.cloud import providers
 from tests.fixtures import placement_data
 
 

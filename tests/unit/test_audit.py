@@ -16,17 +16,17 @@ import dataclasses
 
 import pytest
 
-from osc_mdev.domain import allocations
-from osc_mdev.domain import audit
-from osc_mdev.domain import capacity
-from osc_mdev.domain import explanation
-from osc_mdev.domain import pci
-from osc_mdev.domain import pci_request
-from osc_mdev.domain import providers
-from osc_mdev.domain import request_filter
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.local import novaconf as local_novaconf
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import allocations
+from osc_mdev.cloud import explanation
+from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.cloud import providers
+from osc_mdev.features.audit import checks as audit
+from osc_mdev.local import conf_files as local_novaconf
+from osc_mdev.nova.pci import config as pci
+from osc_mdev.nova.pci import request as pci_request
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
 from tests.fixtures import placement_data
 
 
@@ -452,7 +452,7 @@ def test_repairs_only_of_the_checks_asked_and_once_each():
     ([], True, 'unschedulable-flavor was not checked'),
 ])
 def test_nova_unreachable_names_what_was_skipped(servers, flavors, skipped):
-    from osc_mdev.usecases import audit as client_audit
+    from osc_mdev.features.audit import reads as client_audit
     snapshot = client_audit.Snapshot(
         [], [alloc('x', 'g1')], servers, 'Cannot reach the Compute API.',
         {}, None, (), frozenset({'c1'}))
@@ -469,7 +469,7 @@ PCI_TRAITS = ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA')
 
 
 def test_pci_devices_in_orphan_and_capacity_checks_only():
-    from osc_mdev.usecases import audit as client_audit
+    from osc_mdev.features.audit import reads as client_audit
     rc = 'CUSTOM_PCI_10DE_25B6'
     full = providers.Device(PCI['p1'], rc, providers.Inventory(2, 1, 1, 2),
                             2, 1, PCI_TRAITS)
@@ -574,7 +574,7 @@ def test_missing_pci_allocations(specs, held, expected):
 
 
 def test_missing_allocation_through_the_client_with_aliases():
-    from osc_mdev.usecases import audit as client_audit
+    from osc_mdev.features.audit import reads as client_audit
     rp = providers.Device(PCI['p1'], A16, providers.Inventory(4, 0, 1, 4),
                           1, 1, PCI_TRAITS)
     servers = [server('s1', node='gpu5',

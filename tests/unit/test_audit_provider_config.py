@@ -14,8 +14,8 @@
 config file, and what the file says about a lost trait.
 """
 
-from osc_mdev.domain import audit
-from osc_mdev.domain import provider_config as pc
+from osc_mdev.features.audit import checks as audit
+from osc_mdev.nova.compute import provider_config as pc
 from tests.unit import test_audit
 
 

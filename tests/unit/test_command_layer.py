@@ -17,8 +17,8 @@ options, and the wording of the domain's errors with the options' names.
 from osc_lib import exceptions
 import pytest
 
-from osc_mdev.domain import providers
-from osc_mdev.domain import traits
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import traits
 from osc_mdev.v1 import common
 
 

@@ -18,12 +18,12 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configcheck
-from osc_mdev.domain import configcheck_pci
-from osc_mdev.domain import pci as pci_rules
-from osc_mdev.domain import pci_request
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.features.config.check import mdev as configcheck
+from osc_mdev.features.config.check import pci as configcheck_pci
+from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.pci import request as pci_request
 from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 
@@ -405,8 +405,8 @@ def test_pci_placement_findings_without_devices(tmp_path):
 # -- The rows of the command ------------------------------------------------
 
 def test_report_rows_and_result(tmp_path: pathlib.Path) -> None:
-    from osc_mdev.domain import configreport
-    from osc_mdev.domain import novaconf
+    from osc_mdev.features.config.check import report as configreport
+    from osc_mdev.nova.conf import settings as novaconf
 
     conf, found = check(tmp_path, GOOD + NVIDIA_DOWNTIME)
     files = conf.settings.files

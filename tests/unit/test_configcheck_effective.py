@@ -30,7 +30,7 @@ import pathlib
 
 import pytest
 
-from osc_mdev.usecases import config
+from osc_mdev.features.config.check import reads as config
 from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 

@@ -21,8 +21,8 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configreport
-from osc_mdev.usecases import config
+from osc_mdev.features.config.check import reads as config
+from osc_mdev.features.config.check import report as configreport
 from tests.fixtures import nova_driver
 
 MDEV = ('[devices]\nenabled_mdev_types = nvidia-35\n'

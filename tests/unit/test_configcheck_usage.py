@@ -20,15 +20,15 @@ import uuid
 
 import pytest
 
-from osc_mdev.domain import configcheck
-from osc_mdev.domain import configcheck_pci
-from osc_mdev.domain import configcheck_usage
-from osc_mdev.domain import configcheck_vf
-from osc_mdev.domain import findings
-from osc_mdev.domain import host_gpus
-from osc_mdev.domain import pci as pci_rules
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.base import findings
+from osc_mdev.features.config.check import mdev as configcheck
+from osc_mdev.features.config.check import pci as configcheck_pci
+from osc_mdev.features.config.check import usage as configcheck_usage
+from osc_mdev.features.config.check import vf as configcheck_vf
+from osc_mdev.host import gpus as host_gpus
+from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from osc_mdev.nova.pci import config as pci_rules
 from tests.fixtures import sysfs
 
 NODE = 'gpu1.example.net'

@@ -21,13 +21,13 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configcheck_vf
-from osc_mdev.domain import findings
-from osc_mdev.domain import host_gpus
-from osc_mdev.domain import pci as pci_rules
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.base import findings
+from osc_mdev.features.config.check import reads as config
+from osc_mdev.features.config.check import vf as configcheck_vf
+from osc_mdev.host import gpus as host_gpus
+from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
-from osc_mdev.usecases import config
+from osc_mdev.nova.pci import config as pci_rules
 from tests.fixtures import sysfs
 
 L4_8Q, L4_4Q = 1162, 1161

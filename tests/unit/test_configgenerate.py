@@ -19,8 +19,8 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configgenerate
-from osc_mdev.domain import host_gpus
+from osc_mdev.features.config.generate import plan as configgenerate
+from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import sysfs as local_sysfs
 from tests.fixtures import sysfs
 

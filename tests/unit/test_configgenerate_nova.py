@@ -28,10 +28,10 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configgenerate
-from osc_mdev.domain import configgenerate_files as generated
+from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import plan as configgenerate
+from osc_mdev.features.config.generate import run as config_generate
 from osc_mdev.local import sysfs as local_sysfs
-from osc_mdev.usecases import config_generate
 from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 

@@ -22,13 +22,13 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import configgenerate
-from osc_mdev.domain import configgenerate_files as generated
-from osc_mdev.domain import configgenerate_readback as readback
-from osc_mdev.domain import words
+from osc_mdev.base import words
+from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import plan as configgenerate
+from osc_mdev.features.config.generate import readback
+from osc_mdev.features.config.generate import run as config_generate
 from osc_mdev.local import shell
 from osc_mdev.local import sysfs as local_sysfs
-from osc_mdev.usecases import config_generate
 from tests.fixtures import sysfs
 
 L4_A = sysfs.VgpuGpu('0000:25:00.0', numvfs=4, totalvfs=4)

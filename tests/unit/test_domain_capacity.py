@@ -18,12 +18,12 @@ import json
 
 import pytest
 
-from osc_mdev.domain import capacity as c
-from osc_mdev.domain import explanation
-from osc_mdev.domain import multicreate
-from osc_mdev.domain import request_filter
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import explanation
+from osc_mdev.cloud import fit as c
+from osc_mdev.cloud import multicreate
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):
@@ -457,8 +457,8 @@ PCI_SPECS = {
 
 
 def _pci_config(pci_in_placement=True):
-    from osc_mdev.domain import pci
-    from osc_mdev.domain import pci_request
+    from osc_mdev.nova.pci import config as pci
+    from osc_mdev.nova.pci import request as pci_request
     return pci.PciConfig(aliases=pci_request.pci_aliases(
         [(json.dumps(a), '[pci] alias') for a in ALIASES],
         pci_in_placement=True), pci_in_placement=pci_in_placement)

@@ -26,10 +26,10 @@ import itertools
 
 import pytest
 
-from osc_mdev.domain import novaconf
-from osc_mdev.domain import quota
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.features.quota import limits as quota
+from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.scheduler import utils as rr
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):
@@ -365,7 +365,7 @@ def test_what_binds_a_flavor(fit: quota.FlavorFit, fits: int,
 
 
 def test_capacity_reason_is_the_step_that_rules_out_the_last_host() -> None:
-    from osc_mdev.domain import explanation
+    from osc_mdev.cloud import explanation
 
     kind = explanation.Kind
     steps = [explanation.Step(kind.OFFERS, ('VGPU',), 0, 0, 2, 1),
@@ -458,7 +458,7 @@ def test_the_driver_option_is_novas() -> None:
     (Nova's, not the unified limits driver) and its choices.
     """
     from nova.conf import quota as nova_quota
-    from osc_mdev.domain import novaconf
+    from osc_mdev.nova.conf import settings as novaconf
 
     [nova_driver] = [o for o in nova_quota.quota_opts if o.name == 'driver']
     [ours] = [o for o in novaconf._quota_opts() if o.name == 'driver']

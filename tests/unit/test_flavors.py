@@ -12,10 +12,10 @@
 
 import pytest
 
-from osc_mdev.domain import capacity
-from osc_mdev.domain import flavors
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.features.flavor import specs as flavors
+from osc_mdev.nova.scheduler import utils as rr
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):

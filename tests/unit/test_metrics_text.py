@@ -22,10 +22,10 @@ from prometheus_client import core
 from prometheus_client import parser
 import pytest
 
-from osc_mdev.domain import allocations
-from osc_mdev.domain import metrics
-from osc_mdev.domain import novaconf
-from osc_mdev.domain import providers
+from osc_mdev.cloud import allocations
+from osc_mdev.cloud import providers
+from osc_mdev.features.metrics import families as metrics
+from osc_mdev.nova.conf import settings as novaconf
 from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -21,18 +21,19 @@ import types
 
 import pytest
 
-from osc_mdev.domain import capacity
-from osc_mdev.domain import explanation
-from osc_mdev.domain import migration_model
-from osc_mdev.domain import migration_plan
-from osc_mdev.domain import migration_rules
-from osc_mdev.domain import migration_verdict
-from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci_request
-from osc_mdev.domain import request_filter
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.domain import traits
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import explanation
+from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.cloud import traits
+from osc_mdev.features.migration import model as migration_model
+from osc_mdev.features.migration import plan as migration_plan
+from osc_mdev.features.migration import verdict as migration_verdict
+from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova import migration as migration_rules
+from osc_mdev.nova import objects
+from osc_mdev.nova.pci import request as pci_request
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):
@@ -147,7 +148,7 @@ def test_conductor_files_as_nova(tmp_path: pathlib.Path,
     """The controller's files read as nova-conductor reads them, and the
     versions judged as its check judges them, on the same inputs.
     """
-    from osc_mdev.local import novaconf as local_novaconf
+    from osc_mdev.local import conf_files as local_novaconf
     from tests.fixtures import nova_driver
 
     paths = nova_driver.write_files(tmp_path, CONDUCTOR_FILES[files])
@@ -236,7 +237,7 @@ def test_post_copy_as_nova(tmp_path: pathlib.Path,
     its driver decides, on the same inputs.
     """
     from nova.virt.libvirt import driver
-    from osc_mdev.local import novaconf as local_novaconf
+    from osc_mdev.local import conf_files as local_novaconf
     from tests.fixtures import nova_driver
 
     paths = nova_driver.write_files(tmp_path, POST_COPY_FILES[files])
@@ -253,8 +254,8 @@ def test_post_copy_as_nova(tmp_path: pathlib.Path,
 
 
 def test_conductor_value_nova_refuses(tmp_path: pathlib.Path) -> None:
-    from osc_mdev.domain import novaconf
-    from osc_mdev.local import novaconf as local_novaconf
+    from osc_mdev.local import conf_files as local_novaconf
+    from osc_mdev.nova.conf import settings as novaconf
 
     path = tmp_path / 'nova.conf'
     path.write_text('[workarounds]\nskip_hypervisor_version_check_on_lm = '
@@ -472,7 +473,7 @@ def node(name, devices, version=(8, 1, 0), status='enabled', state='up',
     tree = capacity.Host(name, root, tuple(d for d, _ in devices))
     return migration_model.Node(
         name, tree,
-        migration_model.Hypervisor(name, name, status, state, 'QEMU', version),
+        objects.Hypervisor(name, name, status, state, 'QEMU', version),
         {d.uuid: t for d, t in devices}, {d.uuid: 'pci_' + d.device
                                           for d, _ in devices}, conf)
 
@@ -931,7 +932,7 @@ NOVA_DEFAULT_DOWNTIME = {'live_migration_downtime': 500,
 ])
 def test_compute_conf_downtime(tmp_path: pathlib.Path, text: str,
                                values: dict) -> None:
-    from osc_mdev.local import novaconf as local_novaconf
+    from osc_mdev.local import conf_files as local_novaconf
 
     path = tmp_path / 'nova.conf'
     path.write_text(text)
@@ -963,7 +964,7 @@ def test_inputs_read_the_conductor_option_from_the_controller(
         tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
     from osc_lib import exceptions
 
-    from osc_mdev.usecases import migration as usecase
+    from osc_mdev.features.migration import reads as usecase
 
     compute = tmp_path / 'gpu1.conf'
     compute.write_text('[devices]\nenabled_mdev_types = nvidia-11\n'

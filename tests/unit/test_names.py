@@ -12,7 +12,7 @@
 
 import pytest
 
-from osc_mdev.domain import names
+from osc_mdev.nova import names
 
 
 @pytest.mark.parametrize('provider,root,expected', [

@@ -20,9 +20,9 @@ For every case the same file is handed to nova 34's libvirt driver
 
 import pytest
 
-from osc_mdev.domain import novaconf
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
+from osc_mdev.nova.conf import settings as novaconf
 from tests.fixtures import nova_driver
 
 write_files = nova_driver.write_files

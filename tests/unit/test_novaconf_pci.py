@@ -21,10 +21,10 @@ import json
 
 import pytest
 
-from osc_mdev.domain import novaconf
-from osc_mdev.domain import pci_devspec
-from osc_mdev.domain import pci_placement_translator as translator
-from osc_mdev.domain import pci_request
+from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.pci import devspec as pci_devspec
+from osc_mdev.nova.pci import placement_translator as translator
+from osc_mdev.nova.pci import request as pci_request
 
 NAMES = ['CUSTOM_A16_16A', 'a16-16a', 'PGPU', 'pgpu', 'VGPU', 'my gpu',
          'CUSTOM_x', '-', 'x' * 300]
@@ -472,8 +472,8 @@ def test_devname_in_placement_agrees_with_nova(name, nova_conf):
 def test_only_an_alias_nova_refuses_stops_the_controller_file():
     from osc_lib import exceptions
 
-    from osc_mdev.domain import pci
-    from osc_mdev.usecases import nova_conf
+    from osc_mdev.features import nova_conf
+    from osc_mdev.nova.pci import config as pci
 
     # A file named after aliases, whose device spec nova-compute refuses:
     # the controller's aliases are fine.

@@ -12,7 +12,7 @@
 
 """Provider config files: osc-mdev's reading of them against Nova's own.
 
-Each file below is judged by ``osc_mdev.domain.provider_config`` and, in
+Each file below is judged by ``osc_mdev.nova.compute.provider_config`` and, in
 the tests marked ``nova``, by Nova's ``get_provider_configs`` on the same
 bytes: Nova refuses a file exactly when osc-mdev finds an error that
 stops nova-compute, and keeps the same providers and traits otherwise.
@@ -25,9 +25,9 @@ import types
 
 import pytest
 
-from osc_mdev.domain import provider_config as pc
-from osc_mdev.domain import provider_config_merge as merge
-from osc_mdev.domain import provider_config_write as write
+from osc_mdev.features.trait import export_files as write
+from osc_mdev.nova.compute import provider_config as pc
+from osc_mdev.nova.compute import resource_tracker as merge
 
 HEAD = "meta:\n  schema_version: '1.0'\n"
 

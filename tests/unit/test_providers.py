@@ -12,7 +12,7 @@
 
 import pytest
 
-from osc_mdev.domain import providers as domain
+from osc_mdev.cloud import providers as domain
 
 
 def _rp(uuid, name, root=None, parent=None, generation=1):

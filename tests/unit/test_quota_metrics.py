@@ -20,9 +20,9 @@ import re
 
 from prometheus_client import parser
 
-from osc_mdev.domain import metrics
-from osc_mdev.domain import quota
-from osc_mdev.domain import quota_metrics
+from osc_mdev.features.metrics import families as metrics
+from osc_mdev.features.quota import limits as quota
+from osc_mdev.features.quota import metrics as quota_metrics
 from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ The requests themselves are tested against real Placement
 (tests/functional/test_busy_reads.py); these are the rules alone.
 """
 
-from osc_mdev.domain import providers
-from osc_mdev.domain import reach
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import reach
 
 
 def _summary(root: str, resources: dict, traits=()) -> dict:

@@ -26,8 +26,8 @@ import json
 
 import pytest
 
-from osc_mdev.domain import resource_request as rr
-from osc_mdev.usecases import nova_payloads
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.nova.scheduler import utils as rr
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):
@@ -336,8 +336,8 @@ def server_payload(specs, is_bfv):
 
 def controller(pci_in_placement):
     """The PciConfig --controller-conf makes of the controller's file."""
-    from osc_mdev.domain import novaconf
-    from osc_mdev.usecases import nova_conf
+    from osc_mdev.features import nova_conf
+    from osc_mdev.nova.conf import settings as novaconf
     return nova_conf.pci_of(novaconf.parse_texts(
         [('nova.conf', CONTROLLER_CONF % pci_in_placement)]))
 
@@ -416,8 +416,8 @@ def capacity_request(specs, pci, is_bfv):
     """capacity --flavor, quota list --flavor, metrics --flavor
     (``capacity.count``): the flavor's request, prefilters added.
     """
-    from osc_mdev.domain import request_filter
-    from osc_mdev.usecases import capacity
+    from osc_mdev.features.capacity import reads as capacity
+    from osc_mdev.nova.scheduler import request_filter
     request = capacity.request_of(nova_payloads.flavor(flavor_payload(
         specs)), controller(pci))
     return request_filter.process_reqspec(request, owner_nova=True)
@@ -427,8 +427,8 @@ def migration_request(specs, pci, is_bfv):
     """migration check and plan: the server's request, prefilters added
     (the ``check`` and ``plan`` use cases).
     """
-    from osc_mdev.domain import request_filter
-    from osc_mdev.usecases import migration
+    from osc_mdev.features.migration import reads as migration
+    from osc_mdev.nova.scheduler import request_filter
     server = migration._server(nova_payloads.server(server_payload(
         specs, is_bfv)), (), controller(pci))
     return request_filter.process_reqspec(server.request, owner_nova=True)
@@ -436,7 +436,7 @@ def migration_request(specs, pci, is_bfv):
 
 def audit_server_request(specs, pci, is_bfv):
     """audit's missing-allocation: the server's request."""
-    from osc_mdev.domain import audit
+    from osc_mdev.features.audit import checks as audit
     return audit.server_request(nova_payloads.server(server_payload(
         specs, is_bfv)), controller(pci))
 
@@ -445,8 +445,8 @@ def audit_flavor_request(specs, pci, is_bfv):
     """audit's unschedulable-flavor: the flavor's request, which the
     explainer prefilters.
     """
-    from osc_mdev.domain import audit
-    from osc_mdev.domain import request_filter
+    from osc_mdev.features.audit import checks as audit
+    from osc_mdev.nova.scheduler import request_filter
     found = audit.flavor_requests(
         [nova_payloads.flavor(flavor_payload(specs))],
         {'VGPU', 'CUSTOM_MLX5'}, controller(pci))
@@ -459,7 +459,7 @@ def flavor_show_request(specs, pci, is_bfv):
     """flavor show and configure: the flavor's own request (the
     controller's aliases are not read: no PCI device).
     """
-    from osc_mdev.domain import request_filter
+    from osc_mdev.nova.scheduler import request_filter
     request = rr.request_for(nova_payloads.flavor(flavor_payload(specs)))
     return request_filter.process_reqspec(request, owner_nova=True)
 
@@ -518,7 +518,7 @@ def test_quota_deltas_are_novas(name, pci):
     from nova import objects
     from nova.scheduler import utils
 
-    from osc_mdev.domain import quota
+    from osc_mdev.features.quota import limits as quota
     specs, _ = COMMAND_SPECS[name]
     ours_ = quota.flavor_deltas(capacity_request(specs, pci, False))
     objects.register_all()
@@ -548,7 +548,7 @@ def test_every_command_refuses_an_alias_nova_refuses(value):
     specs = {'pci_passthrough:alias': value}
     with pytest.raises(exceptions.CommandError):
         capacity_request(specs, True, False)
-    from osc_mdev.usecases import migration
+    from osc_mdev.features.migration import reads as migration
     server = migration._server(nova_payloads.server(server_payload(
         specs, False)), (), controller(False))
     assert server.request is None and server.problem

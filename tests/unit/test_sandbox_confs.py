@@ -22,8 +22,8 @@ import typing
 
 import pytest
 
+from osc_mdev.features.config.check import reads as config
 from osc_mdev.local import sysfs as local_sysfs
-from osc_mdev.usecases import config
 from tools import sandbox
 
 # The cloud's plan comes from tests.cloud.server, which imports Nova.

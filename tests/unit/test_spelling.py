@@ -18,9 +18,9 @@ Nova's own code, run on the same files, does what the warning says.
 
 import pytest
 
-from osc_mdev.domain import configcheck
-from osc_mdev.domain import spelling
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.features.config.check import mdev as configcheck
+from osc_mdev.features.config.check import spelling
+from osc_mdev.local import conf_files as local_novaconf
 from tests.fixtures import nova_driver
 
 write_files = nova_driver.write_files

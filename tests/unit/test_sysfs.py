@@ -20,9 +20,9 @@ import pathlib
 
 import pytest
 
-from osc_mdev.domain import host_gpus
-from osc_mdev.domain import pci_devspec
+from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import sysfs as local_sysfs
+from osc_mdev.nova.pci import devspec as pci_devspec
 from tests.fixtures import sysfs
 
 MDEV_A = '6f0f2b7a-0d6c-4a4e-9a3e-1b2c3d4e5f60'

@@ -12,8 +12,8 @@
 
 import pytest
 
-from osc_mdev.domain import traits
-from osc_mdev.local import novaconf as local_novaconf
+from osc_mdev.cloud import traits
+from osc_mdev.local import conf_files as local_novaconf
 
 
 def test_plan_adds_and_keeps_others():
@@ -77,7 +77,7 @@ def test_describe_change():
 
 
 def test_plans_from_nova_conf(tmp_path):
-    from osc_mdev.domain import providers
+    from osc_mdev.cloud import providers
 
     path = tmp_path / 'nova.conf'
     path.write_text('[devices]\nenabled_mdev_types = nvidia-35, '
@@ -107,7 +107,7 @@ def test_plans_from_nova_conf(tmp_path):
 
 
 def test_plans_from_the_nova_confs_of_several_hosts(tmp_path):
-    from osc_mdev.domain import providers
+    from osc_mdev.cloud import providers
 
     def conf(name, text):
         path = tmp_path / name

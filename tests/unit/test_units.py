@@ -12,7 +12,7 @@
 
 """What the bulk reads tell of unit rules (domain.units)."""
 
-from osc_mdev.domain import units
+from osc_mdev.cloud import units
 
 
 def _answer(*takers):

@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``config generate``: a compute node's sysfs and the type chosen per
+GPU, made into nova.conf fragments, a systemd unit and its script.
+
+The directory is checked first, then the host is read once
+(``local.sysfs``), planned and rendered by the domain
+(``configgenerate``, ``configgenerate_files``), and the files are read
+back before any is written: the nova.conf fragments as Nova reads them
+(``configgenerate_readback``), the script by the host's ``/bin/sh -n``
+(``local.shell``). Only then is a file written, each atomically
+(``local.textfile``). Bad input, or a file that does not read back,
+raises ``configgenerate.GenerateError`` with nothing written.
+"""
+
+from collections.abc import Sequence
+import dataclasses
+
+from osc_mdev.base import words
+from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import plan as configgenerate
+from osc_mdev.features.config.generate import readback
+from osc_mdev.local import shell
+from osc_mdev.local import sysfs
+from osc_mdev.local import textfile
+
+
+class DirectoryError(ValueError):
+    """The directory to write the files in cannot be written."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Written:
+    """One file and what became of it: created, updated, unchanged,
+    or failed with the reason (the old file stays); ``path`` is None
+    when the files are only shown.
+    """
+
+    file: generated.GeneratedFile
+    path: str | None
+    result: str
+
+    @property
+    def failed(self) -> bool:
+        return self.result.startswith('failed')
+
+
+def check_directory(directory: str) -> None:
+    """DirectoryError unless the files can be written in ``directory``
+    (made if missing).
+    """
+    try:
+        textfile.check_directory(directory)
+    except OSError as exc:
+        raise DirectoryError('%s: %s' % (exc.filename, exc.strerror)) from exc
+
+
+def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice]
+               ) -> list[generated.GeneratedFile]:
+    """The files for the host under ``sysfs_root`` and the choices of a
+    type per GPU, each read back; GenerateError for bad input.
+    """
+    host = sysfs.read_host(sysfs_root)
+    plan = configgenerate.plan(host, choices)
+    files = generated.files(plan)
+    readback.check(plan, files)
+    for file in files:
+        if file.executable:
+            check_script(file)
+    return files
+
+
+def check_script(file: generated.GeneratedFile) -> None:
+    """GenerateError unless the host's shell reads the script."""
+    try:
+        error = shell.syntax_error(file.text)
+    except OSError as exc:
+        raise configgenerate.GenerateError(
+            'Cannot check the script %s with %s -n (%s); no file is '
+            'written' % (file.name, shell.SHELL, exc.strerror or exc)
+        ) from exc
+    if error is not None:
+        raise configgenerate.GenerateError(
+            '%s -n refuses the script %s (%s); no file is written'
+            % (shell.SHELL, file.name, words.escaped(error)))
+
+
+def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
+    try:
+        path, result = textfile.write_in(directory, file.name, file.text,
+                                         file.executable)
+    except OSError as exc:
+        return Written(file, textfile.path_in(directory, file.name),
+                       'failed: %s' % (exc.strerror or exc))
+    return Written(file, path, result)
+
+
+def generate(sysfs_root: str, choices: Sequence[configgenerate.Choice],
+             directory: str | None = None,
+             dry_run: bool = False) -> list[Written]:
+    """Check ``directory``, plan the files, then write each in it (none
+    with ``dry_run``): one Written each.
+    """
+    if directory is not None:
+        check_directory(directory)
+    files = plan_files(sysfs_root, choices)
+    if directory is None or dry_run:
+        return [Written(f, None, 'shown') for f in files]
+    return [_write_one(directory, f) for f in files]

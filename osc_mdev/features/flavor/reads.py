@@ -1,0 +1,414 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Flavors and the devices that can serve them: Nova and Placement.
+
+The flavor (Nova) and the compute node trees (Placement, with the bulk
+reads of ``usecases.capacity``) are read at once in the bounded pool; the
+flavor's request is Nova's (``domain.resource_request``), judged by the
+capacity engine (``domain.capacity``), then written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+import dataclasses
+import typing
+
+from keystoneauth1 import exceptions as ks_exc
+from osc_lib import exceptions
+
+from osc_mdev.api import compute as compute_client
+from osc_mdev.api import pool
+from osc_mdev.base import words
+from osc_mdev.cloud import fit as capacity_logic
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.features.capacity import reads as capacity_reads
+from osc_mdev.features.flavor import specs as domain
+from osc_mdev.nova import names
+from osc_mdev.nova import objects as servers
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
+
+if typing.TYPE_CHECKING:
+    from osc_mdev.api.compute import ComputeClient
+    from osc_mdev.api.placement import PlacementClient
+    from osc_mdev.nova.pci import config as pci_rules
+
+
+@dataclasses.dataclass
+class Configured:
+    """What ``configure`` planned and what became of each key."""
+
+    flavor: servers.Flavor
+    changes: list[domain.SpecChange]    # sorted by key
+    results: dict[str, str]  # key: added/changed/removed/unchanged/
+    #                          failed/not written
+    error: str | None = None  # the first failed request's message
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(k for k, r in self.results.items() if r == 'failed')
+
+    @property
+    def not_written(self) -> list[str]:
+        return sorted(k for k, r in self.results.items()
+                      if r == 'not written')
+
+    @property
+    def written(self) -> list[str]:
+        return sorted(k for k, r in self.results.items()
+                      if r in ('added', 'changed', 'removed'))
+
+
+@dataclasses.dataclass
+class FlavorView:
+    flavor: servers.Flavor
+    request: rr.Request
+    extra_specs: dict[str, str]      # the flavor's device keys
+    #: (host, device, free) of the devices servers would use
+    devices: list[tuple[str, str, int]]
+    servers_that_fit: int | None
+    problem: str
+
+
+def _cloud_traits(trees: Iterable[capacity_logic.Host]) -> set[str]:
+    return {t for h in trees for d in _mdev_devices(h) for t in d.traits
+            if not trait_logic.is_owner_trait(t)}
+
+
+def _mdev_devices(host: capacity_logic.Host
+                  ) -> list[capacity_logic.Provider]:
+    return [d for d in host.devices
+            if not providers.is_pci_device(d.traits)]
+
+
+def _mdev_classes(trees: Iterable[capacity_logic.Host]) -> set[str]:
+    return {names.VGPU} | {rc for h in trees for d in _mdev_devices(h)
+                           for rc in d.inventories}
+
+
+def _trait_names(specs: Iterable[str]) -> set[str]:
+    return {k.name for k in map(rr.spec_key, specs)
+            if k and not k.is_resource}
+
+
+def _read(compute: ComputeClient, placement: PlacementClient,
+          reference: str, requests: Iterable[rr.Request | None] = ()
+          ) -> tuple[servers.Flavor, list[capacity_logic.Host]]:
+    """``(flavor, trees)``: the flavor and the compute node trees its
+    request (its own extra specs: the controller's PCI aliases are not
+    read here) and ``requests`` are judged on (``usecases.capacity``: a
+    few bulk reads whatever the number of devices).
+    """
+    flavor, listing, services, early = capacity_reads.read_flavor(
+        placement, compute, reference)
+    asked = [rr.request_for(flavor)] + [r for r in requests if r]
+    trees = capacity_reads.read_hosts(placement, asked, listing, services,
+                                      early=early)
+    return flavor, trees
+
+
+def configure(compute: ComputeClient, placement: PlacementClient,
+              reference: str, request: rr.Request | None,
+              validate: bool = True, dry_run: bool = False,
+              isolate_others: bool = False,
+              pci: domain.PciRequest | None = None,
+              pci_config: pci_rules.PciConfig | None = None) -> Configured:
+    """Check the device request against the cloud and write it onto the
+    flavor.
+
+    ``request``: the mdev request (a ``resource_request.Request`` of
+    ``bare_request``) or None; ``pci``: the PCI request
+    (domain.PciRequest) or None; at least one is given, and the keys of
+    an earlier request of the other kind are removed unless both are
+    given. ``pci_config``: the controller's ``[pci]`` (its aliases, and
+    whether the scheduler asks Placement for them); None: not known,
+    alias names are not checked.
+
+    The earlier mdev request is replaced wherever the flavor writes it
+    (unnumbered, numbered or named group). The flavor's extra specs that
+    result are checked as a whole before anything is written: no key
+    Nova's API refuses, and (``validate``) the request Nova builds from
+    them (``resource_request.request_for``) can be served by
+    some host, judged by the capacity engine; stale mdev keys go
+    (``domain.stale_keys``). Writes: one request sets every new key
+    (Nova saves them together), then each removed key is deleted; after
+    a failure the extra specs are read back, so each key's result says
+    what the flavor really holds.
+    """
+    flavor, trees = _read(compute, placement, reference, [request])
+    current = dict(flavor.extra_specs)
+    carried, known = _known_traits(placement, request, current, validate)
+    to_set, to_delete, changes = _plan_request(
+        current, request, trees, carried, known, isolate_others)
+    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
+    after = domain.resulting(current, {**to_set, **pci_set},
+                             to_delete + pci_delete)
+    _check_result(flavor, after, request, trees, carried, known, validate)
+    if pci is not None:
+        note = check_pci(placement, pci, pci_config,
+                         after.get(domain.GROUP_POLICY), validate)
+        pci_changes = [dataclasses.replace(c, note=note)
+                       for c in pci_changes]
+    to_set.update(pci_set)
+    to_delete = to_delete + pci_delete
+    changes = sorted(changes + pci_changes, key=lambda c: c.key)
+    if dry_run:
+        return Configured(flavor, changes,
+                          {c.key: c.action for c in changes})
+    attempted, error, now = _write(compute, flavor.id, to_set, to_delete)
+    return Configured(flavor, changes, {
+        c.key: domain.write_result(c, c.key in attempted,
+                                   error is not None, now)
+        for c in changes}, error)
+
+
+def _known_traits(placement: PlacementClient, request: rr.Request | None,
+                  current: dict[str, str], validate: bool
+                  ) -> tuple[set[str], set[str]]:
+    """``(traits some provider carries, traits Placement has)`` among
+    those the flavor and ``request`` name; with ``validate``, the
+    request's classes and traits must exist in Placement.
+    """
+    traits = sorted({t for g in request.groups
+                     for t in g.required | g.forbidden}) if request else []
+    classes = request.mdev_classes() if request else []
+    named = _trait_names(current) | set(traits)
+    calls: list[typing.Callable[[], typing.Any]] = [
+        lambda: placement.traits_among(named, associated=True),
+        lambda: placement.traits_among(named),
+        lambda: all(placement.map(placement.resource_class_exists,
+                                  classes))]
+    carried, known, rc_exists = pool.call_all(calls, placement.max_workers)
+    if validate and request:
+        if not rc_exists:
+            raise exceptions.CommandError(
+                "Resource class %s does not exist in Placement; check "
+                "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
+                "resource class list'." % ', '.join(classes))
+        missing = [t for t in traits if t not in known]
+        if missing:
+            raise exceptions.CommandError(
+                "Trait %s does not exist in Placement; tag devices with "
+                "'openstack mdev trait set' first." % ', '.join(missing))
+    return carried, known
+
+
+def _plan_request(current: dict[str, str], request: rr.Request | None,
+                  trees: list[capacity_logic.Host], carried: set[str],
+                  known: set[str], isolate_others: bool
+                  ) -> tuple[dict[str, str], list[str], list]:
+    """``(keys to set, keys to delete, [domain.SpecChange])`` of the mdev
+    request: the earlier one replaced wherever the flavor writes it, or
+    removed when there is no new one.
+    """
+    mdev_classes = _mdev_classes(trees)
+    device_traits = _cloud_traits(trees)
+    if not request:
+        to_delete, changes = domain.plan_without_mdev(
+            current, mdev_classes, device_traits, carried, known)
+        return {}, to_delete, changes
+    device_traits |= {t for g in request.groups
+                      for t in g.required | g.forbidden}
+    others = domain.isolate_reaches_others(
+        current, request, mdev_classes, device_traits, carried, known)
+    if others and not isolate_others:
+        raise exceptions.CommandError(
+            'Nova applies group_policy=isolate to every numbered '
+            'request group of a flavor, so --spread would also make %s '
+            'come from a provider of its own; add --isolate-other-groups '
+            'to go on.'
+            % ', '.join(others))
+    return domain.plan(current, request, mdev_classes, device_traits,
+                       carried, known)
+
+
+def _check_result(flavor: servers.Flavor, after: dict[str, str],
+                  request: rr.Request | None,
+                  trees: list[capacity_logic.Host], carried: set[str],
+                  known: set[str], validate: bool) -> None:
+    """The extra specs that result, as a whole, before anything is
+    written: no key Nova's API refuses and (``validate``, with an mdev
+    request) some host can serve the request Nova builds from them.
+    """
+    refused = domain.refused(after)
+    if refused:
+        raise exceptions.CommandError(
+            "Flavor %s: %s; correct or remove it with 'openstack flavor "
+            "set' or 'openstack flavor unset --property', then run this "
+            "again." % (flavor.name, refused))
+    if validate and request:
+        problem = domain.can_never_serve(
+            rr.request_for(dataclasses.replace(flavor, extra_specs=after)),
+            trees, carried, known)
+        if problem:
+            raise exceptions.CommandError(
+                'No host in the cloud can serve this flavor: %s; use '
+                '--no-validate to configure it anyway.' % problem)
+
+
+def check_pci(placement: PlacementClient, pci: domain.PciRequest,
+              pci_config: pci_rules.PciConfig | None,
+              group_policy: str | None, validate: bool = True) -> str:
+    """Check a PCI request against the alias definitions and Placement.
+
+    Raises CommandError for an alias that is not defined, or (with
+    ``validate``) that no host can serve now: one allocation candidates
+    request per alias, with the request groups Nova makes of it (one
+    per device). Returns the note for the table: what was not checked.
+    """
+    if pci_config is None:
+        return ('alias names not checked: give the controller\'s nova.conf '
+                'with --controller-conf')
+    aliases = pci_config.aliases
+    unknown = [n for n, _ in pci.aliases if n not in aliases]
+    if unknown:
+        raise exceptions.CommandError(
+            'PCI alias %s is not defined in [pci] alias of '
+            '--controller-conf '
+            '(defined: %s); Nova would refuse to boot servers of this '
+            'flavor.' % (', '.join(unknown),
+                         ', '.join(sorted(aliases)) or 'none'))
+    if not validate:
+        return 'not checked against Placement (--no-validate)'
+    if not pci_config.pci_in_placement:
+        return ('not checked against Placement: [filter_scheduler] '
+                'pci_in_placement is off in --controller-conf, so the '
+                'scheduler does not ask Placement for PCI devices')
+    wanted = [(name, count, aliases[name]) for name, count in pci.aliases]
+    classes = sorted({a.resource_class for _, _, a in wanted})
+    rc_answers = placement.map(placement.resource_class_exists, classes)
+    missing = [rc for rc, exists in zip(classes, rc_answers) if not exists]
+    if missing:
+        raise exceptions.CommandError(
+            'Resource class %s of PCI alias %s does not exist in Placement: '
+            'no compute reports such devices ([pci] device_spec and '
+            'report_in_placement); use --no-validate to configure it '
+            'anyway.' % (missing[0], next(
+                n for n, _, a in wanted if a.resource_class == missing[0])))
+    alias_traits = set().union(*(a.traits for _, _, a in wanted))
+    unknown_traits = sorted(alias_traits - placement.traits_among(
+        alias_traits, associated=True))
+    if unknown_traits:
+        raise exceptions.CommandError(
+            'No resource provider has trait %s, which PCI alias traits '
+            'require; set it in [pci] device_spec traits on the computes, or '
+            'use --no-validate to configure it anyway.'
+            % ', '.join(unknown_traits))
+    queries = [domain.pci_query(a.request_groups(count), group_policy)
+               for _, count, a in wanted]
+    answers = placement.map(placement.allocation_candidates, queries)
+    for (name, count, alias), answer in zip(wanted, answers):
+        if not answer.get('allocation_requests'):
+            raise exceptions.CommandError(
+                'No host has %s%s for PCI alias %s now%s; use '
+                '--no-validate to configure it anyway.' % (
+                    words.count(count, 'free %s device'
+                                % alias.resource_class),
+                    ' with %s' % ', '.join(sorted(alias.traits))
+                    if alias.traits else '', name,
+                    ' (group_policy=isolate: each from its own provider)'
+                    if group_policy == 'isolate' and count > 1 else ''))
+    return ''
+
+
+def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
+           to_delete: list[str]
+           ) -> tuple[set[str], str | None, dict[str, str] | None]:
+    """``(keys attempted, first error or None, extra specs read back)``.
+
+    New keys first, so that a failure leaves the earlier request on the
+    flavor rather than a flavor that asks for any device; removals only
+    once they are set.
+    """
+    attempted: set[str] = set()
+    errors: list[str] = []
+    if to_set:
+        attempted.update(to_set)
+        try:
+            compute.set_extra_specs(flavor_id, to_set)
+        except (exceptions.CommandError, compute_client.NotFound) as exc:
+            errors.append(_reason(exc, 'setting ' + ', '.join(
+                sorted(to_set))))
+    if not errors and to_delete:
+        attempted.update(to_delete)
+
+        # One key at a time: Nova deletes a key by saving the flavor's
+        # other extra specs as it read them (Flavor.save), so concurrent
+        # deletes on one flavor put back each other's keys.
+        for key in to_delete:
+            try:
+                compute.delete_extra_spec(flavor_id, key)
+            except exceptions.CommandError as exc:
+                errors.append(_reason(exc, 'removing ' + key))
+    if not errors:
+        return attempted, None, None
+    try:
+        now = compute.get_extra_specs(flavor_id)
+    except (exceptions.CommandError, compute_client.NotFound):
+        now = None
+    return attempted, errors[0], now
+
+
+def _reason(exc: Exception, doing: str) -> str:
+    """What went wrong, in a few words and without a URL."""
+    if isinstance(exc, compute_client.NotFound):
+        return 'the flavor was deleted before %s' % doing
+    cause = exc.__cause__
+    status = getattr(cause, 'status_code', None)
+    if status:
+        return 'Nova answered HTTP %s to %s' % (status, doing)
+    if isinstance(cause, ks_exc.ConnectionError):
+        return 'no answer from Nova to %s' % doing
+    return '%s failed (%s)' % (doing, str(exc).rstrip('.'))
+
+
+def show(compute: ComputeClient, placement: PlacementClient,
+         reference: str) -> FlavorView:
+    """The flavor's device request as Nova builds it, and where and how
+    many servers of it fit now (the capacity engine, as ``openstack mdev
+    capacity --flavor`` counts them).
+    """
+    flavor, trees = _read(compute, placement, reference)
+    specs = dict(flavor.extra_specs)
+    request = rr.request_for(flavor)
+    named = _trait_names(specs)
+    carried, known = pool.call_all(
+        [lambda: placement.traits_among(named, associated=True),
+         lambda: placement.traits_among(named)], placement.max_workers)
+    mdev_classes = _mdev_classes(trees)
+    managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(trees))
+    managed |= set(domain.stale_keys(specs, carried, known))
+    managed |= {domain.ALIAS_KEY} & set(specs)
+    shown = {k: v for k, v in sorted(specs.items()) if k in managed}
+    problems = [domain.refused(specs)]
+    if not request.describe_devices():
+        return FlavorView(flavor, request, shown, [], None,
+                          '; '.join(p for p in problems if p))
+    problems.append(domain.can_never_serve(request, trees, carried, known))
+    devices, fits = [], 0
+    if not problems[-1]:
+        prefiltered = request_filter.process_reqspec(
+            request, owner_nova=capacity_logic.owner_nova_in_effect(trees))
+        by_name = {h.name: h for h in trees}
+        classes = request.mdev_classes()
+        for counted in capacity_logic.capacity(prefiltered, trees):
+            fits += counted.fits
+            host = by_name[counted.host]
+            for device in host.devices:
+                if device.device in counted.devices:
+                    devices.append((host.name, device.device, sum(
+                        device.free(rc) for rc in classes)))
+    return FlavorView(flavor, request, shown, devices, fits,
+                      '; '.join(p for p in problems if p))

@@ -1,0 +1,115 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova.conf files, read as nova-compute and nova-api read them.
+
+The files a path stands for (a ``--config-dir`` directory is its
+``*.conf`` files in sorted order), in the order oslo.config reads them,
+and their text; ``osc_mdev.nova.conf.settings`` parses the text with
+oslo.config's parser and applies Nova's rules.
+"""
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+import glob
+import os
+
+from osc_mdev.nova.conf import settings as novaconf
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+def config_files(paths: Iterable[str],
+                 directories: bool = True) -> list[str]:
+    """The files ``paths`` stand for, in the order oslo.config reads them.
+
+    A directory is read like ``--config-dir``: its ``*.conf`` files in
+    sorted order (only with ``directories``). Raises NovaConfError for a
+    directory with no ``.conf`` file.
+    """
+    files = []
+    for path in paths:
+        if os.path.isdir(path) and directories:
+            found = sorted(glob.glob(os.path.join(path, '*.conf')))
+            if not found:
+                raise novaconf.NovaConfError(
+                    '%s is a directory with no .conf file; give the nova.conf '
+                    'file or the --config-dir directory nova-compute reads'
+                    % path)
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def read_text(path: str) -> str:
+    """The text of a nova.conf, or NovaConfError naming the file and what
+    is wrong: missing, unreadable, a directory, huge, binary, not UTF-8 or
+    empty.
+    """
+    if os.path.isdir(path):
+        raise novaconf.NovaConfError(
+            '%s is a directory, not a nova.conf file' % path)
+    try:
+        with open(path, 'rb') as conf_file:
+            data = conf_file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise novaconf.NovaConfError('Cannot read %s: %s' % (
+            path, exc.strerror or exc)) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise novaconf.NovaConfError(
+            '%s is larger than %d MB, too large to be a nova.conf'
+            % (path, MAX_FILE_BYTES // (1024 * 1024)))
+    if b'\0' in data:
+        raise novaconf.NovaConfError(
+            '%s is a binary file, not a nova.conf' % path)
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise novaconf.NovaConfError(
+            '%s is not UTF-8 text (invalid byte at offset %d), so it is not '
+            'a nova.conf' % (path, exc.start)) from exc
+    if not text.strip():
+        raise novaconf.NovaConfError('%s is empty' % path)
+    return text
+
+
+def read_files(paths: Iterable[str],
+               directories: bool = True) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` of each file ``paths`` stand for, in reading order
+    (``config_files``), each read when it is asked for; NovaConfError for
+    one that cannot be read.
+    """
+    for path in config_files(paths, directories):
+        yield path, read_text(path)
+
+
+def load(paths: Iterable[str],
+         directories: bool = True) -> novaconf.Settings:
+    """The ``novaconf.Settings`` of nova.conf files (and directories),
+    parsed as nova-compute parses them (``novaconf.parse_texts``).
+
+    Raises NovaConfError (one line) for a file that cannot be read or
+    parsed; values oslo.config refuses are kept as ``Value.error``.
+    """
+    return novaconf.parse_texts(read_files(paths, directories))
+
+
+def parse_files(paths: Iterable[str],
+                virtual_parent_exists: Callable[[str], bool] | None = None,
+                directories: bool = True) -> novaconf.MdevConfig:
+    """``load`` + ``novaconf.supported_vgpu_types``: the MdevConfig of
+    the files.
+    """
+    return novaconf.supported_vgpu_types(load(paths, directories),
+                                         virtual_parent_exists)
