@@ -218,13 +218,15 @@ class Outcome:
     def exit_status(self) -> int:
         if self.interrupted:
             LOG.warning('%s', self.interrupted)
-            raise KeyboardInterrupt()
+            return INTERRUPTED
         if self.failure:
             raise exceptions.CommandError(self.failure)
         return self.status
 
 
 DONE = Outcome()
+#: The exit status of a command interrupted (Ctrl-C), as a shell gives it.
+INTERRUPTED = 130
 
 
 def unwritten(count: int) -> Outcome:
@@ -243,10 +245,24 @@ def verdict(yes: bool) -> Outcome:
     return DONE if yes else Outcome(status=1)
 
 
+class Rows(list):
+    """What a command lists: its rows, and the Outcome that decides its
+    exit status once they are shown; for a command that prints a file
+    instead of rows, the file's ``text``. ``take_action`` answers its
+    columns and a Rows.
+    """
+
+    def __init__(self, rows: Iterable[typing.Any] = (),
+                 outcome: Outcome = DONE, text: str | None = None) -> None:
+        super().__init__(rows)
+        self.outcome = outcome
+        self.text = text
+
+
 class Listing(typing.NamedTuple):
-    """What a command lists: its columns and rows, the Outcome that
-    decides its exit status once they are shown and, for a command that
-    prints a file instead of rows, the file's ``text``.
+    """What a ``listing`` answers (the older form of a Lister's
+    ``take_action``): its columns and rows, its Outcome and, for a command
+    that prints a file instead of rows, the file's ``text``.
     """
 
     columns: tuple[str, ...]
@@ -255,13 +271,49 @@ class Listing(typing.NamedTuple):
     text: str | None = None
 
 
-class Lister(command.Lister):
-    """A Lister whose ``listing`` answers a Listing: its rows (or text)
-    are shown, then its Outcome decides the exit status.
+class _Ending(Exception):
+    """Carries a command's Outcome from its output to ``run``, which
+    decides the exit status: nothing is kept on the command between
+    calls.
     """
 
-    _outcome = DONE
-    _text = None
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
+
+
+class Ends:
+    """The one way an osc-mdev command ends: the library's errors worded
+    with the options' names (``v1.errors``), and the Outcome of its rows
+    deciding the exit status once they are shown.
+    """
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        from osc_mdev.base import errors as library_errors
+        from osc_mdev.v1 import errors
+
+        try:
+            status = super().run(parsed_args)  # type: ignore[misc]
+        except _Ending as end:
+            return end.outcome.exit_status()
+        except library_errors.Error as exc:
+            raise errors.command_error(exc) from exc
+        return typing.cast(int, status)
+
+
+class Command(Ends, command.Command):
+    """An osc-mdev command that shows no rows."""
+
+
+class ShowOne(Ends, command.ShowOne):
+    """An osc-mdev command that shows one record."""
+
+
+class Lister(Ends, command.Lister):
+    """An osc-mdev command that lists rows: ``take_action`` answers its
+    columns and a ``Rows``; its rows (or text) are shown, then its
+    Outcome decides the exit status.
+    """
 
     def listing(self, parsed_args: argparse.Namespace) -> Listing:
         raise NotImplementedError
@@ -269,18 +321,19 @@ class Lister(command.Lister):
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], list]:
         listing = self.listing(parsed_args)
-        self._outcome, self._text = listing.outcome, listing.text
-        return listing.columns, listing.rows
+        return listing.columns, Rows(listing.rows, listing.outcome,
+                                     listing.text)
 
     def produce_output(self, parsed_args: argparse.Namespace,
                        column_names: Sequence[str],
                        data: Iterable[typing.Any]) -> int:
-        if self._text is not None:
-            self.app.stdout.write(self._text)
-            return 0
-        return super().produce_output(parsed_args, column_names, data)
-
-    def run(self, parsed_args: argparse.Namespace) -> int:
-        self._outcome, self._text = DONE, None
-        status = super().run(parsed_args)
-        return self._outcome.exit_status() or status
+        outcome = getattr(data, 'outcome', DONE)
+        text = getattr(data, 'text', None)
+        if text is not None:
+            self.app.stdout.write(text)
+            status = 0
+        else:
+            status = super().produce_output(parsed_args, column_names, data)
+        if outcome != DONE:
+            raise _Ending(outcome)
+        return status
