@@ -15,9 +15,8 @@
 from collections.abc import Sequence
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import compute as compute_client
+from osc_mdev.base import errors
 from osc_mdev.nova import names
 
 #: A resource of the Compute API (a server, a flavor) as it answers it.
@@ -28,25 +27,27 @@ def one_named(matches: Sequence[Resource], reference: str, noun: str,
               not_found: str) -> Resource:
     """The single resource in ``matches`` (API dicts with an ``id``).
 
-    No match raises ``not_found``; several raise an error that lists their
-    IDs, so the operator can pick one.
+    No match raises errors.NotFound with the sentence ``not_found``;
+    several raise errors.Ambiguous, which lists their IDs, so the
+    operator can pick one.
     """
     if not matches:
-        raise exceptions.CommandError(not_found)
+        raise errors.NotFound(not_found, kind=noun, name=reference)
     if len(matches) > 1:
-        raise exceptions.CommandError(
+        ids = sorted(m['id'] for m in matches)
+        raise errors.Ambiguous(
             "%d %ss are named '%s' (%s); give the ID of one."
-            % (len(matches), noun, reference,
-               ', '.join(sorted(m['id'] for m in matches))))
+            % (len(matches), noun, reference, ', '.join(ids)),
+            kind=noun, name=reference, matches=ids)
     return matches[0]
 
 
 def find_flavor(compute: compute_client.ComputeClient,
                 reference: str) -> Resource:
     if not reference.strip():
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             "No flavor named or with ID '%s'; see 'openstack flavor list "
-            "--all'." % reference)
+            "--all'." % reference, kind='flavor', name=reference)
     flavor = compute.get_flavor(reference)
     if flavor is not None:
         return flavor

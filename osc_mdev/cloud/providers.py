@@ -29,6 +29,7 @@ import dataclasses
 import re
 import typing
 
+from osc_mdev.base import errors
 from osc_mdev.nova import names
 
 
@@ -394,15 +395,26 @@ BY_HOST = 'host'
 BY_RESOURCE_CLASS = 'resource_class'
 
 
-class OutsideSelection(ValueError):
+#: How a device that a selector leaves out is worded, by selector.
+_OUTSIDE = {BY_HOST: 'is on host %s, not on %s',
+            BY_RESOURCE_CLASS: 'has resource class %s, not %s'}
+
+
+class OutsideSelection(errors.Invalid):
     """A device named (``reference``) that the other selectors leave out:
-    by ``selector`` (BY_HOST or BY_RESOURCE_CLASS) it is ``value``, not
-    one of ``wanted``.
+    by ``selector`` (BY_HOST or BY_RESOURCE_CLASS, the parameter that
+    gives it) it is ``value``, not one of ``wanted``.
     """
 
     def __init__(self, reference: str, selector: str, value: str,
                  wanted: tuple[str, ...]) -> None:
-        super().__init__(reference, selector, value, wanted)
+        super().__init__(
+            "The selection contradicts itself: device '%s' %s given with "
+            '%s; drop the option or the name.'
+            % (reference, _OUTSIDE[selector] % (value, ', '.join(wanted)),
+               errors.given(selector)),
+            parameter=selector, reference=reference, value=value,
+            wanted=wanted)
         self.reference = reference
         self.selector = selector
         self.value = value

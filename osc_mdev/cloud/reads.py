@@ -66,9 +66,8 @@ import logging
 import types
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 from osc_mdev.cloud import providers as domain
 from osc_mdev.cloud import reach
 from osc_mdev.cloud import units
@@ -83,15 +82,15 @@ LOG = logging.getLogger(__name__)
 Body = dict[str, typing.Any]
 
 
-def _not_mdev(candidate: domain.Candidate) -> exceptions.CommandError:
+def _not_mdev(candidate: domain.Candidate) -> errors.NotFound:
     if candidate.kind == domain.PCI:
-        return exceptions.CommandError(
+        return errors.NotFound(
             'Provider %s is named like a PCI-in-Placement device but lacks '
             "Nova's COMPUTE_MANAGED_PCI_DEVICE trait, so it is not one."
-            % candidate.name)
-    return exceptions.CommandError(
+            % candidate.name, kind='device', name=candidate.name)
+    return errors.NotFound(
         'Provider %s has no VGPU or CUSTOM_* inventory, so it is not an mdev '
-        'device.' % candidate.name)
+        'device.' % candidate.name, kind='device', name=candidate.name)
 
 
 PCI_TRAITS_REFUSAL = (
@@ -101,11 +100,12 @@ PCI_TRAITS_REFUSAL = (
     'on that compute.')
 
 
-def _unknown_hosts(hosts: Iterable[str]) -> exceptions.CommandError:
-    return exceptions.CommandError(
+def _unknown_hosts(hosts: Iterable[str]) -> errors.NotFound:
+    names = sorted(hosts)
+    return errors.NotFound(
         "No compute host named %s in Placement; hosts are named as in "
         "'openstack hypervisor list'."
-        % ', '.join("'%s'" % h for h in sorted(hosts)))
+        % ', '.join("'%s'" % h for h in names), kind='host', name=names)
 
 
 def check_hosts(providers: Iterable[Mapping[str, typing.Any]],
@@ -467,9 +467,10 @@ def list_devices_and_hidden(placement: PlacementClient,
             placement.max_workers)).values())
     providers, summaries, results = _read(placement, roots, extra=extra)
     if wanted.resource_class and not results[-1]:
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             "Resource class %s does not exist in Placement; run 'openstack "
-            "resource class list' to see the classes." % wanted.resource_class)
+            "resource class list' to see the classes." % wanted.resource_class,
+            kind='resource_class', name=wanted.resource_class)
 
     everything = domain.find_candidates(providers, domain.KINDS)
     candidates = [c for c in everything if wanted.wants_candidate(c)]
@@ -504,14 +505,16 @@ def not_found_message(reference: str,
 def resolve(providers: Iterable[Mapping[str, typing.Any]],
             candidates: Sequence[domain.Candidate],
             reference: str) -> domain.Candidate:
-    """The candidate ``reference`` names, or a one-line CommandError."""
+    """The candidate ``reference`` names: errors.NotFound when it names
+    none or several, errors.Invalid for a malformed PCI address.
+    """
     try:
         return domain.resolve_device(reference, candidates)
     except domain.DeviceLookupError as exc:
-        raise exceptions.CommandError(
-            not_found_message(reference, providers, exc)) from exc
+        raise errors.NotFound(not_found_message(reference, providers, exc),
+                              kind='device', name=reference) from exc
     except ValueError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
+        raise errors.Invalid('%s.' % exc, name=reference) from exc
 
 
 def _scope(placement: PlacementClient, references: Sequence[str] = (),
@@ -545,7 +548,7 @@ def _scope(placement: PlacementClient, references: Sequence[str] = (),
         try:
             named = {ref: resolve(providers, candidates, ref)
                      for ref in references}
-        except exceptions.CommandError:
+        except errors.Error:
             if whole:
                 raise
             whole = True  # the trees did not tell: ask the whole cloud
@@ -564,9 +567,10 @@ def show_device(placement: PlacementClient, reference: str
     details = placement.get_provider_details(
         [candidate.uuid], usages=False, allocations=True)
     if candidate.uuid not in details:
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             'Device %s:%s was deleted while it was being read; run the '
-            'command again.' % (candidate.host, candidate.device))
+            'command again.' % (candidate.host, candidate.device),
+            kind='device', name=reference)
     info = details[candidate.uuid]
     generation, inventories = info['inventories']
     devices = domain.build_devices(
@@ -608,8 +612,9 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
         summary = summaries.get(candidate.uuid)
         if candidate.kind == domain.PCI and (
                 summary is None or domain.is_pci_device(summary.traits)):
-            raise exceptions.CommandError(
-                PCI_TRAITS_REFUSAL % (candidate.host, candidate.device))
+            raise errors.Refused(
+                PCI_TRAITS_REFUSAL % (candidate.host, candidate.device),
+                device=reference)
     for reference, candidate in named.items():
         check_within(reference, candidate, hosts)
     if references:
@@ -639,9 +644,11 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
                 what.append('on host %s' % ', '.join(hosts))
             if resource_class:
                 what.append('with resource class %s' % resource_class)
-            raise exceptions.CommandError(
+            raise errors.NotFound(
                 "No mdev device %s; run 'openstack mdev provider list' to "
-                "see the devices." % (' '.join(what) or 'in the cloud'))
+                "see the devices." % (' '.join(what) or 'in the cloud'),
+                kind='device', hosts=list(hosts),
+                resource_class=resource_class)
     return sorted(chosen.values(), key=domain.sort_key)
 
 
@@ -690,7 +697,7 @@ def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
     The same reads as ``provider list``: one listing and one summaries
     request for the whole cloud (for named hosts: a name lookup, a tree
     listing and a summaries request each), and per device only what the
-    summaries lack. Unknown hosts are a CommandError.
+    summaries lack. Unknown hosts are an errors.NotFound.
     """
     roots = None
     if hosts:

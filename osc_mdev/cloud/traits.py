@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import dataclasses
 import re
 
+from osc_mdev.base import errors
 from osc_mdev.cloud import providers
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
@@ -182,24 +183,34 @@ def plans_from_nova_conf(devices: Iterable[providers.Device],
     return plans
 
 
-class NoNovaConf(ValueError):
+class NoNovaConf(errors.Invalid):
     """A device to tag by its host's nova.conf, on a host whose nova.conf
     is not given.
     """
 
     def __init__(self, device: providers.Candidate | providers.Device
                  ) -> None:
-        super().__init__(device)
+        given = errors.given('compute_conf')
+        super().__init__(
+            'Device %s:%s is on host %s, which no %s describes; give %s '
+            '%s=FILE or leave the device out.'
+            % (device.host, device.device, device.host, given, given,
+               device.host),
+            parameter='compute_conf', host=device.host,
+            device=device.device)
         self.device = device
 
 
-class NoTypeGiven(ValueError):
+class NoTypeGiven(errors.Refused):
     """No nova.conf given gives a type to any of the devices of its host
     (``sources``: ``{host: file}``).
     """
 
     def __init__(self, sources: dict[str, str]) -> None:
-        super().__init__(sources)
+        super().__init__(
+            '%s gives no mdev type to any device of host %s.'
+            % (', '.join(sources.values()), ', '.join(sources)),
+            sources=sources)
         self.sources = sources
 
 

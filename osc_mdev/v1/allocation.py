@@ -16,7 +16,6 @@ import argparse
 import logging
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from osc_mdev.cloud import allocations as domain
 from osc_mdev.cloud import providers
@@ -76,7 +75,7 @@ def _warn_node_mismatches(found, views):
             mismatch.nova_node, mismatch.nova_host, mismatch.placement_node)
 
 
-class ShowAllocation(command.Lister):
+class ShowAllocation(common.Lister):
     """Show which physical GPU backs a server's vGPUs.
 
     Answers "which GPU is this server on?": one row per mdev allocation of
@@ -102,14 +101,15 @@ The SR-IOV VFs of a server, by their PF::
     openstack mdev allocation show vm1 --kind pci
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument('server', metavar='<server>', help=SERVER)
         options.long(parser)
         options.kind(parser)
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         mdev = common.client(self.app)
         result = allocations.server_allocations(
             mdev.placement, mdev.compute, parsed_args.server,
@@ -127,12 +127,12 @@ The SR-IOV VFs of a server, by their PF::
         _warn_node_mismatches(
             result.allocations,
             {a.consumer: result.server for a in result.allocations})
-        return cols, [_row(a, result.server, cols,
-                           result.traits.get(a.candidate.uuid))
-                      for a in result.allocations]
+        return cols, common.Rows(
+            _row(a, result.server, cols, result.traits.get(a.candidate.uuid))
+            for a in result.allocations)
 
 
-class ListAllocation(command.Lister):
+class ListAllocation(common.Lister):
     """List the servers on the GPUs of the cloud, of a host or of one GPU.
 
     Answers "which servers must move before this GPU or host is
@@ -152,7 +152,7 @@ Every server on a compute node's GPUs, with its status in Nova::
     openstack mdev allocation list --host compute1 --long
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         parser.add_argument('--device', metavar='<device>', action='append',
@@ -163,14 +163,14 @@ Every server on a compute node's GPUs, with its status in Nova::
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], list]:
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         mdev = common.client(self.app)
-        with common.worded():
-            found, servers = allocations.list_allocations(
-                mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
-                references=tuple(parsed_args.device),
-                resource_class=parsed_args.resource_class,
-                kinds=providers.KIND_CHOICES[parsed_args.kind])
+        found, servers = allocations.list_allocations(
+            mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
+            references=tuple(parsed_args.device),
+            resource_class=parsed_args.resource_class,
+            kinds=providers.KIND_CHOICES[parsed_args.kind])
         cols = _columns(LIST_COLUMNS, parsed_args)
         _warn_node_mismatches(found, servers)
-        return cols, [_row(a, servers[a.consumer], cols) for a in found]
+        return cols, common.Rows(_row(a, servers[a.consumer], cols)
+                                 for a in found)

@@ -85,7 +85,6 @@ Repair what is safe to repair, shown first::
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.compute_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--compute-conf')
         options.controller_conf(parser)
         options.trait_prefix(parser)
         options.provider_config(parser)

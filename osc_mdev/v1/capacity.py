@@ -74,7 +74,6 @@ Room for a bare request of two vGPUs with a trait::
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.flavor(parser)
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.resource_class(parser)
         options.amount_and_spread(parser)
         options.require_trait(parser)

@@ -10,9 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Argument checks shared by the command modules, the wording of the
-domain's errors with the names of the options, and the one place that
-decides a command's exit status once its rows are shown (``Lister``).
+"""Argument checks shared by the command modules, and the one place
+that ends a command (``Ends``): the library's errors worded with the
+options' names (``v1.errors``), and the exit status decided once its
+rows are shown.
 
 Bad names are refused before any request, as one-line CommandErrors
 (exit status 1).
@@ -24,9 +25,7 @@ import argparse
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
-from collections.abc import Iterator
 from collections.abc import Sequence
-import contextlib
 import dataclasses
 import logging
 import typing
@@ -35,16 +34,7 @@ from osc_lib.command import command
 from osc_lib import exceptions
 from osc_lib import utils
 
-from osc_mdev.cloud import providers
-from osc_mdev.cloud import traits
-
 LOG = logging.getLogger(__name__)
-
-#: How a command words each selector of devices besides their names: a
-#: device that is not selected, and the option.
-SELECTORS = {providers.BY_HOST: ('is on host %s, not on %s', '--host'),
-             providers.BY_RESOURCE_CLASS: ('has resource class %s, not %s',
-                                           '--resource-class')}
 
 if typing.TYPE_CHECKING:
     from osc_lib import shell
@@ -70,60 +60,20 @@ def check(func: Callable[..., T], *args: typing.Any) -> T:
         raise exceptions.CommandError('%s.' % exc) from exc
 
 
-def check_selectors(references: Sequence[str],
-                    hosts: Sequence[str], resource_class: str | None,
-                    all_devices: bool) -> None:
-    """Refuse selectors that contradict each other: --all means every
-    device, and with names, --host or --resource-class it would silently
-    mean less, so it stands alone.
-    """
-    others = [what for what, given in (
-        ('device names', references), ('--host', hosts),
-        ('--resource-class', resource_class)) if given]
-    if all_devices and others:
-        raise exceptions.CommandError(
-            '--all selects every device and cannot be combined with %s; '
-            'drop --all to select by %s.'
-            % (' or '.join(others), ' and '.join(others)))
-
-
-@contextlib.contextmanager
-def worded() -> Iterator[None]:
-    """The domain's errors with data, as one CommandError sentence that
-    names the options.
-    """
-    try:
-        yield
-    except providers.OutsideSelection as exc:
-        outside, option = SELECTORS[exc.selector]
-        raise exceptions.CommandError(
-            "The selection contradicts itself: device '%s' %s given with "
-            '%s; drop the option or the name.'
-            % (exc.reference, outside % (exc.value, ', '.join(exc.wanted)),
-               option)) from exc
-    except traits.NoNovaConf as exc:
-        device = exc.device
-        raise exceptions.CommandError(
-            'Device %s:%s is on host %s, which no --compute-conf describes; '
-            'give --compute-conf %s=FILE or leave the device out.'
-            % (device.host, device.device, device.host, device.host)
-        ) from exc
-    except traits.NoTypeGiven as exc:
-        raise exceptions.CommandError(
-            '%s gives no mdev type to any device of host %s.'
-            % (', '.join(exc.sources.values()), ', '.join(exc.sources))
-        ) from exc
-
-
 def one_line_errors(
         parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make ``parser`` report a bad argument as one CommandError line,
-    and lay its help out as written (``Help``).
+    and lay its help out as written (``Help``); options are spelled in
+    full (no abbreviations).
 
     argparse prints the usage and exits 2; osc-mdev's commands say what
-    was wrong in one line, exit 1, and point to the command's help.
+    was wrong in one line, exit 1, and point to the command's help. An
+    abbreviation would be a second spelling of an option, whose meaning
+    changes when a command gains an option (``--trait`` would be
+    ``--trait-prefix``): each option has its one name.
     """
     parser.formatter_class = _help_formatter(parser.formatter_class)
+    parser.allow_abbrev = False
     command = parser.prog.split(' ', 1)[-1]
 
     def error(message: str) -> typing.NoReturn:

@@ -28,12 +28,17 @@ OPTIONS = {
     'all_devices': '--all',
     'compute_conf': '--compute-conf',
     'controller_conf': '--controller-conf',
+    'dry_run': '--dry-run',
     'flavor': '--flavor',
+    'force': '--force',
     'host': '--host',
     'project': '--project',
     'provider_config': '--provider-config',
+    'provider_config_dir': '--provider-config-dir',
+    'replace': '--replace',
     'resource_class': '--resource-class',
     'sysfs': '--sysfs',
+    'trait': '--trait',
 }
 
 

@@ -116,11 +116,9 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
                  'default); repeat, or give a comma list as in '
                  'pci_passthrough:alias.')
         options.controller_conf(parser)
-        options.deprecated(parser, '--nova-conf', '--controller-conf')
         options.amount_and_spread(parser)
         parser.add_argument('--isolate-other-groups', action='store_true',
                             help=ISOLATE_OTHER_GROUPS)
-        options.deprecated(parser, '--force', '--isolate-other-groups')
         options.require_trait(parser)
         options.forbid_trait(parser)
         parser.add_argument('--mdev-type', metavar='<type>', action='append',

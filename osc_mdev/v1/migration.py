@@ -80,7 +80,6 @@ With the settings of the controller's nova-conductor::
             'server', metavar='<server>',
             help='Server name or ID (any project).')
         options.target(parser)
-        options.deprecated(parser, '--host', '--target')
         _shared(parser)
         return parser
 

@@ -15,9 +15,7 @@
 
 An option name means one thing in every command and is described in the
 same words (tests/unit/test_options.py holds every command to it). What
-a command does with it is in the command's own description. Renamed
-options keep their old spelling for one release as a hidden alias that
-logs a deprecation warning.
+a command does with it is in the command's own description.
 
 A value that cannot be parsed is refused by argparse, before any file is
 read or any request made, as one line naming the option
@@ -26,8 +24,6 @@ read or any request made, as one line naming the option
 
 import argparse
 from collections.abc import Callable
-from collections.abc import Sequence
-import logging
 import os
 import typing
 
@@ -36,7 +32,6 @@ from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.nova import names
 
-LOG = logging.getLogger(__name__)
 
 HOST = ("A compute node the command looks at, named as in 'openstack "
         "hypervisor list' (its hypervisor hostname), not the service host; "
@@ -190,50 +185,6 @@ def type_trait_prefix(value: str) -> str:
     return _checked(trait_logic.validate_prefix, value)
 
 
-# -- renamed options ------------------------------------------------------
-
-class _Deprecated(argparse.Action):
-    """An old spelling of an option: says so in a warning, then does what
-    the new one does (``target``, its action), or keeps the value in its
-    own ``dest`` for the command to translate.
-    """
-
-    def __init__(self, option_strings: Sequence[str], dest: str,
-                 new: str = '', target: argparse.Action | None = None,
-                 **kwargs: typing.Any) -> None:
-        self.new = new
-        self.target = target
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser,
-                 namespace: argparse.Namespace, values: typing.Any,
-                 option_string: str | None = None) -> None:
-        LOG.warning('%s is deprecated and will be removed in the next '
-                    'release; use %s.', option_string, self.new)
-        if self.target is None:
-            setattr(namespace, self.dest, values)
-        else:
-            self.target(parser, namespace, values, option_string)
-
-
-def deprecated(parser: argparse.ArgumentParser, old: str, new: str,
-               dest: str | None = None) -> None:
-    """``old`` as a hidden alias of option ``new``, which ``parser`` has:
-    the same values, parsed the same way, stored where ``new`` stores
-    them. With ``dest``, ``new`` takes its values in another shape: the
-    old value is stored in ``dest`` for the command to translate.
-    """
-    if dest is not None:
-        parser.add_argument(old, action=_Deprecated, new=new, dest=dest,
-                            help=argparse.SUPPRESS)
-        return
-    target = parser._option_string_actions[new]
-    parser.add_argument(old, action=_Deprecated, new=new, target=target,
-                        dest=target.dest, nargs=target.nargs,
-                        type=target.type or str, metavar=target.metavar,
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-
 # -- the shared options ---------------------------------------------------
 
 Parser = argparse.ArgumentParser
@@ -269,13 +220,9 @@ def trait(parser: Parser, required: bool = False) -> None:
 
 
 def require_trait(parser: Parser) -> None:
-    """``--require-trait``, and ``--trait``, its deprecated spelling in
-    every command that takes it.
-    """
     parser.add_argument('--require-trait', metavar='<trait>',
                         type=trait_name, action='append', default=[],
                         help=REQUIRE_TRAIT)
-    deprecated(parser, '--trait', '--require-trait')
 
 
 def forbid_trait(parser: Parser) -> None:

@@ -17,7 +17,6 @@ import logging
 
 from cliff import columns
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 
 from osc_mdev.cloud import providers as domain
 from osc_mdev.cloud import reads as devices
@@ -93,7 +92,7 @@ def row(device, cols):
     return tuple(values[c] for c in cols)
 
 
-class ListProvider(command.Lister):
+class ListProvider(common.Lister):
     """List the GPUs (mdev parent devices) of the cloud, with usage and traits.
 
     Answers which GPUs Nova reports, how full each is and which traits
@@ -138,7 +137,7 @@ Every GPU, mdev and PCI-in-Placement alike::
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], list]:
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host),
             resource_class=parsed_args.resource_class,
@@ -167,10 +166,10 @@ Every GPU, mdev and PCI-in-Placement alike::
                 "device%s do%s; run 'openstack mdev provider list --kind "
                 "pci' to see %s.", hidden, '' if hidden == 1 else 's',
                 'es' if hidden == 1 else '', 'it' if hidden == 1 else 'them')
-        return cols, [row(d, cols) for d in found]
+        return cols, common.Rows(row(d, cols) for d in found)
 
 
-class ShowProvider(command.ShowOne):
+class ShowProvider(common.ShowOne):
     """Show one GPU (mdev parent or PCI-in-Placement device) and its consumers.
 
     Answers everything Placement knows of one device: inventory, usage,
@@ -191,7 +190,7 @@ The VFs of a PF reported through PCI in Placement::
     openstack mdev provider show sriov1:0000:c1:00.0
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'device', metavar='<device>',
@@ -200,7 +199,8 @@ The VFs of a PF reported through PCI in Placement::
                  'compute1:mtty_mtty).')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], tuple]:
         device, allocations = devices.show_device(
             common.client(self.app).placement, parsed_args.device)
         consumers = domain.consumers_of(allocations, device.resource_class)

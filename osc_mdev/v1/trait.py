@@ -18,8 +18,8 @@ import sys
 import threading
 
 from osc_lib.cli import format_columns
-from osc_lib import exceptions
 
+from osc_mdev.base import errors
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.trait import provider_files as provider_config
 from osc_mdev.features.trait import writes as traits
@@ -56,7 +56,6 @@ class _TraitCommand(common.Lister):
             help='Every mdev device in the cloud; not with names, --host '
                  'or --resource-class.')
         options.provider_config_dir(parser)
-        options.deprecated(parser, '--export-dir', '--provider-config-dir')
         options.dry_run(parser)
         return parser
 
@@ -68,17 +67,16 @@ class _TraitCommand(common.Lister):
         resource_class = parsed_args.resource_class
         if not (parsed_args.device or parsed_args.host or resource_class
                 or parsed_args.all_devices or by_nova_conf):
-            raise exceptions.CommandError(
-                'Name the devices to change, or select them with --host, '
-                '--resource-class or --all.')
-        common.check_selectors(parsed_args.device, parsed_args.host,
-                               resource_class, parsed_args.all_devices)
+            raise errors.Invalid(
+                'Name the devices to change, or select them with %s, %s or '
+                '%s.' % (errors.given('host'), errors.given('resource_class'),
+                         errors.given('all_devices')))
         return traits.Selection(tuple(parsed_args.device),
                                 tuple(parsed_args.host), resource_class,
                                 parsed_args.all_devices)
 
-    def _listing(self, writes: traits.Writes,
-                 dry_run: bool) -> common.Listing:
+    def _rows(self, writes: traits.Writes, dry_run: bool
+              ) -> tuple[tuple[str, ...], common.Rows]:
         """A row per device; the command fails when a device or a
         provider config file failed.
         """
@@ -95,8 +93,8 @@ class _TraitCommand(common.Lister):
             else:
                 rows.append((o.device.device, o.device.host, after,
                              o.result))
-        return common.Listing(DRY_RUN_COLUMNS if dry_run else COLUMNS, rows,
-                              _ending(writes))
+        return (DRY_RUN_COLUMNS if dry_run else COLUMNS,
+                common.Rows(rows, _ending(writes)))
 
 
 def _ending(writes: traits.Writes) -> common.Outcome:
@@ -150,45 +148,32 @@ Tag one GPU by hand::
         parser.add_argument('--replace', action='store_true', help=REPLACE)
         options.force(parser)
         options.compute_conf(parser)
-        options.deprecated(parser, '--from-nova-conf', '--compute-conf',
-                           dest='from_nova_conf')
         options.trait_prefix(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         add = tuple(parsed_args.trait)
         if parsed_args.force and not parsed_args.replace:
-            raise exceptions.CommandError(
-                '--force only has a meaning with --replace.')
-        pairs = _compute_confs(parsed_args)
+            raise errors.Invalid(
+                '%s only has a meaning with %s.'
+                % (errors.given('force'), errors.given('replace')),
+                parameter='force')
+        pairs = list(parsed_args.compute_conf)
         if not pairs and not add:
-            raise exceptions.CommandError(
-                'Give at least one --trait (or --compute-conf).')
+            raise errors.Invalid(
+                'Give at least one %s (or %s).'
+                % (errors.given('trait'), errors.given('compute_conf')),
+                parameter='trait')
         selection = self._selection(parsed_args, by_nova_conf=bool(pairs))
-        with common.worded():
-            writes = traits.set_traits(
-                common.client(self.app).placement, selection, add,
-                replace=parsed_args.replace, force=parsed_args.force,
-                compute_confs=pairs, prefix=parsed_args.trait_prefix,
-                dry_run=parsed_args.dry_run,
-                directory=parsed_args.provider_config_dir,
-                progress=_Progress)
-        return self._listing(writes, parsed_args.dry_run)
-
-
-def _compute_confs(parsed_args: argparse.Namespace
-                   ) -> list[tuple[str, str]]:
-    """The ``(host, file)`` pairs of --compute-conf, with the deprecated
-    ``--from-nova-conf FILE --host HOST`` as ``HOST=FILE``.
-    """
-    pairs = list(parsed_args.compute_conf)
-    if parsed_args.from_nova_conf:
-        if len(parsed_args.host) != 1:
-            raise exceptions.CommandError(
-                '--from-nova-conf describes one compute host: give exactly '
-                'one --host, or give --compute-conf HOST=FILE.')
-        pairs.append((parsed_args.host[0], parsed_args.from_nova_conf))
-    return pairs
+        writes = traits.set_traits(
+            common.client(self.app).placement, selection, add,
+            replace=parsed_args.replace, force=parsed_args.force,
+            compute_confs=pairs, prefix=parsed_args.trait_prefix,
+            dry_run=parsed_args.dry_run,
+            directory=parsed_args.provider_config_dir,
+            progress=_Progress)
+        return self._rows(writes, parsed_args.dry_run)
 
 
 class UnsetTrait(_TraitCommand):
@@ -215,23 +200,24 @@ Examples:
         options.force(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         remove = tuple(parsed_args.trait)
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
-            raise exceptions.CommandError(
+            raise errors.Refused(
                 '%s marks the devices as owned by a service, which adds it '
                 'back when it restarts or refreshes its provider cache (Nova '
-                'does, for OWNER_NOVA); add --force to remove it anyway.'
-                % ', '.join(protected))
+                'does, for OWNER_NOVA); add %s to remove it anyway.'
+                % (', '.join(protected), errors.given('force')),
+                parameter='force', traits=protected)
         selection = self._selection(parsed_args)
-        with common.worded():
-            writes = traits.unset_traits(
-                common.client(self.app).placement, selection, remove,
-                force=parsed_args.force, dry_run=parsed_args.dry_run,
-                directory=parsed_args.provider_config_dir,
-                progress=_Progress)
-        return self._listing(writes, parsed_args.dry_run)
+        writes = traits.unset_traits(
+            common.client(self.app).placement, selection, remove,
+            force=parsed_args.force, dry_run=parsed_args.dry_run,
+            directory=parsed_args.provider_config_dir,
+            progress=_Progress)
+        return self._rows(writes, parsed_args.dry_run)
 
 
 class _Progress:
@@ -288,25 +274,28 @@ One host's file, only its type traits, printed::
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
         options.provider_config_dir(parser)
-        options.deprecated(parser, '--output-dir', '--provider-config-dir')
         parser.add_argument('--type-traits-only', action='store_true',
                             help=TYPE_TRAITS_ONLY)
         options.trait_prefix(parser)
         options.dry_run(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         hosts = tuple(dict.fromkeys(parsed_args.host))
         directory = parsed_args.provider_config_dir
+        given = errors.given('provider_config_dir')
         if directory is None:
             if len(hosts) != 1:
-                raise exceptions.CommandError(
-                    'Give --provider-config-dir for the files of several '
-                    'compute nodes, or one --host to print its file.')
+                raise errors.Invalid(
+                    'Give %s for the files of several compute nodes, or one '
+                    '%s to print its file.' % (given, errors.given('host')),
+                    parameter='provider_config_dir')
             if parsed_args.dry_run:
-                raise exceptions.CommandError(
-                    '--dry-run shows what --provider-config-dir would '
-                    'change; give --provider-config-dir too.')
+                raise errors.Invalid(
+                    '%s shows what %s would change; give %s too.'
+                    % (errors.given('dry_run'), given, given),
+                    parameter='dry_run')
         placement = common.client(self.app).placement
         done = traits.export(
             placement, hosts, directory, parsed_args.type_traits_only,
@@ -314,9 +303,9 @@ One host's file, only its type traits, printed::
         if directory is None:
             [printed] = done
             assert isinstance(printed, provider_config.HostFile)
-            return common.Listing((), [], text=printed.text)
+            return (), common.Rows(text=printed.text)
         written = [w for w in done if isinstance(w, provider_config.Written)]
-        return common.Listing(EXPORT_COLUMNS, [
-            (w.file.host, w.path, w.file.devices, w.file.traits, w.result)
-            for w in written], common.unwritten(
-                sum(1 for w in written if w.failed)))
+        return EXPORT_COLUMNS, common.Rows(
+            [(w.file.host, w.path, w.file.devices, w.file.traits, w.result)
+             for w in written],
+            common.unwritten(sum(1 for w in written if w.failed)))

@@ -254,12 +254,6 @@ def test_compute_conf(placement, auth, host, tmp_path):
                     '%s=%s' % (name, conf), '--trait-prefix', 'CUSTOM_TYPE_',
                     '--dry-run', '-f', 'json').json()
     assert prefixed[0]['Result'] == 'would add CUSTOM_TYPE_NVIDIA_35'
-    # The old spelling does the same, with a warning.
-    old = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-               '--host', name, '--trait-prefix', 'CUSTOM_TYPE_',
-               '--dry-run', '-f', 'json')
-    assert old.json() == prefixed
-    assert '--from-nova-conf is deprecated' in old.stderr
 
 
 def test_compute_conf_of_several_hosts(placement, auth, host, tmp_path):
@@ -381,13 +375,19 @@ def test_compute_conf_not_a_nova_conf(placement, auth, host, tmp_path,
     assert generations(placement, gpus) == before
 
 
-def test_from_nova_conf_needs_one_host(placement, auth, host, tmp_path):
+def test_from_nova_conf_is_refused(placement, auth, host, tmp_path):
+    """The old spelling of --compute-conf is gone: refused, nothing
+    written.
+    """
+    name, gpus = host
     conf = tmp_path / 'nova.conf'
     conf.write_text(NOVA_CONF)
+    before = generations(placement, gpus)
     result = mdev(auth, 'trait', 'set', '--from-nova-conf', str(conf),
-                  '--all')
+                  '--host', name)
     assert result.rc == 1
-    assert 'give exactly one --host' in result.stderr
+    assert 'Unrecognized arguments: --from-nova-conf' in result.stderr
+    assert generations(placement, gpus) == before
 
 
 class NovaLikeWriter(threading.Thread):

@@ -195,16 +195,17 @@ def test_set_and_unset_keep_the_files_up_to_date(tmp_path, placement, auth,
     export = mdev(auth, 'trait', 'export', '--provider-config-dir', str(out),
                   '--host', name, '-f', 'json').json()
     assert export[0]['Result'] == 'unchanged'
-    # The old spellings do the same, with a warning.
+    # The dropped spellings are refused, and write nothing.
+    before = path.read_text()
     old = mdev(auth, 'trait', 'export', '--output-dir', str(out), '--host',
-               name, '-f', 'json')
-    assert old.json() == export
-    assert '--output-dir is deprecated' in old.stderr
+               name)
+    assert old.rc == 1
+    assert 'Unrecognized arguments: --output-dir' in old.stderr
     old = mdev(auth, 'trait', 'set', '--trait', 'CUSTOM_RACK_7',
-               '--export-dir', str(out), '--dry-run', '--host', name)
-    assert old.rc == 0, old.stderr
-    assert '--export-dir is deprecated' in old.stderr
-    assert 'Provider config %s: would be updated' % path in old.stderr
+               '--export-dir', str(out), '--host', name)
+    assert old.rc == 1
+    assert 'Unrecognized arguments: --export-dir' in old.stderr
+    assert path.read_text() == before
 
 
 def test_a_provider_defined_in_another_file_writes_nothing(

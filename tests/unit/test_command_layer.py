@@ -17,9 +17,12 @@ options, and the wording of the domain's errors with the options' names.
 from osc_lib import exceptions
 import pytest
 
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits
+from osc_mdev.features.trait import writes
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors
 
 
 @pytest.mark.parametrize('kwargs,refusal', [
@@ -37,13 +40,11 @@ def test_all_stands_alone(kwargs, refusal):
     """--all with another selector is refused; every other combination
     is accepted.
     """
-    selectors = {'references': (), 'hosts': (), 'resource_class': None,
-                 'all_devices': False, **kwargs}
     try:
-        common.check_selectors(**selectors)
+        writes.Selection(**kwargs)
         refused = None
-    except exceptions.CommandError as exc:
-        refused = str(exc)
+    except library_errors.Invalid as exc:
+        refused = str(errors.command_error(exc))
     if refusal is None:
         assert refused is None
     else:
@@ -68,11 +69,7 @@ def test_all_stands_alone(kwargs, refusal):
      'a.conf, b.conf gives no mdev type to any device of host h1, h2.'),
 ])
 def test_domain_errors_are_worded_with_the_options(error, sentence):
-    with pytest.raises(exceptions.CommandError) as raised:
-        with common.worded():
-            raise error
-    assert str(raised.value) == sentence
-    assert raised.value.__cause__ is error
+    assert str(errors.command_error(error)) == sentence
 
 
 @pytest.mark.parametrize('outcome, status', [

@@ -25,7 +25,6 @@ from osc_lib import exceptions
 import pytest
 
 from osc_mdev.v1 import flavor
-from osc_mdev.v1 import options
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -70,84 +69,32 @@ def test_every_option_name_has_one_help_and_one_metavar():
     assert twice == {}
 
 
-@pytest.mark.parametrize('old, new', [
-    (['--nova-conf', 'a.conf', '--nova-conf', 'b.conf'],
-     ('controller_conf', ['a.conf', 'b.conf'])),
-    (['--controller-conf', 'a.conf'], ('controller_conf', ['a.conf'])),
-])
-def test_deprecated_spelling_does_what_the_new_one_does(old, new, caplog):
-    parser = argparse.ArgumentParser()
-    options.controller_conf(parser)
-    options.deprecated(parser, '--nova-conf', '--controller-conf')
-    parsed = parser.parse_args(old)
-    assert getattr(parsed, new[0]) == new[1]
-    deprecations = [r for r in caplog.records if 'deprecated' in r.message]
-    assert len(deprecations) == (2 if old[0] == '--nova-conf' else 0)
-
-
-def test_deprecated_flag():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--isolate-other-groups', action='store_true')
-    options.deprecated(parser, '--force', '--isolate-other-groups')
-    assert parser.parse_args(['--force']).isolate_other_groups is True
-    assert parser.parse_args([]).isolate_other_groups is False
-
-
-#: Each renamed option: a command, its arguments with the old spelling,
-#: the same with the new one.
-RENAMED = [
-    ('mdev audit', ['--nova-conf', 'gpu1=a.conf'],
-     ['--compute-conf', 'gpu1=a.conf']),
-    ('mdev capacity', ['--flavor', 'f', '--nova-conf', 'a.conf'],
-     ['--flavor', 'f', '--controller-conf', 'a.conf']),
-    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--force'],
-     ['f', '--resource-class', 'VGPU', '--isolate-other-groups']),
-    ('mdev migration check', ['vm-1', '--host', 'gpu2', '--host', 'gpu3'],
-     ['vm-1', '--target', 'gpu2', '--target', 'gpu3']),
-    ('mdev provider list', ['--trait', 'CUSTOM_A', '--trait', 'CUSTOM_B'],
-     ['--require-trait', 'CUSTOM_A', '--require-trait', 'CUSTOM_B']),
-    ('mdev capacity', ['--resource-class', 'VGPU', '--trait', 'CUSTOM_A'],
-     ['--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
+#: The spellings renamed options had for one release, with a command
+#: that took them: each is refused now.
+DROPPED = [
+    ('mdev audit', ['--nova-conf', 'gpu1=a.conf']),
+    ('mdev capacity', ['--flavor', 'f', '--nova-conf', 'a.conf']),
+    ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--force']),
+    ('mdev migration check', ['vm-1', '--host', 'gpu2']),
+    ('mdev provider list', ['--trait', 'CUSTOM_A']),
+    ('mdev capacity', ['--resource-class', 'VGPU', '--trait', 'CUSTOM_A']),
     ('mdev flavor configure', ['f', '--resource-class', 'VGPU', '--trait',
-                               'CUSTOM_A'],
-     ['f', '--resource-class', 'VGPU', '--require-trait', 'CUSTOM_A']),
-    ('mdev trait set', ['--trait', 'CUSTOM_A', '--all', '--export-dir', 'd'],
-     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
+                               'CUSTOM_A']),
+    ('mdev trait set', ['--trait', 'CUSTOM_A', '--all', '--export-dir', 'd']),
+    ('mdev trait set', ['--from-nova-conf', 'a.conf', '--host', 'gpu1']),
     ('mdev trait unset', ['--trait', 'CUSTOM_A', '--all', '--export-dir',
-                          'd'],
-     ['--trait', 'CUSTOM_A', '--all', '--provider-config-dir', 'd']),
-    ('mdev trait export', ['--output-dir', 'd'],
-     ['--provider-config-dir', 'd']),
+                          'd']),
+    ('mdev trait export', ['--output-dir', 'd']),
 ]
 
 
-@pytest.mark.parametrize('name, old, new', RENAMED,
-                         ids=[' '.join([n] + o) for n, o, _ in RENAMED])
-def test_old_spellings_parse_as_the_new_and_warn(name, old, new, caplog):
+@pytest.mark.parametrize('name, args', DROPPED,
+                         ids=[' '.join([n] + a) for n, a in DROPPED])
+def test_dropped_spellings_are_refused(name, args):
     parser = commands()[name](None, None).get_parser('openstack ' + name)
-    with caplog.at_level('WARNING'):
-        parsed = parser.parse_args(old)
-    assert vars(parsed) == vars(parser.parse_args(new))
-    spellings = {a for a in old if a.startswith('--')} - set(new)
-    warned = {r.args[0] for r in caplog.records
-              if 'is deprecated' in r.getMessage()}
-    assert spellings and warned == spellings
-
-
-def test_from_nova_conf_with_one_host_is_a_compute_conf(caplog):
-    from osc_mdev.v1 import trait
-
-    parser = commands()['mdev trait set'](None, None).get_parser('openstack')
-    with caplog.at_level('WARNING'):
-        parsed = parser.parse_args(['--from-nova-conf', 'a.conf', '--host',
-                                    'gpu1'])
-    assert trait._compute_confs(parsed) == [('gpu1', 'a.conf')]
-    assert '--from-nova-conf is deprecated' in caplog.text
-    for hosts in ([], ['--host', 'gpu1', '--host', 'gpu2']):
-        parsed = parser.parse_args(['--from-nova-conf', 'a.conf'] + hosts)
-        with pytest.raises(exceptions.CommandError,
-                           match='give exactly one --host'):
-            trait._compute_confs(parsed)
+    with pytest.raises(exceptions.CommandError,
+                       match='^Unrecognized arguments: '):
+        parser.parse_args(args)
 
 
 def test_the_options_page_lists_every_option():

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 import dataclasses
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 from osc_mdev.cloud import allocations as domain
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
@@ -72,14 +71,13 @@ def server_allocations(placement: placement_client.PlacementClient,
         lambda: placement.get_consumer_allocations(server_id)]
     if server is None:
         calls.append(lambda: compute.get_server(server_id))
-    results = pool.call_all(calls, placement.max_workers)
-    consumer_allocs = results[0]
+    consumer_allocs, *nova = pool.call_all(calls, placement.max_workers)
     if server is None:
-        server = results[1]
+        [server] = nova
     if server is None and not consumer_allocs:
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             'No server with ID %s in Nova and no allocations for it in '
-            'Placement.' % server_id)
+            'Placement.' % server_id, kind='server', name=server_id)
     provider_list = _providers_of(placement, sorted(consumer_allocs))
     candidates = {c.uuid: c for c in providers.find_candidates(
         provider_list, providers.KINDS)}
@@ -109,10 +107,10 @@ def _unknown_views(placement: placement_client.PlacementClient,
     calls: list[Callable[..., typing.Any]] = [
         lambda c=c: placement.get_consumer_type(c) for c in consumers]
     calls.append(compute.list_migrations)
-    results = pool.call_all(calls, placement.max_workers)
-    migrations = {m.get('uuid'): m for m in results[-1]}
+    *types, listed = pool.call_all(calls, placement.max_workers)
+    migrations = {m.get('uuid'): m for m in listed}
     return {c: domain.ServerView.unknown(t, migrations.get(c))
-            for c, t in zip(consumers, results)}
+            for c, t in zip(consumers, types)}
 
 
 def list_allocations(placement: placement_client.PlacementClient,
@@ -216,7 +214,7 @@ def server_labels(compute: compute_client.ComputeClient, node: str,
     if consumers:
         try:
             known = compute.servers_by_id(sorted(consumers), nodes=(node,))
-        except exceptions.CommandError:
+        except errors.Error:
             known = {}   # Nova unreachable: the consumer IDs name them
     return {c: '%s (%s)' % (known[c].get('name'), c) if c in known else c
             for c in consumers}

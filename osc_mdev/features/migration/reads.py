@@ -45,6 +45,7 @@ from osc_lib import exceptions
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 from osc_mdev.cloud import allocations as alloc_logic
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import lookup as naming
@@ -233,7 +234,7 @@ def _check_hosts(listing: list[dict], hosts: Sequence[str],
                  option: str) -> None:
     try:
         device_reads.check_hosts(listing, hosts)
-    except exceptions.CommandError as exc:
+    except (exceptions.CommandError, errors.Error) as exc:
         raise exceptions.CommandError('%s: %s' % (option, exc)) from exc
 
 

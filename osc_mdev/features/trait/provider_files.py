@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
 
-from osc_lib import exceptions
-
 from osc_mdev.api import placement as placement_client
+from osc_mdev.base import errors
 from osc_mdev.base import words
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
@@ -34,8 +33,9 @@ from osc_mdev.nova.compute import provider_config as domain
 from osc_mdev.nova.compute import resource_tracker as merge
 
 
-def _failed(exc: Exception) -> exceptions.CommandError:
-    return exceptions.CommandError(words.sentence(str(exc)))
+def _failed(exc: Exception) -> errors.Invalid:
+    """A path or a host name that cannot be read or written as asked."""
+    return errors.Invalid(words.sentence(str(exc)))
 
 
 def read(paths: Iterable[str]
@@ -44,7 +44,7 @@ def read(paths: Iterable[str]
     one nova-compute reads its directory: each file's ConfigFile, and
     every finding of Nova's file rules (each file's, the duplicates
     across them, files a directory holds that Nova skips). A path that
-    cannot be read is a CommandError.
+    cannot be read is an errors.Invalid.
     """
     try:
         found = local.read(paths)
@@ -97,26 +97,29 @@ def host_files(values: Iterable[tuple[str | None, str]]
                ) -> dict[str, list[domain.Entry]]:
     """``{host: [Entry]}`` of the ``(host, path)`` pairs of
     ``--provider-config HOST=PATH``, the files of each host read
-    together; files nova-compute would refuse are a CommandError
-    (``config check --provider-config`` says why).
+    together; files nova-compute would refuse are an errors.Refused
+    (``config check`` of the files says why).
     """
     by_host: dict[str, list[str]] = {}
     for host, path in values:
         if host is None:
-            raise exceptions.CommandError(
-                "--provider-config takes HOST=PATH here, not '%s': the "
-                'compute node (as --host names it) and its file or '
-                'directory.' % path)
+            raise errors.Invalid(
+                "%s takes HOST=PATH here, not '%s': the compute node (as "
+                '%s names it) and its file or directory.'
+                % (errors.given('provider_config'), path,
+                   errors.given('host')),
+                parameter='provider_config', path=path)
         by_host.setdefault(host, []).append(path)
     result: dict[str, list[domain.Entry]] = {}
     for host, paths in by_host.items():
         configs, findings = read(paths)
         refused = domain.refused_by_nova(findings)
         if refused:
-            raise exceptions.CommandError(
+            raise errors.Refused(
                 '%s: %s Check the files with \'openstack mdev config check '
                 '--provider-config %s\'.' % (
-                    refused[0].where, refused[0].message, ' '.join(paths)))
+                    refused[0].where, refused[0].message, ' '.join(paths)),
+                parameter='provider_config', host=host, paths=paths)
         result[host] = entries(configs)
     return result
 
@@ -234,12 +237,14 @@ def check_directory(directory: str, names: Iterable[str],
     for config in configs:
         for entry in config.entries:
             if entry.kept and entry.value in wanted:
-                raise exceptions.CommandError(
+                raise errors.Refused(
                     '%s already defines provider %s, which the file of its '
                     'host would define too: nova-compute refuses a provider '
                     'defined twice; remove it from %s or write the files to '
                     'another directory.' % (entry.where, entry.value,
-                                            entry.source))
+                                            entry.source),
+                    parameter='provider_config_dir', path=entry.source,
+                    provider=entry.value)
 
 
 def write(directory: str, files: Sequence[HostFile],

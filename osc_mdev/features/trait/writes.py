@@ -27,10 +27,9 @@ import dataclasses
 import logging
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as domain
@@ -62,6 +61,23 @@ class Selection:
     hosts: tuple[str, ...] = ()
     resource_class: str | None = None
     all_devices: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse selectors that contradict each other: ``all_devices``
+        means every device, and with names, hosts or a resource class it
+        would silently mean less, so it stands alone.
+        """
+        others = [what for what, given in (
+            ('device names', self.references),
+            (errors.given('host'), self.hosts),
+            (errors.given('resource_class'), self.resource_class)) if given]
+        if self.all_devices and others:
+            raise errors.Invalid(
+                '%s selects every device and cannot be combined with %s; '
+                'drop %s to select by %s.'
+                % (errors.given('all_devices'), ' or '.join(others),
+                   errors.given('all_devices'), ' and '.join(others)),
+                parameter='all_devices')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,9 +207,10 @@ def check_exist(placement: placement_client.PlacementClient,
         unknown, placement.map(placement.trait_exists, unknown))
         if not exists]
     if missing:
-        raise exceptions.CommandError(
+        raise errors.Invalid(
             'Trait %s is neither a standard trait nor known to Placement; '
-            'custom traits must start with CUSTOM_.' % ', '.join(missing))
+            'custom traits must start with CUSTOM_.' % ', '.join(missing),
+            parameter='trait', traits=missing)
 
 
 def create_custom(placement: placement_client.PlacementClient,
@@ -229,7 +246,7 @@ def apply(placement: placement_client.PlacementClient,
         except placement_client.NotFound:
             return Outcome(plan.device, None, None,
                            'failed: the device was deleted meanwhile', True)
-        except exceptions.CommandError as exc:
+        except errors.Error as exc:
             return Outcome(plan.device, None, None, 'failed: %s' % exc, True)
         finally:
             on_done()
