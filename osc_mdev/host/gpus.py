@@ -35,8 +35,8 @@ import re
 
 import os_resource_classes
 
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import devspec as pci_devspec
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 #: PCI vendor id of NVIDIA.
 NVIDIA = '10de'
@@ -213,7 +213,7 @@ class Device:
         the files are not there.
         """
         if None in (self.sriov_totalvfs, self.sriov_offset,
-                    self.sriov_stride) or not novaconf.matches_libvirt(
+                    self.sriov_stride) or not libvirt_driver.matches_libvirt(
                         self.address):
             return ()
         assert self.sriov_totalvfs is not None

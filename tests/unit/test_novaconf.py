@@ -23,6 +23,7 @@ import pytest
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 from tests.fixtures import nova_driver
 
 write_files = nova_driver.write_files
@@ -208,7 +209,7 @@ def test_where_names_file_and_line(tmp_path):
     assert error.where == '[mdev_nvidia-35] device_addresses, %s:5' % (
         paths[0])
     with pytest.raises(novaconf.NovaConfError) as err:
-        novaconf.fatal(conf)
+        libvirt_driver.fatal(conf)
     assert str(err.value).startswith('[mdev_nvidia-35] device_addresses, ')
     assert "'84:00.1'" in str(err.value)
 
@@ -216,7 +217,7 @@ def test_where_names_file_and_line(tmp_path):
 def test_unmatched_note(tmp_path):
     conf = local_novaconf.parse_files(write_files(tmp_path, [
         D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3B:00.4\n']))
-    assert novaconf.unmatched_notes(conf) == [
+    assert libvirt_driver.unmatched_notes(conf) == [
         "0000:3B:00.4 in [mdev_nvidia-35] device_addresses matches no "
         "device: Nova compares it literally with libvirt's 0000:3b:00.4, "
         "so that device takes the default type nvidia-36; write it as "
