@@ -236,6 +236,10 @@ class MdevType:
     whether the type was read from a nova.conf or from a trait; ``name``
     is how it is shown: the type itself (``nvidia-35``) when a nova.conf
     named it, else its trait.
+
+    The one model of an mdev type across the cloud's sources; what a
+    parent's sysfs offers of a type is ``host.gpus.SupportedType``, what
+    a nova.conf enables ``nova.virt.libvirt.driver.EnabledType``.
     """
 
     key: str

@@ -133,8 +133,10 @@ class VfVgpu:
 # -- Devices ---------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class MdevType:
-    """One type of a parent's ``mdev_supported_types``."""
+class SupportedType:
+    """One type of a parent's ``mdev_supported_types``: what the kernel
+    offers (``cloud.traits.MdevType`` is a type as the cloud names it).
+    """
 
     name: str                              # the directory: 'nvidia-35'
     available_instances: int | None        # None when it cannot be read
@@ -170,7 +172,8 @@ class Device:
     """
 
     address: str
-    types: Mapping[str, MdevType] = dataclasses.field(default_factory=dict)
+    types: Mapping[str, SupportedType] = dataclasses.field(
+        default_factory=dict)
     mdev_parent: bool = False
     pci_function: bool = False             # in bus/pci/devices
     vendor_id: str = ''                    # '10de', '' when unknown

@@ -94,12 +94,12 @@ def _device(address: str, path: str, pci_function: bool = False,
         vgpu=_vgpu(os.path.join(path, 'nvidia')))
 
 
-def _mdev_types(path: str) -> dict[str, host_gpus.MdevType]:
+def _mdev_types(path: str) -> dict[str, host_gpus.SupportedType]:
     types_dir = os.path.join(path, 'mdev_supported_types')
     found = {}
     for name in sorted(_listdir(types_dir)):
         type_dir = os.path.join(types_dir, name)
-        found[name] = host_gpus.MdevType(
+        found[name] = host_gpus.SupportedType(
             name, _read_int(os.path.join(type_dir, 'available_instances')),
             _read_text(os.path.join(type_dir, 'name')),
             _read_text(os.path.join(type_dir, 'device_api')))
