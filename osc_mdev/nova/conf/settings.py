@@ -34,7 +34,6 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 import dataclasses
-import logging
 import re
 import typing
 
@@ -74,32 +73,44 @@ class Occurrence:
     line: int
 
 
-class _LocatingParser(cfg.ConfigParser):
-    """oslo.config's own file parser, remembering where each option and
-    section was written. Fills ``sections`` and ``normalized`` as
-    oslo.config's parser fills them for its namespace.
+class _LocatingParser(iniparser.BaseParser):
+    """A parser of oslo.config's ini format (``iniparser.BaseParser``,
+    the base of oslo.config's own file parser) that fills ``sections``
+    and ``normalized`` as oslo.config's ``ConfigParser`` fills them for
+    a file (values as lists of lines joined by line feeds; ``normalized``
+    by ``group_key``), and remembers where each option and section was
+    written.
     """
 
     def __init__(self, filename: str, lines: list[str],
                  occurrences: list[Occurrence],
                  sections: list[tuple[str, str, int]]) -> None:
-        super().__init__(filename, {})
-        self.normalized: dict[str, dict[str, typing.Any]] = {}
-        self._add_normalized(self.normalized)
+        super().__init__()
+        self.filename = filename
+        self.section: str | None = None
+        self.sections: dict[str, dict[str, list[str]]] = {}
+        self.normalized: dict[str, dict[str, list[str]]] = {}
         self._lines = lines
         self._occurrences = occurrences
         self._section_lines = sections
 
     def new_section(self, section: str) -> None:
-        super().new_section(section)
+        self.sections.setdefault(section, {})
+        self.normalized.setdefault(group_key(section), {})
+        self.section = section
         self._section_lines.append((section, self.filename, self.lineno))
 
     def assignment(self, key: str, value: list[str]) -> None:
-        super().assignment(key, value)
-        # oslo.config refuses an assignment before the first section.
+        if not self.section:
+            # oslo.config refuses an assignment before the first section.
+            raise self.parse_exc('Section must be started before assignment',
+                                 self.lineno, '')
+        joined = '\n'.join(value)
+        for sections, name in ((self.sections, self.section),
+                               (self.normalized, group_key(self.section))):
+            sections[name].setdefault(key, []).append(joined)
         self._occurrences.append(Occurrence(
-            typing.cast(str, self.section), key, '\n'.join(value),
-            self.filename, self._key_line(key)))
+            self.section, key, joined, self.filename, self._key_line(key)))
 
     def _key_line(self, key: str) -> int:
         # The assignment is reported once its last line (or the line after
@@ -388,11 +399,6 @@ def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
     return ' (line %d)' % taken.line
 
 
-class _QuietDeprecations(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
-
-
 def _file_lines(text: str) -> list[str]:
     """The lines oslo.config's parser gets from a file of this text
     (``readlines`` in universal newlines mode): split at line feeds,
@@ -420,19 +426,18 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
     paths: list[str] = []
     occurrences: list[Occurrence] = []
     sections: list[tuple[str, str, int]] = []
-    parsed: list[
-        tuple[str, dict[str, typing.Any], dict[str, typing.Any]]] = []
+    parsed: list[_LocatingParser] = []
     for path, text in files:
         paths.append(path)
         lines = _file_lines(text)
         parser = _LocatingParser(path, lines, occurrences, sections)
         try:
-            iniparser.BaseParser.parse(parser, lines)
+            parser.parse(lines)
         except iniparser.ParseError as exc:
             raise NovaConfError(
                 '%s line %d cannot be parsed (%s); nova-compute refuses to '
                 'start with it' % (path, exc.lineno, exc.msg)) from exc
-        parsed.append((path, parser.sections, parser.normalized))
+        parsed.append(parser)
 
     conf = cfg.ConfigOpts()
     conf.register_opts(_devices_opts(), group='devices')
@@ -441,17 +446,11 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
     conf.register_opts(_libvirt_opts(), group='libvirt')
     conf.register_opts(_workarounds_opts(), group='workarounds')
     conf.register_opts(_quota_opts(), group='quota')
-    quiet = _QuietDeprecations()
-    oslo_log = logging.getLogger('oslo_config.cfg')
-    oslo_log.addFilter(quiet)
     try:
         conf(args=[], project='nova', default_config_files=[],
              default_config_dirs=[], use_env=False)
-        namespace = conf._namespace
-        assert namespace is not None    # parsed by the call above
-        for path, values, normalized in parsed:
-            # What ``--config-file PATH`` does once the file is parsed.
-            namespace._add_parsed_config_file(path, values, normalized)
+        for parser in parsed:
+            _add_parsed_file(conf, parser)
         enabled = _value(conf, occurrences, 'devices', 'enabled_mdev_types',
                          [('devices', 'enabled_vgpu_types')])
         pci = _pci_values(conf, occurrences)
@@ -482,10 +481,28 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
             'start with it' % (', '.join(paths),
                                str(exc).splitlines()[0])) from exc
     finally:
-        oslo_log.removeFilter(quiet)
         conf.reset()
     return Settings(tuple(paths), enabled, groups, tuple(occurrences),
                     tuple(sections), pci, libvirt, workarounds, quota)
+
+
+def _add_parsed_file(conf: cfg.ConfigOpts, parser: _LocatingParser) -> None:
+    """Hand ``conf`` a parsed file as ``--config-file`` hands it one.
+
+    The one use of oslo.config's private API, for want of a public one:
+    oslo.config reads configuration files only by their paths, opening
+    them itself (``--config-file``, ``default_config_files``), and these
+    texts have no path to be read from (a generated file read back
+    before it is written; a file read once with a size limit). This is
+    the step oslo.config's ``ConfigParser._parse_file`` takes once it
+    has parsed a file, and the one oslo.config's own test fixture
+    (``oslo_config.fixture.Config.load_raw_values``) takes for values
+    held in memory.
+    """
+    namespace = conf._namespace
+    assert namespace is not None    # after ``conf(args=[])``
+    namespace._add_parsed_config_file(parser.filename, parser.sections,
+                                      parser.normalized)
 
 
 def _value(conf: cfg.ConfigOpts, occurrences: Sequence[Occurrence],
