@@ -34,7 +34,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from osc_mdev.cloud import traits  # noqa: E402
-from osc_mdev.nova.conf import settings as novaconf  # noqa: E402
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver  # noqa: E402
 from tests.cloud import client  # noqa: E402
 
 
@@ -60,7 +60,8 @@ def nova_conf(info, downtime=True):
     if downtime and any(traits.mdev_type(t).is_nvidia
                         for t in info['enabled_mdev_types']):
         lines += ['', '[libvirt]'] + [
-            '%s = %d' % item for item in novaconf.NVIDIA_DOWNTIME.items()]
+            '%s = %d' % item
+            for item in libvirt_driver.NVIDIA_DOWNTIME.items()]
     return '\n'.join(lines) + '\n'
 
 

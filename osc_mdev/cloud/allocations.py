@@ -23,7 +23,7 @@ import typing
 
 from osc_mdev.cloud import providers
 from osc_mdev.nova import names
-from osc_mdev.nova import objects as servers
+from osc_mdev.nova import objects
 
 ORPHANED = 'ORPHANED'
 MIGRATION = 'MIGRATION'
@@ -112,7 +112,7 @@ class ServerView:
     flavor: str | None = None
 
     @classmethod
-    def from_server(cls, server: servers.Server) -> 'ServerView':
+    def from_server(cls, server: objects.Server) -> 'ServerView':
         return cls(name=server.name, status=server.status,
                    nova_host=server.host, nova_node=server.node,
                    project=server.project, flavor=server.flavor.name or None)

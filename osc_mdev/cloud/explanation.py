@@ -14,7 +14,7 @@
 the smallest change that lets one fit.
 
 The explainer walks Placement's rules in Placement's order over the
-compute node trees of ``capacity`` and counts, per constraint, the
+compute node trees of ``fit`` and counts, per constraint, the
 devices and hosts it rules out. Each step says what kind of constraint
 it is (``Kind``) and on what (its subject: a class, a trait, amounts);
 its sentence is rendered in one place (``render``), so what reads the
@@ -34,7 +34,7 @@ import enum
 import typing
 
 from osc_mdev.base import words
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.nova import names
 from osc_mdev.nova.scheduler import request_filter
 from osc_mdev.nova.scheduler import utils as rr
@@ -129,13 +129,13 @@ def _mdev_amounts(group: rr.Group) -> list[tuple[str, int]]:
 
 
 def _group_devices(group: rr.Group,
-                   host: capacity.Host) -> list[capacity.Provider]:
+                   host: fit.Host) -> list[fit.Provider]:
     return [d for d in host.devices
             if any(rc in d.inventories for rc, _ in _mdev_amounts(group))]
 
 
-KeepDevice = Callable[[capacity.Host, rr.Group, capacity.Provider], bool]
-KeepHost = Callable[[capacity.Host], bool]
+KeepDevice = Callable[[fit.Host, rr.Group, fit.Provider], bool]
+KeepHost = Callable[[fit.Host], bool]
 
 
 class _Explainer:
@@ -144,7 +144,7 @@ class _Explainer:
     """
 
     def __init__(self, request: rr.Request,
-                 hosts: Iterable[capacity.Host]) -> None:
+                 hosts: Iterable[fit.Host]) -> None:
         self.request = request
         self.groups = _mdev_groups(request)
         self.alive = {h.name: h for h in hosts}
@@ -179,7 +179,7 @@ class _Explainer:
             len(self.alive)))
 
 
-def explain(request: rr.Request, hosts: Sequence[capacity.Host]
+def explain(request: rr.Request, hosts: Sequence[fit.Host]
             ) -> tuple[list[Step], str | None]:
     """Per constraint, how many devices and hosts it rules out.
 
@@ -201,7 +201,7 @@ def explain(request: rr.Request, hosts: Sequence[capacity.Host]
     if explainer.groups:
         _device_steps(explainer)
     _root_steps(explainer)
-    explainer.step(Kind.ALL_GROUPS, keep_host=lambda h: capacity.place(
+    explainer.step(Kind.ALL_GROUPS, keep_host=lambda h: fit.place(
         request, h) is not None)
     return explainer.steps, (None if explainer.alive
                              else smallest_fix(request, hosts))
@@ -265,8 +265,8 @@ def _keeps_required(trait: str, asks_root: bool) -> KeepDevice:
     (``asks_root``), any device when the root has it (Placement accepts
     it on any provider of the allocation).
     """
-    def keep(host: capacity.Host, group: rr.Group,
-             device: capacity.Provider) -> bool:
+    def keep(host: fit.Host, group: rr.Group,
+             device: fit.Provider) -> bool:
         return trait not in group.required or trait in device.traits or (
             not group.numbered and asks_root and trait in host.root.traits)
     return keep
@@ -274,20 +274,20 @@ def _keeps_required(trait: str, asks_root: bool) -> KeepDevice:
 
 def _keeps_forbidden(trait: str) -> KeepDevice:
     """Devices that serve a group forbidding ``trait``."""
-    def keep(host: capacity.Host, group: rr.Group,
-             device: capacity.Provider) -> bool:
+    def keep(host: fit.Host, group: rr.Group,
+             device: fit.Provider) -> bool:
         return trait not in group.forbidden or trait not in device.traits
     return keep
 
 
 def _root_has(trait: str, wanted: bool) -> KeepHost:
     """Hosts whose root has ``trait`` (``wanted``) or has not."""
-    def keep(host: capacity.Host) -> bool:
+    def keep(host: fit.Host) -> bool:
         return (trait in host.root.traits) == wanted
     return keep
 
 
-def _distinct(device_lists: Sequence[Sequence[capacity.Provider]]) -> bool:
+def _distinct(device_lists: Sequence[Sequence[fit.Provider]]) -> bool:
     """Whether each list can give a different device (a matching)."""
     def search(i: int, used: frozenset[str]) -> bool:
         if i == len(device_lists):
@@ -314,7 +314,7 @@ Todo = typing.Union[str, tuple[str, str, str, int]]
 
 
 def _device_option(request: rr.Request, group: rr.Group,
-                   host: capacity.Host, device: capacity.Provider,
+                   host: fit.Host, device: fit.Provider,
                    used: set[str],
                    taken: collections.Counter[tuple[str, str]]
                    ) -> tuple[int, list[Todo]] | None:
@@ -348,7 +348,7 @@ def _device_option(request: rr.Request, group: rr.Group,
     return moves, todo
 
 
-def _devices_fix(request: rr.Request, host: capacity.Host
+def _devices_fix(request: rr.Request, host: fit.Host
                  ) -> tuple[int, list[str]] | None:
     """``(servers to move, changes)`` on the devices of ``host`` for
     each mdev group to get one, or None when a group can get none.
@@ -392,7 +392,7 @@ def _devices_fix(request: rr.Request, host: capacity.Host
 
 
 def _root_fix(request: rr.Request,
-              host: capacity.Host) -> tuple[int, list[str]]:
+              host: fit.Host) -> tuple[int, list[str]]:
     """``(servers to move, changes)`` on the compute node of ``host``:
     root room to free, a compute service to enable, root traits to add.
     """
@@ -413,7 +413,7 @@ def _root_fix(request: rr.Request,
 
 
 def smallest_fix(request: rr.Request,
-                 hosts: Iterable[capacity.Host]) -> str | None:
+                 hosts: Iterable[fit.Host]) -> str | None:
     """The smallest change on one host that lets one server fit there.
 
     Per host, each mdev group takes the device of its class whose
@@ -443,7 +443,7 @@ def smallest_fix(request: rr.Request,
 
 # -- the whole cloud --------------------------------------------------------
 
-def _empty(trees: Iterable[capacity.Host]) -> list[capacity.Host]:
+def _empty(trees: Iterable[fit.Host]) -> list[fit.Host]:
     """The same trees with nothing used: what the cloud could serve at all.
     """
     return [dataclasses.replace(
@@ -453,7 +453,7 @@ def _empty(trees: Iterable[capacity.Host]) -> list[capacity.Host]:
 
 
 def unschedulable_reason(request: rr.Request,
-                         trees: Sequence[capacity.Host]) -> str | None:
+                         trees: Sequence[fit.Host]) -> str | None:
     """Why no server of ``request`` can be placed on ``trees`` even when
     nothing is used, or None when one could be (a cloud that is only full
     is not unschedulable).
@@ -470,7 +470,7 @@ def unschedulable_reason(request: rr.Request,
     except rr.RequestError as exc:
         return str(exc)
     request = request_filter.process_reqspec(
-        request, owner_nova=capacity.owner_nova_in_effect(trees))
+        request, owner_nova=fit.owner_nova_in_effect(trees))
     steps, _ = explain(request, _empty(trees))
     if not steps or steps[-1].hosts_left:
         return None
@@ -485,7 +485,7 @@ def unschedulable_reason(request: rr.Request,
 
 
 def _largest(request: rr.Request,
-             trees: Iterable[capacity.Host]) -> str:
+             trees: Iterable[fit.Host]) -> str:
     """`` (the largest VGPU device holds 16)``: why no device has room
     even when nothing is used.
     """

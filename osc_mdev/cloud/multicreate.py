@@ -16,7 +16,7 @@ Mirrors how ``SchedulerManager._schedule`` (nova/scheduler/manager.py)
 claims one allocation candidate per host for each server of a request,
 over the answer of one ``GET /allocation_candidates`` (its allocation
 requests and provider summaries, as Placement gives them). Pure logic;
-the servers that fit one by one are ``capacity``'s.
+the servers that fit one by one are ``fit``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.nova.scheduler import utils as rr
 
 #: One allocation request of Placement's answer: ``{provider uuid:
@@ -149,7 +149,7 @@ def batches(count: int, per_host: Mapping[str, int],
 
 
 def multi_create_verdict(count: int, placed: int, one: Mapping[str, int],
-                         per_host: Sequence[capacity.HostCapacity],
+                         per_host: Sequence[fit.HostCapacity],
                          most: int) -> str:
     """The verdict on one ``server create --min N --max N`` of ``count``
     servers, in words: ``placed`` and ``most`` servers one request places

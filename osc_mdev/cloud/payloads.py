@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import typing
 
 from osc_mdev.nova import migration as migration_rules
-from osc_mdev.nova import objects as servers
+from osc_mdev.nova import objects
 
 HOST = 'OS-EXT-SRV-ATTR:host'
 NODE = 'OS-EXT-SRV-ATTR:hypervisor_hostname'
@@ -42,11 +42,11 @@ def _int(value: typing.Any) -> int:
     return int(value or 0)
 
 
-def flavor(payload: Mapping[str, typing.Any]) -> servers.Flavor:
+def flavor(payload: Mapping[str, typing.Any]) -> objects.Flavor:
     """A flavor of Nova's flavor list, or a server's embedded flavor
     (named ``original_name`` there, with no ID).
     """
-    return servers.Flavor(
+    return objects.Flavor(
         name=payload.get('name') or payload.get('original_name') or '',
         extra_specs=dict(payload.get('extra_specs') or {}),
         vcpus=_int(payload.get('vcpus')), ram=_int(payload.get('ram')),
@@ -56,9 +56,9 @@ def flavor(payload: Mapping[str, typing.Any]) -> servers.Flavor:
         disabled=bool(payload.get(DISABLED)))
 
 
-def server(payload: Mapping[str, typing.Any]) -> servers.Server:
+def server(payload: Mapping[str, typing.Any]) -> objects.Server:
     """A server of Nova's server list or ``GET /servers/{id}``."""
-    return servers.Server(
+    return objects.Server(
         id=payload['id'], name=payload.get('name') or '',
         status=payload.get('status') or '',
         vm_state=payload.get(VM_STATE), task_state=payload.get(TASK_STATE),
@@ -69,14 +69,14 @@ def server(payload: Mapping[str, typing.Any]) -> servers.Server:
 
 
 def hypervisor(payload: Mapping[str, typing.Any]
-               ) -> servers.Hypervisor:
+               ) -> objects.Hypervisor:
     """A compute node of ``os-hypervisors/detail``."""
     service = payload.get('service') or {}
-    return servers.Hypervisor(
+    return objects.Hypervisor(
         node=payload['hypervisor_hostname'],
         service_host=service.get('host') or payload['hypervisor_hostname'],
-        status=payload.get('status') or servers.ENABLED,
-        state=payload.get('state') or servers.UP,
+        status=payload.get('status') or objects.ENABLED,
+        state=payload.get('state') or objects.UP,
         hypervisor_type=(payload.get('hypervisor_type')
                          or migration_rules.HV_DRIVER_QEMU),
         version=migration_rules.version_tuple(

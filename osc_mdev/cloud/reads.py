@@ -13,7 +13,7 @@
 """Reading devices out of Placement: few requests, batched.
 
 Devices are mdev parent devices and, when asked for (``kinds``),
-PCI-in-Placement devices (see ``domain.providers``); a cloud without
+PCI-in-Placement devices (see ``cloud.providers``); a cloud without
 PCI devices costs the same requests either way.
 
 How the commands ask Placement for little, whatever the cloud's fill:
@@ -30,7 +30,7 @@ How the commands ask Placement for little, whatever the cloud's fill:
   ``MEMORY_MB:1``, runs with the listing and reaches every compute node
   with free memory, nodes without a free VCPU or with dedicated CPUs
   only included. While a tree with devices is missing, the next anchors
-  follow (``domain.reach``): ``DISK_GB``, then ``VCPU`` and ``PCPU``,
+  follow (``cloud.reach``): ``DISK_GB``, then ``VCPU`` and ``PCPU``,
   then the devices' own classes, each step's anchors at once in the
   pool and only for classes the answers so far show. A busy cloud costs
   two to six anchors, an idle one a single anchor.
@@ -68,7 +68,7 @@ import typing
 
 from osc_mdev.api import pool
 from osc_mdev.base import errors
-from osc_mdev.cloud import providers as domain
+from osc_mdev.cloud import providers as provider_model
 from osc_mdev.cloud import reach
 from osc_mdev.cloud import units
 from osc_mdev.nova import names
@@ -82,8 +82,8 @@ LOG = logging.getLogger(__name__)
 Body = dict[str, typing.Any]
 
 
-def _not_mdev(candidate: domain.Candidate) -> errors.NotFound:
-    if candidate.kind == domain.PCI:
+def _not_mdev(candidate: provider_model.Candidate) -> errors.NotFound:
+    if candidate.kind == provider_model.PCI:
         return errors.NotFound(
             'Provider %s is named like a PCI-in-Placement device but lacks '
             "Nova's COMPUTE_MANAGED_PCI_DEVICE trait, so it is not one."
@@ -110,7 +110,7 @@ def _unknown_hosts(hosts: Iterable[str]) -> errors.NotFound:
 
 def check_hosts(providers: Iterable[Mapping[str, typing.Any]],
                 hosts: Iterable[str]) -> None:
-    unknown = set(hosts) - domain.hosts_of(providers)
+    unknown = set(hosts) - provider_model.hosts_of(providers)
     if unknown:
         raise _unknown_hosts(unknown)
 
@@ -165,7 +165,7 @@ def _names(roots: Mapping[str, str], uuids: Iterable[str]) -> str:
 def cover_trees(placement: PlacementClient,
                 first: Mapping[str | None, reach.Summaries | None],
                 roots: Mapping[str, str],
-                candidates: Iterable[domain.Candidate],
+                candidates: Iterable[provider_model.Candidate],
                 known: units.Known | None = None
                 ) -> reach.Summaries | None:
     """Raw provider summaries of the trees ``roots`` (``{root uuid:
@@ -174,7 +174,7 @@ def cover_trees(placement: PlacementClient,
     ``first`` holds the answers of the first anchor (``reach.FIRST``) by
     tree: ``{None: ...}`` for the whole cloud, or ``{root uuid: ...}``
     asked with ``in_tree=``; further anchors are asked the same way,
-    each step at once in the pool (``domain.reach``). ``candidates``
+    each step at once in the pool (``provider_model.reach``). ``candidates``
     are the devices of the listing, whose classes the device anchors
     come from. None (a Placement older than 1.31) stays None. Trees no
     anchor reaches are left out, named in the debug log: their providers
@@ -342,21 +342,24 @@ def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
                       for p in found}.values())
     merged = None
     if summed:
-        candidates = domain.find_candidates(providers, domain.KINDS)
+        candidates = provider_model.find_candidates(
+            providers, provider_model.KINDS)
         merged = cover_trees(placement, dict(zip(trees, summed)),
                              _device_roots(candidates), candidates)
-    return (providers, domain.parse_summaries(
+    return (providers, provider_model.parse_summaries(
         {'provider_summaries': merged or {}}), listed[len(listings):])
 
 
-def _device_roots(candidates: Iterable[domain.Candidate]) -> dict:
+def _device_roots(candidates: Iterable[provider_model.Candidate]) -> dict:
     """``{root uuid: host}`` of the trees ``candidates`` sit in."""
     return {c.root_uuid: c.host for c in candidates}
 
 
-def _rows(placement: PlacementClient, candidates: Sequence[domain.Candidate],
-          summaries: Mapping[str, domain.Summary], inventory: bool = True,
-          usages: bool = True, traits: bool = True) -> list[domain.Device]:
+def _rows(placement: PlacementClient,
+          candidates: Sequence[provider_model.Candidate],
+          summaries: Mapping[str, provider_model.Summary],
+          inventory: bool = True, usages: bool = True, traits: bool = True
+          ) -> list[provider_model.Device]:
     """Device rows of ``candidates``, reading per device only what the
     summaries lack.
 
@@ -373,9 +376,9 @@ def _rows(placement: PlacementClient, candidates: Sequence[domain.Candidate],
             jobs.append((c.uuid, 'inventories'))
             if usages:
                 jobs.append((c.uuid, 'usages'))
-            if traits or c.kind == domain.PCI:
+            if traits or c.kind == provider_model.PCI:
                 jobs.append((c.uuid, 'traits'))
-        elif inventory and domain.has_device_inventory(c, summary):
+        elif inventory and provider_model.has_device_inventory(c, summary):
             jobs.append((c.uuid, 'inventories'))
     placement_client = _errors()
     getters = {'inventories': placement.get_inventories,
@@ -404,18 +407,18 @@ def _rows(placement: PlacementClient, candidates: Sequence[domain.Candidate],
         summary = summaries.get(c.uuid)
         if summary is not None:
             generation, inventories = info.get('inventories', (None, None))
-            devices.extend(domain.devices_from_summary(
+            devices.extend(provider_model.devices_from_summary(
                 c, summary, inventories, generation))
         else:
             generation, inventories = info['inventories']
-            devices.extend(domain.build_devices(
+            devices.extend(provider_model.build_devices(
                 c, inventories, generation, info.get('usages') or {},
                 info.get('traits')))
     return devices
 
 
 def rows_of(placement: PlacementClient,
-            candidates: Iterable[domain.Candidate],
+            candidates: Iterable[provider_model.Candidate],
             traits: bool = True) -> list:
     """Device rows of ``candidates`` (of a provider listing read before):
     the anchors for their trees (``cover_trees``), per-device reads only
@@ -424,14 +427,15 @@ def rows_of(placement: PlacementClient,
     candidates = list(candidates)
     summaries = cover_trees(placement, {None: anchor_call(placement)()},
                             _device_roots(candidates), candidates)
-    return _rows(placement, candidates, domain.parse_summaries(
+    return _rows(placement, candidates, provider_model.parse_summaries(
         {'provider_summaries': summaries or {}}), inventory=False,
         traits=traits)
 
 
-def list_devices(placement: PlacementClient, wanted: domain.DeviceFilter,
+def list_devices(placement: PlacementClient,
+                 wanted: provider_model.DeviceFilter,
                  read_traits: bool = True, read_inventory: bool = True
-                 ) -> list[domain.Device]:
+                 ) -> list[provider_model.Device]:
     """Every device that ``wanted`` (a DeviceFilter) lets through.
 
     ``read_inventory``: the rows need the inventory fields (Total,
@@ -443,10 +447,10 @@ def list_devices(placement: PlacementClient, wanted: domain.DeviceFilter,
 
 
 def list_devices_and_hidden(placement: PlacementClient,
-                            wanted: domain.DeviceFilter,
+                            wanted: provider_model.DeviceFilter,
                             read_traits: bool = True,
                             read_inventory: bool = True
-                            ) -> tuple[list[domain.Device], int]:
+                            ) -> tuple[list[provider_model.Device], int]:
     """``(devices, hidden)``: ``list_devices`` and, when no device of
     ``wanted.kinds`` passed, how many devices of another kind sit on the
     hosts asked for (from the same reads: named like them, and tagged so
@@ -472,14 +476,15 @@ def list_devices_and_hidden(placement: PlacementClient,
             "resource class list' to see the classes." % wanted.resource_class,
             kind='resource_class', name=wanted.resource_class)
 
-    everything = domain.find_candidates(providers, domain.KINDS)
+    everything = provider_model.find_candidates(providers,
+                                                provider_model.KINDS)
     candidates = [c for c in everything if wanted.wants_candidate(c)]
     if wanted.traits:
         matching = {p['uuid'] for p in results[0]}
         candidates = [c for c in candidates if c.uuid in matching]
     devices = _rows(placement, candidates, summaries,
                     inventory=read_inventory, traits=read_traits)
-    found = sorted(filter(wanted.wants, devices), key=domain.sort_key)
+    found = sorted(filter(wanted.wants, devices), key=provider_model.sort_key)
     hidden = 0
     if not found:
         hidden = len([
@@ -487,7 +492,8 @@ def list_devices_and_hidden(placement: PlacementClient,
             if c.kind not in wanted.kinds
             and (not wanted.hosts or c.host in wanted.hosts)
             and (c.uuid not in summaries
-                 or domain.has_device_inventory(c, summaries[c.uuid]))])
+                 or provider_model.has_device_inventory(
+                     c, summaries[c.uuid]))])
     return found, hidden
 
 
@@ -503,14 +509,14 @@ def not_found_message(reference: str,
 
 
 def resolve(providers: Iterable[Mapping[str, typing.Any]],
-            candidates: Sequence[domain.Candidate],
-            reference: str) -> domain.Candidate:
+            candidates: Sequence[provider_model.Candidate],
+            reference: str) -> provider_model.Candidate:
     """The candidate ``reference`` names: errors.NotFound when it names
     none or several, errors.Invalid for a malformed PCI address.
     """
     try:
-        return domain.resolve_device(reference, candidates)
-    except domain.DeviceLookupError as exc:
+        return provider_model.resolve_device(reference, candidates)
+    except provider_model.DeviceLookupError as exc:
         raise errors.NotFound(not_found_message(reference, providers, exc),
                               kind='device', name=reference) from exc
     except ValueError as exc:
@@ -520,9 +526,9 @@ def resolve(providers: Iterable[Mapping[str, typing.Any]],
 def _scope(placement: PlacementClient, references: Sequence[str] = (),
            hosts: Iterable[str] = (), whole: bool = False,
            ordered: bool = False, summaries: bool = True,
-           kinds: Collection[str] = (domain.MDEV,)
-           ) -> tuple[list[Body], dict[str, domain.Summary],
-                      dict[str, domain.Candidate], dict[str, str]]:
+           kinds: Collection[str] = (provider_model.MDEV,)
+           ) -> tuple[list[Body], dict[str, provider_model.Summary],
+                      dict[str, provider_model.Candidate], dict[str, str]]:
     """Read what naming ``references`` and selecting ``hosts`` need.
 
     Returns ``(providers, summaries, {reference: candidate},
@@ -544,7 +550,7 @@ def _scope(placement: PlacementClient, references: Sequence[str] = (),
         roots = None if whole else (list(host_roots.values()) + ref_roots)
         providers, summed, _ = _read(placement, roots, ordered=ordered,
                                      summaries=summaries)
-        candidates = domain.find_candidates(providers, kinds)
+        candidates = provider_model.find_candidates(providers, kinds)
         try:
             named = {ref: resolve(providers, candidates, ref)
                      for ref in references}
@@ -557,12 +563,12 @@ def _scope(placement: PlacementClient, references: Sequence[str] = (),
 
 
 def show_device(placement: PlacementClient, reference: str
-                ) -> tuple[domain.Device, dict[str, typing.Any]]:
+                ) -> tuple[provider_model.Device, dict[str, typing.Any]]:
     """One device (mdev or PCI) with its consumers' allocations:
     ``(device, allocs)``.
     """
     _, _, named, _ = _scope(placement, [reference], summaries=False,
-                            kinds=domain.KINDS)
+                            kinds=provider_model.KINDS)
     candidate = named[reference]
     details = placement.get_provider_details(
         [candidate.uuid], usages=False, allocations=True)
@@ -573,9 +579,9 @@ def show_device(placement: PlacementClient, reference: str
             kind='device', name=reference)
     info = details[candidate.uuid]
     generation, inventories = info['inventories']
-    devices = domain.build_devices(
+    devices = provider_model.build_devices(
         candidate, inventories, generation,
-        domain.usages_from_allocations(info['allocations']),
+        provider_model.usages_from_allocations(info['allocations']),
         info.get('traits'))
     if not devices:
         raise _not_mdev(candidate)
@@ -585,14 +591,14 @@ def show_device(placement: PlacementClient, reference: str
 def select_devices(placement: PlacementClient, references: Sequence[str] = (),
                    hosts: Sequence[str] = (),
                    resource_class: str | None = None,
-                   all_devices: bool = False) -> list[domain.Device]:
+                   all_devices: bool = False) -> list[provider_model.Device]:
     """The devices a write command acts on, each once.
 
     ``references`` name devices one by one (as ``provider show`` takes
     them); ``hosts`` and ``resource_class`` narrow the selection and
     ``all_devices`` takes every device: a named device outside ``hosts``
-    or ``resource_class`` (domain.OutsideSelection) and a selection that
-    matches nothing are errors.
+    or ``resource_class`` (``cloud.providers.OutsideSelection``) and a
+    selection that matches nothing are errors.
 
     Each device comes with the generation of the provider listing and the
     traits of the summaries read after it, which a trait write can use
@@ -607,11 +613,11 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
         resource_class and not hosts and not references))
     providers, summaries, named, host_roots = _scope(
         placement, references, hosts, whole=whole, ordered=True,
-        kinds=domain.KINDS)
+        kinds=provider_model.KINDS)
     for reference, candidate in named.items():
         summary = summaries.get(candidate.uuid)
-        if candidate.kind == domain.PCI and (
-                summary is None or domain.is_pci_device(summary.traits)):
+        if candidate.kind == provider_model.PCI and (
+                summary is None or provider_model.is_pci_device(summary.traits)):
             raise errors.Refused(
                 PCI_TRAITS_REFUSAL % (candidate.host, candidate.device),
                 device=reference)
@@ -620,11 +626,11 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
     if references:
         wanted = {c.uuid: c for c in named.values()}
     else:
-        wanted = {c.uuid: c for c in domain.find_candidates(providers)
+        wanted = {c.uuid: c for c in provider_model.find_candidates(providers)
                   if not hosts or c.host in hosts}
     rows = _rows(placement, list(wanted.values()), summaries,
                  inventory=False, usages=False, traits=False)
-    chosen: dict[str, domain.Device] = {}
+    chosen: dict[str, provider_model.Device] = {}
     for reference, candidate in named.items():
         mine = [d for d in rows if d.uuid == candidate.uuid]
         if not mine:
@@ -649,34 +655,34 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
                 "see the devices." % (' '.join(what) or 'in the cloud'),
                 kind='device', hosts=list(hosts),
                 resource_class=resource_class)
-    return sorted(chosen.values(), key=domain.sort_key)
+    return sorted(chosen.values(), key=provider_model.sort_key)
 
 
 def check_within(reference: str,
-                 device: domain.Candidate | domain.Device,
+                 device: provider_model.Candidate | provider_model.Device,
                  hosts: Collection[str] = (),
                  resource_class: str | None = None) -> None:
-    """domain.OutsideSelection when the named device is not among those
+    """provider_model.OutsideSelection when the named device is not among those
     of ``hosts`` and ``resource_class``.
     """
-    outside = domain.outside_selection(reference, device, hosts,
-                                       resource_class)
+    outside = provider_model.outside_selection(reference, device, hosts,
+                                               resource_class)
     if outside is not None:
         raise outside
 
 
 def scope_devices(placement: PlacementClient, references: Sequence[str] = (),
                   hosts: Collection[str] = (),
-                  kinds: Collection[str] = (domain.MDEV,)
-                  ) -> list[domain.Device]:
+                  kinds: Collection[str] = (provider_model.MDEV,)
+                  ) -> list[provider_model.Device]:
     """Devices of ``kinds`` of the named hosts and devices (all when
     neither), with Used from the summaries: what ``allocation list``
     narrows down. Named devices may be of any kind.
     """
     providers, summaries, named, _ = _scope(
         placement, references, hosts,
-        whole=not (references or hosts), kinds=domain.KINDS)
-    candidates = domain.find_candidates(providers, kinds)
+        whole=not (references or hosts), kinds=provider_model.KINDS)
+    candidates = provider_model.find_candidates(providers, kinds)
     chosen = [c for c in candidates if not hosts or c.host in hosts]
     if references:
         # Named devices must match the hosts too: selectors narrow one
@@ -689,7 +695,7 @@ def scope_devices(placement: PlacementClient, references: Sequence[str] = (),
 
 
 def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
-                 ) -> tuple[list[domain.Device], list[Body]]:
+                 ) -> tuple[list[provider_model.Device], list[Body]]:
     """The mdev and PCI devices (with their traits) of the compute nodes
     ``hosts``, or of every node when none: ``(devices, providers)``,
     ``providers`` being the provider listing of the trees read.
@@ -706,7 +712,8 @@ def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
             _host_root_calls(placement, hosts),
             placement.max_workers)).values())
     providers, summaries, _ = _read(placement, roots)
-    candidates = domain.find_candidates(providers, domain.KINDS)
+    candidates = provider_model.find_candidates(providers,
+                                                provider_model.KINDS)
     devices = _rows(placement, candidates, summaries, inventory=False,
                     usages=False, traits=True)
-    return sorted(devices, key=domain.sort_key), providers
+    return sorted(devices, key=provider_model.sort_key), providers

@@ -21,8 +21,8 @@ import re
 
 from osc_mdev.base import errors
 from osc_mdev.cloud import providers
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 OWNER_PREFIX = 'OWNER_'
 DEFAULT_TRAIT_PREFIX = 'CUSTOM_'
@@ -148,22 +148,22 @@ class DevicePlan:
         return plan(current, self.add, self.remove, self.replace, self.force)
 
 
-def type_traits(conf: novaconf.MdevConfig,
+def type_traits(conf: libvirt_driver.MdevConfig,
                 prefix: str = DEFAULT_TRAIT_PREFIX) -> dict[str, str]:
     """``{mdev type: trait}`` for every type nova-compute uses from a
-    nova.conf (a novaconf.MdevConfig).
+    nova.conf (a libvirt_driver.MdevConfig).
     """
     return {t.name: trait_for_mdev_type(t.name, prefix) for t in conf.types}
 
 
 def plans_from_nova_conf(devices: Iterable[providers.Device],
-                         conf: novaconf.MdevConfig, source: str,
+                         conf: libvirt_driver.MdevConfig, source: str,
                          add: Iterable[str] = (),
                          prefix: str = DEFAULT_TRAIT_PREFIX,
                          replace: bool = False,
                          force: bool = False) -> list[DevicePlan]:
     """Each device gets the trait of the type Nova gives it (the
-    ``novaconf.vgpu_type_per_pgpu`` rule on its libvirt name, plus
+    ``libvirt_driver.vgpu_type_per_pgpu`` rule on its libvirt name, plus
     ``add``) and loses the traits of the file's other types; a device Nova
     gives no type is skipped.
     """
@@ -215,7 +215,7 @@ class NoTypeGiven(errors.Refused):
 
 
 def plans_from_nova_confs(devices: Iterable[providers.Device],
-                          confs: Mapping[str, novaconf.MdevConfig],
+                          confs: Mapping[str, libvirt_driver.MdevConfig],
                           sources: Mapping[str, str],
                           add: tuple[str, ...] = (),
                           prefix: str = DEFAULT_TRAIT_PREFIX,
@@ -247,6 +247,10 @@ class MdevType:
     whether the type was read from a nova.conf or from a trait; ``name``
     is how it is shown: the type itself (``nvidia-35``) when a nova.conf
     named it, else its trait.
+
+    The one model of an mdev type across the cloud's sources; what a
+    parent's sysfs offers of a type is ``host.gpus.SupportedType``, what
+    a nova.conf enables ``nova.virt.libvirt.driver.EnabledType``.
     """
 
     key: str

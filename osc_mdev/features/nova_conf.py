@@ -26,23 +26,24 @@ from osc_mdev.features.quota import limits as quota
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 LOG = logging.getLogger(__name__)
 
 
-def read_nova_conf(path: str) -> novaconf.MdevConfig:
+def read_nova_conf(path: str) -> libvirt_driver.MdevConfig:
     """The MdevConfig nova-compute makes of ``path``; a CommandError for a
     file it cannot read or would refuse; notes on stderr for what Nova
     will silently do otherwise.
     """
     try:
         conf = local_novaconf.parse_files([path], directories=False)
-        novaconf.fatal(conf)
+        libvirt_driver.fatal(conf)
     except novaconf.NovaConfError as exc:
         raise exceptions.CommandError('%s.' % exc) from exc
     for finding in conf.findings:
         LOG.warning('Warning: %s', finding.message)
-    for note in novaconf.unmatched_notes(conf):
+    for note in libvirt_driver.unmatched_notes(conf):
         LOG.warning('Note: %s.', note)
     return conf
 
@@ -125,12 +126,12 @@ def assumed_note() -> None:
 
 
 def compute_confs(values: Iterable[tuple[str, str]]
-                  ) -> dict[str, novaconf.MdevConfig]:
+                  ) -> dict[str, libvirt_driver.MdevConfig]:
     """``{host: MdevConfig}`` of the ``(host, file)`` pairs of
     --compute-conf; a CommandError for a host named twice or a file Nova
     would refuse.
     """
-    confs: dict[str, novaconf.MdevConfig] = {}
+    confs: dict[str, libvirt_driver.MdevConfig] = {}
     for host, path in values:
         if host in confs:
             raise exceptions.CommandError(

@@ -35,8 +35,8 @@ import re
 
 import os_resource_classes
 
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import devspec as pci_devspec
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 #: PCI vendor id of NVIDIA.
 NVIDIA = '10de'
@@ -133,8 +133,10 @@ class VfVgpu:
 # -- Devices ---------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class MdevType:
-    """One type of a parent's ``mdev_supported_types``."""
+class SupportedType:
+    """One type of a parent's ``mdev_supported_types``: what the kernel
+    offers (``cloud.traits.MdevType`` is a type as the cloud names it).
+    """
 
     name: str                              # the directory: 'nvidia-35'
     available_instances: int | None        # None when it cannot be read
@@ -170,7 +172,8 @@ class Device:
     """
 
     address: str
-    types: Mapping[str, MdevType] = dataclasses.field(default_factory=dict)
+    types: Mapping[str, SupportedType] = dataclasses.field(
+        default_factory=dict)
     mdev_parent: bool = False
     pci_function: bool = False             # in bus/pci/devices
     vendor_id: str = ''                    # '10de', '' when unknown
@@ -213,7 +216,7 @@ class Device:
         the files are not there.
         """
         if None in (self.sriov_totalvfs, self.sriov_offset,
-                    self.sriov_stride) or not novaconf.matches_libvirt(
+                    self.sriov_stride) or not libvirt_driver.matches_libvirt(
                         self.address):
             return ()
         assert self.sriov_totalvfs is not None

@@ -25,6 +25,7 @@ import glob
 import os
 
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
@@ -107,9 +108,9 @@ def load(paths: Iterable[str],
 
 def parse_files(paths: Iterable[str],
                 virtual_parent_exists: Callable[[str], bool] | None = None,
-                directories: bool = True) -> novaconf.MdevConfig:
-    """``load`` + ``novaconf.supported_vgpu_types``: the MdevConfig of
+                directories: bool = True) -> libvirt_driver.MdevConfig:
+    """``load`` + ``libvirt_driver.supported_vgpu_types``: the MdevConfig of
     the files.
     """
-    return novaconf.supported_vgpu_types(load(paths, directories),
-                                         virtual_parent_exists)
+    return libvirt_driver.supported_vgpu_types(load(paths, directories),
+                                               virtual_parent_exists)

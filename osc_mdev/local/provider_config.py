@@ -28,7 +28,7 @@ import glob
 import os
 
 from osc_mdev.local import textfile
-from osc_mdev.nova.compute import provider_config as domain
+from osc_mdev.nova.compute import provider_config as nova_provider_config
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
@@ -68,7 +68,7 @@ def yaml_files(directory: str) -> tuple[list[str], list[str]]:
     other file names in it.
     """
     files = sorted(glob.glob(os.path.join(directory, '*' +
-                                          domain.FILE_SUFFIX)))
+                                          nova_provider_config.FILE_SUFFIX)))
     taken = {os.path.basename(p) for p in files}
     try:
         others = sorted(n for n in os.listdir(directory) if n not in taken
@@ -120,7 +120,8 @@ def existing_hosts(directory: str) -> list[str]:
     if not os.path.isdir(directory):
         return []
     files, _ = yaml_files(directory)
-    return [os.path.basename(p)[:-len(domain.FILE_SUFFIX)] for p in files]
+    suffix = nova_provider_config.FILE_SUFFIX
+    return [os.path.basename(p)[:-len(suffix)] for p in files]
 
 
 def check_writable(directory: str) -> None:

@@ -28,12 +28,13 @@ import os
 import re
 
 from osc_mdev.host import gpus as host_gpus
-from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 
 def sysfs_virtual_parent(root: str) -> Callable[[str], bool]:
-    """A ``virtual_parent_exists`` for ``novaconf.validate_device_address``
-    that looks under ROOT like Nova looks under /sys.
+    """A ``virtual_parent_exists`` for
+    ``libvirt_driver.validate_device_address`` that looks under ROOT
+    like Nova looks under /sys.
     """
     def exists(address: str) -> bool:
         return os.path.exists(os.path.join(
@@ -67,7 +68,7 @@ def _parent_address(root: str, entry: str, real: str) -> str:
     (``devices/virtual/mtty/mtty`` is ``mtty_mtty``).
     """
     virtual = os.path.join(os.path.realpath(root), 'devices', 'virtual')
-    if not novaconf.matches_libvirt(entry) and real.startswith(
+    if not libvirt_driver.matches_libvirt(entry) and real.startswith(
             virtual + os.sep):
         return os.path.relpath(real, virtual).replace(os.sep, '_')
     return entry
@@ -93,12 +94,12 @@ def _device(address: str, path: str, pci_function: bool = False,
         vgpu=_vgpu(os.path.join(path, 'nvidia')))
 
 
-def _mdev_types(path: str) -> dict[str, host_gpus.MdevType]:
+def _mdev_types(path: str) -> dict[str, host_gpus.SupportedType]:
     types_dir = os.path.join(path, 'mdev_supported_types')
     found = {}
     for name in sorted(_listdir(types_dir)):
         type_dir = os.path.join(types_dir, name)
-        found[name] = host_gpus.MdevType(
+        found[name] = host_gpus.SupportedType(
             name, _read_int(os.path.join(type_dir, 'available_instances')),
             _read_text(os.path.join(type_dir, 'name')),
             _read_text(os.path.join(type_dir, 'device_api')))

@@ -18,3 +18,11 @@ defined once in ``options``, argument checks in ``common``. Imports
 ``usecases``, ``domain`` (names and constants), itself, and ``api`` only
 for the client manager of a command that skips authentication.
 """
+
+import logging
+
+# oslo.config logs a warning each time it reads an option under a
+# deprecated name; the commands report those names as findings of their
+# own (``config check``), so the command line leaves oslo.config's notices
+# out. A program using the library below decides for itself.
+logging.getLogger('oslo_config.cfg').setLevel(logging.ERROR)

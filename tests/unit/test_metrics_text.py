@@ -26,6 +26,7 @@ from osc_mdev.cloud import allocations
 from osc_mdev.cloud import providers
 from osc_mdev.features.metrics import families as metrics
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -129,8 +130,8 @@ device_addresses = 0000:3b:00.0
 """
 
 
-def _conf(text: str = NOVA_CONF) -> novaconf.MdevConfig:
-    return novaconf.supported_vgpu_types(novaconf.parse_texts(
+def _conf(text: str = NOVA_CONF) -> libvirt_driver.MdevConfig:
+    return libvirt_driver.supported_vgpu_types(novaconf.parse_texts(
         [('nova.conf', text)]))
 
 

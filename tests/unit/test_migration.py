@@ -28,12 +28,12 @@ from osc_mdev.cloud import traits
 from osc_mdev.features.migration import model as migration_model
 from osc_mdev.features.migration import plan as migration_plan
 from osc_mdev.features.migration import verdict as migration_verdict
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import migration as migration_rules
 from osc_mdev.nova import objects
 from osc_mdev.nova.pci import request as pci_request
 from osc_mdev.nova.scheduler import request_filter
 from osc_mdev.nova.scheduler import utils as rr
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 
 def request_of(flavor, pci_config=None, booted_from_volume=False):
@@ -242,7 +242,7 @@ def test_post_copy_as_nova(tmp_path: pathlib.Path,
 
     paths = nova_driver.write_files(tmp_path, POST_COPY_FILES[files])
     flags = nova_migrate_flags(monkeypatch, paths, vm_state)
-    setting = novaconf.post_copy_setting(local_novaconf.load(paths))
+    setting = libvirt_driver.post_copy_setting(local_novaconf.load(paths))
     assert setting == nova_driver.nova_config(paths).libvirt[
         'live_migration_permit_post_copy']
     drv = object.__new__(driver.LibvirtDriver)
@@ -416,7 +416,7 @@ def test_pci_live_migratable_as_nova(flags, monkeypatch):
       'live_migration_downtime_delay': 3}, 1),
 ])
 def test_downtime_of_nvidia_guide(values, off):
-    problem = novaconf.downtime_problem(values)
+    problem = libvirt_driver.downtime_problem(values)
     assert (problem.count(' = ') if problem else 0) == off
 
 
@@ -744,7 +744,7 @@ def test_downtime_warning_with_compute_conf():
 
 def post_copy_conf(post_copy):
     return migration_model.Conf((N11,), lambda nodedev: N11, dict(
-        novaconf.NVIDIA_DOWNTIME), post_copy)
+        libvirt_driver.NVIDIA_DOWNTIME), post_copy)
 
 
 def test_post_copy_on_the_source_refuses_the_live_move():

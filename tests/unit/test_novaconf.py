@@ -18,11 +18,17 @@ For every case the same file is handed to nova 34's libvirt driver
 ``__init__``), so the expectations below are Nova's answers too.
 """
 
+import ast
+import logging
+import pathlib
+import uuid
+
 import pytest
 
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs as local_sysfs
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 from tests.fixtures import nova_driver
 
 write_files = nova_driver.write_files
@@ -208,7 +214,7 @@ def test_where_names_file_and_line(tmp_path):
     assert error.where == '[mdev_nvidia-35] device_addresses, %s:5' % (
         paths[0])
     with pytest.raises(novaconf.NovaConfError) as err:
-        novaconf.fatal(conf)
+        libvirt_driver.fatal(conf)
     assert str(err.value).startswith('[mdev_nvidia-35] device_addresses, ')
     assert "'84:00.1'" in str(err.value)
 
@@ -216,7 +222,7 @@ def test_where_names_file_and_line(tmp_path):
 def test_unmatched_note(tmp_path):
     conf = local_novaconf.parse_files(write_files(tmp_path, [
         D35 + '[mdev_nvidia-35]\ndevice_addresses = 0000:3B:00.4\n']))
-    assert novaconf.unmatched_notes(conf) == [
+    assert libvirt_driver.unmatched_notes(conf) == [
         "0000:3B:00.4 in [mdev_nvidia-35] device_addresses matches no "
         "device: Nova compares it literally with libvirt's 0000:3b:00.4, "
         "so that device takes the default type nvidia-36; write it as "
@@ -273,3 +279,77 @@ def test_huge_missing_and_directory(tmp_path):
     with pytest.raises(novaconf.NovaConfError,
                        match='directory with no .conf file'):
         local_novaconf.config_files([str(empty)])
+
+
+# Sections written in two cases and repeated, a multi option over them
+# and over two files, a deprecated name: the values oslo.config gathers
+# depend on the order of every line.
+INTERLEAVED = ["""
+[pci]
+alias = {"name": "a1", "vendor_id": "10de", "product_id": "1eb8"}
+[PCI]
+alias = {"name": "a2", "vendor_id": "10de", "product_id": "1eb8"}
+[DEFAULT]
+pci_alias = {"name": "a0", "vendor_id": "10de", "product_id": "1eb8"}
+[pci]
+alias = {"name": "a3", "vendor_id": "10de", "product_id": "1eb8"}
+report_in_placement = true
+[devices]
+enabled_mdev_types = nvidia-35
+""", """
+[PCI]
+report_in_placement = false
+[Devices]
+enabled_mdev_types = nvidia-36
+"""]
+
+
+def test_texts_read_as_oslo_config_reads_the_files(tmp_path):
+    paths = write_files(tmp_path, INTERLEAVED)
+    texts = [(p, open(p).read()) for p in paths]
+    settings = novaconf.parse_texts(texts)
+    conf = nova_driver.nova_config(paths)
+    assert [text for text, _ in settings.pci['alias']] == conf.pci.alias
+    assert settings.pci['report_in_placement'].value is \
+        conf.pci.report_in_placement is False
+    assert settings.enabled.value == conf.devices.enabled_mdev_types == [
+        'nvidia-36']
+
+
+def test_parsing_leaves_logging_to_the_caller(tmp_path, caplog):
+    # oslo.config's notice of a deprecated name reaches the caller's
+    # logging; the command line quiets it (osc_mdev.v1), as config check
+    # reports the name itself. oslo.log sends each notice once per
+    # process: the type is one no other test uses.
+    mdev_type = 'nvidia-%s' % uuid.uuid4().hex
+    [path] = write_files(tmp_path, [
+        '[devices]\nenabled_mdev_types = %s\n[vgpu_%s]\n'
+        'device_addresses = 0000:84:00.0\n' % (mdev_type, mdev_type)])
+    with caplog.at_level('WARNING', logger='oslo_config.cfg'):
+        novaconf.parse_texts([(path, open(path).read())])
+    assert '"vgpu_%s" is deprecated' % mdev_type in caplog.text
+    assert logging.getLogger('oslo_config.cfg').filters == []
+
+
+def test_one_private_call_of_oslo_config():
+    """In the cores, the one private attribute of another object is
+    oslo.config's, in ``settings._add_parsed_file`` (it says why).
+    """
+    package = pathlib.Path(novaconf.__file__).resolve().parents[2]
+    found = []
+    for layer in ('base', 'nova', 'cloud', 'host'):
+        for path in sorted((package / layer).rglob('*.py')):
+            tree = ast.parse(path.read_text())
+            for func in ast.walk(tree):
+                if not isinstance(func, ast.FunctionDef):
+                    continue
+                for node in ast.walk(func):
+                    if isinstance(node, ast.Attribute) and \
+                            node.attr.startswith('_') and \
+                            not node.attr.startswith('__') and not (
+                                isinstance(node.value, ast.Name) and
+                                node.value.id in ('self', 'cls')):
+                        found.append((path.name, func.name, node.attr))
+    assert sorted(set(found)) == [
+        ('settings.py', '_add_parsed_file', '_add_parsed_config_file'),
+        ('settings.py', '_add_parsed_file', '_namespace')]

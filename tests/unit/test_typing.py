@@ -108,6 +108,51 @@ def test_the_annotated_share_stays_above_its_floor() -> None:
     assert typed / total >= FLOOR
 
 
+def strict_modules() -> list[str]:
+    """The modules (or ``package.*`` patterns) pyproject.toml holds to
+    mypy's ``disallow_untyped_defs``.
+    """
+    tomllib = pytest.importorskip('tomllib')    # Python 3.11 and later
+    config = tomllib.loads((PACKAGE.parent / 'pyproject.toml').read_text())
+    return [module for override in config['tool']['mypy']['overrides']
+            if override.get('disallow_untyped_defs')
+            for module in override['module']]
+
+
+def held(module: str, patterns: list[str]) -> bool:
+    """Whether mypy applies one of ``patterns`` to ``module``: a name
+    itself, or ``package.*`` for the package and everything under it.
+    """
+    return any(module == pattern or (
+        pattern.endswith('.*') and
+        (module + '.').startswith(pattern[:-1]))
+        for pattern in patterns)
+
+
+def test_mypy_holds_every_measured_module_to_its_types() -> None:
+    patterns = strict_modules()
+    measured = []
+    for layer in LAYERS:
+        for path in sorted((PACKAGE / layer).rglob('*.py')):
+            parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+            measured.append('.'.join(
+                parts[:-1] if parts[-1] == '__init__' else parts))
+    assert len(measured) > 50
+    assert [m for m in measured if not held(m, patterns)] == []
+
+
+@pytest.mark.parametrize('module, patterns, expected', [
+    ('osc_mdev.nova', ['osc_mdev.nova.*'], True),
+    ('osc_mdev.nova.pci.utils', ['osc_mdev.nova.*'], True),
+    ('osc_mdev.novaconf', ['osc_mdev.nova.*'], False),
+    ('osc_mdev.nova.names', ['osc_mdev.nova.names'], True),
+    ('osc_mdev.nova.names', ['osc_mdev.nova'], False),
+])
+def test_what_mypy_holds(module: str, patterns: list[str],
+                         expected: bool) -> None:
+    assert held(module, patterns) is expected
+
+
 @pytest.mark.parametrize('source, expected', [
     ('def f(a: int) -> int:\n    return a\n', [('f', True)]),
     ('def f(a) -> int:\n    return a\n', [('f', False)]),

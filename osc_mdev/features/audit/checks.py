@@ -34,11 +34,11 @@ from osc_mdev.cloud import fit as capacity
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.nova.compute import provider_config
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
 from osc_mdev.nova import objects as nova_servers
 from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.scheduler import utils as rr
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 ORPHANED_ALLOCATION = 'orphaned-allocation'
 MISSING_ALLOCATION = 'missing-allocation'
@@ -399,12 +399,12 @@ def over_capacity(devices: Iterable[providers.Device],
 
 # -- lost-trait / wrong-trait ---------------------------------------------
 
-def conf_traits(conf: novaconf.MdevConfig, nodedev: str,
+def conf_traits(conf: libvirt_driver.MdevConfig, nodedev: str,
                 prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
                 ) -> tuple[str | None, frozenset[str]]:
     """``(own trait, other types' traits)`` for a device under a nova.conf.
 
-    The one place the audit reads a nova.conf (``novaconf.MdevConfig``:
+    The one place the audit reads a nova.conf (``libvirt_driver.MdevConfig``:
     ``type_for``, Nova's rule on the device's libvirt name, and
     ``types``); own is None when the file gives the device no type.
     """
@@ -415,7 +415,8 @@ def conf_traits(conf: novaconf.MdevConfig, nodedev: str,
 
 
 def trait_findings(devices: Iterable[providers.Device],
-                   confs: Mapping[str, novaconf.MdevConfig] | None = None,
+                   confs: Mapping[str, libvirt_driver.MdevConfig]
+                   | None = None,
                    prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
                    ) -> list[Finding]:
     """``lost-trait`` and ``wrong-trait``, with the type traits named as
@@ -465,7 +466,7 @@ def _set_command(trait: str, device: providers.Device) -> str:
     return 'openstack mdev trait set --trait %s %s' % (trait, _where(device))
 
 
-def _conf_findings(device: providers.Device, conf: novaconf.MdevConfig,
+def _conf_findings(device: providers.Device, conf: libvirt_driver.MdevConfig,
                    prefix: str) -> list[Finding]:
     own, others = conf_traits(conf, device.candidate.nodedev, prefix)
     if own is None:

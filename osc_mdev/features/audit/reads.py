@@ -50,10 +50,10 @@ from osc_mdev.features.audit import checks as domain
 from osc_mdev.features.capacity import reads as capacity_reads
 from osc_mdev.features.trait import writes as trait_writes
 from osc_mdev.nova.compute import provider_config
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
 from osc_mdev.nova import objects as nova_servers
 from osc_mdev.nova.pci import config as pci
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 
 R = typing.TypeVar('R')
@@ -297,7 +297,7 @@ def _consumer_facts(placement: placement_client.PlacementClient,
 
 
 def audit(snapshot: Snapshot,
-          confs: Mapping[str, novaconf.MdevConfig] | None = None,
+          confs: Mapping[str, libvirt_driver.MdevConfig] | None = None,
           flavors: bool = True, pci_config: pci.PciConfig | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           provider_configs: Mapping[str, list[provider_config.Entry]]

@@ -31,7 +31,7 @@ import typing
 from osc_mdev.cloud import allocations as alloc_logic
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 if typing.TYPE_CHECKING:
     from prometheus_client import core
@@ -100,7 +100,7 @@ class Reading:
     ``devices``: ``providers.Device`` rows; ``unread_devices``: the
     ``providers.Candidate`` of each device a read of which failed (it may
     have rows too, when only its allocations could not be read);
-    ``confs``: ``{host: novaconf.MdevConfig}`` of the compute nodes whose
+    ``confs``: ``{host: libvirt_driver.MdevConfig}`` of the compute nodes whose
     nova.conf was given. ``fits``: ``{flavor: count}`` of the flavors
     counted, None when no flavor was asked for; ``unread_flavors``: the
     flavors that could not be. ``allocations``: the
@@ -112,7 +112,7 @@ class Reading:
 
     devices: abc.Sequence[providers.Device] = ()
     unread_devices: abc.Sequence[providers.Candidate] = ()
-    confs: abc.Mapping[str, novaconf.MdevConfig] = dataclasses.field(
+    confs: abc.Mapping[str, libvirt_driver.MdevConfig] = dataclasses.field(
         default_factory=dict)
     fits: abc.Mapping[str, int] | None = None
     unread_flavors: abc.Sequence[str] = ()
@@ -130,11 +130,11 @@ class Reading:
 
 
 def type_label(device: providers.Device,
-               conf: novaconf.MdevConfig | None = None) -> str:
+               conf: libvirt_driver.MdevConfig | None = None) -> str:
     """The ``type`` label of a device.
 
     The mdev type as the compute node's nova.conf names it
-    (``nvidia-35``, Nova's rule ``novaconf.vgpu_type_per_pgpu``) when
+    (``nvidia-35``, Nova's rule ``libvirt_driver.vgpu_type_per_pgpu``) when
     ``conf`` is that file and gives the device a type; otherwise the name
     of the device's type trait (``CUSTOM_NVIDIA_35``, see
     ``traits.type_key``), the names joined with ',' when several types'

@@ -56,7 +56,7 @@ from osc_mdev.features.capacity import reads as capacity
 from osc_mdev.features.metrics import families as domain
 from osc_mdev.features.quota import reads as quota
 from osc_mdev.local import textfile
-from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 if typing.TYPE_CHECKING:
     from osc_mdev.api import compute as compute_client
@@ -254,7 +254,7 @@ def scrape(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None' = None,
            flavors: abc.Sequence[str] = (),
            kinds: abc.Sequence[str] = providers.KINDS,
-           confs: dict[str, novaconf.MdevConfig] | None = None,
+           confs: dict[str, libvirt_driver.MdevConfig] | None = None,
            allocations: bool = False,
            identity: 'identity_client.IdentityClient | None' = None,
            pci_config: 'pci_rules.PciConfig | None' = None,
@@ -373,7 +373,7 @@ def failure_message(result: Scrape, output: str | None) -> str:
 
 def check_input(output: str | None,
                 compute_conf: abc.Sequence[tuple[str, str]]
-                ) -> dict[str, novaconf.MdevConfig]:
+                ) -> dict[str, libvirt_driver.MdevConfig]:
     """Refuse bad input before any read: an output file that cannot be
     written, a --compute-conf that cannot be read or that Nova would
     refuse. Returns the ``{host: MdevConfig}`` of --compute-conf.

@@ -17,7 +17,7 @@ A compute node (``Node``) is its tree in Placement (``capacity.Host``),
 what the Compute API says of it (``Hypervisor``), the mdev type of each
 device and, when given, its nova.conf (``Conf``). The type of a device
 comes from a nova.conf of its host (``--compute-conf``:
-``novaconf.vgpu_type_per_pgpu``) or its type trait
+``libvirt_driver.vgpu_type_per_pgpu``) or its type trait
 (``traits.mdev_type_of_traits``); room on devices of the server's type
 is counted by giving each such device a marker trait that the server's
 request requires (``typed``), so the fit engine counts it like any
@@ -32,10 +32,10 @@ import dataclasses
 from osc_mdev.cloud import fit as capacity
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
 from osc_mdev.nova import objects
 from osc_mdev.nova.scheduler import utils as rr
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 # Marks the devices of one mdev type for the fit engine: real traits are
 # upper case, so this never names one.
@@ -141,9 +141,9 @@ class Server:
                 roots.get(rr.MEMORY_MB, 0), roots.get(rr.DISK_GB, 0))
 
 
-def conf_from(mdev_config: novaconf.MdevConfig,
+def conf_from(mdev_config: libvirt_driver.MdevConfig,
               prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Conf:
-    """The Conf of a compute node's nova.conf (a novaconf.MdevConfig):
+    """The Conf of a compute node's nova.conf (a libvirt_driver.MdevConfig):
     what its libvirt driver enables (``supported_vgpu_types``), the type
     it gives each device (``vgpu_type_per_pgpu``), its downtime
     settings (``downtime_settings``) and post-copy switch
@@ -157,8 +157,8 @@ def conf_from(mdev_config: novaconf.MdevConfig,
     assert settings is not None         # parsed from the host's files
     return Conf(tuple(trait_logic.mdev_type(t, prefix)
                       for t in mdev_config.supported_types),
-                type_of, novaconf.downtime_settings(settings),
-                novaconf.post_copy_setting(settings))
+                type_of, libvirt_driver.downtime_settings(settings),
+                libvirt_driver.post_copy_setting(settings))
 
 
 def type_label(mdev_type: trait_logic.MdevType | None) -> str:

@@ -60,6 +60,7 @@ from osc_mdev.nova import names
 from osc_mdev.nova import objects
 from osc_mdev.nova.scheduler import request_filter
 from osc_mdev.nova.scheduler import utils as rr
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 # The kinds of move (migration_rules).
 LIVE, COLD = rules.LIVE, rules.COLD
@@ -687,10 +688,10 @@ def _downtime_notes(server: model.Server, source: model.Node,
             notes.append('[libvirt] live_migration_downtime* of %s (give '
                          'its nova.conf)' % node.name)
             continue
-        problem = novaconf.downtime_problem(node.conf.downtime)
+        problem = libvirt_driver.downtime_problem(node.conf.downtime)
         if problem:
             off.append('%s on %s' % (problem, node.name))
     if off:
         warnings.append('[libvirt] %s: %s' % ('; '.join(off),
-                                              novaconf.DOWNTIME_NEEDED))
+                                              libvirt_driver.DOWNTIME_NEEDED))
     return notes

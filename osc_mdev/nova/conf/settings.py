@@ -10,34 +10,30 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The mdev part of a nova.conf, read exactly as nova-compute reads it.
+"""The nova.conf options osc-mdev reads, parsed exactly as nova-compute
+parses them.
 
 ``[devices] enabled_mdev_types`` (old name ``enabled_vgpu_types``) lists
-the types; each has a group ``[mdev_<type>]`` with ``device_addresses``
-(also read from the old group ``[vgpu_<type>]``), ``mdev_class`` and
-``max_instances``.
+the mdev types; each has a group ``[mdev_<type>]`` with
+``device_addresses`` (also read from the old group ``[vgpu_<type>]``),
+``mdev_class`` and ``max_instances``. Besides them the ``[pci]`` and
+``[filter_scheduler]`` options of PCI in Placement (Nova's rules on
+those are in ``osc_mdev.nova.pci``), the ``[quota]`` options of unified
+limits, and the ``[libvirt]`` and ``[workarounds]`` options of live
+migration.
 
 The files' texts (read by ``osc_mdev.local.conf_files``) are parsed by
 oslo.config itself (list options, continuation lines, repeated sections,
 ``$`` interpolation, several files where the later one wins), with the
-options registered as Nova registers them, the ``[pci]`` ones included
-(Nova's rules on those are in ``pci``), and the ``[libvirt]`` and
-``[workarounds]`` options of live migration (the downtime settings
-NVIDIA vGPUs need are judged here; the conductor's workaround in
-``migration_rules``).
-Each rule nova-compute applies when it starts is one function below whose
-docstring names the Nova function it mirrors. Addresses are kept as
-written, as Nova keeps them: ``84:00.0`` stops nova-compute, while
-``0000:3B:00.4`` starts fine but never matches libvirt's lower-case
-``0000:3b:00.4``, so that device takes the default type.
+options registered as Nova registers them. What nova-compute's libvirt
+driver makes of the mdev options is in
+``osc_mdev.nova.virt.libvirt.driver``.
 """
 
 from collections.abc import Callable
 from collections.abc import Iterable
-from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
-import logging
 import re
 import typing
 
@@ -46,7 +42,6 @@ from oslo_config import cfg
 from oslo_config import iniparser
 
 from osc_mdev.base import findings
-from osc_mdev.base import words
 from osc_mdev.nova import names
 
 VGPU = names.VGPU
@@ -57,12 +52,6 @@ MDEV_CLASS_PATTERN = r'^(VGPU|CUSTOM_[A-Z0-9_]+)$'
 # written.
 ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 Finding = findings.Finding
-
-# libvirt's name of a PCI parent and the address Nova compares with it.
-_LIBVIRT_PCI_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
-# nova/pci/utils.py _PCI_ADDRESS_PATTERN: the ``.`` is any character.
-_NOVA_PCI_ADDRESS_RE = re.compile(
-    r'^([\da-fA-F]{4}):([\da-fA-F]{2}):([\da-fA-F]{2}).([0-7]{1})$')
 
 
 class NovaConfError(ValueError):
@@ -84,32 +73,44 @@ class Occurrence:
     line: int
 
 
-class _LocatingParser(cfg.ConfigParser):
-    """oslo.config's own file parser, remembering where each option and
-    section was written. Fills ``sections`` and ``normalized`` as
-    oslo.config's parser fills them for its namespace.
+class _LocatingParser(iniparser.BaseParser):
+    """A parser of oslo.config's ini format (``iniparser.BaseParser``,
+    the base of oslo.config's own file parser) that fills ``sections``
+    and ``normalized`` as oslo.config's ``ConfigParser`` fills them for
+    a file (values as lists of lines joined by line feeds; ``normalized``
+    by ``group_key``), and remembers where each option and section was
+    written.
     """
 
     def __init__(self, filename: str, lines: list[str],
                  occurrences: list[Occurrence],
                  sections: list[tuple[str, str, int]]) -> None:
-        super().__init__(filename, {})
-        self.normalized: dict[str, dict[str, typing.Any]] = {}
-        self._add_normalized(self.normalized)
+        super().__init__()
+        self.filename = filename
+        self.section: str | None = None
+        self.sections: dict[str, dict[str, list[str]]] = {}
+        self.normalized: dict[str, dict[str, list[str]]] = {}
         self._lines = lines
         self._occurrences = occurrences
         self._section_lines = sections
 
     def new_section(self, section: str) -> None:
-        super().new_section(section)
+        self.sections.setdefault(section, {})
+        self.normalized.setdefault(group_key(section), {})
+        self.section = section
         self._section_lines.append((section, self.filename, self.lineno))
 
     def assignment(self, key: str, value: list[str]) -> None:
-        super().assignment(key, value)
-        # oslo.config refuses an assignment before the first section.
+        if not self.section:
+            # oslo.config refuses an assignment before the first section.
+            raise self.parse_exc('Section must be started before assignment',
+                                 self.lineno, '')
+        joined = '\n'.join(value)
+        for sections, name in ((self.sections, self.section),
+                               (self.normalized, group_key(self.section))):
+            sections[name].setdefault(key, []).append(joined)
         self._occurrences.append(Occurrence(
-            typing.cast(str, self.section), key, '\n'.join(value),
-            self.filename, self._key_line(key)))
+            self.section, key, joined, self.filename, self._key_line(key)))
 
     def _key_line(self, key: str) -> int:
         # The assignment is reported once its last line (or the line after
@@ -398,11 +399,6 @@ def taken_at(taken: Occurrence, ignored: Occurrence) -> str:
     return ' (line %d)' % taken.line
 
 
-class _QuietDeprecations(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
-
-
 def _file_lines(text: str) -> list[str]:
     """The lines oslo.config's parser gets from a file of this text
     (``readlines`` in universal newlines mode): split at line feeds,
@@ -430,19 +426,18 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
     paths: list[str] = []
     occurrences: list[Occurrence] = []
     sections: list[tuple[str, str, int]] = []
-    parsed: list[
-        tuple[str, dict[str, typing.Any], dict[str, typing.Any]]] = []
+    parsed: list[_LocatingParser] = []
     for path, text in files:
         paths.append(path)
         lines = _file_lines(text)
         parser = _LocatingParser(path, lines, occurrences, sections)
         try:
-            iniparser.BaseParser.parse(parser, lines)
+            parser.parse(lines)
         except iniparser.ParseError as exc:
             raise NovaConfError(
                 '%s line %d cannot be parsed (%s); nova-compute refuses to '
                 'start with it' % (path, exc.lineno, exc.msg)) from exc
-        parsed.append((path, parser.sections, parser.normalized))
+        parsed.append(parser)
 
     conf = cfg.ConfigOpts()
     conf.register_opts(_devices_opts(), group='devices')
@@ -451,17 +446,11 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
     conf.register_opts(_libvirt_opts(), group='libvirt')
     conf.register_opts(_workarounds_opts(), group='workarounds')
     conf.register_opts(_quota_opts(), group='quota')
-    quiet = _QuietDeprecations()
-    oslo_log = logging.getLogger('oslo_config.cfg')
-    oslo_log.addFilter(quiet)
     try:
         conf(args=[], project='nova', default_config_files=[],
              default_config_dirs=[], use_env=False)
-        namespace = conf._namespace
-        assert namespace is not None    # parsed by the call above
-        for path, values, normalized in parsed:
-            # What ``--config-file PATH`` does once the file is parsed.
-            namespace._add_parsed_config_file(path, values, normalized)
+        for parser in parsed:
+            _add_parsed_file(conf, parser)
         enabled = _value(conf, occurrences, 'devices', 'enabled_mdev_types',
                          [('devices', 'enabled_vgpu_types')])
         pci = _pci_values(conf, occurrences)
@@ -492,10 +481,28 @@ def parse_texts(files: Iterable[tuple[str, str]]) -> Settings:
             'start with it' % (', '.join(paths),
                                str(exc).splitlines()[0])) from exc
     finally:
-        oslo_log.removeFilter(quiet)
         conf.reset()
     return Settings(tuple(paths), enabled, groups, tuple(occurrences),
                     tuple(sections), pci, libvirt, workarounds, quota)
+
+
+def _add_parsed_file(conf: cfg.ConfigOpts, parser: _LocatingParser) -> None:
+    """Hand ``conf`` a parsed file as ``--config-file`` hands it one.
+
+    The one use of oslo.config's private API, for want of a public one:
+    oslo.config reads configuration files only by their paths, opening
+    them itself (``--config-file``, ``default_config_files``), and these
+    texts have no path to be read from (a generated file read back
+    before it is written; a file read once with a size limit). This is
+    the step oslo.config's ``ConfigParser._parse_file`` takes once it
+    has parsed a file, and the one oslo.config's own test fixture
+    (``oslo_config.fixture.Config.load_raw_values``) takes for values
+    held in memory.
+    """
+    namespace = conf._namespace
+    assert namespace is not None    # after ``conf(args=[])``
+    namespace._add_parsed_config_file(parser.filename, parser.sections,
+                                      parser.normalized)
 
 
 def _value(conf: cfg.ConfigOpts, occurrences: Sequence[Occurrence],
@@ -542,188 +549,6 @@ def _oslo_reason(exc: Exception) -> str:
     return text.rsplit('is not valid: ', 1)[-1].strip()
 
 
-# -- Nova's rules, one function each ---------------------------------------
-
-def parse_address(address: str) -> tuple[str, ...]:
-    """Mirrors nova/pci/utils.py ``parse_address``: the (domain, bus,
-    slot, function) of ``hex{4}:hex{2}:hex{2}.[0-7]``, upper or lower
-    case; ValueError for anything else.
-    """
-    match = _NOVA_PCI_ADDRESS_RE.match(address)
-    if not match:
-        raise ValueError("'%s' is not a PCI address" % address)
-    return match.groups()
-
-
-def looks_like_virtual_parent(address: str) -> bool:
-    """Whether ``address`` can name a virtual parent device (``mtty_mtty``
-    for ``/sys/devices/virtual/mtty/mtty``) when sysfs cannot be read.
-    """
-    return names.is_nodedev_name(address) and not address.startswith('pci_')
-
-
-def validate_device_address(
-        address: str,
-        virtual_parent_exists: Callable[[str], bool] | None = None) -> str:
-    """Mirrors nova/virt/libvirt/driver.py ``_validate_device_address``.
-
-    Returns ``'pci'`` for what ``parse_address`` accepts (even if it can
-    never match, see :func:`matches_libvirt`) and ``'virtual'`` for a
-    virtual parent that exists (``mtty_mtty`` ->
-    ``/sys/devices/virtual/mtty/mtty``). Anything else raises
-    NovaConfError: Nova raises InvalidLibvirtMdevConfig and
-    nova-compute stops. Without ``virtual_parent_exists`` the check is
-    on the name's form only.
-    """
-    try:
-        parse_address(address)
-        return 'pci'
-    except ValueError:
-        pass
-    exists = virtual_parent_exists or looks_like_virtual_parent
-    if exists(address):
-        return 'virtual'
-    hint = ('write the full lower-case address, e.g. 0000:84:00.0'
-            if ':' in address or address.startswith('pci_') else
-            'give a PCI address such as 0000:84:00.0 or an existing virtual '
-            'parent such as mtty_mtty')
-    raise NovaConfError(
-        "device address '%s' is neither a PCI address nor a virtual mdev "
-        "parent: nova-compute refuses to start (incorrect device address); "
-        "%s" % (address, hint))
-
-
-def matches_libvirt(address: str) -> bool:
-    """Whether a PCI address Nova accepted can ever equal the address Nova
-    builds from libvirt's name (``_get_device_address``): lower-case hex
-    and a ``.`` before the function.
-    """
-    return bool(_LIBVIRT_PCI_RE.match(address))
-
-
-@dataclasses.dataclass(frozen=True)
-class MdevType:
-    name: str
-    device_addresses: tuple[str, ...]    # as written
-    mdev_class: str = VGPU
-    max_instances: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class MdevConfig:
-    """What nova-compute makes of the file: the attributes its libvirt
-    driver sets in ``_get_supported_vgpu_types``.
-    """
-
-    supported_types: tuple[str, ...]  # supported_vgpu_types, Nova's order
-    types: tuple[MdevType, ...]       # of each supported type
-    pgpu_type_mapping: dict[str, str]   # address as written -> type
-    mdev_class_mapping: dict[str, str]  # address as written -> class
-    default_type: str | None     # pgpu_type_default
-    virtual_mdevs: frozenset[str]
-    max_instances: dict[str, int]       # mdev_type_max_mapping
-    findings: tuple[Finding, ...] = ()
-    settings: Settings | None = None
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == ERROR]
-
-    def mdev_type(self, name: str) -> MdevType | None:
-        for mdev_type in self.types:
-            if mdev_type.name == name:
-                return mdev_type
-        return None
-
-    def type_for(self, nodedev: str) -> str | None:
-        return vgpu_type_per_pgpu(self, nodedev)
-
-    def resource_class_for(self, nodedev: str) -> str:
-        return resource_class_for_device(self, nodedev)
-
-    def unmatched_addresses(self) -> list[str]:
-        """PCI addresses Nova accepts but never matches to a device."""
-        return [a for a in self.pgpu_type_mapping
-                if a not in self.virtual_mdevs and not matches_libvirt(a)]
-
-
-def supported_vgpu_types(
-        settings: Settings,
-        virtual_parent_exists: Callable[[str], bool] | None = None
-) -> MdevConfig:
-    """Mirrors nova/virt/libvirt/driver.py ``_get_supported_vgpu_types``.
-
-    Walks ``enabled_mdev_types`` in order: the first type without
-    ``device_addresses`` becomes the default type (``pgpu_type_default``)
-    and any further one is dropped with only a warning; each listed
-    address must pass ``_validate_device_address`` and may appear under
-    one type only ("duplicate types for PCI ID"); the class goes into
-    ``mdev_class_mapping`` for the listed addresses only. Where Nova
-    stops at its first fatal error this goes on and records every one as
-    an ``error`` Finding.
-    """
-    findings: list[Finding] = []
-    supported: list[str] = []
-    types: list[MdevType] = []
-    type_mapping: dict[str, str] = {}
-    class_mapping: dict[str, str] = {}
-    max_mapping: dict[str, int] = {}
-    virtual: set[str] = set()
-    where_of: dict[str, str] = {}
-    default: str | None = None
-    for mdev_type in settings.enabled.value or ():
-        supported.append(mdev_type)
-        opts = settings.groups[mdev_type]
-        mdev_class = checked(opts['mdev_class'], findings, VGPU)
-        max_instances = checked(opts['max_instances'], findings, None)
-        if max_instances:
-            max_mapping[mdev_type] = max_instances
-        addresses = checked(opts['device_addresses'], findings, [])
-        if not addresses:
-            if default is None:
-                default = mdev_type
-            else:
-                findings.append(Finding(
-                    WARNING, settings.group_line('mdev_%s' % mdev_type),
-                    'Type %s has no device_addresses and %s is already the '
-                    'default type, so Nova does not use %s at all (it only '
-                    'logs a warning); list the devices of %s in '
-                    'device_addresses or remove it from enabled_mdev_types.'
-                    % (mdev_type, default, mdev_type, mdev_type)))
-                supported.remove(mdev_type)
-                continue
-            types.append(MdevType(mdev_type, (), mdev_class, max_instances))
-            continue
-        listed = []
-        for address in addresses:
-            here = opts['device_addresses'].where
-            if address in type_mapping:
-                findings.append(Finding(
-                    ERROR, here,
-                    "Device address %s is also listed under [mdev_%s] "
-                    "(%s): nova-compute refuses to start (duplicate types "
-                    "for PCI ID %s); list each device under one type only."
-                    % (address, type_mapping[address], where_of[address],
-                       address)))
-                continue
-            try:
-                kind = validate_device_address(address, virtual_parent_exists)
-            except NovaConfError as exc:
-                findings.append(Finding(ERROR, here, words.sentence(str(exc))))
-                continue
-            if kind == 'virtual':
-                virtual.add(address)
-            type_mapping[address] = mdev_type
-            class_mapping[address] = mdev_class
-            where_of[address] = here
-            listed.append(address)
-        types.append(MdevType(mdev_type, tuple(listed), mdev_class,
-                              max_instances))
-    return MdevConfig(tuple(supported), tuple(types), type_mapping,
-                      class_mapping, default, frozenset(virtual), max_mapping,
-                      tuple(findings), settings)
-
-
 def checked(value: Value, findings: list[Finding],
             default: typing.Any) -> typing.Any:
     """A Value's value (``default`` when unset); an ``error`` Finding in
@@ -745,130 +570,3 @@ def _value_error(value: Value) -> str:
     return ("%s = %s is refused by nova-compute, which will not start "
             "(%s); %s." % (value.name, value.written.value if value.written
                            else '', value.error, fix))
-
-
-def device_address(conf: MdevConfig, nodedev: str) -> str | None:
-    """Mirrors nova/virt/libvirt/driver.py ``_get_device_address``: a
-    listed virtual parent keeps its name, ``pci_0000_84_00_0`` becomes
-    ``0000:84:00.0``, anything else None.
-    """
-    if nodedev in conf.virtual_mdevs:
-        return nodedev
-    return names.pci_address_from_nodedev(nodedev)
-
-
-def vgpu_type_per_pgpu(conf: MdevConfig, nodedev: str) -> str | None:
-    """Mirrors nova/virt/libvirt/driver.py ``_get_vgpu_type_per_pgpu``:
-    the type listed for the device's address, compared literally, else
-    the default type; None when no type is enabled or the device has no
-    address.
-    """
-    if not conf.supported_types:
-        return None
-    address = device_address(conf, nodedev)
-    if not address:
-        return None
-    return conf.pgpu_type_mapping.get(address) or conf.default_type
-
-
-def resource_class_for_device(conf: MdevConfig, nodedev: str) -> str:
-    """Mirrors nova/virt/libvirt/driver.py
-    ``_get_resource_class_for_device`` (``mdev_class_mapping``): the
-    ``mdev_class`` of the type that lists the device's address, VGPU for
-    every other device, the default type's included.
-    """
-    address = device_address(conf, nodedev)
-    if not address:
-        return VGPU
-    return conf.mdev_class_mapping.get(address, VGPU)
-
-
-# -- Using the rules -------------------------------------------------------
-
-
-def fatal(conf: MdevConfig) -> None:
-    """Raise NovaConfError with the first error finding, if any."""
-    for finding in conf.errors:
-        raise NovaConfError('%s: %s' % (finding.where, finding.message
-                                        .rstrip('.')))
-
-
-def libvirt_form(address: str) -> str:
-    """The address libvirt would give the device ``address`` means."""
-    return '%s.%s' % (address[:10].lower(), address[11:])
-
-
-def unmatched_notes(conf: MdevConfig) -> list[str]:
-    """One sentence per address Nova accepts but never matches."""
-    notes = []
-    for address in conf.unmatched_addresses():
-        if conf.default_type:
-            takes = 'the default type %s' % conf.default_type
-        else:
-            takes = 'no type (no type without device_addresses is enabled)'
-        notes.append(
-            '%s in [mdev_%s] device_addresses matches no device: Nova '
-            "compares it literally with libvirt's %s, so that device takes "
-            '%s; write it as %s'
-            % (address, conf.pgpu_type_mapping[address],
-               libvirt_form(address), takes, libvirt_form(address)))
-    return notes
-
-
-# -- [libvirt] live_migration_downtime* for NVIDIA vGPUs -------------------
-
-# Nova's vGPU admin guide: what NVIDIA vGPUs need to converge.
-NVIDIA_DOWNTIME = {'live_migration_downtime': 500000,
-                   'live_migration_downtime_steps': 3,
-                   'live_migration_downtime_delay': 3}
-
-
-def downtime_off(values: Mapping[str, int | None]
-                 ) -> list[tuple[str, int | None]]:
-    """What Nova's vGPU guide asks of the computes that live-migrate
-    NVIDIA vGPUs: ``[libvirt] live_migration_downtime = 500000``,
-    ``live_migration_downtime_steps = 3`` and
-    ``live_migration_downtime_delay = 3``, or the migration does not
-    converge. ``values`` is ``{option: value}`` (Nova's defaults where
-    unset: 500, 10, 75; None for a value oslo.config refuses). Answers
-    ``[(option, value)]`` of the options that are off.
-    """
-    off: list[tuple[str, int | None]] = []
-    for option, wanted in NVIDIA_DOWNTIME.items():
-        value = values.get(option)
-        if value is None or (value < wanted if option ==
-                             'live_migration_downtime' else value > wanted):
-            off.append((option, value))
-    return off
-
-
-def downtime_problem(values: Mapping[str, int | None]) -> str | None:
-    """``downtime_off`` as text (``option = value, ...``), or None."""
-    off = downtime_off(values)
-    return ', '.join('%s = %s' % (option, 'invalid' if value is None
-                                  else value)
-                     for option, value in off) or None
-
-
-def downtime_settings(settings: Settings) -> dict[str, int | None]:
-    """``{option: value}`` of the ``[libvirt] live_migration_downtime*``
-    options nova-compute uses with these nova.conf files: Nova's
-    defaults where unset, whether or not the files have a ``[libvirt]``
-    section; None for a value oslo.config refuses.
-    """
-    return {option: settings.libvirt[option].value
-            for option in LIVE_MIGRATION_DOWNTIME_OPTIONS}
-
-
-def post_copy_setting(settings: Settings) -> bool | None:
-    """``[libvirt] live_migration_permit_post_copy`` as nova-compute
-    reads it from these files: Nova's default (False) where unset, None
-    for a value oslo.config refuses (nova-compute does not start).
-    """
-    return settings.libvirt[POST_COPY].value
-
-
-DOWNTIME_NEEDED = (
-    'NVIDIA vGPUs need %s, or their live migration does not converge '
-    '(Nova\'s vGPU guide)' % ', '.join(
-        '%s = %d' % item for item in NVIDIA_DOWNTIME.items()))

@@ -45,7 +45,7 @@ from osc_mdev.nova.pci import request as pci_request
 from osc_mdev.nova.virt import hardware
 
 if typing.TYPE_CHECKING:
-    from osc_mdev.nova import objects as servers
+    from osc_mdev.nova import objects
     from osc_mdev.nova.pci import config as pci_rules
 
 VCPU = 'VCPU'
@@ -443,7 +443,7 @@ def process_extra_specs(res_req: ResourceRequest,
 
 
 def translate_pinning_policies(res_req: ResourceRequest,
-                               flavor: servers.Flavor) -> None:
+                               flavor: objects.Flavor) -> None:
     """Mirrors ``ResourceRequest._translate_pinning_policies``:
     ``hw:cpu_policy=dedicated`` asks PCPU for every vCPU, ``mixed`` PCPU
     for the dedicated (or realtime) CPUs and VCPU for the rest, one PCPU
@@ -499,7 +499,7 @@ def process_requested_resources(
             res_req.add_request_group('_pci%d_%d' % (n, i), group)
 
 
-def add_flavor_resources(res_req: ResourceRequest, flavor: servers.Flavor,
+def add_flavor_resources(res_req: ResourceRequest, flavor: objects.Flavor,
                          is_bfv: bool) -> None:
     """Mirrors the part of ``ResourceRequest.from_request_spec`` that
     reads the flavor's own sizes: its vcpus, ram and disk (root +
@@ -605,7 +605,7 @@ def translate_stateless_firmware_request(res_req: ResourceRequest,
         res_req.add_trait('COMPUTE_SECURITY_STATELESS_FIRMWARE', REQUIRED)
 
 
-def from_request_spec(flavor: servers.Flavor,
+def from_request_spec(flavor: objects.Flavor,
                       pci_requests: tuple[pci_request.PciRequest, ...] = (),
                       pci_in_placement: bool = False,
                       is_bfv: bool = False) -> ResourceRequest:
@@ -659,7 +659,7 @@ def resources_from_request_spec(res_req: ResourceRequest,
                    pci_requests=pci_requests)
 
 
-def pci_requests_of(flavor: servers.Flavor,
+def pci_requests_of(flavor: objects.Flavor,
                     pci_config: pci_rules.PciConfig
                     ) -> tuple[pci_request.PciRequest, ...]:
     """Mirrors ``get_pci_requests_from_flavor`` (``pci_request``) with
@@ -677,7 +677,7 @@ def pci_requests_of(flavor: servers.Flavor,
             PCI_ALIAS_KEY, exc)) from exc
 
 
-def request_for(flavor: servers.Flavor,
+def request_for(flavor: objects.Flavor,
                 pci_config: pci_rules.PciConfig | None = None,
                 booted_from_volume: bool = False) -> Request:
     """The request Nova's scheduler builds for one server of ``flavor``

@@ -10,5 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova/virt/: ``hardware``, the extra specs a flavor's host must honour.
+"""nova/virt/: ``hardware``, the extra specs a flavor's host must honour;
+``libvirt.driver``, the mdev rules of the libvirt driver.
 """

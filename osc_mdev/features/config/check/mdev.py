@@ -41,6 +41,7 @@ from osc_mdev.nova import migration as migration_rules
 from osc_mdev.nova import names
 from osc_mdev.nova.pci import devspec
 from osc_mdev.nova.pci import placement_translator as translator
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 ERROR, WARNING, INFO = findings.ERROR, findings.WARNING, findings.INFO
 Finding = findings.Finding
@@ -53,7 +54,7 @@ def _f(severity: str, where: str, message: str) -> Finding:
     return Finding(severity, where, message)
 
 
-def _where_type(conf: novaconf.MdevConfig, mdev_type: str,
+def _where_type(conf: libvirt_driver.MdevConfig, mdev_type: str,
                 option: str | None = None) -> str:
     settings = _settings(conf)
     value = settings.groups.get(mdev_type, {}).get(option or '')
@@ -64,7 +65,7 @@ def _where_type(conf: novaconf.MdevConfig, mdev_type: str,
 
 # -- The file alone ---------------------------------------------------------
 
-def file_findings(conf: novaconf.MdevConfig,
+def file_findings(conf: libvirt_driver.MdevConfig,
                   sysfs_checked: bool = False) -> list[Finding]:
     """Findings about the files themselves, beyond Nova's fatal ones:
     names Nova does not read (``spelling``), then the mdev rules.
@@ -91,10 +92,10 @@ def file_findings(conf: novaconf.MdevConfig,
             'Address %s is accepted but matches no device: Nova compares it '
             "literally with libvirt's %s, so that device takes %s and "
             'resource class VGPU instead of %s; write it as %s.'
-            % (address, novaconf.libvirt_form(address),
+            % (address, libvirt_driver.libvirt_form(address),
                'the default type %s' % conf.default_type
                if conf.default_type else 'no type at all',
-               mdev_type, novaconf.libvirt_form(address))))
+               mdev_type, libvirt_driver.libvirt_form(address))))
     default = conf.mdev_type(conf.default_type) if conf.default_type \
         else None
     if default is not None and default.mdev_class != novaconf.VGPU:
@@ -125,7 +126,7 @@ def file_findings(conf: novaconf.MdevConfig,
     return found
 
 
-def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
+def _default_type_note(conf: libvirt_driver.MdevConfig) -> Finding:
     """The type without ``device_addresses`` that Nova gives every
     device no type lists (``pgpu_type_default``), whether its group is
     absent, empty or lists no address.
@@ -145,18 +146,19 @@ def _default_type_note(conf: novaconf.MdevConfig) -> Finding:
               'given to every device no other type lists.' % name)
 
 
-def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
+def downtime_findings(conf: libvirt_driver.MdevConfig) -> list[Finding]:
     """The ``[libvirt] live_migration_downtime*`` settings Nova's vGPU
     guide asks of computes with NVIDIA vGPU types
-    (``novaconf.downtime_problem``), judged on the values nova-compute
-    uses (``novaconf.downtime_settings``: Nova's defaults where unset).
+    (``libvirt_driver.downtime_problem``), judged on the values nova-compute
+    uses (``libvirt_driver.downtime_settings``: Nova's defaults where unset).
     """
     nvidia = [t.name for t in conf.types
               if trait_logic.mdev_type(t.name).is_nvidia]
     if not nvidia:
         return []
     settings = _settings(conf)
-    off = novaconf.downtime_off(novaconf.downtime_settings(settings))
+    off = libvirt_driver.downtime_off(
+        libvirt_driver.downtime_settings(settings))
     if not off:
         return []
     libvirt = settings.libvirt
@@ -176,10 +178,10 @@ def downtime_findings(conf: novaconf.MdevConfig) -> list[Finding]:
     return [_f(WARNING, here,
                '%s and nova-compute uses [libvirt] %s: %s; set them on every '
                'compute that live-migrates these vGPUs.' % (
-                   what, problem, novaconf.DOWNTIME_NEEDED))]
+                   what, problem, libvirt_driver.DOWNTIME_NEEDED))]
 
 
-def post_copy_findings(conf: novaconf.MdevConfig,
+def post_copy_findings(conf: libvirt_driver.MdevConfig,
                        specs: Sequence[devspec.DeviceSpec]) -> list[Finding]:
     """``[libvirt] live_migration_permit_post_copy`` on a node with VFIO
     devices: enabled mdev types, or ``[pci] device_spec`` devices given
@@ -231,8 +233,8 @@ def where(section: str, option: str | None,
     return novaconf.where(section, option, occurrence)
 
 
-def _settings(conf: novaconf.MdevConfig) -> novaconf.Settings:
-    """The settings ``novaconf.supported_vgpu_types`` always gives."""
+def _settings(conf: libvirt_driver.MdevConfig) -> novaconf.Settings:
+    """The settings ``libvirt_driver.supported_vgpu_types`` always gives."""
     assert conf.settings is not None
     return conf.settings
 
@@ -384,12 +386,12 @@ class DeviceResult:
 
 def nodedev_of(address: str) -> str:
     """libvirt's node device name of a device address."""
-    if novaconf.matches_libvirt(address):
+    if libvirt_driver.matches_libvirt(address):
         return 'pci_' + re.sub('[:.]', '_', address)
     return address
 
 
-def effective(conf: novaconf.MdevConfig,
+def effective(conf: libvirt_driver.MdevConfig,
               devices: Collection[str] = ()) -> list[DeviceResult]:
     """Each device with the type and class Nova will give it.
 
@@ -404,27 +406,28 @@ def effective(conf: novaconf.MdevConfig,
     for address, mdev_type in conf.pgpu_type_mapping.items():
         listed_at = _where_type(conf, mdev_type, 'device_addresses')
         if address not in conf.virtual_mdevs and \
-                not novaconf.matches_libvirt(address):
+                not libvirt_driver.matches_libvirt(address):
             rows[address] = DeviceResult(
                 address, None, None,
                 'matches no device (compared literally with %s)'
-                % novaconf.libvirt_form(address), listed_at)
-            meant = novaconf.libvirt_form(address)
+                % libvirt_driver.libvirt_form(address), listed_at)
+            meant = libvirt_driver.libvirt_form(address)
             if meant not in conf.pgpu_type_mapping:
                 devices = list(devices) + [nodedev_of(meant)]
             continue
         rows[address] = DeviceResult(
             address, mdev_type,
-            novaconf.resource_class_for_device(conf, nodedev_of(address)),
+            libvirt_driver.resource_class_for_device(
+                conf, nodedev_of(address)),
             'listed under [mdev_%s]' % mdev_type, listed_at)
     for nodedev in devices:
         address = names.pci_address_from_nodedev(nodedev) or nodedev
         if address in rows:
             continue
-        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        mdev_type = libvirt_driver.vgpu_type_per_pgpu(conf, nodedev)
         rows[address] = DeviceResult(
             address, mdev_type,
-            novaconf.resource_class_for_device(conf, nodedev)
+            libvirt_driver.resource_class_for_device(conf, nodedev)
             if mdev_type else None,
             'not listed: default type' if mdev_type else
             'not listed and no default type: no inventory', decides)
@@ -437,7 +440,7 @@ def effective(conf: novaconf.MdevConfig,
 
 # -- sysfs -------------------------------------------------------------------
 
-def sysfs_findings(conf: novaconf.MdevConfig,
+def sysfs_findings(conf: libvirt_driver.MdevConfig,
                    parents: Mapping[str, host_gpus.Device] | None,
                    functions: Mapping[str, host_gpus.Device] | None = None
                    ) -> list[Finding]:
@@ -452,7 +455,8 @@ def sysfs_findings(conf: novaconf.MdevConfig,
     if parents is None:
         return [no_mdev_bus(conf)]
     listed = {a: t for a, t in conf.pgpu_type_mapping.items()
-              if a not in conf.virtual_mdevs and novaconf.matches_libvirt(a)}
+              if a not in conf.virtual_mdevs
+              and libvirt_driver.matches_libvirt(a)}
     for address, mdev_type in sorted(listed.items()):
         here = _where_type(conf, mdev_type, 'device_addresses')
         device = parents.get(address)
@@ -489,7 +493,7 @@ def sysfs_findings(conf: novaconf.MdevConfig,
     found += _max_instances_findings(conf, parents)
     for device in sorted(parents.values(), key=lambda d: d.address):
         nodedev = nodedev_of(device.address)
-        mdev_type = novaconf.vgpu_type_per_pgpu(conf, nodedev)
+        mdev_type = libvirt_driver.vgpu_type_per_pgpu(conf, nodedev)
         if mdev_type and device.address not in listed and \
                 mdev_type not in device.types:
             found.append(_f(
@@ -501,7 +505,7 @@ def sysfs_findings(conf: novaconf.MdevConfig,
     return found
 
 
-def _max_instances_findings(conf: novaconf.MdevConfig,
+def _max_instances_findings(conf: libvirt_driver.MdevConfig,
                             parents: Mapping[str, host_gpus.Device]
                             ) -> list[Finding]:
     """Each type's ``max_instances`` against the instances its devices
@@ -510,7 +514,8 @@ def _max_instances_findings(conf: novaconf.MdevConfig,
     found = []
     for mdev_type, limit in sorted(conf.max_instances.items()):
         holders = [d for d in parents.values()
-                   if mdev_type in d.types and novaconf.vgpu_type_per_pgpu(
+                   if mdev_type in d.types
+                   and libvirt_driver.vgpu_type_per_pgpu(
                        conf, nodedev_of(d.address)) == mdev_type]
         available = sum(d.types[mdev_type].available_instances or 0
                         for d in holders)
@@ -531,7 +536,7 @@ def _max_instances_findings(conf: novaconf.MdevConfig,
     return found
 
 
-def no_mdev_bus(conf: novaconf.MdevConfig) -> Finding:
+def no_mdev_bus(conf: libvirt_driver.MdevConfig) -> Finding:
     """The sysfs tree has no ``class/mdev_bus``: no device offers mdevs.
 
     nova-compute still starts: nothing it runs at start looks at the
@@ -573,7 +578,7 @@ class PlacementDevice:
     used: int = 0                      # of resource_class, in Placement
 
 
-def placement_findings(conf: novaconf.MdevConfig, host: str,
+def placement_findings(conf: libvirt_driver.MdevConfig, host: str,
                        devices: Iterable[PlacementDevice],
                        prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
                        ) -> list[Finding]:
@@ -588,7 +593,7 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
                    for t in conf.supported_types}
     in_placement = {d.address: d for d in devices}
     listed = [a for a in conf.pgpu_type_mapping
-              if a in conf.virtual_mdevs or novaconf.matches_libvirt(a)]
+              if a in conf.virtual_mdevs or libvirt_driver.matches_libvirt(a)]
     for address in sorted(listed):
         if address not in in_placement:
             mdev_type = conf.pgpu_type_mapping[address]
@@ -598,7 +603,7 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
                 'there, offers no %s instance, or nova-compute has not '
                 'reported it yet.' % (address, host, mdev_type)))
     for device in sorted(devices, key=lambda d: d.address):
-        mdev_type = novaconf.vgpu_type_per_pgpu(conf, device.nodedev)
+        mdev_type = libvirt_driver.vgpu_type_per_pgpu(conf, device.nodedev)
         held = (' Placement refuses that while servers hold allocations '
                 'there (%s): nova-compute\'s updates for the node fail until '
                 'they move.' % ', '.join(device.servers)
@@ -617,7 +622,8 @@ def placement_findings(conf: novaconf.MdevConfig, host: str,
                 % (device.address, device.resource_class, device.total,
                    on_it)))
             continue
-        expected = novaconf.resource_class_for_device(conf, device.nodedev)
+        expected = libvirt_driver.resource_class_for_device(
+            conf, device.nodedev)
         if expected != device.resource_class:
             found.append(_f(
                 WARNING, where_host,

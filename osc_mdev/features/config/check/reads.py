@@ -42,6 +42,7 @@ from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.pci import devspec as pci_devspec
 from osc_mdev.nova.pci import placement_translator as translator
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 #: What gives the Placement and Compute clients when they are first needed.
 Clients = Callable[[], tuple[placement_client.PlacementClient,
@@ -117,7 +118,7 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
                                       vfs.scope()))
 
 
-def _mdev_half(conf: novaconf.MdevConfig, pci: pci_rules.PciConfig,
+def _mdev_half(conf: libvirt_driver.MdevConfig, pci: pci_rules.PciConfig,
                node: host_gpus.Host | None, host: str | None,
                trait_prefix: str, clients: Clients | None
                ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:

@@ -34,6 +34,7 @@ from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.pci import devspec as pci_devspec
 from osc_mdev.nova.pci import placement_translator as translator
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 COLUMNS = ('Severity', 'Where', 'Message')
 LONG_COLUMNS = ('Device', 'Mdev Type', 'Resource Class', 'Traits')
@@ -60,7 +61,7 @@ class Effect:
     traits: str = ''
 
 
-def device_effects(conf: novaconf.MdevConfig,
+def device_effects(conf: libvirt_driver.MdevConfig,
                    devices: Collection[str] = ()) -> list[Effect]:
     """``configcheck.effective`` as rows: each device with the type and
     resource class Nova will give it.
@@ -117,7 +118,7 @@ def pci_effects(pci: pci_rules.PciConfig,
     return found
 
 
-def scope(conf: novaconf.MdevConfig | None, pci_configured: bool = False,
+def scope(conf: libvirt_driver.MdevConfig | None, pci_configured: bool = False,
           sysfs_root: str | None = None, host: str | None = None,
           provider_configs: bool = False,
           vgpu_vfs: str | None = None) -> list[str]:

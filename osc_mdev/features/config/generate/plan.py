@@ -51,8 +51,9 @@ import os_resource_classes
 
 from osc_mdev.base import words
 from osc_mdev.host import gpus as host_gpus
-from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import names
+from osc_mdev.nova.pci import utils as pci_utils
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 #: The words a vGPU or mdev type's name starts with, left out in the
 #: short spellings (``L4-8Q`` for ``NVIDIA L4-8Q``).
@@ -91,15 +92,15 @@ class SysfsNameError(GenerateError):
 def is_pci_address(address: str) -> bool:
     """Whether a name read from sysfs is a PCI function's address as the
     kernel names one and Nova reads one: accepted by Nova's
-    ``parse_address`` (``novaconf.parse_address``), in libvirt's
+    ``parse_address`` (``pci_utils.parse_address``), in libvirt's
     lower-case form with a ``.`` before the function
-    (``novaconf.matches_libvirt``).
+    (``libvirt_driver.matches_libvirt``).
     """
     try:
-        novaconf.parse_address(address)
+        pci_utils.parse_address(address)
     except ValueError:
         return False
-    return novaconf.matches_libvirt(address)
+    return libvirt_driver.matches_libvirt(address)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,7 +292,8 @@ def _check_names(host: host_gpus.Host, devices: Iterable[host_gpus.Device],
         path = _device_path(host, device.address, device.pci_function)
         if not is_pci_address(device.address) and (
                 device.pci_function or not device.mdev_parent
-                or not novaconf.looks_like_virtual_parent(device.address)):
+                or not libvirt_driver.looks_like_virtual_parent(
+                    device.address)):
             raise SysfsNameError(
                 path, device.address,
                 'the name is not a PCI address (DDDD:BB:DD.F in lower-case '

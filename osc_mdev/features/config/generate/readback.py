@@ -16,7 +16,7 @@ any file is written.
 Each fragment is read as Nova's services read it: by oslo.config's
 parser with Nova's option definitions (``novaconf.parse_texts``), then
 by Nova's rules on device specs and aliases (``pci.pci_config``) and on
-mdev types (``novaconf.supported_vgpu_types``). What is read must be
+mdev types (``libvirt_driver.supported_vgpu_types``). What is read must be
 what the plan says, value for value, and no rule may refuse it;
 ``check`` raises ``configgenerate.GenerateError`` otherwise.
 """
@@ -29,6 +29,7 @@ from osc_mdev.features.config.generate import files as generated
 from osc_mdev.features.config.generate import plan as plans
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 
 def _refused(file: generated.GeneratedFile, reason: str
@@ -84,7 +85,7 @@ def check_compute_conf(plan: plans.Plan,
               settings.groups[mdev_type.mdev_type][
                   'device_addresses'].value,
               list(mdev_type.addresses))
-    _no_errors(file, novaconf.supported_vgpu_types(settings).findings)
+    _no_errors(file, libvirt_driver.supported_vgpu_types(settings).findings)
 
 
 def check_controller_conf(plan: plans.Plan,
