@@ -617,7 +617,8 @@ def select_devices(placement: PlacementClient, references: Sequence[str] = (),
     for reference, candidate in named.items():
         summary = summaries.get(candidate.uuid)
         if candidate.kind == provider_model.PCI and (
-                summary is None or provider_model.is_pci_device(summary.traits)):
+                summary is None
+                or provider_model.is_pci_device(summary.traits)):
             raise errors.Refused(
                 PCI_TRAITS_REFUSAL % (candidate.host, candidate.device),
                 device=reference)
