@@ -28,6 +28,7 @@ from osc_lib import exceptions
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import allocations as domain
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
@@ -216,7 +217,7 @@ def server_labels(compute: compute_client.ComputeClient, node: str,
     if consumers:
         try:
             known = compute.servers_by_id(sorted(consumers), nodes=(node,))
-        except exceptions.CommandError:
+        except (exceptions.CommandError, library_errors.ServiceError):
             known = {}   # Nova unreachable: the consumer IDs name them
     return {c: '%s (%s)' % (known[c].get('name'), c) if c in known else c
             for c in consumers}

@@ -58,6 +58,7 @@ import typing
 from osc_lib import exceptions
 
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.base import words
 from osc_mdev.cloud import explanation
 from osc_mdev.cloud import fit as domain
@@ -566,7 +567,7 @@ def _flavors_by_reference(compute: ComputeClient,
         try:
             found[references[0]] = naming.find_flavor(compute,
                                                       references[0])
-        except exceptions.CommandError as exc:
+        except (exceptions.CommandError, library_errors.ServiceError) as exc:
             found[references[0]] = exc
         return found
     listed = compute.list_flavors()
@@ -585,7 +586,8 @@ def _flavors_by_reference(compute: ComputeClient,
 def count_flavors(placement: PlacementClient, compute: ComputeClient,
                   flavors: Sequence[str],
                   pci_config: pci_rules.PciConfig | None = None
-                  ) -> dict[str, int | exceptions.CommandError]:
+                  ) -> dict[str, int | exceptions.CommandError
+                            | library_errors.ServiceError]:
     """How many more servers of each flavor (a name or ID) fit, as
     ``count`` counts one, from one set of reads for all of them: the
     flavors (one listing when there are several), the services, the
@@ -599,10 +601,12 @@ def count_flavors(placement: PlacementClient, compute: ComputeClient,
     calls.append(device_reads.anchor_call(placement, known=known))
     listing, services, payloads, first = pool.call_all(
         calls, placement.max_workers)
-    result: dict[str, int | exceptions.CommandError] = {}
+    result: dict[str, int | exceptions.CommandError
+                 | library_errors.ServiceError] = {}
     requests: dict[str, rr.Request] = {}
     for ref, payload in payloads.items():
-        if isinstance(payload, exceptions.CommandError):
+        if isinstance(payload, (exceptions.CommandError,
+                                library_errors.ServiceError)):
             result[ref] = payload
             continue
         try:

@@ -31,6 +31,7 @@ from osc_lib import exceptions
 
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as domain
@@ -229,7 +230,7 @@ def apply(placement: placement_client.PlacementClient,
         except placement_client.NotFound:
             return Outcome(plan.device, None, None,
                            'failed: the device was deleted meanwhile', True)
-        except exceptions.CommandError as exc:
+        except (exceptions.CommandError, library_errors.ServiceError) as exc:
             return Outcome(plan.device, None, None, 'failed: %s' % exc, True)
         finally:
             on_done()
