@@ -16,8 +16,12 @@ One keystoneauth Adapter path (``http.Service``: microversions, retries,
 the one error mapper), one module per service (``placement``,
 ``compute``, ``identity``) with explicit microversions, and the bounded
 pool that runs requests at once (``pool``). No use-case logic lives
-here; it imports only the standard library, keystoneauth, osc-lib and
-itself.
+here; it imports only the standard library, keystoneauth,
+``osc_mdev.base`` (its failures are ``osc_mdev.base.errors``: a
+``ServiceError`` with the service, request, status and attempts as data,
+or the ``NotFound`` and ``Conflict`` of ``http``) and itself. Nothing is
+kept in a module: each ``MdevClient`` has its own service clients, so
+clients of two clouds in one process never mix.
 """
 
 from collections.abc import Callable

@@ -22,10 +22,9 @@ import re
 import typing
 import urllib.parse
 
-from osc_lib import exceptions as osc_exc
-
 from osc_mdev.api import http
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 
 # OS-EXT-SRV-ATTR:host and :hypervisor_hostname for admins; the admin
 # filters node= and all_tenants=.
@@ -62,7 +61,7 @@ def next_marker(links: abc.Iterable[dict[str, str]]) -> str | None:
     Nova links the next page whenever a page is full (as many items as
     the smaller of ``limit`` and its ``[api] max_limit``); its link
     carries the marker to ask for that page with. A ``next`` link
-    without one cannot be followed: CommandError, rather than a listing
+    without one cannot be followed: ServiceError, rather than a listing
     cut short.
     """
     for link in links:
@@ -71,9 +70,10 @@ def next_marker(links: abc.Iterable[dict[str, str]]) -> str | None:
         query = urllib.parse.urlsplit(link.get('href', '')).query
         markers = urllib.parse.parse_qs(query).get('marker')
         if not markers:
-            raise osc_exc.CommandError(
+            raise errors.ServiceError(
                 'The Compute API linked a next page without a marker (%s); '
-                'the listing cannot be read whole.' % link.get('href'))
+                'the listing cannot be read whole.' % link.get('href'),
+                service='Compute', href=link.get('href'))
         return markers[0]
     return None
 
@@ -138,12 +138,12 @@ class ComputeClient(pool.ServiceClient):
         try:
             return self._pages('servers', params,
                                self._reader('/servers/detail', version))
-        except NotFound:
-            raise osc_exc.CommandError(
+        except NotFound as exc:
+            raise errors.ServiceError(
                 'The Compute API answered 404 Not Found to GET '
                 '/servers/detail, which every Nova serves; check the '
                 'compute endpoint (service catalog or '
-                'compute_endpoint_override).') from None
+                'compute_endpoint_override).', **exc.data) from None
 
     def servers_named(self, name: str) -> list[dict]:
         """Servers of every project whose name is exactly ``name``."""

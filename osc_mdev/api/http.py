@@ -27,8 +27,14 @@ Every Placement, Compute and Keystone request goes through
 * one shared semaphore bounds the requests in flight for the whole
   command (``--os-mdev-max-workers``), however the command batches them;
 * every failure becomes ``NotFound`` (404), ``Conflict`` (409), or a
-  one-line ``CommandError`` that names the service, the request, the
-  answer and, for transient faults, the number of attempts.
+  ``ServiceError`` (``osc_mdev.base.errors``): one sentence that names
+  the service, the request, the answer and, for transient faults, the
+  number of attempts, and the same as data (``service``, ``method``,
+  ``path``, ``status``, ``attempts``).
+
+Each ``Service`` logs through its own adapter of keystoneauth's request
+logger: nothing is kept in this module, so two clouds' clients in one
+process share no state.
 """
 
 from collections.abc import Collection
@@ -43,9 +49,9 @@ from keystoneauth1 import access as ks_access
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
-from osc_lib import exceptions as osc_exc
 
 from osc_mdev.api import errors
+from osc_mdev.base import errors as library_errors
 
 if typing.TYPE_CHECKING:
     import requests
@@ -55,24 +61,32 @@ DEFAULT_TIMEOUT = 60.0
 TRANSIENT_STATUSES = (500, 502, 503, 504)
 
 
-class NotFound(Exception):
-    """The service answered 404 for the resource asked for."""
+class NotFound(library_errors.NotFound):
+    """The service answered 404 for the resource asked for (data:
+    ``service``, ``method``, ``path``, ``status``); the sentence is the
+    service's own detail.
+    """
 
 
-class Conflict(Exception):
+class Conflict(library_errors.Refused):
     """The service answered 409 (in Placement: another writer changed the
-    provider since it was read).
+    provider since it was read), or another status the request names as
+    a conflict; nothing was written. The sentence is the service's own
+    detail; ``code`` is its error code, ``status`` the HTTP status (both
+    in ``data`` too).
     """
 
     def __init__(self, message: str, code: str | None = None,
-                 status: int = 409) -> None:
-        super().__init__(message)
+                 status: int = 409, **data: typing.Any) -> None:
+        super().__init__(message, code=code, status=status, **data)
         self.code = code
         self.status = status
 
 
-class MicroversionUnsupported(osc_exc.CommandError):
-    """The cloud's service is older than a call needs."""
+class MicroversionUnsupported(library_errors.ServiceError):
+    """The cloud's service is older than a call needs (data: also
+    ``microversion`` and ``max_version``).
+    """
 
 
 class _RequestLog(logging.LoggerAdapter):
@@ -86,9 +100,6 @@ class _RequestLog(logging.LoggerAdapter):
     def warning(self, msg: object, *args: object,
                 **kwargs: typing.Any) -> None:
         self.info(msg, *args, **kwargs)
-
-
-_LOG = _RequestLog(logging.getLogger('keystoneauth.session'), {})
 
 
 class Service:
@@ -130,6 +141,9 @@ class Service:
         self.status_retries = status_retries
         self.timeout = timeout
         self._semaphore = semaphore or threading.BoundedSemaphore(8)
+        # This Service's own adapter of keystoneauth's request logger.
+        self._log = _RequestLog(logging.getLogger('keystoneauth.session'),
+                                {'service': service_type})
         self._adapter = ks_adapter.Adapter(
             session, service_type=service_type, interface=interface,
             region_name=region_name, endpoint_override=endpoint_override,
@@ -142,7 +156,7 @@ class Service:
             # keystoneauth logs through the Logger methods the adapter
             # has.
             client_name='osc-mdev',
-            logger=typing.cast(logging.Logger, _LOG), version=version)
+            logger=typing.cast(logging.Logger, self._log), version=version)
 
     def access(self) -> ks_access.AccessInfo | None:
         """The access information of the command's token (its roles,
@@ -158,14 +172,16 @@ class Service:
         except ks_exc.Unauthorized as exc:
             raise self._credentials_error() from exc
         except ks_exc.ConnectionError as exc:
-            raise osc_exc.CommandError(
+            raise library_errors.ServiceError(
                 'Cannot reach Keystone to authenticate (%s); check the '
                 'auth URL and that Keystone is running.'
-                % errors.connection_problem(exc)) from exc
+                % errors.connection_problem(exc),
+                service='Keystone') from exc
         except ks_exc.ClientException as exc:
-            raise osc_exc.CommandError(
+            raise library_errors.ServiceError(
                 'Authentication failed before any request was sent: %s.'
-                % errors.first_line(exc).rstrip('.')) from exc
+                % errors.first_line(exc).rstrip('.'),
+                service='Keystone') from exc
 
     def request(self, method: str, url: str, microversion: str | None,
                 json_body: Mapping[str, typing.Any] | None = None,
@@ -188,24 +204,27 @@ class Service:
         try:
             response = self._adapter.request(url, method, **kwargs)
         except ks_exc.EndpointNotFound as exc:
-            raise osc_exc.CommandError(
+            raise self._failed(
                 'No %s endpoint found in the service catalog (%s); add one '
                 'or set %s_endpoint_override in clouds.yaml.'
-                % (self.label, errors.first_line(exc),
-                   self.service_type)) from exc
+                % (self.label, errors.first_line(exc), self.service_type),
+                method, url) from exc
         except ks_exc.ConnectionError as exc:
-            raise osc_exc.CommandError(
+            attempts = self.connect_retries + 1
+            raise self._failed(
                 'Cannot reach the %s API (%s) for %s %s after %d attempts; '
                 'check the endpoint and that the service is running.'
                 % (self.label, errors.connection_problem(exc), method,
-                   _path(url), self.connect_retries + 1)) from exc
+                   _path(url), attempts),
+                method, url, attempts=attempts) from exc
         except ks_exc.Unauthorized as exc:
-            raise self._credentials_error() from exc
+            raise self._credentials_error(method, url) from exc
         except ks_exc.ClientException as exc:
             # Authentication plugins and discovery fail with these.
-            raise osc_exc.CommandError(
+            raise self._failed(
                 'Request to the %s API failed before it was sent: %s.'
-                % (self.label, errors.first_line(exc).rstrip('.'))) from exc
+                % (self.label, errors.first_line(exc).rstrip('.')),
+                method, url) from exc
         return self._answer(method, url, microversion, response, transient,
                             conflicts)
 
@@ -221,50 +240,69 @@ class Service:
             try:
                 return response.json()
             except ValueError:
-                raise osc_exc.CommandError(
+                raise self._failed(
                     '%s %s at %s answered something that is not JSON; '
                     'check that the %s endpoint URL is right.'
-                    % (method, _path(url), _endpoint(response), self.label))
+                    % (method, _path(url), _endpoint(response), self.label),
+                    method, url, status=status)
         detail, shaped = _error_detail(response)
         where = '%s %s' % (method, _path(url))
+        data: dict[str, typing.Any] = dict(
+            service=self.label, method=method, path=_path(url),
+            status=status)
         if status == 404 and shaped:
-            raise NotFound(detail)
+            raise NotFound(detail, **data)
         if status in conflicts and shaped:
-            raise Conflict(detail, _error_code(response), status)
+            raise Conflict(detail, _error_code(response), **data)
         if not shaped:
-            raise osc_exc.CommandError(
+            raise library_errors.ServiceError(
                 '%s answered HTTP %d with a page that is not from the %s '
                 'API to %s; check the %s endpoint URL.'
                 % (_endpoint(response), status, self.label, where,
-                   self.label))
+                   self.label), **data)
         if status == 401:
-            raise self._credentials_error()
+            raise self._credentials_error(method, url)
         if status == 403:
-            raise osc_exc.CommandError(
+            raise library_errors.ServiceError(
                 '%s refused %s (HTTP 403: %s); these commands need an '
                 'account with the admin role or a policy that allows it.'
-                % (self.label, where, detail))
+                % (self.label, where, detail), **data)
         if status == 406:
+            found = _max_version(response)
             raise MicroversionUnsupported(
                 "This command needs %s API microversion %s or later; the "
                 "cloud's %s supports up to %s."
                 % (self.label, microversion, self.label,
-                   _max_version(response) or 'an older version'))
+                   found or 'an older version'),
+                microversion=microversion, max_version=found, **data)
         if status >= 500:
             attempts = self.status_retries + 1 if status in transient else 1
-            raise osc_exc.CommandError(
+            raise library_errors.ServiceError(
                 '%s failed on %s with HTTP %d (%s) after %d attempt%s; try '
                 'again later or check the %s service logs.'
                 % (self.label, where, status, detail, attempts,
-                   '' if attempts == 1 else 's', self.label))
-        raise osc_exc.CommandError(
+                   '' if attempts == 1 else 's', self.label),
+                attempts=attempts, **data)
+        raise library_errors.ServiceError(
             '%s rejected %s (HTTP %d): %s.'
-            % (self.label, where, status, detail.rstrip('.')))
+            % (self.label, where, status, detail.rstrip('.')), **data)
 
-    def _credentials_error(self) -> osc_exc.CommandError:
-        return osc_exc.CommandError(
+    def _failed(self, sentence: str, method: str, url: str,
+                **data: typing.Any) -> library_errors.ServiceError:
+        """A ServiceError of ``method url`` to this service."""
+        return library_errors.ServiceError(
+            sentence, service=self.label, method=method, path=_path(url),
+            **data)
+
+    def _credentials_error(self, method: str | None = None,
+                           url: str | None = None
+                           ) -> library_errors.ServiceError:
+        data = {} if method is None or url is None else {
+            'method': method, 'path': _path(url)}
+        return library_errors.ServiceError(
             '%s did not accept the credentials (HTTP 401); check the cloud '
-            'configuration or token.' % self.label)
+            'configuration or token.' % self.label, service=self.label,
+            status=401, **data)
 
 
 def _error_detail(response: 'requests.Response') -> tuple[str, bool]:

@@ -24,9 +24,8 @@ from collections.abc import Mapping
 import dataclasses
 import urllib.parse
 
-from osc_lib import exceptions as osc_exc
-
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 
 VERSION = '3'
 
@@ -113,8 +112,10 @@ class IdentityClient(pool.ServiceClient):
         url = path + ('?' + urllib.parse.urlencode(query) if query else '')
         body = self._request('GET', url, None)
         if body.get('truncated'):
-            raise osc_exc.CommandError(
+            raise errors.ServiceError(
                 'Keystone answered only the first %d %s of GET %s (its '
                 'list_limit option); raise the limit so that every one is '
-                'listed.' % (len(body[key]), key.replace('_', ' '), path))
+                'listed.' % (len(body[key]), key.replace('_', ' '), path),
+                service='Keystone', method='GET', path=path,
+                listed=len(body[key]))
         return body[key]

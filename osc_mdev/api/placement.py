@@ -28,10 +28,9 @@ import time
 import typing
 import urllib.parse
 
-from osc_lib import exceptions as osc_exc
-
 from osc_mdev.api import http
 from osc_mdev.api import pool
+from osc_mdev.base import errors
 
 # Microversions, named by what needs them.
 PROVIDER_TREE = '1.14'       # parent/root provider UUIDs in listings
@@ -74,8 +73,14 @@ SHARED = ('/resource_providers?resources=', '/allocation_candidates?')
 class PlacementClient(pool.ServiceClient):
     """Placement requests used by the mdev commands."""
 
-    _shared: dict[tuple[str, str | None], futures.Future] | None = None
-    _shared_lock = threading.Lock()
+    def __init__(self, service: http.Service,
+                 max_workers: int = pool.DEFAULT_MAX_WORKERS) -> None:
+        super().__init__(service, max_workers)
+        # The answers ``shared_reads`` shares: this client's own, never
+        # another's.
+        self._shared: dict[tuple[str, str | None],
+                           futures.Future] | None = None
+        self._shared_lock = threading.Lock()
 
     def shared_reads(self) -> 'PlacementClient':
         """A client of the same service whose reads of the whole cloud
@@ -301,10 +306,11 @@ class PlacementClient(pool.ServiceClient):
         except GenerationConflict as exc:
             if exc.status == 500 and self.get_provider(
                     uuid)['generation'] == generation:
-                raise osc_exc.CommandError(
+                raise errors.ServiceError(
                     'Placement failed on PUT /resource_providers/%s/traits '
                     'with HTTP 500 (%s); try again later or check the '
-                    'Placement service logs.' % (uuid, exc)) from exc
+                    'Placement service logs.' % (uuid, exc),
+                    **exc.data) from exc
             raise
         return body['resource_provider_generation']
 
@@ -350,9 +356,11 @@ class PlacementClient(pool.ServiceClient):
                     continue  # the bulk read was stale: re-read at once
                 delay = min(backoff * 2 ** attempt, 2.0)
                 time.sleep(random.uniform(delay / 2, delay))
-        raise osc_exc.CommandError(
+        raise errors.ServiceError(
             'Provider %s kept changing under %d attempts to update its '
-            'traits; run the command again.' % (uuid, attempts))
+            'traits; run the command again.' % (uuid, attempts),
+            service='Placement', method='PUT',
+            path='/resource_providers/%s/traits' % uuid, attempts=attempts)
 
     def get_provider_details(self, uuids: Iterable[str], usages: bool = True,
                              traits: bool = True, allocations: bool = False

@@ -46,10 +46,28 @@ T = typing.TypeVar('T')
 
 
 def client(app: shell.OpenStackShell) -> api.MdevClient:
-    """``client_manager.mdev``: the client ``plugin.make_client`` builds
-    (osc-lib's ClientManager does not declare a plugin's attribute).
+    """The mdev client of the command's cloud (``manager_client`` of
+    the app's ClientManager).
     """
-    return app.client_manager.mdev  # type: ignore[attr-defined]
+    return manager_client(app.client_manager)
+
+
+def manager_client(manager: typing.Any) -> api.MdevClient:
+    """``manager.mdev``: the client ``plugin.make_client`` builds for
+    this ClientManager, built once and kept on the manager itself.
+
+    OSC keeps each plugin's client on the ClientManager class, so every
+    manager of a process would be given the first one's: a program that
+    runs commands for two clouds would send the second's requests to
+    the first. Kept on the manager, each cloud gets its own.
+    """
+    from osc_mdev import plugin
+
+    mine = vars(manager).get(plugin.API_NAME)
+    if mine is None:
+        mine = plugin.make_client(manager)
+        setattr(manager, plugin.API_NAME, mine)
+    return mine
 
 
 def check(func: Callable[..., T], *args: typing.Any) -> T:

@@ -98,7 +98,7 @@ What will change in Placement when it restarts::
     def _clients(self) -> tuple[placement.PlacementClient,
                                 compute.ComputeClient]:
         manager = api.authenticated(self.app)
-        mdev: api.MdevClient = manager.mdev  # type: ignore[attr-defined]
+        mdev = common.manager_client(manager)
         return mdev.placement, mdev.compute
 
 

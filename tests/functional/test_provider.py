@@ -377,10 +377,10 @@ def test_too_old_placement_names_both_versions(placement_url):
     # the newest version Placement's root document announces.
     from keystoneauth1 import session as ks_session
     from keystoneauth1 import token_endpoint
-    from osc_lib import exceptions
 
     from osc_mdev.api import http
     from osc_mdev.api import placement as placement_client
+    from osc_mdev.base import errors
 
     newest = placement_max_version(placement_url)
     major, minor = newest.split('.')
@@ -389,8 +389,13 @@ def test_too_old_placement_names_both_versions(placement_url):
         auth=token_endpoint.Token(placement_url, 'admin'))
     client = placement_client.PlacementClient(
         http.Service(session, 'placement', 'Placement'))
-    with pytest.raises(exceptions.CommandError) as err:
+    with pytest.raises(http.MicroversionUnsupported) as err:
         client._request('GET', '/resource_providers', beyond)
     assert str(err.value) == (
         "This command needs Placement API microversion %s or later; the "
         "cloud's Placement supports up to %s." % (beyond, newest))
+    assert isinstance(err.value, errors.ServiceError)
+    assert err.value.data == {
+        'service': 'Placement', 'method': 'GET',
+        'path': '/resource_providers', 'status': 406,
+        'microversion': beyond, 'max_version': newest}

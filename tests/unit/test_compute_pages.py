@@ -17,10 +17,10 @@ The whole listings are read from real Nova in
 tests/e2e/test_nova_paging.py.
 """
 
-from osc_lib import exceptions
 import pytest
 
 from osc_mdev.api import compute
+from osc_mdev.base import errors
 
 
 def _nova_links(items, limit, max_limit, id_key):
@@ -70,5 +70,5 @@ def test_next_marker_without_a_next_link():
 
 
 def test_next_link_without_a_marker_is_an_error():
-    with pytest.raises(exceptions.CommandError, match='without a marker'):
+    with pytest.raises(errors.ServiceError, match='without a marker'):
         compute.next_marker([{'rel': 'next', 'href': 'http://nova/x?y=1'}])

@@ -14,11 +14,11 @@
 
 import json
 
-from osc_lib import exceptions
 import pytest
 import requests
 
 from osc_mdev.api import http
+from osc_mdev.base import errors
 
 
 def answer(status, body, url='http://placement.example:8778/x'):
@@ -65,25 +65,25 @@ def test_success_bodies():
     (406, placement_error(406, 'Unacceptable version', max_version='1.39'),
      http.MicroversionUnsupported, 'supports up to 1.39.'),
     (403, placement_error(403, 'Policy does not allow x'),
-     exceptions.CommandError,
+     errors.ServiceError,
      'Placement refused PUT /resource_providers/u/traits (HTTP 403: Policy '
      'does not allow x)'),
-    (401, placement_error(401, 'no token'), exceptions.CommandError,
+    (401, placement_error(401, 'no token'), errors.ServiceError,
      'did not accept the credentials (HTTP 401)'),
     (400, placement_error(400, 'JSON does not validate'),
-     exceptions.CommandError,
+     errors.ServiceError,
      'Placement rejected PUT /resource_providers/u/traits (HTTP 400): JSON '
      'does not validate.'),
-    (503, placement_error(503, 'down'), exceptions.CommandError,
+    (503, placement_error(503, 'down'), errors.ServiceError,
      'with HTTP 503 (down) after 4 attempts'),
-    (501, placement_error(501, 'nope'), exceptions.CommandError,
+    (501, placement_error(501, 'nope'), errors.ServiceError,
      'with HTTP 501 (nope) after 1 attempt;'),
-    (404, b'<html>not found</html>', exceptions.CommandError,
+    (404, b'<html>not found</html>', errors.ServiceError,
      'http://placement.example:8778 answered HTTP 404 with a page that is '
      'not from the Placement API'),
-    (200, b'<html>login</html>', exceptions.CommandError,
+    (200, b'<html>login</html>', errors.ServiceError,
      'answered something that is not JSON'),
-    (502, {'unexpected': 'json', 'shape': 1}, exceptions.CommandError,
+    (502, {'unexpected': 'json', 'shape': 1}, errors.ServiceError,
      'a page that is not from the Placement API'),
 ])
 def test_error_answers(status, body, exc_type, text):
@@ -104,3 +104,37 @@ def test_conflict_keeps_code_and_status():
                                     code='placement.concurrent_update'))
     assert (err.value.status, err.value.code) == (
         409, 'placement.concurrent_update')
+
+
+@pytest.mark.parametrize('status,body,data', [
+    (404, placement_error(404, 'gone'), dict(status=404)),
+    (409, placement_error(409, 'moved', code='placement.concurrent_update'),
+     dict(status=409, code='placement.concurrent_update')),
+    (406, placement_error(406, 'old', max_version='1.29'),
+     dict(status=406, microversion='1.6', max_version='1.29')),
+    (403, placement_error(403, 'policy'), dict(status=403)),
+    (503, placement_error(503, 'down'), dict(status=503, attempts=4)),
+    (501, placement_error(501, 'nope'), dict(status=501, attempts=1)),
+    (400, placement_error(400, 'bad'), dict(status=400)),
+    (502, b'<html>proxy</html>', dict(status=502)),
+])
+def test_error_answers_carry_their_data(status, body, data):
+    """Each failure is one of the library's errors, and says as data
+    what its sentence says: the service, the request and the answer.
+    """
+    with pytest.raises(errors.Error) as err:
+        mapped(status, body)
+    expected = dict(service='Placement', method='PUT',
+                    path='/resource_providers/u/traits', **data)
+    assert {k: err.value.data.get(k) for k in expected} == expected
+
+
+def test_error_kinds():
+    """404 is the library's NotFound, a conflict its Refused, an older
+    service a ServiceError, as every other failure of the service.
+    """
+    assert issubclass(http.NotFound, errors.NotFound)
+    assert issubclass(http.Conflict, errors.Refused)
+    assert issubclass(http.MicroversionUnsupported, errors.ServiceError)
+    for kind in (http.NotFound, http.Conflict):
+        assert not issubclass(kind, errors.ServiceError)

@@ -37,7 +37,9 @@ ALLOWED = {
     'cloud': {'api', 'base', 'cloud', 'nova'},
     'features': {'api', 'base', 'cloud', 'features', 'host', 'local',
                  'nova'},
-    'v1': {'api', 'base', 'cloud', 'features', 'host', 'nova', 'v1'},
+    'v1': {'api', 'base', 'cloud', 'features', 'host', 'nova', 'v1',
+           # OSC's entry point, for the client it builds.
+           'plugin'},
 }
 # The layers that read nothing: every module of them is pure.
 PURE_LAYERS = ('base', 'nova', 'host')

@@ -40,6 +40,7 @@ from osc_lib import exceptions
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import allocations as alloc_logic
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import payloads as nova_payloads
@@ -86,7 +87,8 @@ def _nova(call: Callable[[], R]) -> Callable[[], 'R | _Failed']:
     def run() -> 'R | _Failed':
         try:
             return call()
-        except (exceptions.CommandError, compute_client.NotFound) as exc:
+        except (exceptions.CommandError, library_errors.ServiceError,
+                compute_client.NotFound) as exc:
             return _Failed(str(exc) or 'HTTP 404 from the Compute API')
     return run
 
@@ -100,7 +102,7 @@ def _lookup(compute: compute_client.ComputeClient,
             consumer: str) -> nova_servers.Server | str | None:
     try:
         found = compute.get_server(consumer)
-    except exceptions.CommandError as exc:
+    except (exceptions.CommandError, library_errors.ServiceError) as exc:
         return str(exc)
     return None if found is None else nova_payloads.server(found)
 
@@ -392,7 +394,7 @@ def _remove(placement: placement_client.PlacementClient,
         # generation: the re-read tells that apart from a real change.
         try:
             now = placement.get_consumer(repair.consumer)
-        except exceptions.CommandError as exc:
+        except (exceptions.CommandError, library_errors.ServiceError) as exc:
             return Outcome(repair, 'failed: %s' % exc, True)
         if not now.get('allocations'):
             return Outcome(repair, 'removed its allocations (seen on '
@@ -400,7 +402,7 @@ def _remove(placement: placement_client.PlacementClient,
         return Outcome(repair, 'left alone: its allocations changed since '
                        'they were read (consumer generation %s); run the '
                        'audit again' % repair.generation, True)
-    except exceptions.CommandError as exc:
+    except (exceptions.CommandError, library_errors.ServiceError) as exc:
         return Outcome(repair, 'failed: %s' % exc, True)
     return Outcome(repair, 'removed its allocations (consumer generation '
                    '%s)' % repair.generation)

@@ -29,6 +29,7 @@ from osc_lib import exceptions
 
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.base import words
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import providers
@@ -338,7 +339,8 @@ def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
         attempted.update(to_set)
         try:
             compute.set_extra_specs(flavor_id, to_set)
-        except (exceptions.CommandError, compute_client.NotFound) as exc:
+        except (exceptions.CommandError, library_errors.ServiceError,
+                compute_client.NotFound) as exc:
             errors.append(_reason(exc, 'setting ' + ', '.join(
                 sorted(to_set))))
     if not errors and to_delete:
@@ -350,13 +352,15 @@ def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
         for key in to_delete:
             try:
                 compute.delete_extra_spec(flavor_id, key)
-            except exceptions.CommandError as exc:
+            except (exceptions.CommandError,
+                    library_errors.ServiceError) as exc:
                 errors.append(_reason(exc, 'removing ' + key))
     if not errors:
         return attempted, None, None
     try:
         now = compute.get_extra_specs(flavor_id)
-    except (exceptions.CommandError, compute_client.NotFound):
+    except (exceptions.CommandError, library_errors.ServiceError,
+            compute_client.NotFound):
         now = None
     return attempted, errors[0], now
 

@@ -49,6 +49,7 @@ import typing
 from osc_lib import exceptions
 
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.base import words
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as provider
@@ -119,7 +120,7 @@ class PartialReads:
             return self._own(name)(uuid, *args, **kwargs)
         except errors.MicroversionUnsupported:
             raise
-        except exceptions.CommandError as exc:
+        except (exceptions.CommandError, library_errors.ServiceError) as exc:
             with self._lock:
                 self.unread.setdefault(uuid, str(exc))
             raise errors.NotFound(str(exc)) from exc
@@ -154,7 +155,7 @@ class PartialReads:
             return read(resources, in_tree=in_tree, **kwargs)
         except _errors().MicroversionUnsupported:
             raise
-        except exceptions.CommandError as exc:
+        except (exceptions.CommandError, library_errors.ServiceError) as exc:
             LOG.info('The summaries of the tree of provider %s could not '
                      'be read (%s); its devices are read one by one.',
                      in_tree, exc)
@@ -204,7 +205,8 @@ def _count(placement: 'placement_client.PlacementClient',
     try:
         counted = capacity.count_flavors(placement, compute, flavors,
                                          pci_config=pci_config)
-    except (exceptions.CommandError, _errors().NotFound) as exc:
+    except (exceptions.CommandError, library_errors.ServiceError,
+            _errors().NotFound) as exc:
         LOG.debug('Counting the flavors failed', exc_info=True)
         return {f: _Unread(str(exc) or repr(exc)) for f in flavors}
     return {f: _Unread(str(n) or repr(n)) if isinstance(n, Exception)
@@ -225,7 +227,8 @@ def _allocations(reads: PartialReads,
         found, servers = allocation.allocations_on(
             typing.cast('placement_client.PlacementClient', reads), compute,
             devices)
-    except (exceptions.CommandError, _errors().NotFound) as exc:
+    except (exceptions.CommandError, library_errors.ServiceError,
+            _errors().NotFound) as exc:
         LOG.debug('Reading the allocations failed', exc_info=True)
         LOG.warning('The servers holding the allocations could not be '
                     'read (%s); openstack_mdev_allocation_used is left '
@@ -245,7 +248,8 @@ def _quota(placement: 'placement_client.PlacementClient',
     try:
         return quota.metric_families(placement, identity, compute,
                                      strategy)
-    except (exceptions.CommandError, _errors().NotFound) as exc:
+    except (exceptions.CommandError, library_errors.ServiceError,
+            _errors().NotFound) as exc:
         LOG.debug('Reading the quotas failed', exc_info=True)
         return _Unread(str(exc) or repr(exc))
 

@@ -61,6 +61,7 @@ from osc_mdev.api import compute as compute_api
 from osc_mdev.api import identity as identity_api
 from osc_mdev.api import placement as placement_api
 from osc_mdev.api import pool
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.cloud import providers
@@ -197,7 +198,7 @@ def _servers(compute: compute_api.ComputeClient
     """
     try:
         return [nova_payloads.server(s) for s in compute.list_servers()]
-    except exceptions.CommandError as exc:
+    except (exceptions.CommandError, library_errors.ServiceError) as exc:
         LOG.warning('Warning: Nova could not list the servers (%s); the '
                     'project of each consumer of the GPUs is read from '
                     'Placement.', str(exc).rstrip('.'))
