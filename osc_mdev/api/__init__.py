@@ -30,8 +30,6 @@ import typing
 import uuid
 
 if typing.TYPE_CHECKING:
-    from openstackclient.common import clientmanager as osc_clientmanager
-
     from osc_mdev.api import compute as compute_api
     from osc_mdev.api import http as http_api
     from osc_mdev.api import identity as identity_api
@@ -116,32 +114,3 @@ class MdevClient:
                 self._service('identity', 'Keystone', identity.VERSION),
                 max_workers=self.max_workers)
         return self._identity
-
-
-def authenticated(app: typing.Any
-                  ) -> 'osc_clientmanager.ClientManager':
-    """The client manager of a command that skipped authentication
-    (``auth_required = False``: it needs the cloud for only some of its
-    options): the cloud options loaded with validation, as the shell
-    loads them for other commands. A one-line CommandError when the
-    credentials are missing or incomplete.
-    """
-    from openstackclient.common import clientmanager
-    from osc_lib import exceptions
-
-    manager = getattr(app, '_mdev_authenticated', None)
-    if manager is not None:
-        return manager
-    try:
-        cloud = app.cloud_config.get_one(
-            cloud=app.options.cloud, argparse=app.options, validate=True)
-        manager = clientmanager.ClientManager(
-            cli_options=cloud, api_version=app.api_version)
-        manager.setup_auth()
-    except Exception as exc:
-        raise exceptions.CommandError(
-            '--host needs cloud credentials, which are missing or '
-            'incomplete; give them as for any openstack command, or leave '
-            '--host out to check the files only.') from exc
-    app._mdev_authenticated = manager
-    return manager

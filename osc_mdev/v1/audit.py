@@ -19,7 +19,6 @@ from osc_lib import exceptions
 from osc_mdev.features.audit import checks as domain
 from osc_mdev.features.audit import reads as audit
 from osc_mdev.features import nova_conf
-from osc_mdev.features.trait import provider_files as provider_config
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -97,20 +96,16 @@ Repair what is safe to repair, shown first::
         options.dry_run(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         checks = parsed_args.fix or ()
         if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(
                 '--dry-run shows what --fix would do; give --fix too.')
         hosts = tuple(dict.fromkeys(parsed_args.host))
         confs = nova_conf.compute_confs(parsed_args.compute_conf)
-        files = provider_config.host_files(parsed_args.provider_config)
-        outside = sorted(set(files) - set(hosts)) if hosts else []
-        if outside:
-            raise exceptions.CommandError(
-                '--provider-config names %s, which --host leaves out; add '
-                '--host %s or drop the file.'
-                % (', '.join(outside), outside[0]))
+        files = audit.provider_config_files(parsed_args.provider_config,
+                                            hosts)
         pci_config = None
         if parsed_args.controller_conf:
             pci_config = nova_conf.controller_pci(parsed_args.controller_conf)
@@ -122,34 +117,43 @@ Repair what is safe to repair, shown first::
                               pci_config=pci_config)
         findings = audit.audit(snapshot, confs, flavors, pci_config,
                                parsed_args.trait_prefix, files)
-
         outcomes = {}
         if checks:
             outcomes = audit.fix(placement, domain.repairs(findings, checks),
                                  parsed_args.dry_run)
-        long_cols = LONG_COLUMNS if parsed_args.long else ()
-        rows = []
-        errors = 0
-        for finding in findings:
-            done = None
-            if finding.repair is not None and finding.check in checks:
-                done = outcomes.get(domain.repair_key(finding.repair))
-            repaired = (done is not None and not done.failed
-                        and not parsed_args.dry_run)
-            if finding.severity == domain.ERROR and not repaired:
-                errors += 1
-            repair = ()
-            if checks:
-                repair = (done.result if done else
-                          '' if finding.check not in checks else
-                          'no automatic repair',)
-            rows.append(common.properties(finding, COLUMNS) + repair
-                        + common.properties(finding, long_cols))
-        cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + long_cols
-        failures = sum(1 for o in outcomes.values() if o.failed)
-        outcome = common.verdict(not errors)
-        if failures:
-            outcome = common.Outcome(failure=(
-                '%d repair%s failed; see the Repair column and run the '
-                'audit again.' % (failures, '' if failures == 1 else 's')))
-        return common.Listing(cols, rows, outcome)
+        return report(findings, checks, outcomes, parsed_args.dry_run,
+                      parsed_args.long)
+
+
+def report(findings: list[domain.Finding], checks: tuple[str, ...],
+           outcomes: dict[tuple[str, ...], audit.Outcome], dry_run: bool,
+           long: bool) -> tuple[tuple[str, ...], common.Rows]:
+    """The rows of ``findings``, each with the Repair of ``checks`` (its
+    outcome), and the exit status: 1 while an error-level finding is
+    left unrepaired, or a CommandError when a repair failed.
+    """
+    long_cols = LONG_COLUMNS if long else ()
+    rows = []
+    errors = 0
+    for finding in findings:
+        done = None
+        if finding.repair is not None and finding.check in checks:
+            done = outcomes.get(domain.repair_key(finding.repair))
+        repaired = done is not None and not done.failed and not dry_run
+        if finding.severity == domain.ERROR and not repaired:
+            errors += 1
+        repair = ()
+        if checks:
+            repair = (done.result if done else
+                      '' if finding.check not in checks else
+                      'no automatic repair',)
+        rows.append(common.properties(finding, COLUMNS) + repair
+                    + common.properties(finding, long_cols))
+    cols = COLUMNS + (REPAIR_COLUMNS if checks else ()) + long_cols
+    failures = sum(1 for o in outcomes.values() if o.failed)
+    outcome = common.verdict(not errors)
+    if failures:
+        outcome = common.Outcome(failure=(
+            '%d repair%s failed; see the Repair column and run the '
+            'audit again.' % (failures, '' if failures == 1 else 's')))
+    return cols, common.Rows(rows, outcome)

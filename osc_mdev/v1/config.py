@@ -12,11 +12,14 @@
 
 """``openstack mdev config check`` and ``config generate``."""
 
-import argparse
+from __future__ import annotations
 
+import argparse
+import typing
+
+from openstackclient.common import clientmanager
 from osc_lib import exceptions
 
-from osc_mdev import api
 from osc_mdev.api import compute
 from osc_mdev.api import placement
 from osc_mdev.features.config.check import reads as config
@@ -27,18 +30,21 @@ from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
+if typing.TYPE_CHECKING:
+    from osc_lib import shell
+
 
 class CheckConfig(common.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
     Answers "will nova-compute start with these files, and do what they
-    say?": nova.conf files (and nova-compute's provider config files,
-    --provider-config) are read as nova-compute reads them and judged by
-    Nova's rules; one row per finding, error where nova-compute refuses to
-    start, warning where it silently does something else. --sysfs checks
-    against the node's devices, --host against what Placement has for the
-    node; a last result row says what was checked, and --long adds the
-    effective type and class of each device. Exit status 1 on any error.
+    say?": nova.conf files (and provider config files, --provider-config)
+    are read as nova-compute reads them and judged by Nova's rules; one
+    row per finding, error where nova-compute refuses to start, warning
+    where it silently does something else. --sysfs checks against the
+    node's devices, --host against what the cloud has for the node (only
+    --host needs cloud credentials); a last row says what was checked,
+    --long adds each device's type and class. Exit status 1 on any error.
     """
 
     _epilog = """\
@@ -53,11 +59,9 @@ What will change in Placement when it restarts::
     openstack mdev config check /etc/nova/nova.conf --host compute1
 """
 
-    # Only --host talks to the cloud: a compute node can check its files
-    # with no credentials at all.
+    # Only --host talks to the cloud: a compute node checks its files with
+    # no credentials at all.
     auth_required = False
-    text: str | None
-    failed: list[config_generate.Written]
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
@@ -74,7 +78,8 @@ What will change in Placement when it restarts::
         options.long(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
                 'The following arguments are required: <file> (nova.conf '
@@ -82,7 +87,7 @@ What will change in Placement when it restarts::
         try:
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
-                parsed_args.trait_prefix, clients=self._clients,
+                parsed_args.trait_prefix, clients=cloud_clients(self.app),
                 provider_configs=parsed_args.provider_config)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
@@ -93,13 +98,46 @@ What will change in Placement when it restarts::
         failure = configreport.failure(checked.findings)
         if failure:
             outcome = common.Outcome(failure=failure)
-        return common.Listing(columns, rows, outcome)
+        return columns, common.Rows(rows, outcome)
 
-    def _clients(self) -> tuple[placement.PlacementClient,
-                                compute.ComputeClient]:
-        manager = api.authenticated(self.app)
-        mdev = common.manager_client(manager)
-        return mdev.placement, mdev.compute
+
+def cloud_clients(app: shell.OpenStackShell) -> config.Clients:
+    """What gives config check's Placement and Compute clients when the
+    check first needs them (``--host``), authenticated then: the command
+    skips authentication (``auth_required = False``), so the cloud
+    options are loaded with validation as the shell loads them for any
+    other command. A one-line CommandError when the credentials are
+    missing or incomplete.
+    """
+    made: list[tuple[placement.PlacementClient, compute.ComputeClient]] = []
+
+    def clients() -> tuple[placement.PlacementClient,
+                           compute.ComputeClient]:
+        if not made:
+            manager = _authenticated(app)
+            mdev = common.manager_client(manager)
+            made.append((mdev.placement, mdev.compute))
+        return made[0]
+    return clients
+
+
+def _authenticated(app: shell.OpenStackShell
+                   ) -> clientmanager.ClientManager:
+    """The client manager of ``app`` with its cloud's credentials
+    validated and its authentication set up.
+    """
+    try:
+        cloud = app.cloud_config.get_one(
+            cloud=app.options.cloud, argparse=app.options, validate=True)
+        manager = clientmanager.ClientManager(
+            cli_options=cloud, api_version=app.api_version)
+        manager.setup_auth()
+    except Exception as exc:
+        raise exceptions.CommandError(
+            '--host needs cloud credentials, which are missing or '
+            'incomplete; give them as for any openstack command, or leave '
+            '--host out to check the files only.') from exc
+    return manager
 
 
 GENERATE_COLUMNS = ('File', 'Holds', 'Result')
@@ -167,7 +205,8 @@ The file of an mdev GPU, printed::
         options.dry_run(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         directory = parsed_args.output_dir
         try:
             done = config_generate.generate(parsed_args.sysfs,
@@ -178,11 +217,10 @@ The file of an mdev GPU, printed::
         except config_generate.DirectoryError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         if directory is None or parsed_args.dry_run:
-            return common.Listing((), [], text=''.join(
+            return (), common.Rows(text=''.join(
                 '%s==> %s <==\n%s' % ('\n' if i else '', w.file.name,
                                       w.file.text)
                 for i, w in enumerate(done)))
-        return common.Listing(
-            GENERATE_COLUMNS,
+        return GENERATE_COLUMNS, common.Rows(
             [(str(w.path), w.file.holds, w.result) for w in done],
             common.unwritten(sum(1 for w in done if w.failed)))

@@ -79,8 +79,8 @@ PROVIDER_CONFIG_DIR = (
     "node, as 'trait export' writes them to ship to each node.")
 PROVIDER_CONFIG = (
     "A compute node's own provider config file, or the directory "
-    'nova-compute reads them from (its .yaml files), as PATH or '
-    'HOST=PATH (HOST as --host names it). Repeat for several.')
+    'nova-compute reads them from, as PATH or HOST=PATH (HOST as --host '
+    'names it; a path holding = as ./a=b.yaml). Repeat for several.')
 SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
          'of it.')
 OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
@@ -108,11 +108,13 @@ def host_file(value: str) -> HostPath:
 
 
 def host_path(value: str) -> HostPath:
-    """``[HOST=]PATH`` (``--provider-config``): a value that is an
-    existing path is a path, ``=`` or not.
+    """``[HOST=]PATH`` (``--provider-config``), told from the text alone,
+    never from what exists: ``HOST=PATH`` when the text before the first
+    ``=`` holds no ``/`` (a host name never does), else a path; a path
+    whose name holds ``=`` is given with its directory (``./a=b.yaml``).
     """
     host, sep, path = value.partition('=')
-    if not sep or os.path.exists(value):
+    if not sep or '/' in host:
         return HostPath(None, value)
     if not host or not path:
         raise argparse.ArgumentTypeError(

@@ -82,10 +82,16 @@ def test_the_exported_file_passes(auth, node, exported):
     assert findings(alone) == []
     # ...and against Placement.
     for args in (('--provider-config', str(exported), '--host', name),
-                 ('--provider-config', '%s=%s' % (name, exported))):
+                 ('--provider-config', '%s=%s' % (name, exported),
+                  '--host', name)):
         result = check(auth, *args, '-f', 'json')
         assert result.rc == 0, result.stderr
         assert findings(result) == []
+    # Credentials at hand do not make a host named in the value read the
+    # cloud: only --host does.
+    cli.assert_one_line_error(
+        check(auth, '--provider-config', '%s=%s' % (name, exported)),
+        'give --host %s too' % name)
 
 
 BAD = {
@@ -187,6 +193,12 @@ def test_with_a_nova_conf(tmp_path: pathlib.Path, auth: tuple, node: tuple,
      ('for one compute node, not a, b',)),
     (('--provider-config', 'a=x', '--host', 'b'),
      ('for one compute node, not a, b',)),
+    # Naming the node in the value does not read the cloud: only --host
+    # does, and it is asked for.
+    (('--provider-config', 'a=x'),
+     ('--provider-config gives the files of compute node a; to compare '
+      'them with its providers in Placement (which needs cloud '
+      'credentials) give --host a too, or give the path alone',)),
     (('--provider-config', '/no/such/dir'), ('/no/such/dir does not exist',)),
     (('--provider-config', '=x'), ('takes PATH or HOST=PATH',)),
 ])

@@ -151,11 +151,22 @@ def test_provider_config_is_a_path_and_maybe_a_host(value, expected):
                  value).provider_config == [expected]
 
 
-def test_an_existing_path_with_an_equal_sign_is_a_path(tmp_path):
-    path = tmp_path / 'a=b.yaml'
-    path.write_text('')
-    assert parse('mdev config check', '--provider-config',
-                 str(path)).provider_config == [(None, str(path))]
+@pytest.mark.parametrize('exists', [True, False])
+def test_provider_config_is_told_from_its_text_alone(tmp_path, monkeypatch,
+                                                     exists):
+    """Whether a file named a=b.yaml exists changes nothing: a=b.yaml
+    names host a, a path holding = is written with its directory.
+    """
+    monkeypatch.chdir(tmp_path)
+    if exists:
+        (tmp_path / 'a=b.yaml').write_text('')
+    for command in ('mdev config check', 'mdev audit'):
+        assert parse(command, '--provider-config', 'a=b.yaml',
+                     '--provider-config', './a=b.yaml',
+                     '--provider-config', str(tmp_path / 'a=b.yaml')
+                     ).provider_config == [
+            ('a', 'b.yaml'), (None, './a=b.yaml'),
+            (None, str(tmp_path / 'a=b.yaml'))]
 
 
 @pytest.mark.parametrize('value', ['=x', 'gpu3='])

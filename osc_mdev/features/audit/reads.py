@@ -29,18 +29,18 @@ the flavors ask). The checks themselves are the pure functions of
 
 from collections.abc import Callable
 from collections.abc import Collection
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
+import functools
 import typing
-
-from osc_lib import exceptions
 
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
-from osc_mdev.base import errors as library_errors
+from osc_mdev.base import errors
 from osc_mdev.cloud import allocations as alloc_logic
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import payloads as nova_payloads
@@ -49,6 +49,7 @@ from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.audit import checks as domain
 from osc_mdev.features.capacity import reads as capacity_reads
+from osc_mdev.features.trait import provider_files
 from osc_mdev.features.trait import writes as trait_writes
 from osc_mdev.nova.compute import provider_config
 from osc_mdev.nova import names
@@ -58,6 +59,21 @@ from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 
 R = typing.TypeVar('R')
+K = typing.TypeVar('K', bound=Hashable)
+
+#: What a failed read of a service raises (a 404 from Nova included).
+FAILURES: tuple[type[Exception], ...] = (errors.Error,)
+
+
+def _at_once(placement: placement_client.PlacementClient,
+             calls: Mapping[K, Callable[[], typing.Any]]
+             ) -> dict[K, typing.Any]:
+    """Run ``calls`` at once in the bounded pool: each one's answer under
+    its key.
+    """
+    keys = list(calls)
+    return dict(zip(keys, pool.call_all([calls[k] for k in keys],
+                                        placement.max_workers)))
 
 
 @dataclasses.dataclass
@@ -80,6 +96,46 @@ class Snapshot:
     # reads them)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Listed:
+    """The bulk reads, made at once: the devices, and Nova's lists (each
+    a ``_Failed`` when Nova could not be read); the flavors (None: not
+    asked) and nova-compute services only for the flavor check.
+    """
+
+    devices: list[providers.Device]
+    servers: list[dict[str, typing.Any]] | _Failed
+    flavors: list[dict[str, typing.Any]] | _Failed | None = None
+    services: list[dict[str, typing.Any]] | _Failed = dataclasses.field(
+        default_factory=list)
+
+    def nova_error(self) -> str | None:
+        """Why Nova could not be read (its first failed list), if so."""
+        return next((f.error for f in (self.servers, self.flavors,
+                                       self.services)
+                     if isinstance(f, _Failed)), None)
+
+    def server_list(self) -> list[nova_servers.Server] | None:
+        """Nova's servers; None when they could not be read."""
+        if isinstance(self.servers, _Failed):
+            return None
+        return [nova_payloads.server(s) for s in self.servers]
+
+    def flavor_list(self) -> list[nova_servers.Flavor] | None:
+        """Nova's flavors; None when not asked, or when they or the
+        nova-compute services they are judged with could not be read.
+        """
+        if self.flavors is None or isinstance(self.flavors, _Failed) or \
+                isinstance(self.services, _Failed):
+            return None
+        return [nova_payloads.flavor(f) for f in self.flavors]
+
+
 def _nova(call: Callable[[], R]) -> Callable[[], 'R | _Failed']:
     """Run a Nova read; its failure becomes text (a finding), not an
     exception.
@@ -87,22 +143,16 @@ def _nova(call: Callable[[], R]) -> Callable[[], 'R | _Failed']:
     def run() -> 'R | _Failed':
         try:
             return call()
-        except (exceptions.CommandError, library_errors.ServiceError,
-                compute_client.NotFound) as exc:
+        except FAILURES as exc:
             return _Failed(str(exc) or 'HTTP 404 from the Compute API')
     return run
-
-
-@dataclasses.dataclass(frozen=True)
-class _Failed:
-    error: str
 
 
 def _lookup(compute: compute_client.ComputeClient,
             consumer: str) -> nova_servers.Server | str | None:
     try:
         found = compute.get_server(consumer)
-    except (exceptions.CommandError, library_errors.ServiceError) as exc:
+    except FAILURES as exc:
         return str(exc)
     return None if found is None else nova_payloads.server(found)
 
@@ -136,32 +186,21 @@ def read(placement: placement_client.PlacementClient,
                   if not hosts or c.host in hosts]
     by_uuid = {c.uuid: c for c in candidates}
 
-    calls: list[Callable[..., typing.Any]] = [
-        lambda: device_reads.rows_of(placement, candidates),
-        _nova(compute.list_servers)]
+    calls: dict[str, Callable[[], typing.Any]] = {
+        'devices': lambda: device_reads.rows_of(placement, candidates),
+        'servers': _nova(compute.list_servers)}
     if flavors:
-        calls.append(_nova(compute.list_flavors))
-        calls.append(_nova(compute.compute_services))
-    results = pool.call_all(calls, placement.max_workers)
-    devices, servers = results[0], results[1]
-    flavor_list = results[2] if flavors else None
-    services = results[3] if flavors else []
-    devices, per_provider = _allocations_and_excess(placement, devices)
+        calls['flavors'] = _nova(compute.list_flavors)
+        calls['services'] = _nova(compute.compute_services)
+    listed = _Listed(**_at_once(placement, calls))
+    devices, per_provider = _allocations_and_excess(placement,
+                                                    listed.devices)
     devices.sort(key=providers.sort_key)
     found = alloc_logic.of_providers(
         per_provider, {u: by_uuid[u] for u in per_provider})
-
-    nova_error = None
-    if isinstance(servers, _Failed):
-        nova_error, servers = servers.error, None
-    if isinstance(flavor_list, _Failed):
-        nova_error, flavor_list = nova_error or flavor_list.error, None
-    if isinstance(services, _Failed):
-        nova_error, flavor_list = nova_error or services.error, None
-    if servers is not None:
-        servers = [nova_payloads.server(s) for s in servers]
-    if flavor_list is not None:
-        flavor_list = [nova_payloads.flavor(f) for f in flavor_list]
+    servers, flavor_list = listed.server_list(), listed.flavor_list()
+    services = [] if isinstance(listed.services, _Failed) \
+        else listed.services
 
     facts: dict[str, domain.ConsumerFacts] = {}
     elsewhere: list[alloc_logic.MdevAllocation] = []
@@ -183,18 +222,22 @@ def read(placement: placement_client.PlacementClient,
         asked = domain.unknown_classes(flavor_list, known)
         requests = list(domain.flavor_requests(
             flavor_list, known, pci_config).values())
-        calls = [lambda rc=rc: placement.resource_class_exists(rc)
-                 for rc in asked]
+        reads: dict[tuple[str, ...], Callable[[], typing.Any]] = {
+            ('class', rc): functools.partial(
+                placement.resource_class_exists, rc) for rc in asked}
         if requests:
-            calls.append(lambda: capacity_reads.read_hosts(
-                placement, requests, provider_list, services))
-        results = pool.call_all(calls, placement.max_workers)
-        missing = tuple(rc for rc, ok in zip(asked, results) if not ok)
-        trees = results[-1] if requests else []
-    return Snapshot(devices, found, servers, nova_error, facts, flavor_list,
-                    missing, frozenset(hosts) or frozenset(
-                        providers.hosts_of(provider_list)), elsewhere,
-                    trees)
+            reads['trees', ] = lambda: capacity_reads.read_hosts(
+                placement, requests, provider_list, services)
+        answers = _at_once(placement, reads)
+        missing = tuple(rc for rc in asked if not answers['class', rc])
+        trees = answers.get(('trees', ), [])
+    return Snapshot(
+        devices=devices, allocations=found, servers=servers,
+        nova_error=listed.nova_error(), facts=facts, flavors=flavor_list,
+        missing_classes=missing,
+        hosts=frozenset(hosts) or frozenset(
+            providers.hosts_of(provider_list)),
+        elsewhere=elsewhere, trees=trees)
 
 
 def _allocations_and_excess(placement: placement_client.PlacementClient,
@@ -210,24 +253,27 @@ def _allocations_and_excess(placement: placement_client.PlacementClient,
     in_use = sorted({d.uuid for d in devices if d.used > 0})
     over = sorted({d.uuid for d in devices
                    if d.inventory is None and d.used > d.capacity})
-    jobs: list[tuple[str, Callable[[str], typing.Any]]] = [
-        (u, placement.get_provider_allocations) for u in in_use] + [
-        (u, placement.get_inventories) for u in over]
 
-    def read(job: tuple[str, Callable[[str], typing.Any]]) -> typing.Any:
-        uuid, getter = job
-        try:
-            return getter(uuid)
-        except placement_client.NotFound:
-            return placement_client.NotFound
+    def read(getter: Callable[[str], typing.Any],
+             uuid: str) -> Callable[[], typing.Any]:
+        def run() -> typing.Any:
+            try:
+                return getter(uuid)
+            except placement_client.NotFound:
+                return placement_client.NotFound
+        return run
 
-    results = placement.map(read, jobs)
-    gone = {u for (u, _), r in zip(jobs, results)
-            if r is placement_client.NotFound}
+    calls = {('allocations', u): read(placement.get_provider_allocations, u)
+             for u in in_use}
+    calls.update({('inventories', u): read(placement.get_inventories, u)
+                  for u in over})
+    answers = _at_once(placement, calls)
+    gone = {u for (_, u), answer in answers.items()
+            if answer is placement_client.NotFound}
     per_provider: dict[str, dict[str, typing.Any]] = {
         u: {} for u in {d.uuid for d in devices}}
-    per_provider.update(zip(in_use, results[:len(in_use)]))
-    inventories = dict(zip(over, results[len(in_use):]))
+    per_provider.update((u, answers['allocations', u]) for u in in_use)
+    inventories = {u: answers['inventories', u] for u in over}
     kept = []
     for device in devices:
         if device.uuid in gone:
@@ -278,16 +324,19 @@ def _consumer_facts(placement: placement_client.PlacementClient,
     """Ask Nova and Placement about consumers Nova's server list lacks."""
     if not consumers:
         return {}
-    calls: list[Callable[..., typing.Any]] = [
-        lambda c=c: _lookup(compute, c) for c in consumers]
-    calls += [lambda c=c: _record(placement, c) for c in consumers]
-    calls.append(_nova(compute.list_migrations))
-    results = pool.call_all(calls, placement.max_workers)
-    count = len(consumers)
-    lookups, records = results[:count], results[count:2 * count]
-    migrations = results[-1]
+    calls: dict[tuple[str, ...], Callable[[], typing.Any]] = {}
+    for consumer in consumers:
+        calls['server', consumer] = functools.partial(_lookup, compute,
+                                                      consumer)
+        calls['record', consumer] = functools.partial(_record, placement,
+                                                      consumer)
+    calls['migrations', ] = _nova(compute.list_migrations)
+    answers = _at_once(placement, calls)
+    migrations = answers['migrations', ]
     facts: dict[str, domain.ConsumerFacts] = {}
-    for consumer, lookup, record in zip(consumers, lookups, records):
+    for consumer in consumers:
+        lookup, record = answers['server', consumer], answers[
+            'record', consumer]
         migration: dict[str, typing.Any] | str | None
         if isinstance(migrations, _Failed):
             migration = migrations.error
@@ -373,6 +422,47 @@ def audit(snapshot: Snapshot,
     return sorted(found, key=domain.sort_key)
 
 
+def provider_config_files(values: Iterable[tuple[str | None, str]],
+                          hosts: Collection[str] = ()
+                          ) -> dict[str, list[provider_config.Entry]]:
+    """``{host: [Entry]}`` of the ``(host, path)`` pairs of
+    ``provider_config`` (each path a file or a directory nova-compute
+    reads), the files of each host read together. Invalid for a pair with
+    no host, or a host that ``hosts`` (when given) leaves out; files
+    nova-compute would refuse are Invalid too (``config check`` of the
+    files says why).
+    """
+    by_host: dict[str, list[str]] = {}
+    for host, path in values:
+        if host is None:
+            raise errors.Invalid(
+                "%s takes HOST=PATH here, not '%s': the compute node (as %s "
+                'names it) and its file or directory.'
+                % (errors.given('provider_config'), path,
+                   errors.given('host')),
+                parameter='provider_config', path=path)
+        by_host.setdefault(host, []).append(path)
+    outside = sorted(set(by_host) - set(hosts)) if hosts else []
+    if outside:
+        raise errors.Invalid(
+            '%s names %s, which %s leaves out; add %s %s or drop the file.'
+            % (errors.given('provider_config'), ', '.join(outside),
+               errors.given('host'), errors.given('host'), outside[0]),
+            parameter='provider_config', hosts=outside)
+    result: dict[str, list[provider_config.Entry]] = {}
+    for host, paths in by_host.items():
+        configs, findings = provider_files.read(paths)
+        refused = provider_config.refused_by_nova(findings)
+        if refused:
+            raise errors.Invalid(
+                "%s: %s Check the files with 'openstack mdev config check "
+                "--provider-config %s'." % (
+                    refused[0].where, refused[0].message, ' '.join(paths)),
+                parameter='provider_config', host=host, paths=paths)
+        result[host] = provider_files.entries(configs)
+    return result
+
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     repair: domain.RemoveAllocations | domain.AddTrait
@@ -394,7 +484,7 @@ def _remove(placement: placement_client.PlacementClient,
         # generation: the re-read tells that apart from a real change.
         try:
             now = placement.get_consumer(repair.consumer)
-        except (exceptions.CommandError, library_errors.ServiceError) as exc:
+        except FAILURES as exc:
             return Outcome(repair, 'failed: %s' % exc, True)
         if not now.get('allocations'):
             return Outcome(repair, 'removed its allocations (seen on '
@@ -402,7 +492,7 @@ def _remove(placement: placement_client.PlacementClient,
         return Outcome(repair, 'left alone: its allocations changed since '
                        'they were read (consumer generation %s); run the '
                        'audit again' % repair.generation, True)
-    except (exceptions.CommandError, library_errors.ServiceError) as exc:
+    except FAILURES as exc:
         return Outcome(repair, 'failed: %s' % exc, True)
     return Outcome(repair, 'removed its allocations (consumer generation '
                    '%s)' % repair.generation)
@@ -423,12 +513,16 @@ def fix(placement: placement_client.PlacementClient,
         trait_writes.create_custom(placement, {r.trait for r in additions})
     plans = [trait_logic.DevicePlan(r.device, add=(r.trait,))
              for r in additions]
-    calls: list[Callable[..., typing.Any]] = [
-        lambda r=r: _remove(placement, r, dry_run) for r in removals]
-    calls.append(lambda: trait_writes.apply(placement, plans, dry_run))
-    results = pool.call_all(calls, placement.max_workers)
-    outcomes = {domain.repair_key(o.repair): o for o in results[:-1]}
-    for repair, written in zip(additions, results[-1]):
+    calls: dict[tuple[str, ...], Callable[[], typing.Any]] = {
+        domain.repair_key(r): functools.partial(_remove, placement, r,
+                                                dry_run)
+        for r in removals}
+    calls['traits', ] = lambda: trait_writes.apply(placement, plans,
+                                                   dry_run)
+    answers = _at_once(placement, calls)
+    written_traits = answers.pop(('traits', ))
+    outcomes: dict[tuple[str, ...], Outcome] = answers
+    for repair, written in zip(additions, written_traits):
         outcomes[domain.repair_key(repair)] = Outcome(
             repair, written.result, written.failed)
     return outcomes

@@ -93,37 +93,6 @@ def placement_findings(placement: placement_client.PlacementClient,
             + merge.uncovered_findings(kept, tree, host))
 
 
-def host_files(values: Iterable[tuple[str | None, str]]
-               ) -> dict[str, list[domain.Entry]]:
-    """``{host: [Entry]}`` of the ``(host, path)`` pairs of
-    ``--provider-config HOST=PATH``, the files of each host read
-    together; files nova-compute would refuse are an errors.Refused
-    (``config check`` of the files says why).
-    """
-    by_host: dict[str, list[str]] = {}
-    for host, path in values:
-        if host is None:
-            raise errors.Invalid(
-                "%s takes HOST=PATH here, not '%s': the compute node (as "
-                '%s names it) and its file or directory.'
-                % (errors.given('provider_config'), path,
-                   errors.given('host')),
-                parameter='provider_config', path=path)
-        by_host.setdefault(host, []).append(path)
-    result: dict[str, list[domain.Entry]] = {}
-    for host, paths in by_host.items():
-        configs, findings = read(paths)
-        refused = domain.refused_by_nova(findings)
-        if refused:
-            raise errors.Refused(
-                '%s: %s Check the files with \'openstack mdev config check '
-                '--provider-config %s\'.' % (
-                    refused[0].where, refused[0].message, ' '.join(paths)),
-                parameter='provider_config', host=host, paths=paths)
-        result[host] = entries(configs)
-    return result
-
-
 # -- trait export ------------------------------------------------------------
 
 #: Named hosts read tree by tree; beyond, the whole cloud is read once.

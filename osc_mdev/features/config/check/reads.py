@@ -14,7 +14,8 @@
 rules against the node's sysfs and what Placement has for the node.
 
 The files and sysfs are read through ``osc_mdev.local``; Placement and
-Nova are asked (through ``osc_mdev.api``) only for ``--host``.
+Nova are asked (through ``osc_mdev.api``) only for ``host``, the one
+input that compares the files with the cloud.
 """
 
 from collections.abc import Callable
@@ -22,10 +23,9 @@ from collections.abc import Sequence
 import dataclasses
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
+from osc_mdev.base import errors
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.allocation import reads as allocations
@@ -77,7 +77,7 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     ``clients`` gives ``(placement, compute)`` when they are first
     needed (the files alone need no credentials). NovaConfError for
     files nova-compute cannot read. ``provider_configs``: the ``(host or
-    None, path)`` pairs of ``--provider-config``, checked by
+    None, path)`` pairs of ``provider_config``, checked by
     ``check_provider_configs``.
     """
     extra = check_provider_configs(provider_configs, host, clients)
@@ -258,20 +258,32 @@ def check_provider_configs(values: Sequence[tuple[str | None, str]],
                            ) -> list[novaconf.Finding]:
     """Findings of nova-compute's provider config files (``(host or
     None, path)`` pairs, read together as one nova-compute reads its
-    directory) by Nova's rules and, for the compute node (a pair's host
-    or ``host``), against its providers in Placement.
+    directory) by Nova's rules and, for ``host``, against the compute
+    node's providers in Placement. A pair's host names the node the
+    files are for: it must be ``host``, which alone reads the cloud.
     """
     if not values:
         return []
     split = list(values)
-    named = {h for h, _ in split if h} | ({host} if host else set())
-    if len(named) > 1:
-        raise exceptions.CommandError(
+    named = {h for h, _ in split if h}
+    if len(named | ({host} if host else set())) > 1:
+        raise errors.Invalid(
             'The provider config files are for one compute node, not %s; '
-            'check each node on its own.' % ', '.join(sorted(named)))
+            'check each node on its own.'
+            % ', '.join(sorted(named | ({host} if host else set()))),
+            parameter='provider_config', hosts=sorted(named))
+    if named and not host:
+        [node] = named
+        raise errors.Invalid(
+            '%s gives the files of compute node %s; to compare them with '
+            'its providers in Placement (which needs cloud credentials) '
+            'give %s %s too, or give the path alone to check the files '
+            'only.' % (errors.given('provider_config'), node,
+                       errors.given('host'), node),
+            parameter='provider_config', host=node)
     configs, findings = provider_config.read([p for _, p in split])
-    if named:
+    if host:
         placement, _ = _asked(clients)
         findings += provider_config.placement_findings(
-            placement, named.pop(), configs)
+            placement, host, configs)
     return findings
