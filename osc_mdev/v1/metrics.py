@@ -14,7 +14,6 @@
 
 import argparse
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.cloud import providers as domain
@@ -29,7 +28,7 @@ ALLOCATIONS = (
     'in use and per compute node with servers.')
 
 
-class Metrics(command.Command):
+class Metrics(common.Command):
     """Print the cloud's GPU usage as Prometheus metrics.
 
     Answers "how full are the GPUs, and how many more servers of my
