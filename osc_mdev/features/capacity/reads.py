@@ -27,12 +27,12 @@ aliases, numbered groups); several flavors counted together
    ``?resources=`` listings (one per amount) run in this round too.
 2. Only while a tree is missing from the answers (no free memory, or an
    answer cut short by ``[placement] max_allocation_candidates``): the
-   further anchors of ``provider.cover_trees`` (``DISK_GB``, ``VCPU``
+   further anchors of ``cloud.reads.cover_trees`` (``DISK_GB``, ``VCPU``
    and ``PCPU``, the devices' classes), a few requests whatever the
    number of trees.
 3. The unit rules (``min_unit``, ``max_unit``, ``step_size``), which the
    summaries do not carry, only where they decide a count
-   (``domain.units``): the anchors' allocation requests tell who takes
+   (``cloud.units``): the anchors' allocation requests tell who takes
    one unit; then ``GET /resource_providers?resources=`` listings, few
    and flat: the compute node's classes together at the largest amount
    any request asks, each numbered group whole, each device class at

@@ -13,9 +13,9 @@
 """Flavors and the devices that can serve them: Nova and Placement.
 
 The flavor (Nova) and the compute node trees (Placement, with the bulk
-reads of ``usecases.capacity``) are read at once in the bounded pool; the
-flavor's request is Nova's (``domain.resource_request``), judged by the
-capacity engine (``domain.capacity``), then written.
+reads of ``features.capacity.reads``) are read at once in the bounded
+pool; the flavor's request is Nova's (``nova.scheduler.utils``), judged
+by the fit engine (``cloud.fit``), then written.
 """
 
 from __future__ import annotations
