@@ -13,15 +13,15 @@
 """The nova.conf files a command is given: a compute node's (its mdev
 types) and the controller's (its PCI aliases and quota options), read
 through
-``osc_mdev.local`` and judged by Nova's rules; what Nova refuses is a
-one-line CommandError, what it silently does otherwise a warning.
+``osc_mdev.local`` and judged by Nova's rules; what Nova refuses is an
+``errors.Invalid`` naming the input (``compute_conf``,
+``controller_conf``), what it silently does otherwise a warning.
 """
 
 from collections.abc import Iterable
 import logging
 
-from osc_lib import exceptions
-
+from osc_mdev.base import errors
 from osc_mdev.features.quota import limits as quota
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.nova.conf import settings as novaconf
@@ -30,17 +30,21 @@ from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 LOG = logging.getLogger(__name__)
 
+#: The controller's nova.conf, as a sentence names it.
+CONTROLLER = errors.given('controller_conf')
+
 
 def read_nova_conf(path: str) -> libvirt_driver.MdevConfig:
-    """The MdevConfig nova-compute makes of ``path``; a CommandError for a
-    file it cannot read or would refuse; notes on stderr for what Nova
-    will silently do otherwise.
+    """The MdevConfig nova-compute makes of ``path``; ``errors.Invalid``
+    for a file it cannot read or would refuse; notes on stderr for what
+    Nova will silently do otherwise.
     """
     try:
         conf = local_novaconf.parse_files([path], directories=False)
         libvirt_driver.fatal(conf)
     except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s.' % exc) from exc
+        raise errors.Invalid('%s.' % exc, parameter='compute_conf',
+                             path=path) from exc
     for finding in conf.findings:
         LOG.warning('Warning: %s', finding.message)
     for note in libvirt_driver.unmatched_notes(conf):
@@ -48,69 +52,67 @@ def read_nova_conf(path: str) -> libvirt_driver.MdevConfig:
     return conf
 
 
-def controller_settings(paths: list[str],
-                        option: str = '--controller-conf'
-                        ) -> novaconf.Settings:
+def controller_settings(paths: list[str]) -> novaconf.Settings:
     """The Settings of the controller's nova.conf (files or directories,
-    read in order as oslo.config reads them); a CommandError (one line)
-    for files that cannot be read.
+    read in order as oslo.config reads them); ``errors.Invalid`` for
+    files that cannot be read.
     """
     try:
         return local_novaconf.load(paths)
     except novaconf.NovaConfError as exc:
-        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+        raise errors.Invalid('%s: %s.' % (CONTROLLER, exc),
+                             parameter='controller_conf',
+                             paths=list(paths)) from exc
 
 
-def controller_pci(paths: list[str], option: str = '--controller-conf'
-                   ) -> pci_rules.PciConfig:
+def controller_pci(paths: list[str]) -> pci_rules.PciConfig:
     """The PciConfig of the controller's nova.conf (its aliases and
-    ``pci_in_placement``, ``controller_settings``); a CommandError (one
-    line) for files that cannot be read or aliases Nova refuses.
+    ``pci_in_placement``, ``controller_settings``); ``errors.Invalid``
+    for files that cannot be read or aliases Nova refuses.
     """
-    return pci_of(controller_settings(paths, option), option)
+    return pci_of(controller_settings(paths))
 
 
-def pci_of(settings: novaconf.Settings,
-           option: str = '--controller-conf') -> pci_rules.PciConfig:
-    """The PciConfig of the controller's Settings; a CommandError (one
-    line) for aliases Nova refuses.
+def pci_of(settings: novaconf.Settings) -> pci_rules.PciConfig:
+    """The PciConfig of the controller's Settings; ``errors.Invalid``
+    for aliases Nova refuses (data: ``where``).
     """
     pci = pci_rules.pci_config(settings)
     error = pci.alias_error
     if error is not None:
-        raise exceptions.CommandError('%s: %s: %s' % (
-            option, error.where, error.message))
+        raise errors.Invalid(
+            '%s: %s: %s' % (CONTROLLER, error.where, error.message),
+            parameter='controller_conf', where=error.where)
     return pci
 
 
-def controller_quota(paths: list[str],
-                     option: str = '--controller-conf') -> quota.Strategy:
+def controller_quota(paths: list[str]) -> quota.Strategy:
     """The ``[quota]`` options of the controller's nova.conf (files or
     directories, read in order, ``quota_of``); Nova's unified limits
     with their defaults when ``paths`` is empty (``assumed_note`` says
-    so). A CommandError (one line) for files that cannot be read or values
-    Nova refuses.
+    so). ``errors.Invalid`` for files that cannot be read or values Nova
+    refuses.
     """
     if not paths:
         return quota.Strategy()
-    return quota_of(controller_settings(paths, option), option)
+    return quota_of(controller_settings(paths))
 
 
-def quota_of(settings: novaconf.Settings,
-             option: str = '--controller-conf') -> quota.Strategy:
+def quota_of(settings: novaconf.Settings) -> quota.Strategy:
     """The ``[quota]`` driver and unified limits options of the
-    controller's Settings; a CommandError (one line) for values Nova
-    refuses, a warning when its driver is not the unified limits driver
-    (Nova then uses none of Keystone's limits).
+    controller's Settings; ``errors.Invalid`` for values Nova refuses,
+    a warning when its driver is not the unified limits driver (Nova
+    then uses none of Keystone's limits).
     """
     try:
         strategy = quota.strategy_from(settings)
     except ValueError as exc:
-        raise exceptions.CommandError('%s: %s.' % (option, exc)) from exc
+        raise errors.Invalid('%s: %s.' % (CONTROLLER, exc),
+                             parameter='controller_conf') from exc
     if not strategy.unified:
-        LOG.warning("Warning: [quota] driver is %s in %s: Nova uses none "
-                    "of Keystone's limits (only %s does), so no GPU class "
-                    'has a limit.', strategy.driver, option,
+        LOG.warning("Warning: [quota] driver is %s in --controller-conf: "
+                    "Nova uses none of Keystone's limits (only %s does), so "
+                    'no GPU class has a limit.', strategy.driver,
                     quota.UNIFIED_LIMITS_DRIVER)
     return strategy
 
@@ -128,14 +130,15 @@ def assumed_note() -> None:
 def compute_confs(values: Iterable[tuple[str, str]]
                   ) -> dict[str, libvirt_driver.MdevConfig]:
     """``{host: MdevConfig}`` of the ``(host, file)`` pairs of
-    --compute-conf; a CommandError for a host named twice or a file Nova
-    would refuse.
+    ``compute_conf``; ``errors.Invalid`` for a host named twice or a
+    file Nova would refuse.
     """
     confs: dict[str, libvirt_driver.MdevConfig] = {}
     for host, path in values:
         if host in confs:
-            raise exceptions.CommandError(
-                '--compute-conf names host %s twice; give one file per '
-                'host.' % host)
+            raise errors.Invalid(
+                '%s names host %s twice; give one file per host.'
+                % (errors.given('compute_conf'), host),
+                parameter='compute_conf', host=host)
         confs[host] = read_nova_conf(path)
     return confs

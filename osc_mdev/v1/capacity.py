@@ -15,15 +15,16 @@
 import argparse
 import dataclasses
 import logging
+import typing
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev import api
 from osc_mdev.base import words
 from osc_mdev.features.capacity import reads
 from osc_mdev.features import nova_conf
+from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.scheduler import utils as rr
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
@@ -41,7 +42,17 @@ TOTAL = 'Total'
 LOG = logging.getLogger(__name__)
 
 
-class Capacity(command.Lister):
+class Counting(typing.NamedTuple):
+    """What a capacity command counts: each flavor (name or ID, no
+    request) or the one bare request (no flavor), and the controller's
+    PciConfig (None: not given).
+    """
+
+    wanted: list[tuple[str | None, rr.Request | None]]
+    pci_config: pci_rules.PciConfig | None
+
+
+class Capacity(common.Lister):
     """Show how many more servers of a flavor fit, where, and why none does.
 
     Answers "how many more can I boot?" and "why NoValidHost?": one row per
@@ -91,8 +102,8 @@ Room for a bare request of two vGPUs with a trait::
                  'hosts.')
         return parser
 
-    def _requests(self, parsed_args: argparse.Namespace
-                  ) -> list[tuple[str | None, rr.Request | None]]:
+    @staticmethod
+    def _requests(parsed_args: argparse.Namespace) -> Counting:
         bare = parsed_args.resource_class is not None
         if bare and parsed_args.flavor:
             raise exceptions.CommandError(
@@ -113,79 +124,83 @@ Room for a bare request of two vGPUs with a trait::
                 '--controller-conf gives the PCI aliases of a flavor; use it '
                 'with '
                 '--flavor, not --resource-class.')
-        self._pci_config = None
+        pci_config = None
         if parsed_args.controller_conf:
-            self._pci_config = nova_conf.controller_pci(
+            pci_config = nova_conf.controller_pci(
                 parsed_args.controller_conf)
         if bare:
-            return [(None, common.bare_request(
-                parsed_args, parsed_args.require_trait))]
-        return [(name, None) for name in parsed_args.flavor]
+            return Counting([(None, common.bare_request(
+                parsed_args, parsed_args.require_trait))], pci_config)
+        return Counting([(name, None) for name in parsed_args.flavor],
+                        pci_config)
 
     def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], list]:
-        wanted = self._requests(parsed_args)
+                    ) -> tuple[tuple[str, ...], common.Rows]:
+        counting = self._requests(parsed_args)
         mdev = common.client(self.app)
-        several = len(wanted) > 1
+        several = len(counting.wanted) > 1
         rows: list[tuple[object, ...]] = []
-        for flavor, request in wanted:
-            found = self._one(mdev, parsed_args, flavor, request)
+        for flavor, request in counting.wanted:
+            found = _one(mdev, parsed_args, flavor, request,
+                         counting.pci_config)
             if several:
                 found = [(flavor,) + tuple(r) for r in found]
             rows.extend(found)
-        return columns(parsed_args), rows
+        return columns(parsed_args), common.Rows(rows)
 
-    def _one(self, mdev: api.MdevClient, parsed_args: argparse.Namespace,
-             flavor: str | None, request: rr.Request | None) -> list:
-        """The rows of one flavor or bare request; the summary rows (the
-        Total row, the servers that fit and the smallest change of an
-        explanation, the verdict on --count) in the table format only.
-        """
-        summary = parsed_args.formatter == 'table'
-        answer = reads.count(
-            mdev.placement, mdev.compute, flavor=flavor, request=request,
-            hosts=tuple(parsed_args.host), pci_config=self._pci_config,
-            explain=parsed_args.explain, count=parsed_args.count)
-        if parsed_args.explain:
-            rows = [common.properties(s, STEP_FIELDS)
-                    for s in answer.steps or ()]
-            if summary:
-                fix = answer.fix or ('none needed' if answer.total else
-                                     'none found on the devices')
-                rows.append(('Servers that fit: %d' % answer.total,
-                             '', '', '', ''))
-                rows.append(('Smallest change: %s' % fix, '', '', '', ''))
-            return rows
-        if summary and not answer.total:
-            LOG.warning(
-                'Note: no server of %s fits; run the same command with '
-                '--explain to see which constraint rules out which hosts.',
-                'flavor %s' % flavor if flavor else 'this request')
-        cols = LONG_COLUMNS if parsed_args.long else COLUMNS
-        one = answer.one_request
-        rows = []
-        for h in answer.per_host:
-            named = dataclasses.replace(h, devices=tuple(
-                '%s:%s' % (h.host, d) for d in h.devices))
-            row = common.properties(
-                named, cols, formatters={'Devices': format_columns.ListColumn})
-            if one is not None:
-                row += (one.per_host.get(h.host, 0),) + (
-                    ('',) if summary else ())
-            rows.append(row)
+
+def _one(mdev: api.MdevClient, parsed_args: argparse.Namespace,
+         flavor: str | None, request: rr.Request | None,
+         pci_config: pci_rules.PciConfig | None) -> list:
+    """The rows of one flavor or bare request; the summary rows (the
+    Total row, the servers that fit and the smallest change of an
+    explanation, the verdict on --count) in the table format only.
+    """
+    summary = parsed_args.formatter == 'table'
+    answer = reads.count(
+        mdev.placement, mdev.compute, flavor=flavor, request=request,
+        hosts=tuple(parsed_args.host), pci_config=pci_config,
+        explain=parsed_args.explain, count=parsed_args.count)
+    if parsed_args.explain:
+        rows = [common.properties(s, STEP_FIELDS)
+                for s in answer.steps or ()]
         if summary:
-            total = {'Host': TOTAL, 'Fits': answer.total,
-                     'Devices': format_columns.ListColumn([words.count(
-                         sum(len(h.devices) for h in answer.per_host),
-                         'device')]),
-                     'Free': sum(h.free for h in answer.per_host),
-                     'Limit': ''}
-            if one is not None:
-                total.update({'One Request': one.placed,
-                              'Verdict': one.verdict})
-            rows.append(tuple(total.get(c, '') for c in
-                              _host_columns(parsed_args)))
+            fix = answer.fix or ('none needed' if answer.total else
+                                 'none found on the devices')
+            rows.append(('Servers that fit: %d' % answer.total,
+                         '', '', '', ''))
+            rows.append(('Smallest change: %s' % fix, '', '', '', ''))
         return rows
+    if summary and not answer.total:
+        LOG.warning(
+            'Note: no server of %s fits; run the same command with '
+            '--explain to see which constraint rules out which hosts.',
+            'flavor %s' % flavor if flavor else 'this request')
+    cols = LONG_COLUMNS if parsed_args.long else COLUMNS
+    one = answer.one_request
+    rows = []
+    for h in answer.per_host:
+        named = dataclasses.replace(h, devices=tuple(
+            '%s:%s' % (h.host, d) for d in h.devices))
+        row = common.properties(
+            named, cols, formatters={'Devices': format_columns.ListColumn})
+        if one is not None:
+            row += (one.per_host.get(h.host, 0),) + (
+                ('',) if summary else ())
+        rows.append(row)
+    if summary:
+        total = {'Host': TOTAL, 'Fits': answer.total,
+                 'Devices': format_columns.ListColumn([words.count(
+                     sum(len(h.devices) for h in answer.per_host),
+                     'device')]),
+                 'Free': sum(h.free for h in answer.per_host),
+                 'Limit': ''}
+        if one is not None:
+            total.update({'One Request': one.placed,
+                          'Verdict': one.verdict})
+        rows.append(tuple(total.get(c, '') for c in
+                          _host_columns(parsed_args)))
+    return rows
 
 
 def _host_columns(parsed_args: argparse.Namespace) -> tuple[str, ...]:

@@ -32,13 +32,16 @@ OPTIONS = {
     'flavor': '--flavor',
     'force': '--force',
     'host': '--host',
+    'isolate_others': '--isolate-other-groups',
     'project': '--project',
     'provider_config': '--provider-config',
     'provider_config_dir': '--provider-config-dir',
     'replace': '--replace',
     'resource_class': '--resource-class',
+    'spread': '--spread',
     'sysfs': '--sysfs',
     'trait': '--trait',
+    'validate': '--no-validate',
 }
 
 

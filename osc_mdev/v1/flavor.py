@@ -15,9 +15,9 @@
 import argparse
 
 from osc_lib.cli import format_columns
-from osc_lib.command import command
 from osc_lib import exceptions
 
+from osc_mdev.base import errors as library_errors
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.flavor import reads as flavors
 from osc_mdev.features.flavor import specs as flavor_logic
@@ -25,6 +25,7 @@ from osc_mdev.features import nova_conf
 from osc_mdev.nova.pci import request as pci_request
 from osc_mdev.nova.scheduler import utils as rr
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors
 from osc_mdev.v1 import options
 
 CONFIGURE_COLUMNS = ('Property', 'Before', 'After', 'Result', 'Note')
@@ -129,7 +130,8 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.dry_run(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         pci = pci_config = None
         if parsed_args.pci_alias:
             pci = _pci_request(parsed_args.pci_alias)
@@ -149,12 +151,12 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
             pci_config=pci_config)
         rows = []
         for change in outcome.changes:
-            result = outcome.results[change.key]
+            result = outcome.outcome(change.key)
             if parsed_args.dry_run and result != 'unchanged':
                 result = 'would be ' + result
             rows.append((change.key, change.before, change.after, result,
-                         change.note))
-        return common.Listing(CONFIGURE_COLUMNS, rows, _ending(outcome))
+                         library_errors.words(change.note, errors.option)))
+        return CONFIGURE_COLUMNS, common.Rows(rows, _ending(outcome))
 
 
 def _mdev_request(parsed_args: argparse.Namespace,
@@ -201,7 +203,7 @@ def _ending(outcome: flavors.Configured) -> common.Outcome:
            ', '.join(outcome.not_written) or 'nothing')))
 
 
-class ShowFlavor(command.ShowOne):
+class ShowFlavor(common.ShowOne):
     """Show a flavor's device request as Nova reads it, and where it fits.
 
     Answers "what does this flavor ask for, and can it be served?": the
@@ -219,13 +221,14 @@ Examples:
     openstack mdev flavor show vgpu.nvidia-12 -f json
 """
 
-    def get_parser(self, prog_name):
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument(
             'flavor', metavar='<flavor>', help='Flavor name or ID.')
         return parser
 
-    def take_action(self, parsed_args):
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], tuple[object, ...]]:
         mdev = common.client(self.app)
         view = flavors.show(mdev.compute, mdev.placement, parsed_args.flavor)
         fields = ('Flavor', 'ID', 'Request', 'PCI Request', 'Extra Specs',

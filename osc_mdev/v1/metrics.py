@@ -14,13 +14,13 @@
 
 import argparse
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.cloud import providers as domain
 from osc_mdev.features.metrics import reads as metrics
 from osc_mdev.features import nova_conf
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors
 from osc_mdev.v1 import options
 
 ALLOCATIONS = (
@@ -29,7 +29,7 @@ ALLOCATIONS = (
     'in use and per compute node with servers.')
 
 
-class Metrics(command.Command):
+class Metrics(common.Command):
     """Print the cloud's GPU usage as Prometheus metrics.
 
     Answers "how full are the GPUs, and how many more servers of my
@@ -91,7 +91,7 @@ them::
             kinds=domain.KIND_CHOICES[parsed_args.kind], confs=confs,
             allocations=parsed_args.allocations,
             identity=mdev.identity if parsed_args.quota else None,
-            pci_config=pci_config, strategy=strategy)
+            pci_config=pci_config, strategy=strategy, name=errors.option)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:

@@ -14,7 +14,6 @@
 
 import argparse
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.features import nova_conf
@@ -30,7 +29,7 @@ FLAVOR_COLUMNS = ('Project', 'Fits', 'Quota Allows', 'Capacity Allows',
 PROJECT = 'Project name or ID; repeat for several.'
 
 
-class ListQuota(command.Lister):
+class ListQuota(common.Lister):
     """List GPU usage per project against the limits Nova enforces.
 
     Answers "who holds the GPUs, and who is about to hit the limit?": a

@@ -470,7 +470,7 @@ def test_devname_in_placement_agrees_with_nova(name, nova_conf):
 # -- the controller's aliases, told apart by data ----------------------------
 
 def test_only_an_alias_nova_refuses_stops_the_controller_file():
-    from osc_lib import exceptions
+    from osc_mdev.base import errors
 
     from osc_mdev.features import nova_conf
     from osc_mdev.nova.pci import config as pci
@@ -492,8 +492,8 @@ def test_only_an_alias_nova_refuses_stops_the_controller_file():
     assert config.aliases == {}
     assert config.alias_error.where == '[pci] alias, nova.conf:2'
     assert config.alias_error.stops_nova
-    with pytest.raises(exceptions.CommandError,
-                       match=r"--controller-conf: \[pci\] alias, "
+    with pytest.raises(errors.Invalid,
+                       match=r"controller_conf: \[pci\] alias, "
                              r"nova.conf:2: .*no vendor_id and product_id"):
         nova_conf.pci_of(novaconf.parse_texts([('nova.conf', bad)]))
 

@@ -543,10 +543,10 @@ def test_every_command_refuses_an_alias_nova_refuses(value):
     """What Nova's API refuses to boot (PciRequestAliasNotDefined,
     an invalid pci_passthrough:alias) no command counts.
     """
-    from osc_lib import exceptions
+    from osc_mdev.base import errors
 
     specs = {'pci_passthrough:alias': value}
-    with pytest.raises(exceptions.CommandError):
+    with pytest.raises(errors.Invalid):
         capacity_request(specs, True, False)
     from osc_mdev.features.migration import reads as migration
     server = migration._server(nova_payloads.server(server_payload(

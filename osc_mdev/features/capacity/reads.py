@@ -27,12 +27,12 @@ aliases, numbered groups); several flavors counted together
    ``?resources=`` listings (one per amount) run in this round too.
 2. Only while a tree is missing from the answers (no free memory, or an
    answer cut short by ``[placement] max_allocation_candidates``): the
-   further anchors of ``provider.cover_trees`` (``DISK_GB``, ``VCPU``
+   further anchors of ``cloud.reads.cover_trees`` (``DISK_GB``, ``VCPU``
    and ``PCPU``, the devices' classes), a few requests whatever the
    number of trees.
 3. The unit rules (``min_unit``, ``max_unit``, ``step_size``), which the
    summaries do not carry, only where they decide a count
-   (``domain.units``): the anchors' allocation requests tell who takes
+   (``cloud.units``): the anchors' allocation requests tell who takes
    one unit; then ``GET /resource_providers?resources=`` listings, few
    and flat: the compute node's classes together at the largest amount
    any request asks, each numbered group whole, each device class at
@@ -54,8 +54,6 @@ import dataclasses
 import functools
 import logging
 import typing
-
-from osc_lib import exceptions
 
 from osc_mdev.api import pool
 from osc_mdev.base import errors
@@ -98,41 +96,67 @@ def _disabled(services: Iterable[Mapping[str, typing.Any]],
             if name in off or name.split('.', 1)[0] in off}
 
 
+@dataclasses.dataclass(frozen=True)
+class FirstReads:
+    """What ``read_flavor`` reads at once: the ``flavor`` (None without
+    one), the provider ``listing`` (the trees), the nova-compute
+    ``services`` (none without a flavor) and, in ``early``, the answers
+    of ``read_hosts``'s requests that do not depend on the flavor, for
+    ``read_hosts`` not to ask them again.
+    """
+
+    flavor: servers.Flavor | None
+    listing: list[dict[str, typing.Any]]
+    services: list[dict[str, typing.Any]]
+    early: dict[tuple[object, ...], typing.Any]
+
+
+LISTING = ('listing',)
+SERVICES = ('services',)
+FLAVOR = ('flavor',)
+
+
+def _at_once(placement: PlacementClient,
+             calls: Mapping[tuple[object, ...], Callable[[], typing.Any]]
+             ) -> dict[tuple[object, ...], typing.Any]:
+    """``{key: answer}`` of ``calls``, run at once in the bounded pool."""
+    return dict(zip(calls, pool.call_all(list(calls.values()),
+                                         placement.max_workers)))
+
+
 def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
                 flavor: str | None, hosts: Iterable[str] = (),
-                request: rr.Request | None = None) -> tuple:
-    """``(flavor, listing, services, early)``, read at once: the flavor
-    a ``servers.Flavor``, None without ``flavor``.
-
-    With them, in the same round, the requests of ``read_hosts`` that do
-    not depend on the flavor: the allocation candidates every count
-    starts from and, for a bare ``request`` (no flavor), its
-    ``?resources=`` listings. ``early`` holds those answers for
-    ``read_hosts``.
+                request: rr.Request | None = None) -> FirstReads:
+    """The FirstReads of a count, read at once: the flavor (a
+    ``servers.Flavor``, None without ``flavor``) and the provider
+    listing, and with them, in the same round, the requests of
+    ``read_hosts`` that do not depend on the flavor: the allocation
+    candidates every count starts from and, for a bare ``request`` (no
+    flavor), its ``?resources=`` listings.
     """
     known = units.Known()
-    calls: list[Callable[[], typing.Any]] = [
-        placement.list_providers,
-        device_reads.anchor_call(placement, known=known)]
-    keys: list[tuple[object, ...]] = [ANCHOR]
+    calls: dict[tuple[object, ...], Callable[[], typing.Any]] = {
+        LISTING: placement.list_providers,
+        ANCHOR: device_reads.anchor_call(placement, known=known)}
     if request is not None:
         for amount in _amounts([request]):
-            calls.append(functools.partial(placement.providers_with_room,
-                                           amount))
-            keys.append(_room_key(amount))
+            calls[_room_key(amount)] = functools.partial(
+                placement.providers_with_room, amount)
     if flavor is not None:
         if compute is None:
             raise ValueError('a flavor is read from Nova')
-        calls.append(compute.compute_services)
-        calls.append(functools.partial(naming.find_flavor, compute, flavor))
-    results = pool.call_all(calls, placement.max_workers)
-    device_reads.check_hosts(results[0], hosts)
-    early = dict(zip(keys, results[1:]))
+        calls[SERVICES] = compute.compute_services
+        calls[FLAVOR] = functools.partial(naming.find_flavor, compute,
+                                          flavor)
+    early = _at_once(placement, calls)
+    listing = early.pop(LISTING)
+    device_reads.check_hosts(listing, hosts)
+    services = early.pop(SERVICES, [])
+    payload = early.pop(FLAVOR, None)
     early[KNOWN] = known
-    if flavor is None:
-        return None, results[0], [], early
-    return (nova_payloads.flavor(results[-1]), results[0], results[-2],
-            early)
+    return FirstReads(
+        None if payload is None else nova_payloads.flavor(payload),
+        listing, services, early)
 
 
 def read_hosts(placement: PlacementClient,
@@ -452,10 +476,14 @@ def candidates_by_root(placement: PlacementClient, request: rr.Request
 
 
 def check_flavor_request(request: rr.Request) -> None:
+    """``errors.Invalid`` for a request Nova's scheduler refuses
+    (``resource_request.check_request``).
+    """
     try:
         rr.check_request(request)
     except rr.RequestError as exc:
-        raise exceptions.CommandError(words.sentence(str(exc))) from exc
+        raise errors.Invalid(words.sentence(str(exc)),
+                             parameter='flavor') from exc
 
 
 @dataclasses.dataclass
@@ -488,23 +516,25 @@ def request_of(flavor: servers.Flavor,
     """The request Nova builds for a server of ``flavor``
     (``resource_request.request_for``), for a count: its PCI alias
     devices need ``pci_config``, the PciConfig of the controller's
-    nova.conf. CommandError when they cannot be known or Nova refuses
-    them; a warning when Nova asks Placement nothing for them
+    nova.conf. ``errors.Invalid`` when they cannot be known or Nova
+    refuses them; a warning when Nova asks Placement nothing for them
     (``pci_in_placement`` off).
     """
     name = flavor.name or flavor.id
     alias = flavor.extra_specs.get(rr.PCI_ALIAS_KEY)
     if alias is not None and pci_config is None:
-        raise exceptions.CommandError(
+        raise errors.Invalid(
             'Flavor %s asks for PCI devices (%s=%s), whose aliases '
             'are defined in the controller\'s [pci] alias: pass its '
-            'nova.conf with --controller-conf <file>.' % (
-                name, rr.PCI_ALIAS_KEY, alias))
+            'nova.conf with %s <file>.' % (
+                name, rr.PCI_ALIAS_KEY, alias,
+                errors.given('controller_conf')),
+            parameter='controller_conf', flavor=name)
     try:
         request = rr.request_for(flavor, pci_config, booted_from_volume)
     except rr.RequestError as exc:
-        raise exceptions.CommandError('Flavor %s: %s.' % (
-            name, exc)) from exc
+        raise errors.Invalid('Flavor %s: %s.' % (name, exc),
+                             parameter='flavor', flavor=name) from exc
     if request.pci_requests and not any(g.is_pci for g in request.groups):
         LOG.warning(
             'Warning: [filter_scheduler] pci_in_placement is off in '
@@ -524,14 +554,14 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
     Nova's prefilters; the explainer's steps with ``explain``; with
     ``count``, whether one multi-create of that many servers is placed.
     """
-    found, listing, services, early = read_flavor(
-        placement, compute, flavor, hosts, request)
+    read = read_flavor(placement, compute, flavor, hosts, request)
     bare = request is not None
     if request is None:
-        request = request_of(found, pci_config)
+        assert read.flavor is not None     # read: no bare request
+        request = request_of(read.flavor, pci_config)
         check_flavor_request(request)
-    trees = read_hosts(placement, request, listing, services, hosts,
-                       need_roots=not bare, early=early)
+    trees = read_hosts(placement, request, read.listing, read.services,
+                       hosts, need_roots=not bare, early=read.early)
     request = request_filter.process_reqspec(
         request, owner_nova=domain.owner_nova_in_effect(trees))
     counted = Counted(request, domain.capacity(request, trees))
@@ -558,16 +588,17 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
 def _flavors_by_reference(compute: ComputeClient,
                           references: Sequence[str]
                           ) -> dict[str, typing.Any]:
-    """``{reference: flavor payload or CommandError}``: one flavor read
-    as ``capacity --flavor`` reads it; several from one listing of every
-    flavor (with their extra specs), by ID first, then by name.
+    """``{reference: flavor payload or the error that says why there is
+    none}``: one flavor read as ``capacity --flavor`` reads it; several
+    from one listing of every flavor (with their extra specs), by ID
+    first, then by name.
     """
     found: dict[str, typing.Any] = {}
     if len(references) == 1:
         try:
             found[references[0]] = naming.find_flavor(compute,
                                                       references[0])
-        except (exceptions.CommandError, errors.Error) as exc:
+        except errors.Error as exc:
             found[references[0]] = exc
         return found
     listed = compute.list_flavors()
@@ -578,7 +609,7 @@ def _flavors_by_reference(compute: ComputeClient,
                 [f for f in listed if f['name'] == ref], ref, 'flavor',
                 "No flavor named or with ID '%s'; see 'openstack flavor "
                 "list --all'." % ref)
-        except (exceptions.CommandError, errors.Error) as exc:
+        except errors.Error as exc:
             found[ref] = exc
     return found
 
@@ -586,37 +617,36 @@ def _flavors_by_reference(compute: ComputeClient,
 def count_flavors(placement: PlacementClient, compute: ComputeClient,
                   flavors: Sequence[str],
                   pci_config: pci_rules.PciConfig | None = None
-                  ) -> dict[str, int | exceptions.CommandError
-                            | errors.Error]:
+                  ) -> dict[str, int | Exception]:
     """How many more servers of each flavor (a name or ID) fit, as
     ``count`` counts one, from one set of reads for all of them: the
     flavors (one listing when there are several), the services, the
     provider listing, the anchors and the unit listings. A flavor that
-    cannot be counted maps to the CommandError that says why.
+    cannot be counted maps to the error that says why.
     """
-    calls: list[Callable[[], typing.Any]] = [
-        placement.list_providers, compute.compute_services,
-        functools.partial(_flavors_by_reference, compute, flavors)]
     known = units.Known()
-    calls.append(device_reads.anchor_call(placement, known=known))
-    listing, services, payloads, first = pool.call_all(
-        calls, placement.max_workers)
-    result: dict[str, int | exceptions.CommandError | errors.Error] = {}
+    answers = _at_once(placement, {
+        LISTING: placement.list_providers,
+        SERVICES: compute.compute_services,
+        FLAVOR: functools.partial(_flavors_by_reference, compute, flavors),
+        ANCHOR: device_reads.anchor_call(placement, known=known)})
+    result: dict[str, int | Exception] = {}
     requests: dict[str, rr.Request] = {}
-    for ref, payload in payloads.items():
-        if isinstance(payload, (exceptions.CommandError, errors.Error)):
+    for ref, payload in answers[FLAVOR].items():
+        if isinstance(payload, Exception):
             result[ref] = payload
             continue
         try:
             request = request_of(nova_payloads.flavor(payload), pci_config)
             check_flavor_request(request)
-        except exceptions.CommandError as exc:
+        except errors.Error as exc:
             result[ref] = exc
             continue
         requests[ref] = request
     if requests:
-        trees = read_hosts(placement, list(requests.values()), listing,
-                           services, early={ANCHOR: first, KNOWN: known})
+        trees = read_hosts(placement, list(requests.values()),
+                           answers[LISTING], answers[SERVICES],
+                           early={ANCHOR: answers[ANCHOR], KNOWN: known})
         owner_nova = domain.owner_nova_in_effect(trees)
         for ref, request in requests.items():
             request = request_filter.process_reqspec(

@@ -13,9 +13,9 @@
 """Flavors and the devices that can serve them: Nova and Placement.
 
 The flavor (Nova) and the compute node trees (Placement, with the bulk
-reads of ``usecases.capacity``) are read at once in the bounded pool; the
-flavor's request is Nova's (``domain.resource_request``), judged by the
-capacity engine (``domain.capacity``), then written.
+reads of ``features.capacity.reads``) are read at once in the bounded
+pool; the flavor's request is Nova's (``nova.scheduler.utils``), judged
+by the fit engine (``cloud.fit``), then written.
 """
 
 from __future__ import annotations
@@ -25,11 +25,10 @@ import dataclasses
 import typing
 
 from keystoneauth1 import exceptions as ks_exc
-from osc_lib import exceptions
 
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import pool
-from osc_mdev.base import errors as library_errors
+from osc_mdev.base import errors
 from osc_mdev.base import words
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import providers
@@ -46,6 +45,11 @@ if typing.TYPE_CHECKING:
     from osc_mdev.api.placement import PlacementClient
     from osc_mdev.nova.pci import config as pci_rules
 
+#: The inputs a sentence names: the controller's nova.conf, and the
+#: choice to skip the checks against the cloud.
+CONTROLLER = errors.given('controller_conf')
+NO_VALIDATE = errors.given('validate')
+
 
 @dataclasses.dataclass
 class Configured:
@@ -53,22 +57,28 @@ class Configured:
 
     flavor: servers.Flavor
     changes: list[domain.SpecChange]    # sorted by key
-    results: dict[str, str]  # key: added/changed/removed/unchanged/
-    #                          failed/not written
+    outcomes: dict[str, str]  # key: added/changed/removed/unchanged/
+    #                           failed/not written
     error: str | None = None  # the first failed request's message
+
+    def outcome(self, key: str) -> str:
+        """What became of ``key``: added, changed, removed, unchanged,
+        failed or not written.
+        """
+        return self.outcomes[key]
 
     @property
     def failed(self) -> list[str]:
-        return sorted(k for k, r in self.results.items() if r == 'failed')
+        return sorted(k for k, r in self.outcomes.items() if r == 'failed')
 
     @property
     def not_written(self) -> list[str]:
-        return sorted(k for k, r in self.results.items()
+        return sorted(k for k, r in self.outcomes.items()
                       if r == 'not written')
 
     @property
     def written(self) -> list[str]:
-        return sorted(k for k, r in self.results.items()
+        return sorted(k for k, r in self.outcomes.items()
                       if r in ('added', 'changed', 'removed'))
 
 
@@ -104,20 +114,47 @@ def _trait_names(specs: Iterable[str]) -> set[str]:
             if k and not k.is_resource}
 
 
+class Read(typing.NamedTuple):
+    """A flavor and the compute node trees it is judged on."""
+
+    flavor: servers.Flavor
+    trees: list[capacity_logic.Host]
+
+
+class KnownTraits(typing.NamedTuple):
+    """Of the traits a flavor and a request name: those some provider
+    carries, and those Placement has.
+    """
+
+    carried: set[str]
+    known: set[str]
+
+
+class Written(typing.NamedTuple):
+    """What ``_write`` did: the keys it attempted, the first error
+    (None: none) and, after an error, the extra specs read back (None:
+    not read).
+    """
+
+    attempted: set[str]
+    error: str | None
+    now: dict[str, str] | None
+
+
 def _read(compute: ComputeClient, placement: PlacementClient,
           reference: str, requests: Iterable[rr.Request | None] = ()
-          ) -> tuple[servers.Flavor, list[capacity_logic.Host]]:
-    """``(flavor, trees)``: the flavor and the compute node trees its
-    request (its own extra specs: the controller's PCI aliases are not
-    read here) and ``requests`` are judged on (``usecases.capacity``: a
-    few bulk reads whatever the number of devices).
+          ) -> Read:
+    """The flavor and the compute node trees its request (its own extra
+    specs: the controller's PCI aliases are not read here) and
+    ``requests`` are judged on (``features.capacity.reads``: a few bulk
+    reads whatever the number of devices).
     """
-    flavor, listing, services, early = capacity_reads.read_flavor(
-        placement, compute, reference)
-    asked = [rr.request_for(flavor)] + [r for r in requests if r]
-    trees = capacity_reads.read_hosts(placement, asked, listing, services,
-                                      early=early)
-    return flavor, trees
+    first = capacity_reads.read_flavor(placement, compute, reference)
+    assert first.flavor is not None     # a flavor was asked for
+    asked = [rr.request_for(first.flavor)] + [r for r in requests if r]
+    trees = capacity_reads.read_hosts(placement, asked, first.listing,
+                                      first.services, early=first.early)
+    return Read(first.flavor, trees)
 
 
 def configure(compute: ComputeClient, placement: PlacementClient,
@@ -168,19 +205,20 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     if dry_run:
         return Configured(flavor, changes,
                           {c.key: c.action for c in changes})
-    attempted, error, now = _write(compute, flavor.id, to_set, to_delete)
+    written = _write(compute, flavor.id, to_set, to_delete)
     return Configured(flavor, changes, {
-        c.key: domain.write_result(c, c.key in attempted,
-                                   error is not None, now)
-        for c in changes}, error)
+        c.key: domain.write_result(c, c.key in written.attempted,
+                                   written.error is not None, written.now)
+        for c in changes}, written.error)
 
 
 def _known_traits(placement: PlacementClient, request: rr.Request | None,
                   current: dict[str, str], validate: bool
-                  ) -> tuple[set[str], set[str]]:
-    """``(traits some provider carries, traits Placement has)`` among
+                  ) -> KnownTraits:
+    """The traits some provider carries and those Placement has, among
     those the flavor and ``request`` name; with ``validate``, the
-    request's classes and traits must exist in Placement.
+    request's classes and traits must exist in Placement
+    (``errors.NotFound`` otherwise).
     """
     traits = sorted({t for g in request.groups
                      for t in g.required | g.forbidden}) if request else []
@@ -194,16 +232,19 @@ def _known_traits(placement: PlacementClient, request: rr.Request | None,
     carried, known, rc_exists = pool.call_all(calls, placement.max_workers)
     if validate and request:
         if not rc_exists:
-            raise exceptions.CommandError(
+            raise errors.NotFound(
                 "Resource class %s does not exist in Placement; check "
                 "[mdev_<type>] mdev_class in nova.conf, or see 'openstack "
-                "resource class list'." % ', '.join(classes))
+                "resource class list'." % ', '.join(classes),
+                kind='resource class', name=', '.join(classes),
+                parameter='resource_class')
         missing = [t for t in traits if t not in known]
         if missing:
-            raise exceptions.CommandError(
+            raise errors.NotFound(
                 "Trait %s does not exist in Placement; tag devices with "
-                "'openstack mdev trait set' first." % ', '.join(missing))
-    return carried, known
+                "'openstack mdev trait set' first." % ', '.join(missing),
+                kind='trait', name=', '.join(missing))
+    return KnownTraits(carried, known)
 
 
 def _plan_request(current: dict[str, str], request: rr.Request | None,
@@ -225,12 +266,13 @@ def _plan_request(current: dict[str, str], request: rr.Request | None,
     others = domain.isolate_reaches_others(
         current, request, mdev_classes, device_traits, carried, known)
     if others and not isolate_others:
-        raise exceptions.CommandError(
+        raise errors.Refused(
             'Nova applies group_policy=isolate to every numbered '
-            'request group of a flavor, so --spread would also make %s '
-            'come from a provider of its own; add --isolate-other-groups '
-            'to go on.'
-            % ', '.join(others))
+            'request group of a flavor, so %s would also make %s '
+            'come from a provider of its own; add %s to go on.'
+            % (errors.given('spread'), ', '.join(others),
+               errors.given('isolate_others')),
+            parameter='isolate_others', groups=list(others))
     return domain.plan(current, request, mdev_classes, device_traits,
                        carried, known)
 
@@ -245,18 +287,20 @@ def _check_result(flavor: servers.Flavor, after: dict[str, str],
     """
     refused = domain.refused(after)
     if refused:
-        raise exceptions.CommandError(
+        raise errors.Refused(
             "Flavor %s: %s; correct or remove it with 'openstack flavor "
             "set' or 'openstack flavor unset --property', then run this "
-            "again." % (flavor.name, refused))
+            "again." % (flavor.name, refused), flavor=flavor.name,
+            problem=refused)
     if validate and request:
         problem = domain.can_never_serve(
             rr.request_for(dataclasses.replace(flavor, extra_specs=after)),
             trees, carried, known)
         if problem:
-            raise exceptions.CommandError(
+            raise errors.Refused(
                 'No host in the cloud can serve this flavor: %s; use '
-                '--no-validate to configure it anyway.' % problem)
+                '%s to configure it anyway.' % (problem, NO_VALIDATE),
+                flavor=flavor.name, problem=problem)
 
 
 def check_pci(placement: PlacementClient, pci: domain.PciRequest,
@@ -264,86 +308,92 @@ def check_pci(placement: PlacementClient, pci: domain.PciRequest,
               group_policy: str | None, validate: bool = True) -> str:
     """Check a PCI request against the alias definitions and Placement.
 
-    Raises CommandError for an alias that is not defined, or (with
-    ``validate``) that no host can serve now: one allocation candidates
-    request per alias, with the request groups Nova makes of it (one
-    per device). Returns the note for the table: what was not checked.
+    Raises ``errors.NotFound`` for an alias that is not defined, or
+    (with ``validate``) ``errors.Refused`` for one no host can serve
+    now: one allocation candidates request per alias, with the request
+    groups Nova makes of it (one per device). Returns the note for the
+    table: what was not checked (naming the inputs through
+    ``errors.given``).
     """
     if pci_config is None:
         return ('alias names not checked: give the controller\'s nova.conf '
-                'with --controller-conf')
+                'with %s' % CONTROLLER)
     aliases = pci_config.aliases
     unknown = [n for n, _ in pci.aliases if n not in aliases]
     if unknown:
-        raise exceptions.CommandError(
-            'PCI alias %s is not defined in [pci] alias of '
-            '--controller-conf '
+        raise errors.NotFound(
+            'PCI alias %s is not defined in [pci] alias of %s '
             '(defined: %s); Nova would refuse to boot servers of this '
-            'flavor.' % (', '.join(unknown),
-                         ', '.join(sorted(aliases)) or 'none'))
+            'flavor.' % (', '.join(unknown), CONTROLLER,
+                         ', '.join(sorted(aliases)) or 'none'),
+            kind='PCI alias', name=', '.join(unknown),
+            parameter='controller_conf')
     if not validate:
-        return 'not checked against Placement (--no-validate)'
+        return 'not checked against Placement (%s)' % NO_VALIDATE
     if not pci_config.pci_in_placement:
         return ('not checked against Placement: [filter_scheduler] '
-                'pci_in_placement is off in --controller-conf, so the '
-                'scheduler does not ask Placement for PCI devices')
+                'pci_in_placement is off in %s, so the scheduler does not '
+                'ask Placement for PCI devices' % CONTROLLER)
     wanted = [(name, count, aliases[name]) for name, count in pci.aliases]
     classes = sorted({a.resource_class for _, _, a in wanted})
     rc_answers = placement.map(placement.resource_class_exists, classes)
     missing = [rc for rc, exists in zip(classes, rc_answers) if not exists]
     if missing:
-        raise exceptions.CommandError(
+        alias_name = next(n for n, _, a in wanted
+                          if a.resource_class == missing[0])
+        raise errors.Refused(
             'Resource class %s of PCI alias %s does not exist in Placement: '
             'no compute reports such devices ([pci] device_spec and '
-            'report_in_placement); use --no-validate to configure it '
-            'anyway.' % (missing[0], next(
-                n for n, _, a in wanted if a.resource_class == missing[0])))
+            'report_in_placement); use %s to configure it anyway.'
+            % (missing[0], alias_name, NO_VALIDATE),
+            resource_class=missing[0], alias=alias_name)
     alias_traits = set().union(*(a.traits for _, _, a in wanted))
     unknown_traits = sorted(alias_traits - placement.traits_among(
         alias_traits, associated=True))
     if unknown_traits:
-        raise exceptions.CommandError(
+        raise errors.Refused(
             'No resource provider has trait %s, which PCI alias traits '
             'require; set it in [pci] device_spec traits on the computes, or '
-            'use --no-validate to configure it anyway.'
-            % ', '.join(unknown_traits))
+            'use %s to configure it anyway.'
+            % (', '.join(unknown_traits), NO_VALIDATE),
+            traits=unknown_traits)
     queries = [domain.pci_query(a.request_groups(count), group_policy)
                for _, count, a in wanted]
     answers = placement.map(placement.allocation_candidates, queries)
     for (name, count, alias), answer in zip(wanted, answers):
         if not answer.get('allocation_requests'):
-            raise exceptions.CommandError(
-                'No host has %s%s for PCI alias %s now%s; use '
-                '--no-validate to configure it anyway.' % (
+            raise errors.Refused(
+                'No host has %s%s for PCI alias %s now%s; use %s to '
+                'configure it anyway.' % (
                     words.count(count, 'free %s device'
                                 % alias.resource_class),
                     ' with %s' % ', '.join(sorted(alias.traits))
                     if alias.traits else '', name,
                     ' (group_policy=isolate: each from its own provider)'
-                    if group_policy == 'isolate' and count > 1 else ''))
+                    if group_policy == 'isolate' and count > 1 else '',
+                    NO_VALIDATE), alias=name, count=count)
     return ''
 
 
 def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
-           to_delete: list[str]
-           ) -> tuple[set[str], str | None, dict[str, str] | None]:
-    """``(keys attempted, first error or None, extra specs read back)``.
+           to_delete: list[str]) -> Written:
+    """The keys attempted, the first error and the extra specs read
+    back after one.
 
     New keys first, so that a failure leaves the earlier request on the
     flavor rather than a flavor that asks for any device; removals only
     once they are set.
     """
     attempted: set[str] = set()
-    errors: list[str] = []
+    failures: list[str] = []
     if to_set:
         attempted.update(to_set)
         try:
             compute.set_extra_specs(flavor_id, to_set)
-        except (exceptions.CommandError, library_errors.ServiceError,
-                compute_client.NotFound) as exc:
-            errors.append(_reason(exc, 'setting ' + ', '.join(
+        except errors.Error as exc:
+            failures.append(_reason(exc, 'setting ' + ', '.join(
                 sorted(to_set))))
-    if not errors and to_delete:
+    if not failures and to_delete:
         attempted.update(to_delete)
 
         # One key at a time: Nova deletes a key by saving the flavor's
@@ -352,17 +402,15 @@ def _write(compute: ComputeClient, flavor_id: str, to_set: dict[str, str],
         for key in to_delete:
             try:
                 compute.delete_extra_spec(flavor_id, key)
-            except (exceptions.CommandError,
-                    library_errors.ServiceError) as exc:
-                errors.append(_reason(exc, 'removing ' + key))
-    if not errors:
-        return attempted, None, None
+            except errors.Error as exc:
+                failures.append(_reason(exc, 'removing ' + key))
+    if not failures:
+        return Written(attempted, None, None)
     try:
         now = compute.get_extra_specs(flavor_id)
-    except (exceptions.CommandError, library_errors.ServiceError,
-            compute_client.NotFound):
+    except errors.Error:
         now = None
-    return attempted, errors[0], now
+    return Written(attempted, failures[0], now)
 
 
 def _reason(exc: Exception, doing: str) -> str:
@@ -370,7 +418,8 @@ def _reason(exc: Exception, doing: str) -> str:
     if isinstance(exc, compute_client.NotFound):
         return 'the flavor was deleted before %s' % doing
     cause = exc.__cause__
-    status = getattr(cause, 'status_code', None)
+    data = exc.data if isinstance(exc, errors.Error) else {}
+    status = data.get('status') or getattr(cause, 'status_code', None)
     if status:
         return 'Nova answered HTTP %s to %s' % (status, doing)
     if isinstance(cause, ks_exc.ConnectionError):

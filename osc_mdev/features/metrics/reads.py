@@ -196,10 +196,12 @@ class _Unread:
 def _count(placement: 'placement_client.PlacementClient',
            compute: 'compute_client.ComputeClient | None',
            flavors: abc.Sequence[str],
-           pci_config: 'pci_rules.PciConfig | None' = None) -> dict:
+           pci_config: 'pci_rules.PciConfig | None' = None,
+           name: abc.Callable[[str], str] = str) -> dict:
     """``{flavor: flavor_fits or why it cannot be counted}``, every
     flavor from the same reads (``capacity.count_flavors``;
-    ``pci_config``: the controller's, for a flavor's PCI alias).
+    ``pci_config``: the controller's, for a flavor's PCI alias; ``name``
+    names the inputs a reason points at).
     """
     assert compute is not None
     try:
@@ -209,8 +211,15 @@ def _count(placement: 'placement_client.PlacementClient',
             _errors().NotFound) as exc:
         LOG.debug('Counting the flavors failed', exc_info=True)
         return {f: _Unread(str(exc) or repr(exc)) for f in flavors}
-    return {f: _Unread(str(n) or repr(n)) if isinstance(n, Exception)
+    return {f: _Unread(_reason(n, name)) if isinstance(n, Exception)
             else n for f, n in counted.items()}
+
+
+def _reason(exc: Exception, name: abc.Callable[[str], str]) -> str:
+    """Why a flavor could not be counted, its inputs named by ``name``."""
+    if isinstance(exc, library_errors.Error):
+        return exc.worded(name)
+    return str(exc) or repr(exc)
 
 
 def _allocations(reads: PartialReads,
@@ -262,8 +271,8 @@ def scrape(placement: 'placement_client.PlacementClient',
            allocations: bool = False,
            identity: 'identity_client.IdentityClient | None' = None,
            pci_config: 'pci_rules.PciConfig | None' = None,
-           strategy: 'quota_rules.Strategy | None' = None
-           ) -> Scrape:
+           strategy: 'quota_rules.Strategy | None' = None,
+           name: abc.Callable[[str], str] = str) -> Scrape:
     """Read the cloud and render its metrics, never raising for a failed
     read: what could be read is rendered (``Scrape.reading``), each
     flavor, device or the allocations that could not be with a warning;
@@ -274,7 +283,8 @@ def scrape(placement: 'placement_client.PlacementClient',
     labels; ``allocations``: also the allocations and their servers;
     ``identity`` (Keystone's client): also each project's GPU usage and
     limit (``quota.metric_families``); ``pci_config`` and ``strategy``:
-    the controller's PCI aliases and ``[quota]`` (--controller-conf).
+    the controller's PCI aliases and ``[quota]`` (--controller-conf);
+    ``name``: how a warning names an input (a parameter by default).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -292,7 +302,7 @@ def scrape(placement: 'placement_client.PlacementClient',
             read_traits=True, read_inventory=False)]
     if flavors:
         calls.append(functools.partial(_count, placement, compute, flavors,
-                                       pci_config))
+                                       pci_config, name))
     if identity is not None:
         if compute is None:
             raise ValueError('quotas are read with Nova')

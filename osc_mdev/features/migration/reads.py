@@ -185,7 +185,7 @@ def _server(server: nova_servers.Server,
         rr.check_request(request)
         pci = tuple({r.alias.name: r.alias
                      for r in request.pci_requests}.values())
-    except (exceptions.CommandError, rr.RequestError) as exc:
+    except (exceptions.CommandError, errors.Error, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return migration_model.Server(
         server.id, server.name, server.vm_state, server.task_state,
