@@ -22,9 +22,9 @@ import logging
 
 from osc_lib import exceptions
 
-from osc_mdev.features.quota import limits as quota
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.limit import utils as quota
 from osc_mdev.nova.pci import config as pci_rules
 
 LOG = logging.getLogger(__name__)
