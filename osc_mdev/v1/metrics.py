@@ -13,8 +13,8 @@
 """``openstack mdev metrics``."""
 
 import argparse
+import logging
 
-from osc_lib.command import command
 from osc_lib import exceptions
 
 from osc_mdev.cloud import providers as domain
@@ -23,13 +23,15 @@ from osc_mdev.features import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
+LOG = logging.getLogger(__name__)
+
 ALLOCATIONS = (
     'Also a series per server and GPU (openstack_mdev_allocation_used), '
     'with its project, flavor and PCI address. Costs one request per GPU '
     'in use and per compute node with servers.')
 
 
-class Metrics(command.Command):
+class Metrics(common.Command):
     """Print the cloud's GPU usage as Prometheus metrics.
 
     Answers "how full are the GPUs, and how many more servers of my
@@ -81,7 +83,7 @@ them::
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         confs = metrics.check_input(parsed_args.output,
                                     parsed_args.compute_conf)
-        pci_config, strategy = self._controller(parsed_args)
+        pci_config, strategy = _controller(parsed_args)
         mdev = common.client(self.app)
         compute = mdev.compute if (
             parsed_args.flavor or parsed_args.allocations
@@ -92,6 +94,10 @@ them::
             allocations=parsed_args.allocations,
             identity=mdev.identity if parsed_args.quota else None,
             pci_config=pci_config, strategy=strategy)
+        for host in result.unknown_hosts:
+            LOG.warning("--compute-conf names %s, which is no compute node "
+                        "in Placement; its file was not used (hosts are "
+                        "named as in 'openstack hypervisor list').", host)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:
@@ -102,18 +108,18 @@ them::
                 result, parsed_args.output))
         return outcome.exit_status()
 
-    @staticmethod
-    def _controller(parsed_args: argparse.Namespace) -> tuple:
-        """``(PciConfig, Strategy)`` of --controller-conf, each None when
-        not given or not asked for (--flavor, --quota).
-        """
-        paths = parsed_args.controller_conf
-        if not paths:
-            return None, None
-        if not (parsed_args.flavor or parsed_args.quota):
-            raise exceptions.CommandError(
-                '--controller-conf gives the PCI aliases of --flavor and '
-                'the [quota] options of --quota; use it with one of them.')
-        settings = nova_conf.controller_settings(paths)
-        return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
-                nova_conf.quota_of(settings) if parsed_args.quota else None)
+
+def _controller(parsed_args: argparse.Namespace) -> tuple:
+    """``(PciConfig, Strategy)`` of --controller-conf, each None when not
+    given or not asked for (--flavor, --quota).
+    """
+    paths = parsed_args.controller_conf
+    if not paths:
+        return None, None
+    if not (parsed_args.flavor or parsed_args.quota):
+        raise exceptions.CommandError(
+            '--controller-conf gives the PCI aliases of --flavor and the '
+            '[quota] options of --quota; use it with one of them.')
+    settings = nova_conf.controller_settings(paths)
+    return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
+            nova_conf.quota_of(settings) if parsed_args.quota else None)
