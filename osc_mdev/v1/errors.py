@@ -34,6 +34,7 @@ OPTIONS = {
     'provider_config': '--provider-config',
     'resource_class': '--resource-class',
     'sysfs': '--sysfs',
+    'target': '--target',
 }
 
 
