@@ -24,6 +24,7 @@ controller's ``[quota]`` options; the usage of a class is Placement's
 from collections.abc import Iterable
 from collections.abc import Mapping
 import dataclasses
+import typing
 
 from osc_mdev.base import words
 from osc_mdev.cloud import explanation
@@ -56,7 +57,8 @@ class Unread:
             'region %s' % self.region)
 
 
-def outside_region(registered_limits: list[dict], limits: list[dict],
+def outside_region(registered_limits: list[dict[str, typing.Any]],
+                   limits: list[dict[str, typing.Any]],
                    region: str | None) -> list[Unread]:
     """The limits of Nova's service that oslo.limit does not read for an
     endpoint in ``region``, when they look like a slip: limits with no
@@ -113,7 +115,7 @@ class QuotaRow:
         return None if self.effective.unlimited else self.limit - self.used
 
 
-def pressure_key(row: QuotaRow) -> tuple:
+def pressure_key(row: QuotaRow) -> tuple[bool, int, str, str]:
     """Least free first; unlimited rows last."""
     return (row.free is None, row.free if row.free is not None else 0,
             row.project_id, row.resource)
@@ -283,6 +285,6 @@ class FlavorFit:
         return '; '.join(parts)
 
 
-def fit_key(fit: FlavorFit) -> tuple:
+def fit_key(fit: FlavorFit) -> tuple[int, str, str]:
     """Fewest servers first."""
     return (fit.fits, fit.flavor, fit.project_id)

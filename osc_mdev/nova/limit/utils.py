@@ -22,6 +22,7 @@ options; the limits are Keystone's for Nova's service
 """
 
 import dataclasses
+import typing
 
 from osc_mdev.nova.conf import settings as novaconf
 
@@ -90,8 +91,8 @@ class Limits:
     project: dict[tuple[str, str], int]
 
     @classmethod
-    def from_keystone(cls, registered_limits: list[dict],
-                      limits: list[dict],
+    def from_keystone(cls, registered_limits: list[dict[str, typing.Any]],
+                      limits: list[dict[str, typing.Any]],
                       region: str | None = None) -> 'Limits':
         """From ``GET /v3/registered_limits`` and ``GET /v3/limits`` of
         Nova's service, as oslo.limit reads them
@@ -113,7 +114,8 @@ class Limits:
         return {p for p, name in self.project if name in names}
 
 
-def in_region(limits: list[dict], region: str | None) -> list[dict]:
+def in_region(limits: list[dict[str, typing.Any]], region: str | None
+              ) -> list[dict[str, typing.Any]]:
     """The limits (or registered limits) oslo.limit reads for an endpoint
     in ``region``: it asks Keystone for that region's (``region_id``
     filter, ``_EnforcerUtils._get_project_limits`` and
