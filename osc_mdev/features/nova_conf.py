@@ -22,9 +22,9 @@ from collections.abc import Iterable
 import logging
 
 from osc_mdev.base import errors
-from osc_mdev.features.quota import limits as quota
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.limit import utils as quota
 from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 

@@ -21,7 +21,10 @@ object), ``scheduler`` (``utils``: the one request builder,
 ``ResourceRequest``; ``request_filter``: the prefilters),
 ``virt/hardware`` (the extra specs a host must honour),
 ``compute`` (``provider_config`` and, in ``resource_tracker``, how
-nova-compute merges those files into its tree), ``migration`` (the rules
+nova-compute merges those files into its tree; ``utils``: what a server
+counts against DbQuotaDriver's quotas), ``limit`` (the unified limits:
+``utils``, which limit Nova enforces, and ``placement``, what a server
+counts against them and how many fit), ``migration`` (the rules
 on moving a server), ``objects`` (Nova's servers, flavors and compute
 nodes as the rules read them) and ``names`` (how Nova and Placement
 name devices and providers). Pure: no network, no files, no sysfs;

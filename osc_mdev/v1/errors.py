@@ -40,6 +40,7 @@ OPTIONS = {
     'resource_class': '--resource-class',
     'spread': '--spread',
     'sysfs': '--sysfs',
+    'target': '--target',
     'trait': '--trait',
     'validate': '--no-validate',
 }

@@ -13,6 +13,7 @@
 """``openstack mdev metrics``."""
 
 import argparse
+import logging
 
 from osc_lib import exceptions
 
@@ -22,6 +23,8 @@ from osc_mdev.features import nova_conf
 from osc_mdev.v1 import common
 from osc_mdev.v1 import errors
 from osc_mdev.v1 import options
+
+LOG = logging.getLogger(__name__)
 
 ALLOCATIONS = (
     'Also a series per server and GPU (openstack_mdev_allocation_used), '
@@ -81,7 +84,7 @@ them::
     def take_action(self, parsed_args: argparse.Namespace) -> int:
         confs = metrics.check_input(parsed_args.output,
                                     parsed_args.compute_conf)
-        pci_config, strategy = self._controller(parsed_args)
+        pci_config, strategy = _controller(parsed_args)
         mdev = common.client(self.app)
         compute = mdev.compute if (
             parsed_args.flavor or parsed_args.allocations
@@ -92,6 +95,10 @@ them::
             allocations=parsed_args.allocations,
             identity=mdev.identity if parsed_args.quota else None,
             pci_config=pci_config, strategy=strategy, name=errors.option)
+        for host in result.unknown_hosts:
+            LOG.warning("--compute-conf names %s, which is no compute node "
+                        "in Placement; its file was not used (hosts are "
+                        "named as in 'openstack hypervisor list').", host)
         if parsed_args.output:
             metrics.write(parsed_args.output, result.text)
         else:
@@ -102,18 +109,18 @@ them::
                 result, parsed_args.output))
         return outcome.exit_status()
 
-    @staticmethod
-    def _controller(parsed_args: argparse.Namespace) -> tuple:
-        """``(PciConfig, Strategy)`` of --controller-conf, each None when
-        not given or not asked for (--flavor, --quota).
-        """
-        paths = parsed_args.controller_conf
-        if not paths:
-            return None, None
-        if not (parsed_args.flavor or parsed_args.quota):
-            raise exceptions.CommandError(
-                '--controller-conf gives the PCI aliases of --flavor and '
-                'the [quota] options of --quota; use it with one of them.')
-        settings = nova_conf.controller_settings(paths)
-        return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
-                nova_conf.quota_of(settings) if parsed_args.quota else None)
+
+def _controller(parsed_args: argparse.Namespace) -> tuple:
+    """``(PciConfig, Strategy)`` of --controller-conf, each None when not
+    given or not asked for (--flavor, --quota).
+    """
+    paths = parsed_args.controller_conf
+    if not paths:
+        return None, None
+    if not (parsed_args.flavor or parsed_args.quota):
+        raise exceptions.CommandError(
+            '--controller-conf gives the PCI aliases of --flavor and the '
+            '[quota] options of --quota; use it with one of them.')
+    settings = nova_conf.controller_settings(paths)
+    return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
+            nova_conf.quota_of(settings) if parsed_args.quota else None)

@@ -13,15 +13,19 @@
 """``openstack mdev migration check`` / ``plan``."""
 
 import argparse
+import logging
 
 from osc_lib.cli import format_columns
 from osc_lib import exceptions
 
 from osc_mdev.features.migration import plan as migration_plan
 from osc_mdev.features.migration import reads as migration
+from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova import migration as migration_rules
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
+
+LOG = logging.getLogger(__name__)
 
 CHECK_COLUMNS = ('Host', 'Live', 'Cold', 'Devices', 'Reason', 'Not Checked')
 PLAN_COLUMNS = ('Server', 'Name', 'Target Host', 'Kind', 'Command',
@@ -30,11 +34,20 @@ PLAN_COLUMNS = ('Server', 'Name', 'Target Host', 'Kind', 'Command',
 
 def _inputs(parsed_args: argparse.Namespace) -> migration.Inputs:
     """The --compute-conf and --controller-conf files, read and judged
-    before any request.
+    before any request. A compute's file that turns the conductor's
+    skip_hypervisor_version_check_on_lm on is named in a warning:
+    nova-compute does not read it.
     """
-    return migration.read_inputs(parsed_args.compute_conf,
-                                 parsed_args.controller_conf,
-                                 parsed_args.trait_prefix)
+    inputs = migration.read_inputs(parsed_args.compute_conf,
+                                   parsed_args.controller_conf,
+                                   parsed_args.trait_prefix)
+    for host, where in sorted(inputs.conductor_only.items()):
+        LOG.warning(
+            'Warning: --compute-conf %s: %s turns [workarounds] %s on, but '
+            'nova-conductor reads it, not nova-compute: give the '
+            "controller's nova.conf with --controller-conf.", host, where,
+            novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
+    return inputs
 
 
 def _shared(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +96,8 @@ With the settings of the controller's nova-conductor::
         _shared(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         inputs = _inputs(parsed_args)
         mdev = common.client(self.app)
         _, verdicts = migration.check(
@@ -93,7 +107,7 @@ With the settings of the controller's nova-conductor::
                  format_columns.ListColumn(list(v.devices)), v.reason,
                  format_columns.ListColumn(list(v.not_checked)))
                 for v in verdicts]
-        return common.Listing(CHECK_COLUMNS, rows, common.verdict(
+        return CHECK_COLUMNS, common.Rows(rows, common.verdict(
             any(v.fits for v in verdicts)))
 
 
@@ -138,7 +152,8 @@ Live migrations only, onto two nodes, the commands alone::
         _shared(parser)
         return parser
 
-    def listing(self, parsed_args: argparse.Namespace) -> common.Listing:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         if not parsed_args.host:
             raise exceptions.CommandError(
                 'Name the compute node to drain with --host.')
@@ -160,5 +175,5 @@ Live migrations only, onto two nodes, the commands alone::
                                        move.server.id)
                 if move.node else '', move.reason,
                 format_columns.ListColumn(list(move.not_checked))))
-        return common.Listing(PLAN_COLUMNS, rows, common.verdict(
+        return PLAN_COLUMNS, common.Rows(rows, common.verdict(
             all(m.node is not None for m in moves)))

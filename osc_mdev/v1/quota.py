@@ -14,8 +14,7 @@
 
 import argparse
 
-from osc_lib import exceptions
-
+from osc_mdev.base import errors
 from osc_mdev.features import nova_conf
 from osc_mdev.features.quota import reads
 from osc_mdev.v1 import common
@@ -68,7 +67,8 @@ How many more servers of a flavor each project can boot::
         options.long(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace) -> tuple:
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[tuple[str, ...], common.Rows]:
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
         pci_config = None
         if parsed_args.flavor and parsed_args.controller_conf:
@@ -77,9 +77,10 @@ How many more servers of a flavor each project can boot::
         mdev = common.client(self.app)
         token = reads.viewer(mdev.identity)
         if parsed_args.flavor and not reads.sees_every_project(token):
-            raise exceptions.CommandError(reads.admin_needed(
-                token, "--flavor counts the cloud's capacity from "
-                "Placement's resource providers, which"))
+            raise reads.admin_refusal(
+                token, "%s counts the cloud's capacity from Placement's "
+                'resource providers, which' % errors.given('flavor'),
+                parameter='flavor')
         report = reads.quota_list(
             mdev.placement, mdev.identity, mdev.compute,
             projects=tuple(parsed_args.project),
@@ -90,7 +91,7 @@ How many more servers of a flavor each project can boot::
         if parsed_args.flavor:
             fits = reads.flavor_fits(mdev.placement, mdev.compute, report,
                                      parsed_args.flavor, pci_config)
-            return self._fit_rows(parsed_args, report, fits)
+            return _fit_rows(parsed_args, report, fits)
         cols = LONG_COLUMNS if parsed_args.long else COLUMNS
         rows = []
         for row in report.rows:
@@ -100,21 +101,23 @@ How many more servers of a flavor each project can boot::
                       'Limit': row.limit, 'Free': row.free,
                       'Rule': row.effective.rule}
             rows.append(tuple(values[c] for c in cols))
-        return cols, rows
+        return cols, common.Rows(rows)
 
-    def _fit_rows(self, parsed_args: argparse.Namespace,
-                  report: reads.QuotaReport, fits: list) -> tuple:
-        cols: tuple[str, ...] = FLAVOR_COLUMNS
-        if parsed_args.long:
-            cols = cols[:1] + ('Project Name',) + cols[1:]
-        if len(parsed_args.flavor) > 1:
-            cols = ('Flavor',) + cols
-        rows = []
-        for fit in fits:
-            values = {'Flavor': fit.flavor, 'Project': fit.project_id,
-                      'Project Name': report.names.get(fit.project_id, ''),
-                      'Fits': fit.fits, 'Quota Allows': fit.quota.servers,
-                      'Capacity Allows': fit.capacity,
-                      'Bound By': fit.bound_by}
-            rows.append(tuple(values[c] for c in cols))
-        return cols, rows
+
+def _fit_rows(parsed_args: argparse.Namespace, report: reads.QuotaReport,
+              fits: list) -> tuple[tuple[str, ...], common.Rows]:
+    """The columns and rows of ``quota list --flavor``."""
+    cols: tuple[str, ...] = FLAVOR_COLUMNS
+    if parsed_args.long:
+        cols = cols[:1] + ('Project Name',) + cols[1:]
+    if len(parsed_args.flavor) > 1:
+        cols = ('Flavor',) + cols
+    rows = []
+    for fit in fits:
+        values = {'Flavor': fit.flavor, 'Project': fit.project_id,
+                  'Project Name': report.names.get(fit.project_id, ''),
+                  'Fits': fit.fits, 'Quota Allows': fit.quota.servers,
+                  'Capacity Allows': fit.capacity,
+                  'Bound By': fit.bound_by}
+        rows.append(tuple(values[c] for c in cols))
+    return cols, common.Rows(rows)

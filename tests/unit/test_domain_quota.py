@@ -28,7 +28,10 @@ import pytest
 
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.features.quota import limits as quota
+from osc_mdev.nova.compute import utils as mdev_compute
 from osc_mdev.nova.conf import settings as novaconf
+from osc_mdev.nova.limit import placement as mdev_placement
+from osc_mdev.nova.limit import utils as mdev_limit
 from osc_mdev.nova.scheduler import utils as rr
 
 
@@ -46,43 +49,44 @@ PROJECT = 'p1'
 # Each value: absent (None), unlimited, zero, and a positive limit.
 VALUES = (None, -1, 0, 2)
 STRATEGIES = [
-    quota.Strategy(quota.REQUIRE, ('servers',)),
-    quota.Strategy(quota.REQUIRE, ('servers', VGPU)),
-    quota.Strategy(quota.IGNORE, ()),
-    quota.Strategy(quota.IGNORE, (VGPU,)),
+    mdev_limit.Strategy(mdev_limit.REQUIRE, ('servers',)),
+    mdev_limit.Strategy(mdev_limit.REQUIRE, ('servers', VGPU)),
+    mdev_limit.Strategy(mdev_limit.IGNORE, ()),
+    mdev_limit.Strategy(mdev_limit.IGNORE, (VGPU,)),
 ]
 CASES = [(project, registered, strategy, used)
          for project, registered in itertools.product(VALUES, VALUES)
          for strategy in STRATEGIES for used in (0, 1, 2, 3)]
 
 
-def limits_of(project: int | None, registered: int | None) -> quota.Limits:
-    return quota.Limits(
+def limits_of(project: int | None,
+              registered: int | None) -> mdev_limit.Limits:
+    return mdev_limit.Limits(
         {} if registered is None else {VGPU: registered},
         {} if project is None else {(PROJECT, VGPU): project})
 
 
 def refused(project: int | None, registered: int | None,
-            strategy: quota.Strategy, used: int) -> bool:
+            strategy: mdev_limit.Strategy, used: int) -> bool:
     """Whether domain.quota says one more VGPU is refused."""
-    effective = quota.effective_limit(
+    effective = mdev_limit.effective_limit(
         PROJECT, VGPU, limits_of(project, registered), strategy)
     return not effective.unlimited and used + 1 > effective.limit
 
 
 @pytest.mark.parametrize('project, registered, expected, source', [
-    (3, 1, 3, quota.PROJECT_LIMIT),
-    (-1, 1, -1, quota.PROJECT_LIMIT),
-    (None, 4, 4, quota.REGISTERED_LIMIT),
-    (None, -1, -1, quota.REGISTERED_LIMIT),
-    (0, 5, 0, quota.PROJECT_LIMIT),
-    (None, 0, 0, quota.REGISTERED_LIMIT),
+    (3, 1, 3, mdev_limit.PROJECT_LIMIT),
+    (-1, 1, -1, mdev_limit.PROJECT_LIMIT),
+    (None, 4, 4, mdev_limit.REGISTERED_LIMIT),
+    (None, -1, -1, mdev_limit.REGISTERED_LIMIT),
+    (0, 5, 0, mdev_limit.PROJECT_LIMIT),
+    (None, 0, 0, mdev_limit.REGISTERED_LIMIT),
 ])
 def test_a_found_limit_is_what_nova_enforces(project: int | None,
                                              registered: int | None,
                                              expected: int,
                                              source: str) -> None:
-    effective = quota.effective_limit(
+    effective = mdev_limit.effective_limit(
         PROJECT, VGPU, limits_of(project, registered), STRATEGIES[0])
     assert (effective.limit, effective.source, effective.strategy) == (
         expected, source, None)
@@ -99,10 +103,10 @@ def test_a_found_limit_is_what_nova_enforces(project: int | None,
     (STRATEGIES[3], -1, "no limit; ignore strategy lists it (Nova's "
                         "default)"),
 ])
-def test_without_any_limit_the_strategy_decides(strategy: quota.Strategy,
+def test_without_any_limit_the_strategy_decides(strategy: mdev_limit.Strategy,
                                                 limit: int, rule: str) -> None:
-    effective = quota.effective_limit(PROJECT, VGPU, limits_of(None, None),
-                                      strategy)
+    effective = mdev_limit.effective_limit(
+        PROJECT, VGPU, limits_of(None, None), strategy)
     assert (effective.limit, effective.rule) == (limit, rule)
 
 
@@ -111,22 +115,23 @@ def test_a_project_limit_of_0_without_registered_limit_is_ignored() -> None:
     answers 0, so under Nova's defaults a project limit of 0 alone does
     not stop the project.
     """
-    effective = quota.effective_limit(PROJECT, VGPU, limits_of(0, None),
-                                      STRATEGIES[0])
+    effective = mdev_limit.effective_limit(
+        PROJECT, VGPU, limits_of(0, None), STRATEGIES[0])
     assert effective.unlimited
     assert effective.rule == ("project limit 0, no registered limit; "
                               "require strategy does not list it (Nova's "
                               "default)")
-    from_file = quota.Strategy(quota.REQUIRE, ('servers', VGPU),
-                               from_file=True)
-    effective = quota.effective_limit(PROJECT, VGPU, limits_of(0, None),
-                                      from_file)
+    from_file = mdev_limit.Strategy(mdev_limit.REQUIRE, ('servers', VGPU),
+                                    from_file=True)
+    effective = mdev_limit.effective_limit(
+        PROJECT, VGPU, limits_of(0, None), from_file)
     assert (effective.limit, effective.rule) == (
         0, 'project limit 0, no registered limit; require strategy lists it')
 
 
 def test_rows_by_pressure_with_only_used_or_limited_classes() -> None:
-    limits = quota.Limits({VGPU: 2}, {('b', VGPU): 8, ('c', 'class:X'): 1})
+    limits = mdev_limit.Limits({VGPU: 2},
+                               {('b', VGPU): 8, ('c', 'class:X'): 1})
     usages = {'a': {'VGPU': 3}, 'b': {'VGPU': 1}, 'c': {},
               'd': {'VGPU': 1, 'MEMORY_MB': 512}}
     rows = quota.quota_rows(usages, ['VGPU', 'X'], limits, STRATEGIES[0],
@@ -152,26 +157,28 @@ def test_flavor_deltas_sum_the_groups() -> None:
         'vcpus': 2, 'ram': 1024, 'disk': 10,
         'extra_specs': {'resources1:VGPU': '1', 'resources2:VGPU': '1',
                         'group_policy': 'isolate'}})
-    assert quota.flavor_deltas(request) == {
+    assert mdev_placement.flavor_deltas(request) == {
         'servers': 1, 'class:VCPU': 2, 'class:MEMORY_MB': 1024,
         'class:DISK_GB': 10, VGPU: 2}
 
 
 def test_servers_allowed_names_the_binding_limit() -> None:
-    effective = {'servers': quota.Effective(-1, quota.REGISTERED_LIMIT),
-                 'class:VCPU': quota.Effective(20, quota.PROJECT_LIMIT),
-                 VGPU: quota.Effective(5, quota.PROJECT_LIMIT)}
+    effective = {
+        'servers': mdev_limit.Effective(-1, mdev_limit.REGISTERED_LIMIT),
+        'class:VCPU': mdev_limit.Effective(20, mdev_limit.PROJECT_LIMIT),
+        VGPU: mdev_limit.Effective(5, mdev_limit.PROJECT_LIMIT)}
     deltas = {'servers': 1, 'class:VCPU': 4, VGPU: 2}
-    fit = quota.servers_allowed(deltas, {'class:VCPU': 4, VGPU: 1},
-                                effective)
-    assert fit == quota.QuotaFit(2, VGPU, 1, 5, 2)
-    fit = quota.servers_allowed(deltas, {'class:VCPU': 16, VGPU: 1},
-                                effective)
-    assert fit == quota.QuotaFit(1, 'class:VCPU', 16, 20, 4)
-    over = quota.servers_allowed(deltas, {VGPU: 7}, effective)
+    fit = mdev_placement.servers_allowed(
+        deltas, {'class:VCPU': 4, VGPU: 1}, effective)
+    assert fit == mdev_placement.QuotaFit(2, VGPU, 1, 5, 2)
+    fit = mdev_placement.servers_allowed(
+        deltas, {'class:VCPU': 16, VGPU: 1}, effective)
+    assert fit == mdev_placement.QuotaFit(1, 'class:VCPU', 16, 20, 4)
+    over = mdev_placement.servers_allowed(deltas, {VGPU: 7}, effective)
     assert (over.servers, over.resource) == (0, VGPU)
-    free = {k: quota.Effective(-1, quota.NO_LIMIT) for k in deltas}
-    assert quota.servers_allowed(deltas, {}, free) == quota.QuotaFit(None)
+    free = {k: mdev_limit.Effective(-1, mdev_limit.NO_LIMIT) for k in deltas}
+    assert mdev_placement.servers_allowed(
+        deltas, {}, free) == mdev_placement.QuotaFit(None)
 
 
 def test_keystone_lists_every_limit_to_admins_system_and_services() -> None:
@@ -187,13 +194,13 @@ def test_strategy_from_nova_conf() -> None:
         '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n'
         'unified_limits_resource_strategy = ignore\n'
         'unified_limits_resource_list = class:VGPU, servers\n'))])
-    assert quota.strategy_from(settings) == quota.Strategy(
-        quota.IGNORE, (VGPU, 'servers'), quota.UNIFIED_LIMITS_DRIVER,
+    assert mdev_limit.strategy_from(settings) == mdev_limit.Strategy(
+        mdev_limit.IGNORE, (VGPU, 'servers'), mdev_limit.UNIFIED_LIMITS_DRIVER,
         from_file=True)
-    defaults = quota.strategy_from(novaconf.parse_texts(
+    defaults = mdev_limit.strategy_from(novaconf.parse_texts(
         [('nova.conf', '[DEFAULT]\nhost = api1\n')]))
     assert (defaults.strategy, defaults.resource_list, defaults.unified) == (
-        quota.REQUIRE, ('servers',), False)
+        mdev_limit.REQUIRE, ('servers',), False)
 
 
 @pytest.mark.parametrize('text, where', [
@@ -204,13 +211,13 @@ def test_strategy_from_nova_conf() -> None:
 ])
 def test_strategy_nova_refuses(text: str, where: str) -> None:
     with pytest.raises(ValueError) as raised:
-        quota.strategy_from(novaconf.parse_texts([('nova.conf', text)]))
+        mdev_limit.strategy_from(novaconf.parse_texts([('nova.conf', text)]))
     assert str(raised.value).startswith(where)
 
 
 # -- against Nova's and oslo.limit's code -----------------------------------
 
-def _nova_conf(strategy: quota.Strategy) -> object:
+def _nova_conf(strategy: mdev_limit.Strategy) -> object:
     import nova.conf
     from oslo_config import fixture as config_fixture
     from oslo_limit import limit  # noqa: F401 (registers [oslo_limit])
@@ -219,14 +226,14 @@ def _nova_conf(strategy: quota.Strategy) -> object:
     conf.setUp()
     # The LimitFixture answers for any endpoint.
     conf.config(group='oslo_limit', endpoint_id='nova-endpoint')
-    conf.config(group='quota', driver=quota.UNIFIED_LIMITS_DRIVER,
+    conf.config(group='quota', driver=mdev_limit.UNIFIED_LIMITS_DRIVER,
                 unified_limits_resource_strategy=strategy.strategy,
                 unified_limits_resource_list=list(strategy.resource_list))
     return conf
 
 
 def _nova_refuses(project: int | None, registered: int | None,
-                  strategy: quota.Strategy, used: int) -> bool:
+                  strategy: mdev_limit.Strategy, used: int) -> bool:
     """Whether oslo.limit finds one more VGPU over the limit and Nova's
     should_enforce enforces it.
     """
@@ -259,7 +266,7 @@ def _nova_refuses(project: int | None, registered: int | None,
 @pytest.mark.parametrize('project, registered, strategy, used', CASES)
 def test_effective_limit_is_what_nova_enforces(project: int | None,
                                                registered: int | None,
-                                               strategy: quota.Strategy,
+                                               strategy: mdev_limit.Strategy,
                                                used: int) -> None:
     assert refused(project, registered, strategy, used) == _nova_refuses(
         project, registered, strategy, used)
@@ -268,8 +275,9 @@ def test_effective_limit_is_what_nova_enforces(project: int | None,
 def test_the_cross_check_covers_both_outcomes_and_strategies() -> None:
     outcomes = {(s.strategy, refused(*c[:2], s, c[3]))
                 for c in CASES for s in [c[2]]}
-    assert outcomes == {(quota.REQUIRE, True), (quota.REQUIRE, False),
-                        (quota.IGNORE, True), (quota.IGNORE, False)}
+    assert outcomes == {
+        (mdev_limit.REQUIRE, True), (mdev_limit.REQUIRE, False),
+        (mdev_limit.IGNORE, True), (mdev_limit.IGNORE, False)}
 
 
 ALLOWED_CASES = [
@@ -289,7 +297,7 @@ ALLOWED_CASES = [
 @pytest.mark.parametrize('strategy', STRATEGIES)
 @pytest.mark.parametrize('limits, used, per_server, max_count',
                          ALLOWED_CASES)
-def test_servers_allowed_is_what_nova_allows(strategy: quota.Strategy,
+def test_servers_allowed_is_what_nova_allows(strategy: mdev_limit.Strategy,
                                              limits: dict, used: dict,
                                              per_server: dict,
                                              max_count: int) -> None:
@@ -307,11 +315,11 @@ def test_servers_allowed_is_what_nova_allows(strategy: quota.Strategy,
     deltas = dict(per_server, servers=1)
     reg = {k: r for k, (_, r) in limits.items() if r is not None}
     proj = {PROJECT: {k: p for k, (p, _) in limits.items() if p is not None}}
-    ours = quota.Limits(reg, {(PROJECT, k): v for k, v in proj[PROJECT]
-                              .items()})
-    effective = {k: quota.effective_limit(PROJECT, k, ours, strategy)
+    ours = mdev_limit.Limits(reg, {(PROJECT, k): v for k, v in proj[PROJECT]
+                                   .items()})
+    effective = {k: mdev_limit.effective_limit(PROJECT, k, ours, strategy)
                  for k in deltas}
-    expected = quota.servers_allowed(deltas, used, effective).servers
+    expected = mdev_placement.servers_allowed(deltas, used, effective).servers
     expected = max_count if expected is None else min(expected, max_count)
 
     conf = _nova_conf(strategy)
@@ -341,8 +349,8 @@ def test_servers_allowed_is_what_nova_allows(strategy: quota.Strategy,
 
 def _fit(servers: int | None, capacity: int, reason: str | None = None,
          used: int = 0) -> quota.FlavorFit:
-    quota_fit = quota.QuotaFit(servers) if servers is None else \
-        quota.QuotaFit(servers, VGPU, used, 4, 1)
+    quota_fit = mdev_placement.QuotaFit(servers) if servers is None else \
+        mdev_placement.QuotaFit(servers, VGPU, used, 4, 1)
     return quota.FlavorFit('p1', 'vgpu', quota_fit, capacity, reason)
 
 
@@ -424,8 +432,8 @@ def test_limits_of_another_region_are_reported_only_when_none_is_here(
     # None here: each other region is named.
     assert quota.outside_region(there, [limit(VGPU, 'RegionThree', 'p')],
                                 'RegionOne') == [
-        quota.Unread(quota.PROJECT_LIMIT, 'RegionThree', (VGPU,)),
-        quota.Unread(quota.REGISTERED_LIMIT, 'RegionTwo',
+        quota.Unread(mdev_limit.PROJECT_LIMIT, 'RegionThree', (VGPU,)),
+        quota.Unread(mdev_limit.REGISTERED_LIMIT, 'RegionTwo',
                      ('class:VGPU', 'servers'))]
     # No region: always a slip, whatever this region holds.
     unread = quota.outside_region(here + [limit('servers', None)], [],
@@ -434,19 +442,19 @@ def test_limits_of_another_region_are_reported_only_when_none_is_here(
         'registered limits of servers in no region']
     # An endpoint without a region reads every limit.
     assert quota.outside_region(there, [], None) == []
-    assert quota.Limits.from_keystone(there, [], None).registered == {
+    assert mdev_limit.Limits.from_keystone(there, [], None).registered == {
         VGPU: 1, 'servers': 1}
-    assert quota.Limits.from_keystone(here + there, [], 'RegionOne') == \
-        quota.Limits({VGPU: 1}, {})
+    assert mdev_limit.Limits.from_keystone(here + there, [], 'RegionOne') == \
+        mdev_limit.Limits({VGPU: 1}, {})
 
 
 @pytest.mark.parametrize('driver', ['nova.quota.DbQuotaDriver',
                                     'nova.quota.NoopQuotaDriver'])
 def test_another_driver_reads_no_limit_of_keystone(driver: str) -> None:
-    strategy = quota.Strategy(quota.REQUIRE, ('servers', VGPU), driver,
-                              from_file=True)
-    effective = quota.effective_limit(PROJECT, VGPU, limits_of(1, 1),
-                                      strategy)
+    strategy = mdev_limit.Strategy(mdev_limit.REQUIRE, ('servers', VGPU),
+                                   driver, from_file=True)
+    effective = mdev_limit.effective_limit(PROJECT, VGPU, limits_of(1, 1),
+                                           strategy)
     assert effective.unlimited
     assert effective.rule == (
         'no limit; [quota] driver %s limits no resource class' % driver)
@@ -462,16 +470,16 @@ def test_the_driver_option_is_novas() -> None:
 
     [nova_driver] = [o for o in nova_quota.quota_opts if o.name == 'driver']
     [ours] = [o for o in novaconf._quota_opts() if o.name == 'driver']
-    assert nova_driver.default == ours.default == quota.DB_QUOTA_DRIVER
+    assert nova_driver.default == ours.default == mdev_limit.DB_QUOTA_DRIVER
     assert sorted(c for c, _ in nova_driver.type.choices.items()) == \
         sorted(ours.type.choices)
-    assert quota.UNIFIED_LIMITS_DRIVER in ours.type.choices
+    assert mdev_limit.UNIFIED_LIMITS_DRIVER in ours.type.choices
 
 
 def test_a_tenant_sees_the_gpu_classes_it_uses_or_that_are_limited(
         ) -> None:
-    limits = quota.Limits({VGPU: 2, 'servers': 10, 'class:VCPU': 20},
-                          {('p', 'class:CUSTOM_A'): 1})
+    limits = mdev_limit.Limits({VGPU: 2, 'servers': 10, 'class:VCPU': 20},
+                               {('p', 'class:CUSTOM_A'): 1})
     usage = {'VCPU': 2, 'MEMORY_MB': 512, 'PGPU': 1, 'CUSTOM_B': 0,
              'CUSTOM_C': 3}
     assert quota.known_classes(usage, limits) == [
@@ -484,14 +492,14 @@ def test_nova_own_quotas_count_servers_vcpus_and_memory() -> None:
     """
     deltas = {'servers': 1, 'class:PCPU': 4, 'class:MEMORY_MB': 2048,
               'class:DISK_GB': 20, VGPU: 1}
-    assert quota.legacy_deltas(deltas) == {
+    assert mdev_compute.legacy_deltas(deltas) == {
         'instances': 1, 'cores': 4, 'ram': 2048}
-    effective, used = quota.legacy_limits({
+    effective, used = mdev_compute.legacy_limits({
         'instances': {'limit': 10, 'in_use': 2, 'reserved': 0},
         'cores': {'limit': 9, 'in_use': 4, 'reserved': 1},
         'ram': {'limit': -1, 'in_use': 4096, 'reserved': 0}})
     assert used == {'instances': 2, 'cores': 5, 'ram': 4096}
     assert effective['ram'].unlimited
-    fit = quota.servers_allowed(quota.legacy_deltas(deltas), used,
-                                effective)
+    fit = mdev_placement.servers_allowed(
+        mdev_compute.legacy_deltas(deltas), used, effective)
     assert (fit.servers, fit.resource) == (1, 'cores')

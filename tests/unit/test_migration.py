@@ -962,9 +962,9 @@ def test_plan_ignores_nodes_without_the_class():
 
 def test_inputs_read_the_conductor_option_from_the_controller(
         tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
-    from osc_lib import exceptions
-
+    from osc_mdev.base import errors
     from osc_mdev.features.migration import reads as usecase
+    from osc_mdev.v1 import errors as v1_errors
 
     compute = tmp_path / 'gpu1.conf'
     compute.write_text('[devices]\nenabled_mdev_types = nvidia-11\n'
@@ -978,19 +978,20 @@ def test_inputs_read_the_conductor_option_from_the_controller(
     inputs = usecase.read_inputs([('gpu1', str(compute))], [])
     assert (inputs.skip_version_check, inputs.pci_config) == (False, None)
     assert list(inputs.confs) == ['gpu1']
-    assert 'nova-conductor reads it, not nova-compute' in caplog.text
-    assert '%s:4' % compute in caplog.text
-    caplog.clear()
+    assert list(inputs.conductor_only) == ['gpu1']
+    assert '%s:4' % compute in inputs.conductor_only['gpu1']
     inputs = usecase.read_inputs([('gpu1', str(compute))], [str(controller)])
     assert inputs.skip_version_check is True
+    assert inputs.conductor_only == {}
     assert (inputs.pci_config.aliases,
             inputs.pci_config.pci_in_placement) == ({}, False)
     assert caplog.text == ''
     controller.write_text('[workarounds]\n'
                           'skip_hypervisor_version_check_on_lm = maybe\n')
-    with pytest.raises(exceptions.CommandError) as err:
+    with pytest.raises(errors.Invalid) as err:
         usecase.read_inputs([], [str(controller)])
-    assert str(err.value).startswith(
+    assert err.value.data['parameter'] == 'controller_conf'
+    assert err.value.worded(v1_errors.option).startswith(
         '--controller-conf: [workarounds] '
         'skip_hypervisor_version_check_on_lm, %s:2: the value maybe is '
         'refused' % controller)

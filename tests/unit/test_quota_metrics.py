@@ -23,18 +23,19 @@ from prometheus_client import parser
 from osc_mdev.features.metrics import families as metrics
 from osc_mdev.features.quota import limits as quota
 from osc_mdev.features.quota import metrics as quota_metrics
+from osc_mdev.nova.limit import utils as mdev_limit
 from tests.fixtures import grafana
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / 'doc' / 'source' / 'admin' / 'grafana-mdev-quota.json'
 
 ROWS = [
-    quota.QuotaRow('p1', 'class:VGPU', 3, quota.Effective(
-        4, quota.PROJECT_LIMIT)),
-    quota.QuotaRow('p2', 'class:CUSTOM_MLX5', 2, quota.Effective(
-        -1, quota.NO_LIMIT, quota.REQUIRE)),
-    quota.QuotaRow('p1', 'class:CUSTOM_MLX5', 0, quota.Effective(
-        0, quota.NO_LIMIT, quota.REQUIRE, listed=True)),
+    quota.QuotaRow('p1', 'class:VGPU', 3, mdev_limit.Effective(
+        4, mdev_limit.PROJECT_LIMIT)),
+    quota.QuotaRow('p2', 'class:CUSTOM_MLX5', 2, mdev_limit.Effective(
+        -1, mdev_limit.NO_LIMIT, mdev_limit.REQUIRE)),
+    quota.QuotaRow('p1', 'class:CUSTOM_MLX5', 0, mdev_limit.Effective(
+        0, mdev_limit.NO_LIMIT, mdev_limit.REQUIRE, listed=True)),
 ]
 
 

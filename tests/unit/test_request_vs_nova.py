@@ -518,9 +518,9 @@ def test_quota_deltas_are_novas(name, pci):
     from nova import objects
     from nova.scheduler import utils
 
-    from osc_mdev.features.quota import limits as quota
+    from osc_mdev.nova.limit import placement as mdev_placement
     specs, _ = COMMAND_SPECS[name]
-    ours_ = quota.flavor_deltas(capacity_request(specs, pci, False))
+    ours_ = mdev_placement.flavor_deltas(capacity_request(specs, pci, False))
     objects.register_all()
     conf = nova_conf.CONF
     conf.set_override('alias', [json.dumps(a) for a in ALIASES], 'pci')

@@ -46,10 +46,8 @@ import time
 import types
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import pool
-from osc_mdev.base import errors as library_errors
+from osc_mdev.base import errors
 from osc_mdev.base import words
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as provider
@@ -63,7 +61,7 @@ if typing.TYPE_CHECKING:
     from osc_mdev.api import compute as compute_client
     from osc_mdev.api import identity as identity_client
     from osc_mdev.api import placement as placement_client
-    from osc_mdev.features.quota import limits as quota_rules
+    from osc_mdev.nova.limit import utils as quota_rules
     from osc_mdev.nova.pci import config as pci_rules
 
 LOG = logging.getLogger(__name__)
@@ -84,7 +82,8 @@ class PartialReads:
     the client makes of itself come here too. Here:
 
     * a read of one provider (its inventories, usages, traits or
-      allocations) that fails for good (after the client's retries) is
+      allocations) that fails for good (after the client's retries, or
+      for any other reason but a provider gone or a service too old) is
       recorded in ``unread`` and answered as Placement answers a provider
       deleted meanwhile (NotFound): the readers leave that device out;
     * an allocation candidates read limited to one tree (``in_tree=``)
@@ -115,15 +114,15 @@ class PartialReads:
 
     def _provider_read(self, name: str, uuid: str, *args: object,
                        **kwargs: object) -> typing.Any:
-        errors = _errors()
+        client = _errors()
         try:
             return self._own(name)(uuid, *args, **kwargs)
-        except errors.MicroversionUnsupported:
+        except (client.MicroversionUnsupported, client.NotFound):
             raise
-        except (exceptions.CommandError, library_errors.ServiceError) as exc:
+        except errors.Error as exc:  # it costs this device only
             with self._lock:
                 self.unread.setdefault(uuid, str(exc))
-            raise errors.NotFound(str(exc)) from exc
+            raise client.NotFound(str(exc)) from exc
 
     def get_inventories(self, uuid: str, *args: object,
                         **kwargs: object) -> tuple:
@@ -153,9 +152,9 @@ class PartialReads:
             return read(resources, **kwargs)
         try:
             return read(resources, in_tree=in_tree, **kwargs)
-        except _errors().MicroversionUnsupported:
+        except (_errors().MicroversionUnsupported, _errors().NotFound):
             raise
-        except (exceptions.CommandError, library_errors.ServiceError) as exc:
+        except errors.Error as exc:  # it costs this tree only
             LOG.info('The summaries of the tree of provider %s could not '
                      'be read (%s); its devices are read one by one.',
                      in_tree, exc)
@@ -176,12 +175,15 @@ class PartialReads:
 @dataclasses.dataclass(frozen=True)
 class Scrape:
     """One run: its exposition text, what it read (None when it read no
-    device list) and, then, why.
+    device list) and, then, why; ``unknown_hosts``: the hosts of
+    ``confs`` Placement has no compute node of (their files were not
+    used).
     """
 
     text: str
     reading: domain.Reading | None = None
     error: str | None = None
+    unknown_hosts: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -207,8 +209,7 @@ def _count(placement: 'placement_client.PlacementClient',
     try:
         counted = capacity.count_flavors(placement, compute, flavors,
                                          pci_config=pci_config)
-    except (exceptions.CommandError, library_errors.ServiceError,
-            _errors().NotFound) as exc:
+    except errors.Error as exc:  # it costs the flavors only
         LOG.debug('Counting the flavors failed', exc_info=True)
         return {f: _Unread(str(exc) or repr(exc)) for f in flavors}
     return {f: _Unread(_reason(n, name)) if isinstance(n, Exception)
@@ -217,7 +218,7 @@ def _count(placement: 'placement_client.PlacementClient',
 
 def _reason(exc: Exception, name: abc.Callable[[str], str]) -> str:
     """Why a flavor could not be counted, its inputs named by ``name``."""
-    if isinstance(exc, library_errors.Error):
+    if isinstance(exc, errors.Error):
         return exc.worded(name)
     return str(exc) or repr(exc)
 
@@ -236,8 +237,7 @@ def _allocations(reads: PartialReads,
         found, servers = allocation.allocations_on(
             typing.cast('placement_client.PlacementClient', reads), compute,
             devices)
-    except (exceptions.CommandError, library_errors.ServiceError,
-            _errors().NotFound) as exc:
+    except errors.Error as exc:  # it costs these series only
         LOG.debug('Reading the allocations failed', exc_info=True)
         LOG.warning('The servers holding the allocations could not be '
                     'read (%s); openstack_mdev_allocation_used is left '
@@ -257,8 +257,7 @@ def _quota(placement: 'placement_client.PlacementClient',
     try:
         return quota.metric_families(placement, identity, compute,
                                      strategy)
-    except (exceptions.CommandError, library_errors.ServiceError,
-            _errors().NotFound) as exc:
+    except errors.Error as exc:  # it costs these series only
         LOG.debug('Reading the quotas failed', exc_info=True)
         return _Unread(str(exc) or repr(exc))
 
@@ -279,12 +278,11 @@ def scrape(placement: 'placement_client.PlacementClient',
     a run that could not read the devices at all gives the text of a
     failed run (``openstack_mdev_scrape_success 0`` only) and its error.
 
-    ``confs``: ``{host: MdevConfig}`` of --compute-conf, for the type
+    ``confs``: ``{host: MdevConfig}`` of the computes' nova.conf, for the type
     labels; ``allocations``: also the allocations and their servers;
     ``identity`` (Keystone's client): also each project's GPU usage and
     limit (``quota.metric_families``); ``pci_config`` and ``strategy``:
-    the controller's PCI aliases and ``[quota]`` (--controller-conf);
-    ``name``: how a warning names an input (a parameter by default).
+    the controller's PCI aliases and ``[quota]`` (its nova.conf).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -294,23 +292,24 @@ def scrape(placement: 'placement_client.PlacementClient',
     reads = PartialReads(placement)
     if compute is None and (flavors or allocations):
         raise ValueError('flavors and allocations are read from Nova')
-    calls: list[abc.Callable[[], typing.Any]] = [
+    calls: dict[str, abc.Callable[[], typing.Any]] = {
         # PartialReads stands in for the client it wraps.
-        lambda: provider.list_devices(
+        'devices': lambda: provider.list_devices(
             typing.cast('placement_client.PlacementClient', reads),
             providers.DeviceFilter(kinds=tuple(kinds)),
-            read_traits=True, read_inventory=False)]
+            read_traits=True, read_inventory=False)}
     if flavors:
-        calls.append(functools.partial(_count, placement, compute, flavors,
-                                       pci_config, name))
+        calls['counts'] = functools.partial(_count, placement, compute,
+                                            flavors, pci_config, name)
     if identity is not None:
         if compute is None:
             raise ValueError('quotas are read with Nova')
-        calls.append(functools.partial(_quota, placement, identity, compute,
-                                       strategy))
+        calls['projects'] = functools.partial(_quota, placement, identity,
+                                              compute, strategy)
     try:
-        results = pool.call_all(calls, placement.max_workers)
-        devices = results[0]
+        read = dict(zip(calls, pool.call_all(list(calls.values()),
+                                             placement.max_workers)))
+        devices = read['devices']
         found, servers, unread = (
             _allocations(reads, compute, devices)
             if allocations and compute is not None else (None, {}, False))
@@ -318,8 +317,8 @@ def scrape(placement: 'placement_client.PlacementClient',
         LOG.debug('Reading the cloud failed', exc_info=True)
         return Scrape(domain.render(domain.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
-    counts = results[1] if flavors else {}
-    projects = results[-1] if identity is not None else []
+    counts = read.get('counts', {})
+    projects = read.get('projects', [])
     reading = domain.Reading(
         devices=devices, unread_devices=reads.unread_candidates(kinds),
         confs=confs or {},
@@ -329,21 +328,21 @@ def scrape(placement: 'placement_client.PlacementClient',
                              if isinstance(n, _Unread)),
         allocations=found, servers=servers, allocations_unread=unread,
         quotas_unread=isinstance(projects, _Unread))
-    _warn(reading, counts, reads, providers.hosts_of(reads.listed.values()))
+    _warn(reading, counts, reads)
     if isinstance(projects, _Unread):
         LOG.warning("The projects' GPU quotas could not be read (%s); "
                     'openstack_mdev_project_used and _limit are left out.',
                     projects.error.rstrip('.'))
         projects = []
+    hosts = providers.hosts_of(reads.listed.values())
     return Scrape(domain.render(domain.families(
-        reading, time.monotonic() - start, stamp) + projects), reading)
+        reading, time.monotonic() - start, stamp) + projects), reading,
+        unknown_hosts=tuple(sorted(set(reading.confs) - hosts)))
 
 
-def _warn(reading: domain.Reading, counts: dict, reads: PartialReads,
-          hosts: abc.Set[str]) -> None:
-    """One warning per flavor and device that could not be read, and per
-    --compute-conf host Placement does not have.
-    """
+def _warn(reading: domain.Reading, counts: dict,
+          reads: PartialReads) -> None:
+    """One warning per flavor and device that could not be read."""
     for flavor in reading.unread_flavors:
         LOG.warning('Flavor %s could not be counted (%s); its '
                     'openstack_mdev_flavor_up is 0.', flavor,
@@ -353,10 +352,6 @@ def _warn(reading: domain.Reading, counts: dict, reads: PartialReads,
                     'openstack_mdev_device_up is 0.', candidate.host,
                     candidate.device,
                     reads.unread[candidate.uuid].rstrip('.'))
-    for host in sorted(set(reading.confs) - hosts):
-        LOG.warning("--compute-conf names %s, which is no compute node in "
-                    "Placement; its file was not used (hosts are named as "
-                    "in 'openstack hypervisor list').", host)
 
 
 def failure_message(result: Scrape, output: str | None) -> str:
@@ -388,9 +383,10 @@ def failure_message(result: Scrape, output: str | None) -> str:
 def check_input(output: str | None,
                 compute_conf: abc.Sequence[tuple[str, str]]
                 ) -> dict[str, libvirt_driver.MdevConfig]:
-    """Refuse bad input before any read: an output file that cannot be
-    written, a --compute-conf that cannot be read or that Nova would
-    refuse. Returns the ``{host: MdevConfig}`` of --compute-conf.
+    """Refuse bad input before any read: an ``output`` file that cannot
+    be written (``errors.Invalid``), a ``compute_conf`` file that cannot
+    be read or that Nova would refuse. Returns the ``{host: MdevConfig}``
+    of ``compute_conf``.
     """
     from osc_mdev.features import nova_conf
 
@@ -398,20 +394,20 @@ def check_input(output: str | None,
         try:
             textfile.check_writable(output)
         except OSError as exc:
-            raise exceptions.CommandError(
+            raise errors.Invalid(
                 'Cannot write %s (%s); give a file in an existing directory '
-                'this user may write to.' % (output, exc.strerror or exc)
-            ) from exc
+                'this user may write to.' % (output, exc.strerror or exc),
+                parameter='output', path=output) from exc
     return nova_conf.compute_confs(compute_conf)
 
 
 def write(path: str, text: str) -> None:
     """Replace ``path`` by ``text`` atomically; on failure the old file
-    stays and a CommandError says why.
+    stays and an ``errors.Error`` says why.
     """
     try:
         textfile.write_atomically(path, text)
     except OSError as exc:
-        raise exceptions.CommandError(
+        raise errors.Error(
             'Writing %s failed (%s); the previous file was left as it '
-            'was.' % (path, exc.strerror or exc)) from exc
+            'was.' % (path, exc.strerror or exc), path=path) from exc

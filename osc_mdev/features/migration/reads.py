@@ -40,8 +40,6 @@ import dataclasses
 import logging
 import typing
 
-from osc_lib import exceptions
-
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
@@ -51,7 +49,6 @@ from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.cloud import providers
-from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.capacity import reads as capacity_reads
 from osc_mdev.features.migration import model as migration_model
@@ -72,24 +69,26 @@ LOG = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class Inputs:
     """What the nova.conf files given say: each compute's (``confs``:
-    host -> migration_model.Conf, from --compute-conf) and the controller's
-    (``pci_config``: its ``[pci]``, None without --controller-conf;
-    ``skip_version_check``: nova-conductor's ``[workarounds]
-    skip_hypervisor_version_check_on_lm``).
+    host -> migration_model.Conf, from ``compute_confs``) and the
+    controller's (``pci_config``: its ``[pci]``, None without
+    ``controller_conf``; ``skip_version_check``: nova-conductor's
+    ``[workarounds] skip_hypervisor_version_check_on_lm``).
+    ``conductor_only``: ``{host: where}`` of each compute's file that
+    turns that option on while the controller's does not: nova-compute
+    does not read it.
     """
 
     confs: dict
     pci_config: pci_rules.PciConfig | None = None
     skip_version_check: bool = False
+    conductor_only: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def read_inputs(compute_confs: list[tuple[str, str]],
                 controller_conf: list[str],
                 prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> Inputs:
-    """The Inputs of the --compute-conf HOST=FILE and --controller-conf
-    options, read and judged before any request. A compute's file that
-    turns the conductor's skip_hypervisor_version_check_on_lm on is
-    named in a warning: nova-compute does not read it.
+    """The Inputs of the ``compute_confs`` (``(HOST, FILE)``) and
+    ``controller_conf`` files, read and judged before any request.
     """
     computes = nova_conf.compute_confs(compute_confs)
     pci_config, skip = None, False
@@ -99,20 +98,19 @@ def read_inputs(compute_confs: list[tuple[str, str]],
         try:
             skip = migration_rules.skips_hypervisor_version_check(settings)
         except novaconf.NovaConfError as exc:
-            raise exceptions.CommandError(
-                '--controller-conf: %s.' % exc) from exc
+            raise errors.Invalid(
+                '%s: %s.' % (errors.given('controller_conf'), exc),
+                parameter='controller_conf') from exc
+    conductor_only = {}
     for host, conf in sorted(computes.items()):
         assert conf.settings is not None    # parsed from the host's file
         value = conf.settings.workarounds[
             novaconf.SKIP_HYPERVISOR_VERSION_CHECK]
         if value.value and not skip:
-            LOG.warning(
-                'Warning: --compute-conf %s: %s turns [workarounds] %s on, '
-                'but nova-conductor reads it, not nova-compute: give the '
-                "controller's nova.conf with --controller-conf.", host,
-                value.where, novaconf.SKIP_HYPERVISOR_VERSION_CHECK)
+            conductor_only[host] = value.where
     return Inputs({host: migration_model.conf_from(conf, prefix)
-                   for host, conf in computes.items()}, pci_config, skip)
+                   for host, conf in computes.items()}, pci_config, skip,
+                  conductor_only)
 
 
 # -- reading ---------------------------------------------------------------
@@ -185,7 +183,7 @@ def _server(server: nova_servers.Server,
         rr.check_request(request)
         pci = tuple({r.alias.name: r.alias
                      for r in request.pci_requests}.values())
-    except (exceptions.CommandError, errors.Error, rr.RequestError) as exc:
+    except (errors.Error, rr.RequestError) as exc:
         problem = str(exc).rstrip('.')
     return migration_model.Server(
         server.id, server.name, server.vm_state, server.task_state,
@@ -231,11 +229,19 @@ def _root_uuid(node: migration_model.Node) -> str:
 
 
 def _check_hosts(listing: list[dict], hosts: Sequence[str],
-                 option: str) -> None:
-    try:
-        device_reads.check_hosts(listing, hosts)
-    except (exceptions.CommandError, errors.Error) as exc:
-        raise exceptions.CommandError('%s: %s' % (option, exc)) from exc
+                 parameter: str) -> None:
+    """``errors.NotFound`` for ``hosts`` (given as ``parameter``) that
+    are no compute node in Placement's ``listing``.
+    """
+    unknown = sorted(set(hosts) - providers.hosts_of(listing))
+    if unknown:
+        raise errors.NotFound(
+            "%s: No compute host named %s in Placement; hosts are named "
+            "as in 'openstack hypervisor list'."
+            % (errors.given(parameter),
+               ', '.join("'%s'" % h for h in unknown)),
+            kind='host', name=unknown[0], names=unknown,
+            parameter=parameter)
 
 
 # -- check -----------------------------------------------------------------
@@ -260,28 +266,31 @@ def check(placement: placement_client.PlacementClient,
     server, allocations, listing, hypervisors = pool.call_all(
         calls, placement.max_workers)
     if server is None:
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             "No server with ID %s; give its name or ID as 'openstack "
-            "server list --all-projects' shows it." % server_id)
+            "server list --all-projects' shows it." % server_id,
+            kind='server', name=server_id)
     server = nova_payloads.server(server)
     source_name = server.node
     if not source_name:
-        raise exceptions.CommandError(
+        raise errors.Refused(
             'Server %s is on no compute node (status %s): there is nothing '
-            'to migrate.' % (server_id, server.status))
+            'to migrate.' % (server_id, server.status),
+            server=server_id, status=server.status)
     hosts = list(dict.fromkeys(targets))
-    _check_hosts(listing, hosts, '--target')
-    _check_hosts(listing, list(confs), '--compute-conf')
+    _check_hosts(listing, hosts, 'target')
+    _check_hosts(listing, list(confs), 'compute_conf')
     if source_name in hosts:
-        raise exceptions.CommandError(
-            '--target %s is the compute node the server is on; name '
-            'another.' % source_name)
+        raise errors.Invalid(
+            '%s %s is the compute node the server is on; name another.'
+            % (errors.given('target'), source_name),
+            parameter='target', host=source_name)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     found = _server(server, (), pci_config)
     plain = found.request
     if plain is None:
-        raise exceptions.CommandError('Server %s: %s.' % (
-            server_id, found.problem))
+        raise errors.Refused('Server %s: %s.' % (server_id, found.problem),
+                             server=server_id)
     trees = capacity_reads.read_hosts(
         placement, plain, listing,
         hosts=tuple(hosts + [source_name]) if hosts else ())
@@ -366,12 +375,13 @@ def plan(placement: placement_client.PlacementClient,
         placement.list_providers, compute.list_hypervisors,
         lambda: compute.servers_on_node(host, embedded_flavor=True)],
         placement.max_workers)
-    _check_hosts(listing, [host], '--host')
-    _check_hosts(listing, list(targets), '--target')
-    _check_hosts(listing, list(confs), '--compute-conf')
+    _check_hosts(listing, [host], 'host')
+    _check_hosts(listing, list(targets), 'target')
+    _check_hosts(listing, list(confs), 'compute_conf')
     if host in targets:
-        raise exceptions.CommandError(
-            '--target %s is the host to drain; name other hosts.' % host)
+        raise errors.Invalid(
+            '%s %s is the host to drain; name other hosts.'
+            % (errors.given('target'), host), parameter='target', host=host)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     servers, allocations = _holders(
         placement, listing, host, [nova_payloads.server(s) for s in on_node])

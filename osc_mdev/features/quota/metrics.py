@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import typing
 
 from osc_mdev.features.quota import limits as quota
+from osc_mdev.nova.limit import placement as limit_placement
 
 if typing.TYPE_CHECKING:
     from prometheus_client import core
@@ -53,7 +54,7 @@ def families(rows: list[quota.QuotaRow], names: Mapping[str, str]
              for name, (text, labels) in FAMILIES.items()}
     for row in sorted(rows, key=lambda r: (r.project_id, r.resource)):
         labels = [row.project_id, names.get(row.project_id, ''),
-                  quota.class_of(row.resource) or row.resource]
+                  limit_placement.class_of(row.resource) or row.resource]
         found[PREFIX + 'project_used'].add_metric(labels, row.used)
         found[PREFIX + 'project_limit'].add_metric(labels, row.limit)
     return list(found.values())

@@ -55,20 +55,22 @@ import dataclasses
 import logging
 import typing
 
-from osc_lib import exceptions
 
 from osc_mdev.api import compute as compute_api
 from osc_mdev.api import identity as identity_api
 from osc_mdev.api import placement as placement_api
 from osc_mdev.api import pool
-from osc_mdev.base import errors as library_errors
+from osc_mdev.base import errors
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.features.capacity import reads as capacity
-from osc_mdev.features.quota import limits as domain
+from osc_mdev.features.quota import limits as quota_rules
 from osc_mdev.features.quota import metrics as quota_metrics
+from osc_mdev.nova.compute import utils as compute_utils
+from osc_mdev.nova.limit import placement as limit_placement
+from osc_mdev.nova.limit import utils as limit_utils
 from osc_mdev.nova import objects as nova_servers
 from osc_mdev.nova.pci import config as pci_rules
 
@@ -84,26 +86,26 @@ COMPUTE = 'compute'
 class QuotaReport:
     """The rows of ``quota list`` and what they were read with."""
 
-    rows: list[domain.QuotaRow]
+    rows: list[quota_rules.QuotaRow]
     usages: dict[str, dict[str, int]]   # project ID -> {class: used}
     names: dict[str, str]               # project ID -> name (when read)
-    limits: domain.Limits
-    strategy: domain.Strategy
+    limits: limit_utils.Limits
+    strategy: limit_utils.Strategy
     classes: list[str]                  # the GPU classes
     held: dict[str, int]                # class -> used on the devices
     every_project: bool = True          # False: the token's project only
     region: str | None = None           # of Nova's endpoint
-    unread: list[domain.Unread] = dataclasses.field(default_factory=list)
+    unread: list[quota_rules.Unread] = dataclasses.field(default_factory=list)
     #                                     limits outside that region
 
 
 def viewer(identity: identity_api.IdentityClient) -> identity_api.Token:
-    """The command's token; a one-line CommandError for an
-    authentication without a token of Keystone's (an admin token).
+    """The command's token; ``errors.Refused`` for an authentication
+    without a token of Keystone's (an admin token).
     """
     token = identity.token()
     if token is None:
-        raise exceptions.CommandError(
+        raise errors.Refused(
             'Keystone lists limits only to a token of its own, and an '
             'admin token has none; authenticate with a password or a '
             'token of a user with the admin role.')
@@ -114,7 +116,7 @@ def sees_every_project(token: identity_api.Token) -> bool:
     """Whether Keystone lists ``token`` every project's limits (and
     Placement every project's usages): the admin role or a system scope.
     """
-    return domain.sees_every_limit(token.roles, token.system_scoped)
+    return quota_rules.sees_every_limit(token.roles, token.system_scoped)
 
 
 def admin_needed(token: identity_api.Token, what: str) -> str:
@@ -128,34 +130,48 @@ def admin_needed(token: identity_api.Token, what: str) -> str:
                 token.project_name or token.project_id))
 
 
+def admin_refusal(token: identity_api.Token, what: str,
+                  **data: typing.Any) -> errors.Refused:
+    """The error saying that ``what`` needs the admin role, which
+    ``token`` lacks (``admin_needed``).
+    """
+    return errors.Refused(admin_needed(token, what),
+                          roles=sorted(token.roles),
+                          project=token.project_id, **data)
+
+
 def nova_service(identity: identity_api.IdentityClient
                  ) -> identity_api.ServiceRef:
     """Nova's service as its limits name it: the compute service of the
     token's catalog (in the command's region), else the only compute
-    service Keystone has; a one-line CommandError otherwise.
+    service Keystone has; ``errors.NotFound`` for none,
+    ``errors.Ambiguous`` for several.
     """
     found = identity.catalog_service(COMPUTE)
     if found is not None:
         return found
     services = identity.services(COMPUTE)
     if not services:
-        raise exceptions.CommandError(
+        raise errors.NotFound(
             "Keystone has no compute service: Nova's unified limits are "
             "those of its compute service, so register Nova's service "
-            '(openstack service create compute) and its limits.')
+            '(openstack service create compute) and its limits.',
+            kind='service', name=COMPUTE)
     if len(services) > 1:
-        raise exceptions.CommandError(
+        raise errors.Ambiguous(
             'Keystone has %d compute services (%s) and the catalog of the '
             "token names no endpoint of them, so Nova's cannot be told; "
             "authenticate in the region of Nova's endpoint." % (
                 len(services), ', '.join(sorted(s.service_id
-                                                for s in services))))
+                                                for s in services))),
+            kind='service', name=COMPUTE,
+            matches=sorted(s.service_id for s in services))
     return services[0]
 
 
 def warn_outside_region(report: 'QuotaReport') -> None:
     """One warning naming the limits of Nova's service outside its
-    endpoint's region (``domain.outside_region``), if any.
+    endpoint's region (``quota_rules.outside_region``), if any.
     """
     if report.unread:
         LOG.warning(
@@ -167,7 +183,7 @@ def warn_outside_region(report: 'QuotaReport') -> None:
 
 def project_ids(references: list[str], projects: list[dict]) -> list[str]:
     """The project IDs ``references`` (names or IDs) stand for, in
-    order; a one-line CommandError for one Keystone does not have.
+    order; ``errors.NotFound`` for one Keystone does not have.
     """
     by_id = {p['id']: p for p in projects}
     found = []
@@ -197,12 +213,13 @@ def _servers(compute: compute_api.ComputeClient
     Nova cannot list them.
     """
     try:
-        return [nova_payloads.server(s) for s in compute.list_servers()]
-    except (exceptions.CommandError, library_errors.ServiceError) as exc:
+        listed = compute.list_servers()
+    except errors.Error as exc:
         LOG.warning('Warning: Nova could not list the servers (%s); the '
                     'project of each consumer of the GPUs is read from '
                     'Placement.', str(exc).rstrip('.'))
         return None
+    return [nova_payloads.server(s) for s in listed]
 
 
 def consumers_projects(placement: placement_api.PlacementClient,
@@ -247,15 +264,15 @@ def find_holders(placement: placement_api.PlacementClient,
     list, one request per 1,000 servers), then, if some is still short,
     the owners of the consumers on its devices.
     """
-    short = domain.unaccounted(held, usages)
+    short = quota_rules.unaccounted(held, usages)
     if not short:
         return
     listed = _servers(compute)
     pci = any(d.kind == providers.PCI for d in devices
               if d.resource_class in short)
-    usages.update(read_usages(placement, domain.flavor_holders(
+    usages.update(read_usages(placement, quota_rules.flavor_holders(
         listed or [], set(short), pci) - set(usages)))
-    short = domain.unaccounted(held, usages)
+    short = quota_rules.unaccounted(held, usages)
     if short:
         found = consumers_projects(placement, [
             d for d in devices if d.resource_class in short and d.used],
@@ -263,45 +280,73 @@ def find_holders(placement: placement_api.PlacementClient,
         usages.update(read_usages(placement, found - set(usages)))
 
 
-def _limits(identity: identity_api.IdentityClient,
-            service: identity_api.ServiceRef | None
-            ) -> list[typing.Callable[[], typing.Any]]:
+@dataclasses.dataclass(frozen=True)
+class LimitsRead:
+    """Nova's limits in Keystone as oslo.limit reads them (``limits``),
+    and those outside the region of Nova's endpoint (``unread``).
+    """
+
+    limits: limit_utils.Limits
+    unread: list[quota_rules.Unread]
+
+
+@dataclasses.dataclass(frozen=True)
+class FirstRound:
+    """What ``quota_list`` reads at once: Nova's limits, the GPU devices
+    with what they hold, and the projects (None when not read).
+    """
+
+    limits: LimitsRead
+    devices: list[providers.Device]
+    projects: list[dict] | None
+
+
+def _at_once(placement: placement_api.PlacementClient,
+             calls: dict[str, typing.Callable[[], typing.Any]]
+             ) -> dict[str, typing.Any]:
+    """What each named call answers, all run at once in the pool."""
+    return dict(zip(calls, pool.call_all(list(calls.values()),
+                                         placement.max_workers)))
+
+
+def _limit_reads(identity: identity_api.IdentityClient,
+                 service: identity_api.ServiceRef | None
+                 ) -> dict[str, typing.Callable[[], typing.Any]]:
     """The two reads of Nova's limits (none without ``service``: Nova
     reads no limit of Keystone).
     """
     if service is None:
-        return [list, list]
-    return [lambda: identity.registered_limits(service),
-            lambda: identity.limits(service)]
+        return {}
+    return {'registered': lambda: identity.registered_limits(service),
+            'limits': lambda: identity.limits(service)}
 
 
-def _as_read(registered: list[dict], limits: list[dict],
-             service: identity_api.ServiceRef | None
-             ) -> tuple[domain.Limits, list[domain.Unread]]:
-    """The Limits oslo.limit reads of Keystone's answers, and those
-    outside the region of Nova's endpoint.
+def _as_read(read: dict[str, typing.Any],
+             service: identity_api.ServiceRef | None) -> LimitsRead:
+    """The Limits oslo.limit reads of Keystone's answers (``read``, by
+    ``_limit_reads``), and those outside the region of Nova's endpoint.
     """
     if service is None:
-        return domain.Limits({}, {}), []
-    return (domain.Limits.from_keystone(registered, limits,
-                                        service.region_id),
-            domain.outside_region(registered, limits, service.region_id))
+        return LimitsRead(limit_utils.Limits({}, {}), [])
+    registered, limits = read['registered'], read['limits']
+    return LimitsRead(
+        limit_utils.Limits.from_keystone(registered, limits,
+                                         service.region_id),
+        quota_rules.outside_region(registered, limits, service.region_id))
 
 
 def _first_round(placement: placement_api.PlacementClient,
                  identity: identity_api.IdentityClient,
                  service: identity_api.ServiceRef | None, names: bool
-                 ) -> tuple[tuple[domain.Limits, list[domain.Unread]],
-                            list[providers.Device], list[dict] | None]:
-    calls: list[typing.Callable[[], typing.Any]] = _limits(
-        identity, service) + [
-        lambda: device_reads.scope_devices(placement,
-                                           kinds=providers.KINDS)]
+                 ) -> FirstRound:
+    calls = _limit_reads(identity, service)
+    calls['devices'] = lambda: device_reads.scope_devices(
+        placement, kinds=providers.KINDS)
     if names:
-        calls.append(identity.projects)
-    results = pool.call_all(calls, placement.max_workers)
-    listed = results[3] if names else None
-    return (_as_read(results[0], results[1], service), results[2], listed)
+        calls['projects'] = identity.projects
+    read = _at_once(placement, calls)
+    return FirstRound(_as_read(read, service), read['devices'],
+                      read.get('projects'))
 
 
 def quota_list(placement: placement_api.PlacementClient,
@@ -309,7 +354,7 @@ def quota_list(placement: placement_api.PlacementClient,
                compute: compute_api.ComputeClient,
                projects: tuple[str, ...] = (),
                resource_class: str | None = None,
-               strategy: domain.Strategy | None = None,
+               strategy: limit_utils.Strategy | None = None,
                names: bool = False,
                token: identity_api.Token | None = None) -> QuotaReport:
     """Every project with GPU usage or a GPU limit of its own (or the
@@ -319,14 +364,16 @@ def quota_list(placement: placement_api.PlacementClient,
     projects' names. ``token`` (``viewer``, read when None): without the
     admin role, the rows of its own project only (``own_quota``).
     """
-    strategy = strategy or domain.Strategy()
+    strategy = strategy or limit_utils.Strategy()
     token = token or viewer(identity)
     if not sees_every_project(token):
         return own_quota(placement, identity, token, projects,
                          resource_class, strategy)
     service = nova_service(identity) if strategy.unified else None
-    (limits, unread), devices, listed = _first_round(
-        placement, identity, service, names or bool(projects))
+    first = _first_round(placement, identity, service,
+                         names or bool(projects))
+    limits, devices, listed = first.limits.limits, first.devices, \
+        first.projects
     classes = sorted({d.resource_class for d in devices})
     if resource_class is not None:
         classes = [resource_class]
@@ -338,16 +385,16 @@ def quota_list(placement: placement_api.PlacementClient,
         usages = read_usages(placement, wanted)
     else:
         usages = read_usages(placement, limits.projects_limiting(
-            {domain.resource_name(rc) for rc in classes}))
+            {limit_placement.resource_name(rc) for rc in classes}))
         find_holders(placement, compute, devices, held, usages)
-    rows = domain.quota_rows(usages, classes, limits, strategy,
-                             every_class=frozenset(usages if projects
-                                                   else ()))
+    rows = quota_rules.quota_rows(usages, classes, limits, strategy,
+                                  every_class=frozenset(usages if projects
+                                                        else ()))
     report = QuotaReport(rows, usages,
                          {p['id']: p['name'] for p in listed or ()},
                          limits, strategy, classes, held,
                          region=service.region_id if service else None,
-                         unread=unread)
+                         unread=first.limits.unread)
     warn_outside_region(report)
     return report
 
@@ -356,38 +403,40 @@ def own_quota(placement: placement_api.PlacementClient,
               identity: identity_api.IdentityClient,
               token: identity_api.Token, projects: tuple[str, ...],
               resource_class: str | None,
-              strategy: domain.Strategy) -> QuotaReport:
+              strategy: limit_utils.Strategy) -> QuotaReport:
     """The rows of the token's own project, as a project reader or member
     may read them: Placement's ``GET /usages?project_id=`` of its project
     and Keystone's limits of Nova's service (Keystone lists such a token
     the registered limits and its project's limits only), at once. The
     GPU devices are the admin's to list, so the classes are the GPU
-    classes (``domain.gpu_class``) the project uses or that have a limit
-    Nova reads; ``resource_class`` only when given. A one-line
-    CommandError for ``projects`` naming another project.
+    classes (``quota_rules.gpu_class``) the project uses or that have a
+    limit Nova reads; ``resource_class`` only when given. ``errors.Refused``
+    for ``projects`` naming another project.
     """
     own = token.project_id
     if own is None:
-        raise exceptions.CommandError(admin_needed(
-            token, "Reading every project's quota"))
+        raise admin_refusal(token, "Reading every project's quota")
     for reference in projects:
         if reference not in (own, token.project_name):
-            raise exceptions.CommandError(admin_needed(
-                token, 'Reading the quota of project %s' % reference))
+            raise admin_refusal(
+                token, 'Reading the quota of project %s' % reference,
+                parameter='project', name=reference)
     service = nova_service(identity) if strategy.unified else None
-    registered, listed, usages = pool.call_all(_limits(identity, service) + [
-        lambda: placement.get_project_usages(own)], placement.max_workers)
-    limits, unread = _as_read(registered, listed, service)
+    calls = _limit_reads(identity, service)
+    calls['usages'] = lambda: placement.get_project_usages(own)
+    read = _at_once(placement, calls)
+    usages, found = read['usages'], _as_read(read, service)
+    limits = found.limits
     classes = [resource_class] if resource_class is not None else \
-        domain.known_classes(usages, limits)
-    rows = domain.quota_rows({own: usages}, classes, limits, strategy,
-                             every_class=frozenset({own}))
+        quota_rules.known_classes(usages, limits)
+    rows = quota_rules.quota_rows({own: usages}, classes, limits, strategy,
+                                  every_class=frozenset({own}))
     held = {rc: int(usages.get(rc, 0)) for rc in classes}
     report = QuotaReport(rows, {own: usages},
                          {own: token.project_name or ''}, limits, strategy,
                          classes, held, every_project=False,
                          region=service.region_id if service else None,
-                         unread=unread)
+                         unread=found.unread)
     warn_outside_region(report)
     return report
 
@@ -396,7 +445,7 @@ def flavor_fits(placement: placement_api.PlacementClient,
                 compute: compute_api.ComputeClient, report: QuotaReport,
                 flavors: list[str],
                 pci_config: pci_rules.PciConfig | None = None
-                ) -> list[domain.FlavorFit]:
+                ) -> list[quota_rules.FlavorFit]:
     """How many more servers of each flavor (name or ID) each project of
     ``report`` can boot: the servers its limits allow (as Nova's quota
     driver enforces them, ``quota_allows``) and those the cloud's
@@ -407,24 +456,24 @@ def flavor_fits(placement: placement_api.PlacementClient,
     counted = [capacity.count(placement, compute, flavor=f,
                               pci_config=pci_config, explain=True)
                for f in flavors]
-    deltas = [domain.flavor_deltas(c.request) for c in counted]
+    deltas = [limit_placement.flavor_deltas(c.request) for c in counted]
     allows = quota_allows(compute, report, deltas)
     fits = []
     for flavor, count, delta in zip(flavors, counted, deltas):
         reason = None
         if not count.total and count.steps:
-            reason = domain.capacity_reason(count.steps, count.fix)
+            reason = quota_rules.capacity_reason(count.steps, count.fix)
         for project in sorted(report.usages):
-            fits.append(domain.FlavorFit(project, flavor,
-                                         allows(project, delta),
-                                         count.total, reason))
-    return sorted(fits, key=domain.fit_key)
+            fits.append(quota_rules.FlavorFit(project, flavor,
+                                              allows(project, delta),
+                                              count.total, reason))
+    return sorted(fits, key=quota_rules.fit_key)
 
 
 def quota_allows(compute: compute_api.ComputeClient, report: QuotaReport,
                  deltas: list[dict[str, int]]
                  ) -> typing.Callable[[str, dict[str, int]],
-                                      domain.QuotaFit]:
+                                      limit_placement.QuotaFit]:
     """``allows(project, delta)``: how many servers of ``delta``
     (``flavor_deltas``) the project's limits let in, as Nova's quota
     driver checks a request. Under the unified limits driver: Keystone's
@@ -437,48 +486,50 @@ def quota_allows(compute: compute_api.ComputeClient, report: QuotaReport,
     """
     projects = sorted(report.usages)
     strategy = report.strategy
-    if strategy.driver == domain.DB_QUOTA_DRIVER:
+    if strategy.driver == limit_utils.DB_QUOTA_DRIVER:
         sets = dict(zip(projects, compute.map(compute.quota_set, projects)))
 
-        def legacy(project: str, delta: dict[str, int]) -> domain.QuotaFit:
-            effective, used = domain.legacy_limits(sets[project])
-            return domain.servers_allowed(domain.legacy_deltas(delta), used,
-                                          effective)
+        def legacy(project: str, delta: dict[str, int]
+                   ) -> limit_placement.QuotaFit:
+            effective, used = compute_utils.legacy_limits(sets[project])
+            return limit_placement.servers_allowed(
+                compute_utils.legacy_deltas(delta), used, effective)
         return legacy
     if not strategy.unified:
-        return lambda project, delta: domain.QuotaFit(None)
+        return lambda project, delta: limit_placement.QuotaFit(None)
     names = set().union(*deltas) if deltas else set()
-    effective = {p: {n: domain.effective_limit(p, n, report.limits,
-                                               strategy)
+    effective = {p: {n: limit_utils.effective_limit(p, n, report.limits,
+                                                    strategy)
                      for n in names} for p in projects}
-    counting = [p for p in projects if domain.SERVERS in names
-                and not effective[p][domain.SERVERS].unlimited]
+    counting = [p for p in projects if limit_utils.SERVERS in names
+                and not effective[p][limit_utils.SERVERS].unlimited]
     servers = dict(zip(counting, compute.map(compute.servers_in_use,
                                              counting)))
 
-    def unified(project: str, delta: dict[str, int]) -> domain.QuotaFit:
-        used = {domain.resource_name(rc): n
+    def unified(project: str, delta: dict[str, int]
+                ) -> limit_placement.QuotaFit:
+        used = {limit_placement.resource_name(rc): n
                 for rc, n in report.usages[project].items()}
-        used[domain.SERVERS] = servers.get(project, 0)
-        return domain.servers_allowed(delta, used, effective[project])
+        used[limit_utils.SERVERS] = servers.get(project, 0)
+        return limit_placement.servers_allowed(delta, used,
+                                               effective[project])
     return unified
 
 
 def metric_families(placement: placement_api.PlacementClient,
                     identity: identity_api.IdentityClient,
                     compute: compute_api.ComputeClient,
-                    strategy: domain.Strategy | None = None
+                    strategy: limit_utils.Strategy | None = None
                     ) -> list['core.GaugeMetricFamily']:
     """The Prometheus families of every project's GPU usage and limit
     (what ``quota list --long`` reads, with ``strategy``: the
     controller's ``[quota]``, Nova's unified limits with their defaults
-    when None); a one-line CommandError for a token that sees its own
-    project only.
+    when None); ``errors.Refused`` for a token that sees its own project
+    only.
     """
     token = viewer(identity)
     if not sees_every_project(token):
-        raise exceptions.CommandError(admin_needed(
-            token, "Reading every project's quota"))
+        raise admin_refusal(token, "Reading every project's quota")
     report = quota_list(placement, identity, compute, strategy=strategy,
                         names=True, token=token)
     return quota_metrics.families(report.rows, report.names)

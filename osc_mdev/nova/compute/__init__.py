@@ -11,6 +11,7 @@
 # under the License.
 
 """nova/compute/: ``provider_config`` (nova-compute's provider config
-files as it reads them) and ``resource_tracker`` (how it merges them
-into its provider tree).
+files as it reads them), ``resource_tracker`` (how it merges them
+into its provider tree) and ``utils`` (what a new server counts against
+Nova's own quotas).
 """

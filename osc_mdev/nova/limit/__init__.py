@@ -1,0 +1,19 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova/limit/: Nova's unified limits, as nova-api enforces them with
+oslo.limit: ``utils`` (which limit Nova enforces on a resource:
+``should_enforce``, and oslo.limit's reading of Keystone's limits that it
+configures) and ``placement`` (what a server counts against the limits,
+``_get_deltas``, and how many a request may boot,
+``enforce_num_instances_and_resources``).
+"""
