@@ -16,8 +16,12 @@ Pure logic over Placement's data (no network). The request is the one
 model of ``resource_request``, built from a flavor the way Nova builds its
 allocation candidate query; each compute node tree (root provider plus
 its children) is then checked the way Placement checks it, one server at
-a time, to count the servers that still fit. Why a server does not fit
-is ``explanation``'s; what one multi-create places is ``multicreate``'s.
+a time, to count the servers that still fit. Which GPU of a host Nova
+and Placement pick is ``pick_order``'s alone: the fit engine, the
+multi-create, the migration verdict and plan and the reads of
+Placement's first candidate all take it from there. Why a server does
+not fit is ``explanation``'s; what one multi-create places is
+``multicreate``'s.
 
 What Placement decides is modelled; what the scheduler's host filters
 decide afterwards (NUMA, PCI, affinity, image properties) is not.

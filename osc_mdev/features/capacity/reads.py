@@ -429,8 +429,8 @@ def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
         device=device)
 
 
-def candidates_by_root(placement: PlacementClient, request: rr.Request
-                       ) -> allocation_candidates.Candidates:
+def read_candidates(placement: PlacementClient, request: rr.Request
+                    ) -> allocation_candidates.Candidates:
     """Placement's allocation candidates for ``request``.
 
     One ``GET /allocation_candidates`` for ``request``, limited to
@@ -531,7 +531,7 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
         counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
     if count is not None:
-        answer = candidates_by_root(placement, request)
+        answer = read_candidates(placement, request)
         by_root = {h.root.uuid: h.name for h in trees}
         first = {by_root[k]: v for k, v in answer.by_root().items()
                  if k in by_root}
