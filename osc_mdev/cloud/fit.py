@@ -16,8 +16,12 @@ Pure logic over Placement's data (no network). The request is the one
 model of ``resource_request``, built from a flavor the way Nova builds its
 allocation candidate query; each compute node tree (root provider plus
 its children) is then checked the way Placement checks it, one server at
-a time, to count the servers that still fit. Why a server does not fit
-is ``explanation``'s; what one multi-create places is ``multicreate``'s.
+a time, to count the servers that still fit. Which GPU of a host Nova
+and Placement pick is ``pick_order``'s alone: the fit engine, the
+multi-create, the migration verdict and plan and the reads of
+Placement's first candidate all take it from there. Why a server does
+not fit is ``explanation``'s; what one multi-create places is
+``multicreate``'s.
 
 What Placement decides is modelled; what the scheduler's host filters
 decide afterwards (NUMA, PCI, affinity, image properties) is not.
@@ -26,8 +30,11 @@ decide afterwards (NUMA, PCI, affinity, image properties) is not.
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
+import typing
 
 from osc_mdev.cloud import providers
 from osc_mdev.nova import names
@@ -103,6 +110,48 @@ class Host:
         return [c for c in self.children if c.is_mdev]
 
 
+# -- which GPU Nova picks ---------------------------------------------------
+
+_O = typing.TypeVar('_O')
+
+
+def pick_order(options: Iterable[_O],
+               room: Callable[[_O], int] | None = None,
+               first: Callable[[_O], bool] | None = None) -> list[_O]:
+    """The order in which Nova and Placement pick among ``options``:
+    the GPUs (or allocation requests) of one host that can serve a
+    request. The one answer to "which physical GPU does Nova pick?".
+
+    Nova's scheduler claims only the first allocation request Placement
+    lists for a host (``SchedulerManager._schedule``:
+    ``host.allocation_candidates[0]``, bug 1874664), and the libvirt
+    driver creates the server's mdevs on the devices it names. So:
+
+    - options that Placement's answer lists come in its order (allocation
+      requests are given in that order, and ``claimed`` takes the first);
+    - where that answer was read, what its first allocation request
+      names comes first (``first``: whether an option is in it);
+    - where it was not, the fit engine tries the most room first
+      (``room``), which spreads servers evenly: the order that fits the
+      most servers of equal groups.
+
+    Ties keep the order of ``options``.
+    """
+    def key(option: _O) -> tuple[bool, int]:
+        return (first is not None and not first(option),
+                -room(option) if room is not None else 0)
+    return sorted(options, key=key)
+
+
+def claimed(requests: Sequence[_O]) -> _O | None:
+    """The allocation request the scheduler claims on a host among
+    ``requests`` (Placement's, for one tree, in its order): the first in
+    ``pick_order``; None when there is none.
+    """
+    ordered = pick_order(requests)
+    return ordered[0] if ordered else None
+
+
 # -- one server on one host -------------------------------------------------
 
 def _root_ok(request: rr.Request, host: Host) -> bool:
@@ -168,9 +217,8 @@ def _place(request: rr.Request, host: Host, free: FreeMap,
     takes each class from any provider of the tree, its forbidden traits
     on none of them and its required traits on at least one of them;
     with ``group_policy=isolate`` numbered groups use different
-    providers. Among the providers that can serve a group, the one with
-    the most room left is tried first (which spreads servers evenly, the
-    order that fits the most servers of equal groups).
+    providers. The providers that can serve a group are tried in
+    ``pick_order``, the one with the most room left first.
     """
     if not _root_ok(request, host):
         return None
@@ -191,8 +239,8 @@ def _place(request: rr.Request, host: Host, free: FreeMap,
         group, rc, candidates = tasks[i]
         amounts = group.amounts
         classes = [rc] if rc else list(amounts)
-        ordered = sorted(candidates, key=lambda p: -room(p, group, rc))
-        for provider in ordered:
+        for provider in pick_order(
+                candidates, room=lambda p: room(p, group, rc)):
             if group.numbered and isolate and provider.uuid in used_numbered:
                 continue
             if any(free.get((provider.uuid, c), 0) < amounts[c]

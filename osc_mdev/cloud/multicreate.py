@@ -24,17 +24,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from collections.abc import Sequence
 
+from osc_mdev.cloud import allocation_candidates
 from osc_mdev.cloud import fit
+from osc_mdev.cloud import providers
 from osc_mdev.nova.scheduler import utils as rr
 
-#: One allocation request of Placement's answer: ``{provider uuid:
-#: {'resources': {class: amount}}}``.
-Allocations = Mapping[str, Mapping]
-#: Placement's ``provider_summaries``.
-Summaries = Mapping[str, Mapping]
+#: A host's allocation requests, in Placement's order.
+Requests = Sequence[allocation_candidates.AllocationRequest]
+#: Placement's ``provider_summaries``: ``{provider uuid: Summary}``.
+Summaries = Mapping[str, providers.Summary]
 
 
-def multi_create(count: int, first_candidates: Mapping[str, Allocations],
+def multi_create(count: int, candidates: Mapping[str, Requests],
                  summaries: Summaries) -> tuple[int, dict[str, int]]:
     """Whether one ``server create --min N --max N`` of ``count`` servers
     would be placed, and how many would be.
@@ -43,36 +44,42 @@ def multi_create(count: int, first_candidates: Mapping[str, Allocations],
     the allocation candidates are read once for the whole request; for
     each server in turn the scheduler walks the sorted hosts and tries to
     claim **only the first allocation request of each host**
-    (``host.allocation_candidates[0]``, bug 1874664); a host whose first
-    candidate no longer fits is skipped, never asked for its other
-    candidates. ``_ensure_sufficient_hosts`` then raises NoValidHost
-    unless every server got a host, and the claims are undone.
+    (``host.allocation_candidates[0]``, bug 1874664: ``fit.claimed``); a
+    host whose first candidate no longer fits is skipped, never asked
+    for its other candidates. ``_ensure_sufficient_hosts`` then raises
+    NoValidHost unless every server got a host, and the claims are
+    undone.
 
     So one request places at most, per host, the number of times its
     first candidate still fits: ``min(free / amount)`` over the providers
     and classes of that candidate.
 
-    ``first_candidates`` is ``{host: allocation request}`` (each host's
-    first ``allocations`` dict in Placement's answer), ``summaries`` the
-    answer's ``provider_summaries``. Returns ``(placed, per_host)``:
-    ``placed`` is min(count, what one request can place); ``per_host``
-    ``{host: servers its first candidate holds}``.
+    ``candidates`` is ``{host: [allocation requests]}`` (each host's, in
+    Placement's answer), ``summaries`` the answer's summaries. Returns
+    ``(placed, per_host)``: ``placed`` is min(count, what one request
+    can place); ``per_host`` ``{host: servers its first candidate
+    holds}``.
     """
-    per_host = {host: _times_it_fits(allocations, summaries)
-                for host, allocations in first_candidates.items()}
+    per_host = {}
+    for host, requests in candidates.items():
+        first = fit.claimed(requests)
+        per_host[host] = 0 if first is None else _times_it_fits(
+            first, summaries)
     return min(count, sum(per_host.values())), per_host
 
 
-def _times_it_fits(allocations: Allocations, summaries: Summaries) -> int:
+def _times_it_fits(request: allocation_candidates.AllocationRequest,
+                   summaries: Summaries) -> int:
     """How many times one allocation request still fits its providers."""
     times: int | None = None
-    for rp, alloc in allocations.items():
-        resources = summaries.get(rp, {}).get('resources', {})
-        for rc, amount in alloc['resources'].items():
+    for rp, amounts in request.allocations.items():
+        summary = summaries.get(rp)
+        resources = summary.resources if summary is not None else {}
+        for rc, amount in amounts.items():
             info = resources.get(rc)
             if info is None or amount <= 0:
                 continue
-            room = max(info['capacity'] - info['used'], 0) // amount
+            room = max(info[0] - info[1], 0) // amount
             times = room if times is None else min(times, room)
     return times or 0
 
@@ -92,7 +99,7 @@ def candidate_order_is_fixed(request: rr.Request) -> bool:
 
 
 def multi_create_bounds(
-        count: int, candidates: Mapping[str, Sequence[Allocations]],
+        count: int, candidates: Mapping[str, Requests],
         summaries: Summaries) -> tuple[int, int, dict[str, int]]:
     """``multi_create`` when any candidate of a host may be the first.
 

@@ -38,6 +38,8 @@ import dataclasses
 import threading
 import typing
 
+from osc_mdev.cloud import allocation_candidates
+
 #: ``{(provider uuid, class): free}`` of the summarized providers.
 Free = Mapping[tuple[str, str], int]
 
@@ -83,10 +85,11 @@ class Known:
         """An allocation candidates answer: whoever gives one unit of a
         class in an allocation request takes 1 of it.
         """
+        requests = allocation_candidates.parse(answer).requests
         with self._lock:
-            for areq in answer.get('allocation_requests') or ():
-                for uuid, alloc in (areq.get('allocations') or {}).items():
-                    for rc, n in (alloc.get('resources') or {}).items():
+            for areq in requests:
+                for uuid, resources in areq.allocations.items():
+                    for rc, n in resources.items():
                         if n == 1:
                             self._of(uuid, rc).taken.add(1)
 

@@ -18,6 +18,7 @@ import json
 
 import pytest
 
+from osc_mdev.cloud import allocation_candidates
 from osc_mdev.cloud import explanation
 from osc_mdev.cloud import fit as c
 from osc_mdev.cloud import multicreate
@@ -324,6 +325,20 @@ def summary(capacity, used, rc='VGPU'):
     return {'resources': {rc: {'capacity': capacity, 'used': used}}}
 
 
+def parsed(by_host, summaries):
+    """``({host: [AllocationRequest]}, {uuid: Summary})`` of Placement's
+    JSON (``{host: [allocations]}``, its summaries), through the parser.
+    """
+    listed = [(h, a) for h in by_host for a in by_host[h]]
+    answer = allocation_candidates.parse({
+        'allocation_requests': [{'allocations': a} for _, a in listed],
+        'provider_summaries': summaries})
+    found = {h: [] for h in by_host}
+    for (host, _), request in zip(listed, answer.requests):
+        found[host].append(request)
+    return found, answer.summaries
+
+
 @pytest.mark.parametrize('count, first, summaries, placed, per_host', [
     # Two hosts, each first candidate a GPU with room for 2 and 1.
     (3, {'a': {'g1': {'resources': {'VGPU': 1}}},
@@ -343,7 +358,8 @@ def summary(capacity, used, rc='VGPU'):
      {'g1': summary(16, 1)}, 7, {'a': 7}),
 ])
 def test_multi_create(count, first, summaries, placed, per_host):
-    assert multicreate.multi_create(count, first, summaries) == (
+    assert multicreate.multi_create(count, *parsed(
+        {h: [a] for h, a in first.items()}, summaries)) == (
         placed, per_host)
 
 
@@ -364,8 +380,9 @@ def test_multi_create_against_novas_scheduler_loop():
                 break
         else:
             break
-    got, _ = multicreate.multi_create(10, first, {'g1': summary(2, 0),
-                                                  'g2': summary(1, 0)})
+    got, _ = multicreate.multi_create(10, *parsed(
+        {h: [a] for h, a in first.items()},
+        {'g1': summary(2, 0), 'g2': summary(1, 0)}))
     assert got == placed == 3
 
 
@@ -377,11 +394,11 @@ def test_multi_create_bounds_over_every_first_candidate():
              'pfb': {'resources': {'VF': 1}}}
     summaries = {'pfa': summary(4, 0, 'VF'), 'pfb': summary(4, 0, 'VF')}
     assert multicreate.multi_create_bounds(
-        4, {'a': [same, split]}, summaries) == (2, 4, {'a': 2})
-    assert multicreate.multi_create_bounds(3, {'a': [split]}, summaries) == (
-        3, 3, {'a': 4})
-    assert multicreate.multi_create_bounds(1, {'a': []}, summaries) == (
-        0, 0, {'a': 0})
+        4, *parsed({'a': [same, split]}, summaries)) == (2, 4, {'a': 2})
+    assert multicreate.multi_create_bounds(
+        3, *parsed({'a': [split]}, summaries)) == (3, 3, {'a': 4})
+    assert multicreate.multi_create_bounds(
+        1, *parsed({'a': []}, summaries)) == (0, 0, {'a': 0})
 
 
 def test_candidate_order_is_fixed_only_without_pci_groups():

@@ -58,6 +58,7 @@ import typing
 from osc_mdev.api import pool
 from osc_mdev.base import errors
 from osc_mdev.base import words
+from osc_mdev.cloud import allocation_candidates
 from osc_mdev.cloud import explanation
 from osc_mdev.cloud import fit as domain
 from osc_mdev.cloud import lookup as naming
@@ -453,26 +454,18 @@ def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
         device=device)
 
 
-def candidates_by_root(placement: PlacementClient, request: rr.Request
-                       ) -> tuple[dict[str, list[dict[str, typing.Any]]],
-                                  dict[str, typing.Any]]:
-    """``({root uuid: [allocation requests]}, provider_summaries)``.
+def read_candidates(placement: PlacementClient, request: rr.Request
+                    ) -> allocation_candidates.Candidates:
+    """Placement's allocation candidates for ``request``.
 
     One ``GET /allocation_candidates`` for ``request``, limited to
     Nova's default ``max_placement_results`` as the scheduler asks it;
-    each tree's allocation requests in Placement's order: the first is
-    the one the scheduler claims (see domain.multicreate.multi_create).
+    ``by_root()`` gives each tree's allocation requests in Placement's
+    order, of which the scheduler claims the first (see
+    ``multicreate.multi_create``).
     """
-    answer = placement.allocation_candidates(rr.to_querystring(request))
-    summaries = answer.get('provider_summaries') or {}
-    by_root: dict[str, list[dict[str, typing.Any]]] = {}
-    for areq in answer.get('allocation_requests') or []:
-        for uuid in areq['allocations']:
-            root = (summaries.get(uuid) or {}).get(
-                'root_provider_uuid') or uuid
-            by_root.setdefault(root, []).append(areq['allocations'])
-            break
-    return by_root, summaries
+    return allocation_candidates.parse(placement.allocation_candidates(
+        rr.to_querystring(request)))
 
 
 def check_flavor_request(request: rr.Request) -> None:
@@ -569,16 +562,17 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
         counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
     if count is not None:
-        first, summaries = candidates_by_root(placement, request)
+        answer = read_candidates(placement, request)
         by_root = {h.root.uuid: h.name for h in trees}
-        first = {by_root[k]: v for k, v in first.items() if k in by_root}
+        first = {by_root[k]: v for k, v in answer.by_root().items()
+                 if k in by_root}
         if multicreate.candidate_order_is_fixed(request):
             placed, one = multicreate.multi_create(
-                count, {h: v[0] for h, v in first.items()}, summaries)
+                count, first, answer.summaries)
             most = placed
         else:
             placed, most, one = multicreate.multi_create_bounds(
-                count, first, summaries)
+                count, first, answer.summaries)
         counted.one_request = OneRequest(
             placed, one, multicreate.multi_create_verdict(
                 count, placed, one, counted.per_host, most))

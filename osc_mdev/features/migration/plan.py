@@ -66,8 +66,9 @@ def plan(servers: Sequence[model.Server], source: model.Node,
 
     Biggest requests first; each takes the target where it fits best
     (live before cold when both are allowed, then the least room left
-    on the devices it takes, then by name), and the room it takes is no
-    longer offered to the next. ``firsts`` is ``{(server id, target
+    on the devices it takes, then by name), and the room it takes on
+    the devices ``judge`` places it on (in ``capacity.pick_order``) is
+    no longer offered to the next. ``firsts`` is ``{(server id, target
     node): Placement's first candidate}``; targets where the server's
     request could land on a device of another type are not used (the plan
     must hold whatever order Placement lists devices in). ``fix(server,

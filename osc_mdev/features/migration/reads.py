@@ -44,6 +44,7 @@ from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
 from osc_mdev.base import errors
+from osc_mdev.cloud import allocation_candidates
 from osc_mdev.cloud import allocations as alloc_logic
 from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import lookup as naming
@@ -201,13 +202,10 @@ def _firsts(placement: placement_client.PlacementClient,
 
     def ask(pair: tuple[rr.Request, str]) -> dict | None:
         request, root = pair
-        answer = placement.allocation_candidates(
-            rr.to_querystring(request, in_tree=root))
-        found = answer.get('allocation_requests') or []
-        if not found:
-            return None
-        return {uuid: dict(a['resources'])
-                for uuid, a in found[0]['allocations'].items()}
+        answer = allocation_candidates.parse(placement.allocation_candidates(
+            rr.to_querystring(request, in_tree=root)))
+        first = capacity_logic.claimed(answer.requests)
+        return None if first is None else first.allocations
     return dict(zip(pairs, placement.map(ask, pairs)))
 
 

@@ -473,7 +473,8 @@ def _devices(typed_request: rr.Request, typed_tree: capacity.Host,
         found = [d for d in found if d.uuid not in target.nodedevs
                  or model.mark(key) in d.traits]
     chosen = set(first) if isinstance(first, dict) else set()
-    found.sort(key=lambda d: (d.uuid not in chosen, d.device))
+    found = capacity.pick_order(sorted(found, key=lambda d: d.device),
+                                first=lambda d: d.uuid in chosen)
     return tuple('%s:%s' % (target.name, d.device) for d in found)
 
 
