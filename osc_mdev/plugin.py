@@ -39,13 +39,19 @@ DEFAULT_TIMEOUT = 60
 
 def make_client(instance: 'clientmanager.ClientManager'
                 ) -> 'api.MdevClient':
+    """The MdevClient of an authenticated command: osc's session, and the
+    settings of each service from the CloudRegion osc's openstacksdk
+    connection holds (``clouds.yaml``, ``OS_*`` variables and ``--os-*``
+    options as osc merged them).
+    """
     from osc_mdev import api
 
     config = instance.get_configuration()
     workers = config.get('mdev_max_workers') or DEFAULT_MAX_WORKERS
     timeout = config.get('mdev_timeout')
     return api.MdevClient(
-        instance, max_workers=int(workers),
+        instance.session, instance.sdk_connection.config,
+        max_workers=int(workers),
         timeout=float(timeout) if timeout else None)
 
 

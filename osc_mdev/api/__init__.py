@@ -17,40 +17,72 @@ the one error mapper), one module per service (``placement``,
 ``compute``, ``identity``) with explicit microversions, and the bounded
 pool that runs requests at once (``pool``). No use-case logic lives
 here; it imports only the standard library, keystoneauth,
-``osc_mdev.base`` (its failures are ``osc_mdev.base.errors``: a
+openstacksdk's configuration (``CloudRegion``, for the settings of each
+service), ``osc_mdev.base`` (its failures are ``osc_mdev.base.errors``: a
 ``ServiceError`` with the service, request, status and attempts as data,
 or the ``NotFound`` and ``Conflict`` of ``http``) and itself. Nothing is
 kept in a module: each ``MdevClient`` has its own service clients, so
 clients of two clouds in one process never mix.
 """
 
-from collections.abc import Callable
 import threading
 import typing
 import uuid
 
 if typing.TYPE_CHECKING:
+    from keystoneauth1 import session as ks_session
+    from openstack.config import cloud_region as sdk_cloud_region
+
     from osc_mdev.api import compute as compute_api
     from osc_mdev.api import http as http_api
     from osc_mdev.api import identity as identity_api
     from osc_mdev.api import placement as placement_api
 
-T = typing.TypeVar('T')
+DEFAULT_MAX_WORKERS = 8
 
 
 class MdevClient:
-    """What ``client_manager.mdev`` gives the commands.
+    """The clients of one cloud: what ``client_manager.mdev`` gives the
+    commands, and what a program builds from its keystoneauth session.
 
-    Service clients are built on first use, so a command that needs only
+    :param session: an authenticated keystoneauth session.
+    :param cloud_region: openstacksdk's ``CloudRegion`` of the cloud
+        (``openstack.config.get_cloud_region(cloud=...)`` reads it from
+        ``clouds.yaml``): its settings per service, such as
+        ``placement_endpoint_override``, ``connect_retries``,
+        ``status_code_retries``, ``compute_connect_retry_delay`` or
+        ``api_timeout``. Without it, keystoneauth's defaults and the
+        service catalog of ``session``.
+    :param region_name: the region whose endpoints to use, for every
+        service (else the cloud region's, per service).
+    :param interface: the endpoint interface (``public``, ``internal``,
+        ``admin``), for every service (else the cloud region's).
+    :param max_workers: most requests in flight at once, over all
+        services together.
+    :param timeout: seconds to wait for each answer before the attempt
+        counts as failed and is retried (else the cloud region's
+        ``api_timeout``, else 60).
+
+    Service clients are built on first use, so a program that needs only
     Placement never looks up another service. Both share one semaphore:
-    ``max_workers`` bounds the requests in flight for the whole command.
-    They also share one global request ID, so the command's requests can
+    ``max_workers`` bounds the requests in flight for the whole client.
+    They also share one global request ID, so the client's requests can
     be followed through the Placement and Nova logs.
     """
 
-    def __init__(self, instance: typing.Any, max_workers: int,
-                 timeout: float | None) -> None:
-        self._instance = instance
+    def __init__(self, session: 'ks_session.Session',
+                 cloud_region: 'sdk_cloud_region.CloudRegion | None' = None,
+                 *, region_name: str | None = None,
+                 interface: str | list[str] | None = None,
+                 max_workers: int = DEFAULT_MAX_WORKERS,
+                 timeout: float | None = None) -> None:
+        from openstack.config import cloud_region as sdk_cloud_region
+
+        self.session = session
+        self.cloud_region = cloud_region or sdk_cloud_region.from_session(
+            session, region_name=region_name)
+        self.region_name = region_name
+        self.interface = interface
         self.max_workers = max_workers
         self.timeout = timeout
         self.request_id = 'req-%s' % uuid.uuid4()
@@ -59,33 +91,43 @@ class MdevClient:
         self._compute: compute_api.ComputeClient | None = None
         self._identity: identity_api.IdentityClient | None = None
 
+    def _timeout(self, service_type: str) -> float | None:
+        """``<service>_api_timeout``, else ``api_timeout``: openstacksdk
+        has no per-service getter for it (it gives the cloud's to the
+        session it builds), so it is read from the CloudRegion's
+        settings as openstacksdk names them.
+        """
+        config = self.cloud_region.config
+        value = config.get('%s_api_timeout' % service_type.replace('-', '_'),
+                           config.get('api_timeout'))
+        return float(value) if value is not None else None
+
     def _service(self, service_type: str, label: str,
                  version: str | None = None) -> 'http_api.Service':
         from osc_mdev.api import http
 
-        config = self._instance.get_configuration()
+        region = self.cloud_region
 
-        def setting(name: str, cast: Callable[[typing.Any], T]) -> T | None:
-            key = service_type.replace('-', '_')
-            value = config.get('%s_%s' % (key, name), config.get(name))
-            return cast(value) if value is not None else None
-
-        def retries(name: str) -> int:
-            value = setting(name, int)
+        def retries(value: int | None) -> int:
             return http.DEFAULT_RETRIES if value is None else value
 
-        timeout = self.timeout or setting('api_timeout', float)
         return http.Service(
-            self._instance.session, service_type, label,
+            self.session, service_type, label,
             semaphore=self._semaphore,
-            interface=self._instance.interface,
-            region_name=self._instance.region_name,
-            endpoint_override=setting('endpoint_override', str),
-            connect_retries=retries('connect_retries'),
-            status_retries=retries('status_code_retries'),
-            connect_retry_delay=setting('connect_retry_delay', float),
-            status_retry_delay=setting('status_code_retry_delay', float),
-            timeout=timeout or http.DEFAULT_TIMEOUT,
+            interface=self.interface or region.get_interface(service_type),
+            region_name=(self.region_name
+                         or region.get_region_name(service_type)),
+            endpoint_override=region.get_endpoint(service_type),
+            connect_retries=retries(region.get_connect_retries(
+                service_type)),
+            status_retries=retries(region.get_status_code_retries(
+                service_type)),
+            connect_retry_delay=region.get_connect_retry_delay(
+                service_type),
+            status_retry_delay=region.get_status_code_retry_delay(
+                service_type),
+            timeout=(self.timeout or self._timeout(service_type)
+                     or http.DEFAULT_TIMEOUT),
             global_request_id=self.request_id, version=version)
 
     @property

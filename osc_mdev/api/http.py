@@ -123,7 +123,7 @@ class Service:
     def __init__(self, session: ks_session.Session, service_type: str,
                  label: str,
                  semaphore: threading.Semaphore | None = None,
-                 interface: str | None = None,
+                 interface: str | list[str] | None = None,
                  region_name: str | None = None,
                  endpoint_override: str | None = None,
                  connect_retries: int = DEFAULT_RETRIES,

@@ -183,6 +183,25 @@ def test_wrong_region_is_one_line(cloud, keystone, monkeypatch):
         'No Placement endpoint found', 'Nowhere')
 
 
+def test_a_services_own_interface_and_region(cloud, keystone, tmp_path,
+                                             monkeypatch):
+    # The catalog has public and internal endpoints, no admin one: the
+    # cloud's interface is refused, Placement's own is taken.
+    args = ('--os-cloud', 'gpu-cloud', 'mdev', 'provider', 'list')
+    clouds = cli.password_cloud(tmp_path / 'clouds.yaml', keystone,
+                                extra='interface: admin')
+    monkeypatch.setenv('OS_CLIENT_CONFIG_FILE', str(clouds))
+    cli.assert_one_line_error(cli.openstack(*args),
+                              'No Placement endpoint found')
+    cli.password_cloud(clouds, keystone, extra='interface: admin\n'
+                       'placement_interface: internal')
+    assert cli.openstack(*args, '-f', 'json').json() == cloud.expected()
+    cli.password_cloud(clouds, keystone,
+                       extra='placement_region_name: Nowhere')
+    cli.assert_one_line_error(cli.openstack(*args),
+                              'No Placement endpoint found', 'Nowhere')
+
+
 def test_member_only_user_is_refused_by_policy(cloud, keystone,
                                                monkeypatch):
     password_env(monkeypatch, keystone, MEMBER_USER, MEMBER_PASSWORD,

@@ -275,9 +275,13 @@ def block_problem(kind, argument, options, body, prompt=PROMPT):
     """
     if kind == 'literalinclude':
         # A sample, or a file the guide ships beside the page (a rules
-        # file operators download), with a caption naming it.
+        # file operators download, a Python example a test runs), with a
+        # caption naming it.
         if re.fullmatch(r'[a-z0-9-]+\.yml', argument) and options.get(
                 'caption') == argument:
+            return None
+        if re.fullmatch(r'examples/[a-z0-9_]+\.py', argument) and \
+                options.get('caption') == argument.split('/')[-1]:
             return None
         if not re.fullmatch(r'/samples/[a-z0-9-]+\.txt', argument):
             return 'includes %s, not a sample' % argument
