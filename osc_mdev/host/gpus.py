@@ -142,6 +142,7 @@ class SupportedType:
     available_instances: int | None        # None when it cannot be read
     readable_name: str | None = None       # its ``name`` file
     device_api: str | None = None
+    description: str | None = None         # its ``description`` file
 
 
 @dataclasses.dataclass(frozen=True)

@@ -102,7 +102,8 @@ def _mdev_types(path: str) -> dict[str, host_gpus.SupportedType]:
         found[name] = host_gpus.SupportedType(
             name, _read_int(os.path.join(type_dir, 'available_instances')),
             _read_text(os.path.join(type_dir, 'name')),
-            _read_text(os.path.join(type_dir, 'device_api')))
+            _read_text(os.path.join(type_dir, 'device_api')),
+            _read_text(os.path.join(type_dir, 'description')))
     return found
 
 

@@ -67,6 +67,7 @@ def test_mdev_parents(node: host_gpus.Host) -> None:
         'nvidia-35': 4, 'nvidia-36': 2}
     assert gpu.types['nvidia-35'].readable_name == 'GRID nvidia-35'
     assert gpu.types['nvidia-35'].device_api == 'vfio-pci'
+    assert gpu.types['nvidia-35'].description == 'num_heads=4, frl_config=60'
     assert parents['0000:41:00.5'].physfn == '0000:41:00.0'
     assert parents['mtty_mtty'].types['mtty-1'].available_instances == 2
     assert not parents['mtty_mtty'].pci_function
