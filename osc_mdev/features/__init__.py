@@ -12,9 +12,11 @@
 
 """One package per command group, each built on the cores (``cloud``,
 ``nova``, ``host``) and the I/O layers (``api``, ``local``):
-``provider`` and ``allocation`` (what Placement and Nova hold),
-``trait``, ``flavor``, ``config`` (``check`` and ``generate``),
-``capacity``, ``audit``, ``metrics``, ``migration`` and ``quota``.
+``allocation`` (servers and their devices), ``trait``, ``flavor``,
+``config`` (``check`` and ``generate``), ``capacity``, ``audit``,
+``metrics``, ``migration``, ``quota`` and ``type``. ``provider`` list
+and show need no feature of their own: they are the cloud's reads
+(``osc_mdev.cloud.reads``).
 In each, the pure judgement and the reads that feed it live in modules
 named for their job; ``nova_conf`` reads the nova.conf files a command
 is given. Nothing here parses the command line or formats output.
