@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Hashable
 from collections.abc import Iterable
+from collections.abc import Mapping
 from concurrent import futures
 import typing
 
@@ -26,6 +28,7 @@ DEFAULT_MAX_WORKERS = 8
 
 T = typing.TypeVar('T')
 R = typing.TypeVar('R')
+K = typing.TypeVar('K', bound=Hashable)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -45,6 +48,16 @@ def call_all(calls: Iterable[Callable[[], R]],
     order.
     """
     return bounded_map(lambda call: call(), calls, max_workers)
+
+
+def call_named(calls: Mapping[K, Callable[[], R]],
+               max_workers: int = DEFAULT_MAX_WORKERS) -> dict[K, R]:
+    """Run independent zero-argument ``calls`` at once; each one's result
+    under its key, so that a caller reads the answers by name, never by
+    position.
+    """
+    keys = list(calls)
+    return dict(zip(keys, call_all([calls[k] for k in keys], max_workers)))
 
 
 def bounded_map(func: Callable[[T], R], items: Iterable[T],

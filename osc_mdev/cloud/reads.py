@@ -281,18 +281,21 @@ def _tree_root(placement: PlacementClient, reference: str) -> str | None:
 
 
 def _host_root_calls(placement: PlacementClient, hosts: Iterable[str]
-                     ) -> list[Callable[..., list[Body]]]:
-    return [lambda h=h: placement.find_providers(name=h) for h in hosts]
+                     ) -> dict[tuple[str, str], Callable[[], list[Body]]]:
+    """The ``?name=`` lookup of each host, under ``('host', host)``."""
+    return {('host', h): functools.partial(placement.find_providers, name=h)
+            for h in hosts}
 
 
 def _host_roots(hosts: Iterable[str],
-                lookups: Iterable[Iterable[Mapping[str, typing.Any]]]
-                ) -> dict[str, str]:
-    """``{host: root uuid}`` from ``?name=`` lookups; unknown hosts raise.
+                answers: Mapping[typing.Any, typing.Any]) -> dict[str, str]:
+    """``{host: root uuid}`` from the ``?name=`` lookups of
+    ``_host_root_calls`` in ``answers``; unknown hosts raise.
     """
     roots: dict[str, str] = {}
     unknown: list[str] = []
-    for host, found in zip(hosts, lookups):
+    for host in hosts:
+        found = answers['host', host]
         # Placement ignores an empty ?name=, and a lookup by name may
         # answer a child: only a root of exactly that name is the host.
         root = [p for p in found if p['name'] == host and (
@@ -307,7 +310,8 @@ def _host_roots(hosts: Iterable[str],
 
 
 def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
-          ordered: bool = False, extra: Iterable[Callable] = (),
+          ordered: bool = False,
+          extra: Mapping[str, Callable[[], typing.Any]] | None = None,
           summaries: bool = True) -> tuple:
     """Providers and their summaries: of the whole cloud (``roots`` None)
     or of the trees of ``roots``.
@@ -317,37 +321,42 @@ def _read(placement: PlacementClient, roots: Iterable[str] | None = None,
     generation-guarded trait write needs; otherwise the first anchor
     runs with them. ``extra`` calls run with the listings. The trees
     with devices the first answer leaves out are reached by further
-    anchors (``cover_trees``). Returns ``(providers, summaries, extra
-    results)``; without ``summaries`` only the listings are read.
+    anchors (``cover_trees``). Returns ``(providers, summaries,
+    {name: answer of each extra call})``; without ``summaries`` only the
+    listings are read.
     """
     trees: list[str | None]
-    listings: list[Callable[..., list[dict]]]
+    first: dict[tuple[str, str | None], Callable[[], typing.Any]]
     if roots is None:
-        listings = [placement.list_providers]
         trees = [None]
+        first = {('listing', None): placement.list_providers}
     else:
         trees = [r for r in sorted(set(roots))]
-        listings = [lambda r=r: placement.find_providers(in_tree=r)
-                    for r in trees]
-    firsts = [anchor_call(placement, in_tree=r) for r in trees] \
-        if summaries else []
-    first = listings + list(extra)
+        first = {('listing', r): functools.partial(placement.find_providers,
+                                                   in_tree=r)
+                 for r in trees}
+    first.update({('extra', name): call
+                  for name, call in (extra or {}).items()})
+    anchors = {('summary', r): anchor_call(placement, in_tree=r)
+               for r in trees} if summaries else {}
     if ordered:
-        listed = pool.call_all(first, placement.max_workers)
-        summed = pool.call_all(firsts, placement.max_workers)
+        answers = pool.call_named(first, placement.max_workers)
+        answers.update(pool.call_named(anchors, placement.max_workers))
     else:
-        results = pool.call_all(first + firsts, placement.max_workers)
-        listed, summed = results[:len(first)], results[len(first):]
-    providers = list({p['uuid']: p for found in listed[:len(listings)]
-                      for p in found}.values())
+        answers = pool.call_named({**first, **anchors},
+                                  placement.max_workers)
+    providers = list({p['uuid']: p for r in trees
+                      for p in answers['listing', r]}.values())
     merged = None
-    if summed:
+    if anchors:
         candidates = provider_model.find_candidates(
             providers, provider_model.KINDS)
-        merged = cover_trees(placement, dict(zip(trees, summed)),
+        merged = cover_trees(placement,
+                             {r: answers['summary', r] for r in trees},
                              _device_roots(candidates), candidates)
     return (providers, provider_model.parse_summaries(
-        {'provider_summaries': merged or {}}), listed[len(listings):])
+        {'provider_summaries': merged or {}}),
+        {name: answers['extra', name] for name in (extra or {})})
 
 
 def _device_roots(candidates: Iterable[provider_model.Candidate]) -> dict:
@@ -456,21 +465,22 @@ def list_devices_and_hidden(placement: PlacementClient,
     hosts asked for (from the same reads: named like them, and tagged so
     where the summaries say), which an empty list can point to.
     """
-    extra: list[Callable[[], typing.Any]] = []
+    extra: dict[str, Callable[[], typing.Any]] = {}
     if wanted.traits:
         # Placement filters by trait: only matching devices are kept.
-        extra.append(lambda: placement.list_providers(wanted.traits))
+        extra['traits'] = functools.partial(placement.list_providers,
+                                            wanted.traits)
     if wanted.resource_class:
-        extra.append(functools.partial(placement.resource_class_exists,
-                                       wanted.resource_class))
+        extra['class'] = functools.partial(placement.resource_class_exists,
+                                           wanted.resource_class)
     roots: list[str] | None = None
     if wanted.hosts:
         hosts = sorted(set(wanted.hosts))
-        roots = list(_host_roots(hosts, pool.call_all(
+        roots = list(_host_roots(hosts, pool.call_named(
             _host_root_calls(placement, hosts),
             placement.max_workers)).values())
-    providers, summaries, results = _read(placement, roots, extra=extra)
-    if wanted.resource_class and not results[-1]:
+    providers, summaries, answers = _read(placement, roots, extra=extra)
+    if wanted.resource_class and not answers['class']:
         raise errors.NotFound(
             "Resource class %s does not exist in Placement; run 'openstack "
             "resource class list' to see the classes." % wanted.resource_class,
@@ -480,7 +490,7 @@ def list_devices_and_hidden(placement: PlacementClient,
                                                 provider_model.KINDS)
     candidates = [c for c in everything if wanted.wants_candidate(c)]
     if wanted.traits:
-        matching = {p['uuid'] for p in results[0]}
+        matching = {p['uuid'] for p in answers['traits']}
         candidates = [c for c in candidates if c.uuid in matching]
     devices = _rows(placement, candidates, summaries,
                     inventory=read_inventory, traits=read_traits)
@@ -539,12 +549,13 @@ def _scope(placement: PlacementClient, references: Sequence[str] = (),
     error message.
     """
     hosts = sorted(set(hosts))
-    calls: list[Callable[..., typing.Any]] = [
-        *_host_root_calls(placement, hosts),
-        *[lambda r=r: _tree_root(placement, r) for r in references]]
-    results = pool.call_all(calls, placement.max_workers)
-    host_roots = _host_roots(hosts, results[:len(hosts)])
-    ref_roots = results[len(hosts):]
+    calls: dict[tuple[str, str], Callable[[], typing.Any]] = {
+        **_host_root_calls(placement, hosts),
+        **{('reference', r): functools.partial(_tree_root, placement, r)
+           for r in references}}
+    answers = pool.call_named(calls, placement.max_workers)
+    host_roots = _host_roots(hosts, answers)
+    ref_roots = [answers['reference', r] for r in references]
     whole = whole or None in ref_roots
     while True:
         roots = None if whole else (list(host_roots.values()) + ref_roots)
@@ -709,7 +720,7 @@ def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
     roots = None
     if hosts:
         hosts = sorted(set(hosts))
-        roots = list(_host_roots(hosts, pool.call_all(
+        roots = list(_host_roots(hosts, pool.call_named(
             _host_root_calls(placement, hosts),
             placement.max_workers)).values())
     providers, summaries, _ = _read(placement, roots)

@@ -24,7 +24,7 @@ import logging
 from osc_mdev.base import errors
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.nova.conf import settings as novaconf
-from osc_mdev.nova.limit import utils as quota
+from osc_mdev.nova.limit import utils as quota_rules
 from osc_mdev.nova.pci import config as pci_rules
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
@@ -86,45 +86,29 @@ def pci_of(settings: novaconf.Settings) -> pci_rules.PciConfig:
     return pci
 
 
-def controller_quota(paths: list[str]) -> quota.Strategy:
+def controller_quota(paths: list[str]) -> quota_rules.Strategy:
     """The ``[quota]`` options of the controller's nova.conf (files or
     directories, read in order, ``quota_of``); Nova's unified limits
-    with their defaults when ``paths`` is empty (``assumed_note`` says
+    with their defaults when ``paths`` is empty (the command says
     so). ``errors.Invalid`` for files that cannot be read or values Nova
     refuses.
     """
     if not paths:
-        return quota.Strategy()
+        return quota_rules.Strategy()
     return quota_of(controller_settings(paths))
 
 
-def quota_of(settings: novaconf.Settings) -> quota.Strategy:
+def quota_of(settings: novaconf.Settings) -> quota_rules.Strategy:
     """The ``[quota]`` driver and unified limits options of the
-    controller's Settings; ``errors.Invalid`` for values Nova refuses,
-    a warning when its driver is not the unified limits driver (Nova
-    then uses none of Keystone's limits).
+    controller's Settings; ``errors.Invalid`` for values Nova refuses.
+    ``Strategy.unified`` says whether Nova uses Keystone's limits at all.
     """
     try:
-        strategy = quota.strategy_from(settings)
+        strategy = quota_rules.strategy_from(settings)
     except ValueError as exc:
         raise errors.Invalid('%s: %s.' % (CONTROLLER, exc),
                              parameter='controller_conf') from exc
-    if not strategy.unified:
-        LOG.warning("Warning: [quota] driver is %s in --controller-conf: "
-                    "Nova uses none of Keystone's limits (only %s does), so "
-                    'no GPU class has a limit.', strategy.driver,
-                    quota.UNIFIED_LIMITS_DRIVER)
     return strategy
-
-
-def assumed_note() -> None:
-    """The one line saying what is assumed without the controller's
-    ``[quota]`` options.
-    """
-    LOG.warning('Note: without --controller-conf, Nova is assumed to use '
-                '%s with its default [quota] options (under Nova\'s '
-                'default driver, %s, none of these limits applies).',
-                quota.UNIFIED_LIMITS_DRIVER, quota.DB_QUOTA_DRIVER)
 
 
 def compute_confs(values: Iterable[tuple[str, str]]

@@ -19,7 +19,7 @@ from osc_lib.cli import format_columns
 
 from osc_mdev.cloud import allocations as domain
 from osc_mdev.cloud import providers
-from osc_mdev.features.allocation import reads as allocations
+from osc_mdev.features.allocation import reads as allocation_reads
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -111,7 +111,7 @@ The SR-IOV VFs of a server, by their PF::
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], common.Rows]:
         mdev = common.client(self.app)
-        result = allocations.server_allocations(
+        result = allocation_reads.server_allocations(
             mdev.placement, mdev.compute, parsed_args.server,
             kinds=providers.KIND_CHOICES[parsed_args.kind])
         cols = _columns(SHOW_COLUMNS, parsed_args)
@@ -165,7 +165,7 @@ Every server on a compute node's GPUs, with its status in Nova::
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], common.Rows]:
         mdev = common.client(self.app)
-        found, servers = allocations.list_allocations(
+        found, servers = allocation_reads.list_allocations(
             mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),
             references=tuple(parsed_args.device),
             resource_class=parsed_args.resource_class,

@@ -40,6 +40,7 @@ if typing.TYPE_CHECKING:
     from osc_lib import shell
 
     from osc_mdev import api
+    from osc_mdev.nova.limit import utils as quota_rules
     from osc_mdev.nova.scheduler import utils as rr
 
 T = typing.TypeVar('T')
@@ -68,6 +69,19 @@ def manager_client(manager: typing.Any) -> api.MdevClient:
         mine = plugin.make_client(manager)
         setattr(manager, plugin.API_NAME, mine)
     return mine
+
+
+def warn_quota_driver(strategy: quota_rules.Strategy) -> None:
+    """The warning for a controller whose ``[quota] driver`` is not the
+    unified limits driver: Nova then uses none of Keystone's limits.
+    """
+    from osc_mdev.nova.limit import utils as quota_rules
+
+    if not strategy.unified:
+        LOG.warning("Warning: [quota] driver is %s in --controller-conf: "
+                    "Nova uses none of Keystone's limits (only %s does), so "
+                    'no GPU class has a limit.', strategy.driver,
+                    quota_rules.UNIFIED_LIMITS_DRIVER)
 
 
 def check(func: Callable[..., T], *args: typing.Any) -> T:

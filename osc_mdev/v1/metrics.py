@@ -122,5 +122,8 @@ def _controller(parsed_args: argparse.Namespace) -> tuple:
             '--controller-conf gives the PCI aliases of --flavor and the '
             '[quota] options of --quota; use it with one of them.')
     settings = nova_conf.controller_settings(paths)
+    strategy = nova_conf.quota_of(settings) if parsed_args.quota else None
+    if strategy is not None:
+        common.warn_quota_driver(strategy)
     return (nova_conf.pci_of(settings) if parsed_args.flavor else None,
-            nova_conf.quota_of(settings) if parsed_args.quota else None)
+            strategy)

@@ -13,12 +13,16 @@
 """``openstack mdev quota list``."""
 
 import argparse
+import logging
 
 from osc_mdev.base import errors
 from osc_mdev.features import nova_conf
 from osc_mdev.features.quota import reads
+from osc_mdev.nova.limit import utils as quota_rules
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
+
+LOG = logging.getLogger(__name__)
 
 COLUMNS = ('Project', 'Resource', 'Used', 'Limit', 'Free', 'Rule')
 LONG_COLUMNS = ('Project', 'Project Name', 'Resource', 'Used', 'Limit',
@@ -70,6 +74,7 @@ How many more servers of a flavor each project can boot::
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[tuple[str, ...], common.Rows]:
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
+        common.warn_quota_driver(strategy)
         pci_config = None
         if parsed_args.flavor and parsed_args.controller_conf:
             pci_config = nova_conf.controller_pci(
@@ -87,7 +92,11 @@ How many more servers of a flavor each project can boot::
             resource_class=parsed_args.resource_class, strategy=strategy,
             names=parsed_args.long, token=token)
         if not parsed_args.controller_conf:
-            nova_conf.assumed_note()
+            LOG.warning('Note: without --controller-conf, Nova is assumed to '
+                        'use %s with its default [quota] options (under '
+                        "Nova's default driver, %s, none of these limits "
+                        'applies).', quota_rules.UNIFIED_LIMITS_DRIVER,
+                        quota_rules.DB_QUOTA_DRIVER)
         if parsed_args.flavor:
             fits = reads.flavor_fits(mdev.placement, mdev.compute, report,
                                      parsed_args.flavor, pci_config)

@@ -21,8 +21,8 @@ from osc_lib.cli import format_columns
 
 from osc_mdev.base import errors
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.features.trait import provider_files as provider_config
-from osc_mdev.features.trait import writes as traits
+from osc_mdev.features.trait import provider_files
+from osc_mdev.features.trait import writes as trait_writes
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -60,7 +60,7 @@ class _TraitCommand(common.Lister):
         return parser
 
     def _selection(self, parsed_args: argparse.Namespace,
-                   by_nova_conf: bool = False) -> traits.Selection:
+                   by_nova_conf: bool = False) -> trait_writes.Selection:
         """The devices the options select; ``by_nova_conf``: the hosts of
         --compute-conf select them when nothing else does.
         """
@@ -71,11 +71,12 @@ class _TraitCommand(common.Lister):
                 'Name the devices to change, or select them with %s, %s or '
                 '%s.' % (errors.given('host'), errors.given('resource_class'),
                          errors.given('all_devices')))
-        return traits.Selection(tuple(parsed_args.device),
-                                tuple(parsed_args.host), resource_class,
-                                parsed_args.all_devices)
+        return trait_writes.Selection(tuple(parsed_args.device),
+                                      tuple(parsed_args.host),
+                                      resource_class,
+                                      parsed_args.all_devices)
 
-    def _rows(self, writes: traits.Writes, dry_run: bool
+    def _rows(self, writes: trait_writes.Writes, dry_run: bool
               ) -> tuple[tuple[str, ...], common.Rows]:
         """A row per device; the command fails when a device or a
         provider config file failed.
@@ -97,7 +98,7 @@ class _TraitCommand(common.Lister):
                 common.Rows(rows, _ending(writes)))
 
 
-def _ending(writes: traits.Writes) -> common.Outcome:
+def _ending(writes: trait_writes.Writes) -> common.Outcome:
     """Interrupted, failed for a device or a file, or done."""
     if writes.interrupted:
         return common.Outcome(interrupted=(
@@ -166,7 +167,7 @@ Tag one GPU by hand::
                 % (errors.given('trait'), errors.given('compute_conf')),
                 parameter='trait')
         selection = self._selection(parsed_args, by_nova_conf=bool(pairs))
-        writes = traits.set_traits(
+        writes = trait_writes.set_traits(
             common.client(self.app).placement, selection, add,
             replace=parsed_args.replace, force=parsed_args.force,
             compute_confs=pairs, prefix=parsed_args.trait_prefix,
@@ -212,7 +213,7 @@ Examples:
                 % (', '.join(protected), errors.given('force')),
                 parameter='force', traits=protected)
         selection = self._selection(parsed_args)
-        writes = traits.unset_traits(
+        writes = trait_writes.unset_traits(
             common.client(self.app).placement, selection, remove,
             force=parsed_args.force, dry_run=parsed_args.dry_run,
             directory=parsed_args.provider_config_dir,
@@ -297,14 +298,14 @@ One host's file, only its type traits, printed::
                     % (errors.given('dry_run'), given, given),
                     parameter='dry_run')
         placement = common.client(self.app).placement
-        done = traits.export(
+        done = trait_writes.export(
             placement, hosts, directory, parsed_args.type_traits_only,
             parsed_args.trait_prefix, parsed_args.dry_run)
         if directory is None:
             [printed] = done
-            assert isinstance(printed, provider_config.HostFile)
+            assert isinstance(printed, provider_files.HostFile)
             return (), common.Rows(text=printed.text)
-        written = [w for w in done if isinstance(w, provider_config.Written)]
+        written = [w for w in done if isinstance(w, provider_files.Written)]
         return EXPORT_COLUMNS, common.Rows(
             [(w.file.host, w.path, w.file.devices, w.file.traits, w.result)
              for w in written],

@@ -11,8 +11,9 @@
 # under the License.
 
 """The layers of osc_mdev import only what their docstrings allow, the
-pure modules touch no file, socket or process, and name no command-line
-option.
+pure modules touch no file, socket or process, nothing below the
+commands knows the command line (cliff, osc-lib, option names), names
+send the reader to the right module, and no function holds two jobs.
 
 Each module is parsed with ``ast``; every ``import`` and ``from ...
 import`` counts, those inside functions included.
@@ -262,3 +263,91 @@ def test_every_package_says_what_lives_there():
             PACKAGE / '__init__.py']:
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc.split()) > 8, init
+
+
+# -- a library under the command line ---------------------------------------
+
+# What only the command line may import.
+COMMAND_LINE_LIBRARIES = ('cliff', 'osc_lib', 'openstackclient')
+# Options of Nova's services (oslo.config's), which a message may name.
+NOVA_SERVICE_OPTIONS = ('--config-dir', '--config-file')
+
+
+def below_the_commands():
+    """Every module of osc_mdev but the commands (``v1``) and the
+    plugin's entry point, which osc's shell loads.
+    """
+    return sorted(path for path in PACKAGE.rglob('*.py')
+                  if path.relative_to(PACKAGE).parts[0] != 'v1'
+                  and path.name != 'plugin.py')
+
+
+def test_nothing_below_the_commands_imports_the_command_line():
+    wrong = ['%s imports %s' % (path.relative_to(PACKAGE), name)
+             for path in below_the_commands() for name in imports(path)
+             if name.split('.')[0] in COMMAND_LINE_LIBRARIES]
+    assert wrong == []
+
+
+def test_nothing_below_the_commands_names_an_option():
+    """Below ``v1`` a sentence names the caller's inputs by parameter
+    (``errors.given``); ``v1/errors.py`` words them as options.
+    """
+    wrong = ['%s:%d names %s' % (path.relative_to(PACKAGE), line, option)
+             for path in below_the_commands()
+             for line, option in named_options(path)
+             if option not in NOVA_SERVICE_OPTIONS]
+    assert wrong == []
+
+
+def _aliases(path):
+    """``(alias, module)`` of each ``from osc_mdev... import module as
+    alias`` of ``path``.
+    """
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split('.')[0] == 'osc_mdev':
+            for alias in node.names:
+                if alias.asname:
+                    yield alias.asname, '%s.%s' % (node.module, alias.name)
+
+
+def test_no_import_alias_takes_another_modules_name():
+    """``from osc_mdev.x import a as b`` where ``b`` is the name of
+    another module or package of osc_mdev misleads the reader; the name
+    of the imported module's own package is no other
+    (``from osc_mdev.features.capacity import reads as capacity``).
+    """
+    names = {path.stem for path in PACKAGE.rglob('*.py')} | {
+        path.name for path in PACKAGE.rglob('*') if path.is_dir()}
+    wrong = ['%s: %s as %s' % (path.relative_to(PACKAGE), module, alias)
+             for path in sorted(PACKAGE.rglob('*.py'))
+             for alias, module in _aliases(path)
+             if alias in names and alias not in module.split('.')]
+    assert wrong == []
+
+
+def test_no_two_modules_differ_by_an_underscore():
+    """``novaconf`` beside ``nova_conf`` sends the reader to the wrong
+    file.
+    """
+    seen = {}
+    for path in sorted(PACKAGE.rglob('*.py')):
+        seen.setdefault(path.stem.replace('_', ''), set()).add(path.stem)
+    assert [sorted(stems) for stems in seen.values() if len(stems) > 1] == []
+
+
+# A function longer than this holds two jobs.
+LONGEST_FUNCTION = 80
+
+
+def test_no_function_holds_two_jobs():
+    wrong = []
+    for path in sorted(PACKAGE.rglob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > LONGEST_FUNCTION:
+                    wrong.append('%s: %s has %d lines' % (
+                        path.relative_to(PACKAGE), node.name, length))
+    assert wrong == []

@@ -30,7 +30,7 @@ from osc_mdev.base import findings
 from osc_mdev.base import words
 from osc_mdev.cloud import allocations as alloc_model
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.nova.compute import provider_config
@@ -689,7 +689,7 @@ def flavor_requests(flavor_list: Iterable[nova_servers.Flavor],
 
 
 def unschedulable_flavors(flavor_list: Sequence[nova_servers.Flavor],
-                          trees: Sequence[capacity.Host],
+                          trees: Sequence[fit.Host],
                           missing_classes: Iterable[str] = (),
                           pci_config: pci_rules.PciConfig | None = None
                           ) -> list[Finding]:

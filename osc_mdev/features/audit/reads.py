@@ -65,17 +65,6 @@ K = typing.TypeVar('K', bound=Hashable)
 FAILURES: tuple[type[Exception], ...] = (errors.Error,)
 
 
-def _at_once(placement: placement_client.PlacementClient,
-             calls: Mapping[K, Callable[[], typing.Any]]
-             ) -> dict[K, typing.Any]:
-    """Run ``calls`` at once in the bounded pool: each one's answer under
-    its key.
-    """
-    keys = list(calls)
-    return dict(zip(keys, pool.call_all([calls[k] for k in keys],
-                                        placement.max_workers)))
-
-
 @dataclasses.dataclass
 class Snapshot:
     devices: list[providers.Device]
@@ -192,7 +181,7 @@ def read(placement: placement_client.PlacementClient,
     if flavors:
         calls['flavors'] = _nova(compute.list_flavors)
         calls['services'] = _nova(compute.compute_services)
-    listed = _Listed(**_at_once(placement, calls))
+    listed = _Listed(**pool.call_named(calls, placement.max_workers))
     devices, per_provider = _allocations_and_excess(placement,
                                                     listed.devices)
     devices.sort(key=providers.sort_key)
@@ -228,7 +217,7 @@ def read(placement: placement_client.PlacementClient,
         if requests:
             reads['trees', ] = lambda: capacity_reads.read_hosts(
                 placement, requests, provider_list, services)
-        answers = _at_once(placement, reads)
+        answers = pool.call_named(reads, placement.max_workers)
         missing = tuple(rc for rc in asked if not answers['class', rc])
         trees = answers.get(('trees', ), [])
     return Snapshot(
@@ -267,7 +256,7 @@ def _allocations_and_excess(placement: placement_client.PlacementClient,
              for u in in_use}
     calls.update({('inventories', u): read(placement.get_inventories, u)
                   for u in over})
-    answers = _at_once(placement, calls)
+    answers = pool.call_named(calls, placement.max_workers)
     gone = {u for (_, u), answer in answers.items()
             if answer is placement_client.NotFound}
     per_provider: dict[str, dict[str, typing.Any]] = {
@@ -331,7 +320,7 @@ def _consumer_facts(placement: placement_client.PlacementClient,
         calls['record', consumer] = functools.partial(_record, placement,
                                                       consumer)
     calls['migrations', ] = _nova(compute.list_migrations)
-    answers = _at_once(placement, calls)
+    answers = pool.call_named(calls, placement.max_workers)
     migrations = answers['migrations', ]
     facts: dict[str, domain.ConsumerFacts] = {}
     for consumer in consumers:
@@ -519,7 +508,7 @@ def fix(placement: placement_client.PlacementClient,
         for r in removals}
     calls['traits', ] = lambda: trait_writes.apply(placement, plans,
                                                    dry_run)
-    answers = _at_once(placement, calls)
+    answers = pool.call_named(calls, placement.max_workers)
     written_traits = answers.pop(('traits', ))
     outcomes: dict[tuple[str, ...], Outcome] = answers
     for repair, written in zip(additions, written_traits):

@@ -117,14 +117,6 @@ SERVICES = ('services',)
 FLAVOR = ('flavor',)
 
 
-def _at_once(placement: PlacementClient,
-             calls: Mapping[tuple[object, ...], Callable[[], typing.Any]]
-             ) -> dict[tuple[object, ...], typing.Any]:
-    """``{key: answer}`` of ``calls``, run at once in the bounded pool."""
-    return dict(zip(calls, pool.call_all(list(calls.values()),
-                                         placement.max_workers)))
-
-
 def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
                 flavor: str | None, hosts: Iterable[str] = (),
                 request: rr.Request | None = None) -> FirstReads:
@@ -149,7 +141,7 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
         calls[SERVICES] = compute.compute_services
         calls[FLAVOR] = functools.partial(naming.find_flavor, compute,
                                           flavor)
-    early = _at_once(placement, calls)
+    early = pool.call_named(calls, placement.max_workers)
     listing = early.pop(LISTING)
     device_reads.check_hosts(listing, hosts)
     services = early.pop(SERVICES, [])
@@ -530,8 +522,8 @@ def request_of(flavor: servers.Flavor,
                              parameter='flavor', flavor=name) from exc
     if request.pci_requests and not any(g.is_pci for g in request.groups):
         LOG.warning(
-            'Warning: [filter_scheduler] pci_in_placement is off in '
-            '--controller-conf: Nova asks Placement nothing for the '
+            "Warning: [filter_scheduler] pci_in_placement is off in the "
+            "controller's nova.conf: Nova asks Placement nothing for the "
             'PCI alias of flavor %s (its PCI filter picks the '
             'devices), so they are not counted.', name)
     return request
@@ -619,11 +611,12 @@ def count_flavors(placement: PlacementClient, compute: ComputeClient,
     cannot be counted maps to the error that says why.
     """
     known = units.Known()
-    answers = _at_once(placement, {
+    calls: dict[tuple[str], Callable[[], typing.Any]] = {
         LISTING: placement.list_providers,
         SERVICES: compute.compute_services,
         FLAVOR: functools.partial(_flavors_by_reference, compute, flavors),
-        ANCHOR: device_reads.anchor_call(placement, known=known)})
+        ANCHOR: device_reads.anchor_call(placement, known=known)}
+    answers = pool.call_named(calls, placement.max_workers)
     result: dict[str, int | Exception] = {}
     requests: dict[str, rr.Request] = {}
     for ref, payload in answers[FLAVOR].items():

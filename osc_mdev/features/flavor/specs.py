@@ -28,7 +28,7 @@ import dataclasses
 
 from osc_mdev.base import words
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.nova.scheduler import utils as rr
 
 GROUP_POLICY = rr.GROUP_POLICY
@@ -269,7 +269,7 @@ def write_result(change: SpecChange, attempted: bool, failed: bool,
     return 'failed' if failed else change.action
 
 
-def can_never_serve(request: rr.Request, trees: Sequence[capacity.Host],
+def can_never_serve(request: rr.Request, trees: Sequence[fit.Host],
                     carried: Container[str],
                     known: Iterable[str]) -> str | None:
     """Why Placement can never serve ``request`` (a flavor's, as

@@ -13,7 +13,7 @@
 """``openstack mdev metrics``: the cloud's GPU state for Prometheus.
 
 The devices are read as ``mdev provider list`` reads its default view
-(``provider.list_devices`` without inventory fields: the provider
+(``device_reads.list_devices`` without inventory fields: the provider
 listing and the allocation candidate summaries, a few requests at any
 size); the flavors are counted by ``capacity.count_flavors``, as ``mdev
 capacity --flavor`` counts one, all from the same reads, which they
@@ -50,7 +50,7 @@ from osc_mdev.api import pool
 from osc_mdev.base import errors
 from osc_mdev.base import words
 from osc_mdev.cloud import providers
-from osc_mdev.cloud import reads as provider
+from osc_mdev.cloud import reads as device_reads
 from osc_mdev.features.capacity import reads as capacity
 from osc_mdev.features.metrics import families as domain
 from osc_mdev.features.quota import reads as quota
@@ -294,7 +294,7 @@ def scrape(placement: 'placement_client.PlacementClient',
         raise ValueError('flavors and allocations are read from Nova')
     calls: dict[str, abc.Callable[[], typing.Any]] = {
         # PartialReads stands in for the client it wraps.
-        'devices': lambda: provider.list_devices(
+        'devices': lambda: device_reads.list_devices(
             typing.cast('placement_client.PlacementClient', reads),
             providers.DeviceFilter(kinds=tuple(kinds)),
             read_traits=True, read_inventory=False)}
@@ -307,8 +307,7 @@ def scrape(placement: 'placement_client.PlacementClient',
         calls['projects'] = functools.partial(_quota, placement, identity,
                                               compute, strategy)
     try:
-        read = dict(zip(calls, pool.call_all(list(calls.values()),
-                                             placement.max_workers)))
+        read = pool.call_named(calls, placement.max_workers)
         devices = read['devices']
         found, servers, unread = (
             _allocations(reads, compute, devices)

@@ -13,7 +13,7 @@
 """What is known of a server to move and of the compute nodes, for the
 migration rules.
 
-A compute node (``Node``) is its tree in Placement (``capacity.Host``),
+A compute node (``Node``) is its tree in Placement (``fit.Host``),
 what the Compute API says of it (``Hypervisor``), the mdev type of each
 device and, when given, its nova.conf (``Conf``). The type of a device
 comes from a nova.conf of its host (``--compute-conf``:
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import dataclasses
 
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.nova import names
@@ -60,13 +60,13 @@ class Conf:
 
 @dataclasses.dataclass(frozen=True)
 class Node:
-    """A compute node: its tree in Placement (a capacity.Host, None when
+    """A compute node: its tree in Placement (a fit.Host, None when
     Placement has none), what Nova says of it, its device types and its
     nova.conf when given.
     """
 
     name: str
-    tree: capacity.Host | None
+    tree: fit.Host | None
     hypervisor: objects.Hypervisor | None
     types: dict[str, trait_logic.MdevType | None]  # by device uuid
     nodedevs: dict[str, str]     # device uuid -> libvirt name
@@ -170,7 +170,7 @@ def mark(key: str) -> str:
 
 
 def typed(request: rr.Request, node: Node, key: str | None
-          ) -> tuple[rr.Request, capacity.Host | None]:
+          ) -> tuple[rr.Request, fit.Host | None]:
     """``(request, tree)`` where the request's mdev groups require the
     marker of type ``key`` and the node's devices of that type (and those
     of unknown type) carry it: the fit engine then counts room on devices
@@ -199,8 +199,8 @@ def _is_mdev_group(group: rr.Group) -> bool:
         for rc, _ in group.resources)
 
 
-def without_type(free: capacity.FreeMap, node: Node,
-                 key: str) -> capacity.FreeMap:
+def without_type(free: fit.FreeMap, node: Node,
+                 key: str) -> fit.FreeMap:
     """``free`` with the devices of type ``key`` (and of unknown type)
     emptied: what Placement could still give from devices of other types.
     """
@@ -215,11 +215,11 @@ def without_type(free: capacity.FreeMap, node: Node,
 
 
 def other_type_devices(request: rr.Request, node: Node, key: str,
-                       free: capacity.FreeMap) -> list[capacity.Provider]:
+                       free: fit.FreeMap) -> list[fit.Provider]:
     """Devices of another type than ``key`` the request could take now."""
     if node.tree is None:
         return []
-    return [d for d in capacity.serving_devices(request, node.tree, free)
+    return [d for d in fit.serving_devices(request, node.tree, free)
             if d.uuid in node.nodedevs
             and key_of(node.types.get(d.uuid)) not in (None, key)]
 
@@ -229,10 +229,10 @@ def key_of(mdev_type: trait_logic.MdevType | None) -> str | None:
     return None if mdev_type is None else mdev_type.key
 
 
-def with_free(tree: capacity.Host,
-              free: capacity.FreeMap) -> capacity.Host:
+def with_free(tree: fit.Host,
+              free: fit.FreeMap) -> fit.Host:
     """``tree`` with usages that leave ``free`` (the plan's view)."""
-    def provider(p: capacity.Provider) -> capacity.Provider:
+    def provider(p: fit.Provider) -> fit.Provider:
         usages = dict(p.usages)
         for rc, inventory in p.inventories.items():
             if (p.uuid, rc) in free:

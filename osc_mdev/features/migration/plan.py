@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import dataclasses
 
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.features.migration import model
 from osc_mdev.features.migration import verdict as judging
 from osc_mdev.nova import migration as rules
@@ -67,7 +67,7 @@ def plan(servers: Sequence[model.Server], source: model.Node,
     Biggest requests first; each takes the target where it fits best
     (live before cold when both are allowed, then the least room left
     on the devices it takes, then by name), and the room it takes on
-    the devices ``judge`` places it on (in ``capacity.pick_order``) is
+    the devices ``judge`` places it on (in ``fit.pick_order``) is
     no longer offered to the next. ``firsts`` is ``{(server id, target
     node): Placement's first candidate}``; targets where the server's
     request could land on a device of another type are not used (the plan
@@ -77,7 +77,7 @@ def plan(servers: Sequence[model.Server], source: model.Node,
     caveats ``judge`` gives for its kind.
     """
     firsts = firsts or {}
-    free = {t.name: capacity.free_map(t.tree) for t in targets
+    free = {t.name: fit.free_map(t.tree) for t in targets
             if t.tree is not None}
     moves = []
     ordered = sorted(servers, key=lambda s: (
@@ -110,7 +110,7 @@ Choice = tuple[model.Node, str, judging.Verdict]
 def _best_target(server: model.Server, source: model.Node,
                  targets: Sequence[model.Node], kinds: tuple[str, ...],
                  firsts: Mapping[tuple[str, str], judging.First],
-                 free: dict[str, capacity.FreeMap], owner_nova: bool,
+                 free: dict[str, fit.FreeMap], owner_nova: bool,
                  skip_version_check: bool
                  ) -> tuple[Choice | None, list[tuple[str, str]]]:
     """Where ``server`` fits best (live before cold when both are
@@ -150,7 +150,7 @@ def _refusal(verdict: judging.Verdict, kinds: tuple[str, ...]) -> str:
     return verdict.reason
 
 
-def _room_left(placed: capacity.Placement, free: capacity.FreeMap) -> int:
+def _room_left(placed: fit.Placement, free: fit.FreeMap) -> int:
     """Room left on the devices a placement takes (best fit: least)."""
     left = 0
     for _, provider, amounts in placed:
@@ -162,7 +162,7 @@ def _room_left(placed: capacity.Placement, free: capacity.FreeMap) -> int:
 
 def _no_target(server: model.Server, refusals: list[tuple[str, str]],
                targets: Sequence[model.Node],
-               free: dict[str, capacity.FreeMap], fix: Fix | None) -> str:
+               free: dict[str, fit.FreeMap], fix: Fix | None) -> str:
     if server.request is None:
         return server.problem or 'the server\'s request is not known'
     if not refusals:

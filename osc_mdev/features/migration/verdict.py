@@ -51,7 +51,7 @@ import dataclasses
 import typing
 
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as capacity
+from osc_mdev.cloud import fit
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.migration import model
 from osc_mdev.nova.conf import settings as novaconf
@@ -85,7 +85,7 @@ class Verdict:
     cold_refusal: str | None = None
     # The engine's placement on the target, for the plan: {kind:
     # [(group, provider, amounts)]}.
-    placement: dict[str, capacity.Placement] = dataclasses.field(
+    placement: dict[str, fit.Placement] = dataclasses.field(
         default_factory=dict)
     # What a move of each kind Nova allows leans on, for the plan: {kind:
     # (not checked, warnings)}.
@@ -142,7 +142,7 @@ class _Judged:
 
 
 def judge(server: model.Server, source: model.Node, target: model.Node,
-          first: First = NOT_ASKED, free: capacity.FreeMap | None = None,
+          first: First = NOT_ASKED, free: fit.FreeMap | None = None,
           owner_nova: bool = True, strict_types: bool = False,
           skip_version_check: bool = False) -> Verdict:
     """Whether ``server`` can move live and cold to ``target`` (Nodes).
@@ -150,7 +150,7 @@ def judge(server: model.Server, source: model.Node, target: model.Node,
     ``first`` is Placement's first allocation request for the server's
     request in the target's tree (``{provider uuid: {class: amount}}``),
     None when Placement gave none, NOT_ASKED when it was not asked.
-    ``free`` is what is left on the target (``capacity.free_map``; the
+    ``free`` is what is left on the target (``fit.free_map``; the
     tree as read when None). With ``strict_types`` (the plan), a target
     where the request could land on a device of another type is refused
     even when Placement's first candidate is of the right type now.
@@ -168,7 +168,7 @@ def judge(server: model.Server, source: model.Node, target: model.Node,
     refusal = _scheduler_refusal(target)                      # 3
     if refusal is None:
         assert target.tree is not None      # else refused above
-        free = capacity.free_map(target.tree) if free is None else free
+        free = fit.free_map(target.tree) if free is None else free
         refusal = _placement_refusal(plain, target.tree, free, first)
     if refusal is not None:
         judged.refuse(refusal)
@@ -197,13 +197,13 @@ def _api_and_source(server: model.Server, source: model.Node,
             'nova-compute is down)' % source_hyp.service_host))
 
 
-def _placement_refusal(plain: rr.Request, tree: capacity.Host,
-                       free: capacity.FreeMap,
+def _placement_refusal(plain: rr.Request, tree: fit.Host,
+                       free: fit.FreeMap,
                        first: First) -> Refusal | None:
     """3. The scheduler asks Placement for the server's request in the
     target's tree: it must fit, and Placement must answer a candidate.
     """
-    if capacity.place(plain, tree, dict(free)) is None:
+    if fit.place(plain, tree, dict(free)) is None:
         return Refusal(_why_not(plain, tree, free), 'No valid host')
     if first is None:
         return Refusal('Placement returns no allocation candidate for the '
@@ -213,9 +213,9 @@ def _placement_refusal(plain: rr.Request, tree: capacity.Host,
 
 def _on_target(server: model.Server, source: model.Node,
                target: model.Node, plain: rr.Request,
-               free: capacity.FreeMap, first: First, strict_types: bool,
+               free: fit.FreeMap, first: First, strict_types: bool,
                skip_version_check: bool, judged: _Judged
-               ) -> tuple[dict[str, capacity.Placement], tuple[str, ...]]:
+               ) -> tuple[dict[str, fit.Placement], tuple[str, ...]]:
     """The rules once the scheduler takes the target: the devices' types
     (ours and the libvirt driver's), 4. the conductor's and 5. the
     libvirt driver's, live only. Answers the placement on devices of the
@@ -225,7 +225,7 @@ def _on_target(server: model.Server, source: model.Node,
         else None
     typed_request, typed_tree = model.typed(plain, target, key)
     assert typed_tree is not None       # the target has a tree here
-    typed_found = capacity.place(typed_request, typed_tree, dict(free))
+    typed_found = fit.place(typed_request, typed_tree, dict(free))
     placement = {} if typed_found is None else {
         COLD: typed_found, LIVE: typed_found}
     devices = _devices(typed_request, typed_tree, free, first, target, key)
@@ -319,7 +319,7 @@ def _post_copy(server: model.Server, source: model.Node,
 
 
 def _verdict(target: model.Node, judged: _Judged,
-             placement: dict[str, capacity.Placement],
+             placement: dict[str, fit.Placement],
              devices: tuple[str, ...]) -> Verdict:
     """The Verdict of what the rules said: the first refusal of each
     kind of move, the notes and warnings that concern a move not refused.
@@ -427,8 +427,8 @@ def _scheduler_refusal(target: model.Node) -> Refusal | None:
     return Refusal(why, 'No valid host')
 
 
-def _why_not(request: rr.Request, tree: capacity.Host,
-             free: capacity.FreeMap) -> str:
+def _why_not(request: rr.Request, tree: fit.Host,
+             free: fit.FreeMap) -> str:
     """Why one server of ``request`` does not fit on ``tree`` now, by the
     kind of the explainer's step that rules the tree out
     (``explanation.explain``), with the root's numbers when the root is
@@ -461,20 +461,20 @@ def _why_not(request: rr.Request, tree: capacity.Host,
     return explanation.render(step)
 
 
-def _devices(typed_request: rr.Request, typed_tree: capacity.Host,
-             free: capacity.FreeMap, first: First, target: model.Node,
+def _devices(typed_request: rr.Request, typed_tree: fit.Host,
+             free: fit.FreeMap, first: First, target: model.Node,
              key: str | None) -> tuple[str, ...]:
     """HOST:ADDR of the devices of the server's type (or of unknown type)
     with room for one of its device groups; those of Placement's first
     candidate first.
     """
-    found = capacity.serving_devices(typed_request, typed_tree, free)
+    found = fit.serving_devices(typed_request, typed_tree, free)
     if key is not None:
         found = [d for d in found if d.uuid not in target.nodedevs
                  or model.mark(key) in d.traits]
     chosen = set(first) if isinstance(first, dict) else set()
-    found = capacity.pick_order(sorted(found, key=lambda d: d.device),
-                                first=lambda d: d.uuid in chosen)
+    found = fit.pick_order(sorted(found, key=lambda d: d.device),
+                           first=lambda d: d.uuid in chosen)
     return tuple('%s:%s' % (target.name, d.device) for d in found)
 
 
@@ -504,7 +504,7 @@ class _Types:
         return ', '.join(sorted({t.name for t in self.source_types.values()
                                  if t is not None}))
 
-    def judge(self, plain: rr.Request, free: capacity.FreeMap,
+    def judge(self, plain: rr.Request, free: fit.FreeMap,
               first: First, strict: bool) -> dict[str, Refusal]:
         """``{SUPPORTED|LIVE|COLD: refusal}``; notes and warnings kept.
         With ``strict`` (the plan), a target where the request could land
@@ -605,14 +605,14 @@ class _Types:
                           'vGPU instead of %s' % (got, self.wanted), about)}
 
     def _other_types(self, key: str, plain: rr.Request,
-                     free: capacity.FreeMap,
+                     free: fit.FreeMap,
                      strict: bool) -> dict[str, Refusal]:
         """Devices of other types the flavor lets Placement pick: a
         refusal for the plan (``strict``), else a warning.
         """
         target = self.target
         others = model.other_type_devices(plain, target, key, free)
-        if not others or target.tree is None or not capacity.place(
+        if not others or target.tree is None or not fit.place(
                 plain, target.tree, model.without_type(free, target, key)):
             return {}
         text = 'the flavor lets Placement pick %s (%s) too' % (

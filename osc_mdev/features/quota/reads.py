@@ -301,14 +301,6 @@ class FirstRound:
     projects: list[dict] | None
 
 
-def _at_once(placement: placement_api.PlacementClient,
-             calls: dict[str, typing.Callable[[], typing.Any]]
-             ) -> dict[str, typing.Any]:
-    """What each named call answers, all run at once in the pool."""
-    return dict(zip(calls, pool.call_all(list(calls.values()),
-                                         placement.max_workers)))
-
-
 def _limit_reads(identity: identity_api.IdentityClient,
                  service: identity_api.ServiceRef | None
                  ) -> dict[str, typing.Callable[[], typing.Any]]:
@@ -344,7 +336,7 @@ def _first_round(placement: placement_api.PlacementClient,
         placement, kinds=providers.KINDS)
     if names:
         calls['projects'] = identity.projects
-    read = _at_once(placement, calls)
+    read = pool.call_named(calls, placement.max_workers)
     return FirstRound(_as_read(read, service), read['devices'],
                       read.get('projects'))
 
@@ -424,7 +416,7 @@ def own_quota(placement: placement_api.PlacementClient,
     service = nova_service(identity) if strategy.unified else None
     calls = _limit_reads(identity, service)
     calls['usages'] = lambda: placement.get_project_usages(own)
-    read = _at_once(placement, calls)
+    read = pool.call_named(calls, placement.max_workers)
     usages, found = read['usages'], _as_read(read, service)
     limits = found.limits
     classes = [resource_class] if resource_class is not None else \

@@ -34,8 +34,8 @@ from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as domain
 from osc_mdev.features import nova_conf
-from osc_mdev.features.trait import export_files as files
-from osc_mdev.features.trait import provider_files as provider_config
+from osc_mdev.features.trait import export_files
+from osc_mdev.features.trait import provider_files
 
 LOG = logging.getLogger(__name__)
 
@@ -84,11 +84,11 @@ class Selection:
 class Writes:
     """What a trait write did: an Outcome per device, in the selection's
     order, and with a directory of provider config files, what became of
-    each file (``provider_config.Written``).
+    each file (``provider_files.Written``).
     """
 
     outcomes: list[Outcome]
-    files: list[provider_config.Written] = dataclasses.field(
+    files: list[provider_files.Written] = dataclasses.field(
         default_factory=list)
 
     @property
@@ -100,7 +100,7 @@ class Writes:
         return [o for o in self.outcomes if o.interrupted]
 
     @property
-    def unwritten(self) -> list[provider_config.Written]:
+    def unwritten(self) -> list[provider_files.Written]:
         return [f for f in self.files if f.failed]
 
 
@@ -188,7 +188,7 @@ def write(placement: placement_client.PlacementClient,
                      meter.tick if meter else lambda: None)
     if meter:
         meter.done()
-    written: list[provider_config.Written] = []
+    written: list[provider_files.Written] = []
     if directory and not any(o.interrupted for o in outcomes):
         written = export_changed(placement, directory, outcomes, dry_run)
     return Writes(outcomes, written)
@@ -263,21 +263,21 @@ def export(placement: placement_client.PlacementClient,
            hosts: Iterable[str] = (), directory: str | None = None,
            type_traits_only: bool = False,
            prefix: str = domain.DEFAULT_TRAIT_PREFIX, dry_run: bool = False
-           ) -> list[provider_config.HostFile] | list[provider_config.Written]:
+           ) -> list[provider_files.HostFile] | list[provider_files.Written]:
     """``trait export``: the provider config file of each compute node.
 
     ``hosts``: those nodes; none: every node with mdev devices, and the
     nodes whose file ``directory`` already holds (so a node whose last
     trait went gets its file emptied). With ``directory`` the files are
-    written there (``[provider_config.Written]``), else returned
-    (``[provider_config.HostFile]``).
+    written there (``[provider_files.Written]``), else returned
+    (``[provider_files.HostFile]``).
     """
     existing: list[str] = []
     if directory is not None and not hosts:
-        existing = provider_config.existing_hosts(directory)
-    built = provider_config.build(placement, hosts, type_traits_only,
-                                  prefix, existing)
-    result = built if directory is None else provider_config.write(
+        existing = provider_files.existing_hosts(directory)
+    built = provider_files.build(placement, hosts, type_traits_only,
+                                 prefix, existing)
+    result = built if directory is None else provider_files.write(
         directory, built, dry_run)
     left_out = sum(f.pci_left_out for f in built)
     if left_out:
@@ -294,14 +294,14 @@ def check_export_dir(directory: str,
     directory can be written, and no file of it other than the hosts' own
     defines one of ``devices``.
     """
-    names = sorted({files.file_name(d.host) for d in devices})
-    provider_config.check_directory(
+    names = sorted({export_files.file_name(d.host) for d in devices})
+    provider_files.check_directory(
         directory, names, [d.candidate.name for d in devices])
 
 
 def export_changed(placement: placement_client.PlacementClient,
                    directory: str, outcomes: Collection[Outcome],
-                   dry_run: bool = False) -> list[provider_config.Written]:
+                   dry_run: bool = False) -> list[provider_files.Written]:
     """``trait set/unset``: rewrite the file in ``directory`` of each
     host the ``outcomes`` touched, from Placement as it is after the
     writes (with ``dry_run``: with each device's traits as the run would
@@ -312,5 +312,5 @@ def export_changed(placement: placement_client.PlacementClient,
     if dry_run:
         overrides = {o.device.uuid: o.after for o in outcomes
                      if o.after is not None}
-    built = provider_config.build(placement, hosts, overrides=overrides)
-    return provider_config.write(directory, built, dry_run)
+    built = provider_files.build(placement, hosts, overrides=overrides)
+    return provider_files.write(directory, built, dry_run)

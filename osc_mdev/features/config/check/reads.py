@@ -28,13 +28,13 @@ from osc_mdev.api import placement as placement_client
 from osc_mdev.base import errors
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.features.allocation import reads as allocations
+from osc_mdev.features.allocation import reads as allocation_reads
 from osc_mdev.features.config.check import mdev as configcheck
 from osc_mdev.features.config.check import pci as configcheck_pci
 from osc_mdev.features.config.check import report as configreport
 from osc_mdev.features.config.check import usage as configcheck_usage
 from osc_mdev.features.config.check import vf as configcheck_vf
-from osc_mdev.features.trait import provider_files as provider_config
+from osc_mdev.features.trait import provider_files
 from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import sysfs
@@ -174,7 +174,8 @@ def placement_devices(placement: placement_client.PlacementClient,
                       compute: compute_client.ComputeClient,
                       host: str) -> list[configcheck.PlacementDevice]:
     """The node's mdev devices in Placement, with the servers on each."""
-    found = allocations.node_devices_with_servers(placement, compute, host)
+    found = allocation_reads.node_devices_with_servers(placement, compute,
+                                                       host)
     return [configcheck.PlacementDevice(
         d.candidate.nodedev, d.device, d.resource_class,
         # The devices are read with their inventories.
@@ -245,8 +246,8 @@ def with_servers(clients: Clients | None, host: str,
     if not in_use:
         return list(placed)
     placement, compute = _asked(clients)
-    consumers = allocations.consumers_of(placement, in_use)
-    labels = allocations.server_labels(
+    consumers = allocation_reads.consumers_of(placement, in_use)
+    labels = allocation_reads.server_labels(
         compute, host, {c for cs in consumers.values() for c in cs})
     return [dataclasses.replace(p, servers=tuple(sorted(
         labels[c] for c in consumers.get(p.uuid, ())))) for p in placed]
@@ -281,9 +282,9 @@ def check_provider_configs(values: Sequence[tuple[str | None, str]],
             'only.' % (errors.given('provider_config'), node,
                        errors.given('host'), node),
             parameter='provider_config', host=node)
-    configs, findings = provider_config.read([p for _, p in split])
+    configs, findings = provider_files.read([p for _, p in split])
     if host:
         placement, _ = _asked(clients)
-        findings += provider_config.placement_findings(
+        findings += provider_files.placement_findings(
             placement, host, configs)
     return findings
