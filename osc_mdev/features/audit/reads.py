@@ -24,7 +24,7 @@ when some exist, Nova's migration list. For the flavors, the compute
 node trees are read as ``mdev capacity`` reads them (one allocation
 candidates request and one ``?resources=`` listing per distinct amount
 the flavors ask). The checks themselves are the pure functions of
-``domain.audit``.
+``features.audit.checks``.
 """
 
 from collections.abc import Callable
@@ -163,8 +163,8 @@ def read(placement: placement_client.PlacementClient,
 
     ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
     be compute nodes in Placement. ``pci_config``: the controller's
-    ``[pci]`` (``pci.PciConfig``), with which flavors asking for PCI
-    devices are judged too; None when not given.
+    ``[pci]`` (``nova.pci.config.PciConfig``), with which flavors asking
+    for PCI devices are judged too; None when not given.
     """
     provider_list = placement.list_providers()
     device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))

@@ -121,7 +121,7 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
                 flavor: str | None, hosts: Iterable[str] = (),
                 request: rr.Request | None = None) -> FirstReads:
     """The FirstReads of a count, read at once: the flavor (a
-    ``servers.Flavor``, None without ``flavor``) and the provider
+    ``nova.objects.Flavor``, None without ``flavor``) and the provider
     listing, and with them, in the same round, the requests of
     ``read_hosts`` that do not depend on the flavor: the allocation
     candidates every count starts from and, for a bare ``request`` (no
@@ -462,7 +462,7 @@ def read_candidates(placement: PlacementClient, request: rr.Request
 
 def check_flavor_request(request: rr.Request) -> None:
     """``errors.Invalid`` for a request Nova's scheduler refuses
-    (``resource_request.check_request``).
+    (``nova.scheduler.utils.check_request``).
     """
     try:
         rr.check_request(request)
@@ -499,7 +499,7 @@ def request_of(flavor: servers.Flavor,
                pci_config: pci_rules.PciConfig | None = None,
                booted_from_volume: bool = False) -> rr.Request:
     """The request Nova builds for a server of ``flavor``
-    (``resource_request.request_for``), for a count: its PCI alias
+    (``nova.scheduler.utils.request_for``), for a count: its PCI alias
     devices need ``pci_config``, the PciConfig of the controller's
     nova.conf. ``errors.Invalid`` when they cannot be known or Nova
     refuses them; a warning when Nova asks Placement nothing for them

@@ -166,7 +166,7 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     """Check the device request against the cloud and write it onto the
     flavor.
 
-    ``request``: the mdev request (a ``resource_request.Request`` of
+    ``request``: the mdev request (a ``nova.scheduler.utils.Request`` of
     ``bare_request``) or None; ``pci``: the PCI request
     (domain.PciRequest) or None; at least one is given, and the keys of
     an earlier request of the other kind are removed unless both are
@@ -178,9 +178,9 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     (unnumbered, numbered or named group). The flavor's extra specs that
     result are checked as a whole before anything is written: no key
     Nova's API refuses, and (``validate``) the request Nova builds from
-    them (``resource_request.request_for``) can be served by
+    them (``nova.scheduler.utils.request_for``) can be served by
     some host, judged by the capacity engine; stale mdev keys go
-    (``domain.stale_keys``). Writes: one request sets every new key
+    (``specs.stale_keys``). Writes: one request sets every new key
     (Nova saves them together), then each removed key is deleted; after
     a failure the extra specs are read back, so each key's result says
     what the flavor really holds.

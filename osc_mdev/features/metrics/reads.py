@@ -24,8 +24,8 @@ the units and Nova's flavors (one listing) and services; with
 holding them are read as ``mdev allocation list`` reads
 them (``allocation.allocations_on``: one request per device in use, one
 server listing per compute node). The devices and the flavors run at
-once in the bounded pool; the text is ``domain.metrics``'s, the file is
-written by ``local.textfile``.
+once in the bounded pool; the text is ``features.metrics.families``'s,
+the file is written by ``local.textfile``.
 
 A run degrades instead of dying: a flavor that cannot be counted, a
 device whose reads fail (``PartialReads``) or the servers of the
@@ -281,8 +281,9 @@ def scrape(placement: 'placement_client.PlacementClient',
     ``confs``: ``{host: MdevConfig}`` of the computes' nova.conf, for the type
     labels; ``allocations``: also the allocations and their servers;
     ``identity`` (Keystone's client): also each project's GPU usage and
-    limit (``quota.metric_families``); ``pci_config`` and ``strategy``:
-    the controller's PCI aliases and ``[quota]`` (its nova.conf).
+    limit (``features.quota.reads.metric_families``); ``pci_config``
+    and ``strategy``: the controller's PCI aliases and ``[quota]`` (its
+    nova.conf).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
