@@ -566,7 +566,7 @@ def note_provider_configs(
         files: Mapping[str, Iterable[provider_config.Entry]]
 ) -> list[Finding]:
     """The ``lost-trait`` findings of hosts with a provider config file
-    (``files``: ``{host: [domain.provider_config.Entry]}``), each saying
+    (``files``: ``{host: [nova.compute.provider_config.Entry]}``), each saying
     what the file does about the lost trait.
     """
     noted = []

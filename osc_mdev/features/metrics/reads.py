@@ -52,7 +52,7 @@ from osc_mdev.base import words
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.features.capacity import reads as capacity
-from osc_mdev.features.metrics import families as domain
+from osc_mdev.features.metrics import families as families
 from osc_mdev.features.quota import reads as quota
 from osc_mdev.local import textfile
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
@@ -181,7 +181,7 @@ class Scrape:
     """
 
     text: str
-    reading: domain.Reading | None = None
+    reading: families.Reading | None = None
     error: str | None = None
     unknown_hosts: tuple[str, ...] = ()
 
@@ -315,11 +315,11 @@ def scrape(placement: 'placement_client.PlacementClient',
             if allocations and compute is not None else (None, {}, False))
     except Exception as exc:  # noqa: B902 - any failure is a failed run
         LOG.debug('Reading the cloud failed', exc_info=True)
-        return Scrape(domain.render(domain.failed(
+        return Scrape(families.render(families.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
     counts = read.get('counts', {})
     projects = read.get('projects', [])
-    reading = domain.Reading(
+    reading = families.Reading(
         devices=devices, unread_devices=reads.unread_candidates(kinds),
         confs=confs or {},
         fits={f: n for f, n in counts.items() if not isinstance(n, _Unread)}
@@ -335,12 +335,12 @@ def scrape(placement: 'placement_client.PlacementClient',
                     projects.error.rstrip('.'))
         projects = []
     hosts = providers.hosts_of(reads.listed.values())
-    return Scrape(domain.render(domain.families(
+    return Scrape(families.render(families.families(
         reading, time.monotonic() - start, stamp) + projects), reading,
         unknown_hosts=tuple(sorted(set(reading.confs) - hosts)))
 
 
-def _warn(reading: domain.Reading, counts: dict,
+def _warn(reading: families.Reading, counts: dict,
           reads: PartialReads) -> None:
     """One warning per flavor and device that could not be read."""
     for flavor in reading.unread_flavors:
