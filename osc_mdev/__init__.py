@@ -14,12 +14,17 @@
 
 The layers, each importing only those below it:
 
-* ``v1``: the commands. Arguments in, one use-case call, rows out.
-* ``usecases``: one module per command group; reads through ``api`` (and
-  files through ``local``), hands the data to ``domain``.
-* ``api``: HTTP to Placement and Nova (keystoneauth's Adapter).
+* ``v1``: the commands. Arguments in, one feature call, rows out.
+* ``features``: one package per command group; reads through ``cloud``,
+  ``api`` and ``local``, hands the data to its pure modules and the
+  cores.
+* ``cloud``, ``nova``, ``host``, ``base``: the cores. The cloud as read
+  (its typed model, bulk reads and the fit engine); Nova's rules in
+  files named as Nova's; a compute node's devices; errors, findings and
+  words.
+* ``api``: HTTP to Placement, Nova and Keystone (keystoneauth).
 * ``local``: nova.conf files and sysfs trees on the machine.
-* ``domain``: pure logic and data classes: Nova's and Placement's rules.
 
-``plugin`` is OpenStackClient's entry point.
+``library`` is the Python API; ``plugin`` is OpenStackClient's entry
+point.
 """

@@ -15,7 +15,7 @@
 One keystoneauth Adapter path (``http.Service``: microversions, retries,
 the one error mapper), one module per service (``placement``,
 ``compute``, ``identity``) with explicit microversions, and the bounded
-pool that runs requests at once (``pool``). No use-case logic lives
+pool that runs requests at once (``pool``). No feature logic lives
 here; it imports only the standard library, keystoneauth,
 openstacksdk's configuration (``CloudRegion``, for the settings of each
 service), ``osc_mdev.base`` (its failures are ``osc_mdev.base.errors``: a

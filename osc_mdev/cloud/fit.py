@@ -13,7 +13,7 @@
 """The fit engine: how many more servers of a request fit, and where.
 
 Pure logic over Placement's data (no network). The request is the one
-model of ``resource_request``, built from a flavor the way Nova builds its
+model of ``nova.scheduler.utils``, built from a flavor the way Nova builds its
 allocation candidate query; each compute node tree (root provider plus
 its children) is then checked the way Placement checks it, one server at
 a time, to count the servers that still fit. Which GPU of a host Nova

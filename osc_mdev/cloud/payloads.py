@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Nova's answers made domain objects: the one place that reads the
+"""Nova's answers made typed objects: the one place that reads the
 Compute API's payload keys of servers, flavors and hypervisors.
 
 A server's ``OS-EXT-SRV-ATTR:host`` (its service host) and

@@ -14,13 +14,14 @@
 runs on: nova.conf files (read as oslo.config reads them), sysfs trees,
 nova-compute's provider config files and the files it writes.
 
-``novaconf`` finds the files a list of paths stands for (``--config-dir``
-directories included) and reads their text; ``sysfs`` reads a compute
-node's sysfs (``/sys`` or a copy of it); ``provider_config`` reads
+``conf_files`` finds the files a list of paths stands for
+(``--config-dir`` directories included) and reads their text;
+``sysfs`` reads a compute node's sysfs (``/sys`` or a copy of it);
+``provider_config`` reads
 provider config files as nova-compute finds them and writes them
 atomically; ``textfile`` writes a file atomically (the metrics for
-node_exporter, the files of ``config generate``). What is read is handed to
-``osc_mdev.domain`` as data (texts, device records), which parses and
-judges it: nothing here knows Nova's rules. May import only the standard
-library and ``osc_mdev.domain``.
+node_exporter, the files of ``config generate``). What is read is
+handed to the pure modules (``nova``, ``host``) as data (texts, device
+records), which parse and judge it: nothing here knows Nova's rules. May
+import only the standard library and ``base``, ``nova`` and ``host``.
 """

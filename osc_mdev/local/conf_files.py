@@ -97,8 +97,9 @@ def read_files(paths: Iterable[str],
 
 def load(paths: Iterable[str],
          directories: bool = True) -> novaconf.Settings:
-    """The ``novaconf.Settings`` of nova.conf files (and directories),
-    parsed as nova-compute parses them (``novaconf.parse_texts``).
+    """The ``nova.conf.settings.Settings`` of nova.conf files (and
+    directories), parsed as nova-compute parses them
+    (``nova.conf.settings.parse_texts``).
 
     Raises NovaConfError (one line) for a file that cannot be read or
     parsed; values oslo.config refuses are kept as ``Value.error``.

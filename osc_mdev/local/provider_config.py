@@ -19,7 +19,7 @@ written whole or not at all: the text goes to a hidden temporary file in
 the same directory (which nova-compute never reads: it does not end in
 ``.yaml``), is flushed to disk, then renamed over the old file; a failure
 leaves the old file as it was. ``osc_mdev.nova.compute.provider_config`` parses
-the texts, ``provider_config_write`` renders them.
+the texts, ``features.trait.export_files`` renders them.
 """
 
 from collections.abc import Iterable

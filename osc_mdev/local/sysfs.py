@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A compute node's sysfs, read once into ``domain.host_gpus.Host``.
+"""A compute node's sysfs, read once into ``host.gpus.Host``.
 
 ``read_host`` reads the PCI functions under ``ROOT/bus/pci/devices``
 (ids, class, driver, ``physfn``/``virtfnN`` links, the ``sriov_*`` files
@@ -19,7 +19,7 @@ and a VF's ``nvidia/current_vgpu_type`` and
 ``ROOT/class/mdev_bus`` (PCI functions, or virtual parents under
 ``ROOT/devices/virtual``) with their ``mdev_supported_types``, and the
 mdevs under ``ROOT/bus/mdev/devices``. ROOT is ``/sys`` on a compute
-node, or a copy of it. What a file says is the domain's to judge.
+node, or a copy of it. What a file says is ``host.gpus``' to judge.
 """
 
 from collections.abc import Callable

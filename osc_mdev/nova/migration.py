@@ -22,8 +22,8 @@ skip_hypervisor_version_check_on_lm`` as it reads it) and the libvirt
 driver (nova/virt/libvirt/driver.py: libvirt and QEMU versions, the mdev
 types on the target and how the target's mdevs map onto the server's).
 The answers are None or the reason in Nova's words. Pure logic: the
-verdict on a target is ``migration_verdict``'s, the plan
-``migration_plan``'s.
+verdict on a target is ``features.migration.verdict``'s, the plan
+``features.migration.plan``'s.
 """
 
 from __future__ import annotations

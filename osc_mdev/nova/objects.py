@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""A server and a flavor as the domain reads them.
+"""A server, a flavor and a compute node as Nova's rules read them.
 
 What Nova says of a server (its state, its service host and compute
 node, its project, the flavor it was booted with) and of a flavor (its
 sizes, extra specs, whether it is disabled), as attributes: the Compute
 API's payload keys (``OS-EXT-SRV-ATTR:*``, ``OS-EXT-STS:*``,
-``OS-FLV-*``) are read in one place only, where the use cases turn
-Nova's answers into these (``usecases.nova_payloads``). Pure data.
+``OS-FLV-*``) are read in one place only, where the reads turn Nova's
+answers into these (``cloud.payloads``). Pure data.
 """
 
 from __future__ import annotations

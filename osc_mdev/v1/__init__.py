@@ -12,11 +12,13 @@
 
 """The ``openstack mdev`` commands, version 1 of the command set.
 
-Each command turns its arguments into one use-case call
-(``osc_mdev.usecases``) and its result into rows; shared options are
-defined once in ``options``, argument checks in ``common``. Imports
-``usecases``, ``domain`` (names and constants), itself, and ``api`` only
-for the client manager of a command that skips authentication.
+Each command turns its arguments into one feature call
+(``osc_mdev.features``) and its result into rows; shared options are
+defined once in ``options``, argument checks in ``common``, the wording
+of the library's errors in ``errors``. Imports ``features``, the cores
+(``cloud``, ``nova``, ``host``, ``base``: names and constants), itself,
+and ``api`` only for the client manager of a command that skips
+authentication.
 """
 
 import logging

@@ -85,7 +85,9 @@ def warn_quota_driver(strategy: quota_rules.Strategy) -> None:
 
 
 def check(func: Callable[..., T], *args: typing.Any) -> T:
-    """Run a domain validator; its ValueError becomes a CommandError."""
+    """Run a validator of the library; its ValueError becomes a
+    CommandError.
+    """
     try:
         return func(*args)
     except ValueError as exc:
@@ -168,7 +170,7 @@ def bare_request(parsed_args: argparse.Namespace,
     ``required`` traits and --forbid-trait (names argparse checked); a
     CommandError for a request or a pair of traits that cannot be.
     """
-    from osc_mdev.nova.scheduler import utils as resource_request
+    from osc_mdev.nova.scheduler import utils as scheduler_utils
 
     forbidden = sorted(set(parsed_args.forbid_trait))
     both = set(required) & set(forbidden)
@@ -176,7 +178,7 @@ def bare_request(parsed_args: argparse.Namespace,
         raise exceptions.CommandError(
             'Trait %s cannot be both required and forbidden.'
             % ', '.join(sorted(both)))
-    return check(resource_request.bare_request, parsed_args.resource_class,
+    return check(scheduler_utils.bare_request, parsed_args.resource_class,
                  parsed_args.amount, required, forbidden, parsed_args.spread)
 
 
@@ -241,18 +243,6 @@ class Rows(list):
         self.text = text
 
 
-class Listing(typing.NamedTuple):
-    """What a ``listing`` answers (the older form of a Lister's
-    ``take_action``): its columns and rows, its Outcome and, for a command
-    that prints a file instead of rows, the file's ``text``.
-    """
-
-    columns: tuple[str, ...]
-    rows: list
-    outcome: Outcome = DONE
-    text: str | None = None
-
-
 class _Ending(Exception):
     """Carries a command's Outcome from its output to ``run``, which
     decides the exit status: nothing is kept on the command between
@@ -296,15 +286,6 @@ class Lister(Ends, command.Lister):
     columns and a ``Rows``; its rows (or text) are shown, then its
     Outcome decides the exit status.
     """
-
-    def listing(self, parsed_args: argparse.Namespace) -> Listing:
-        raise NotImplementedError
-
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], list]:
-        listing = self.listing(parsed_args)
-        return listing.columns, Rows(listing.rows, listing.outcome,
-                                     listing.text)
 
     def produce_output(self, parsed_args: argparse.Namespace,
                        column_names: Sequence[str],

@@ -598,7 +598,7 @@ def _plan_pci(host, first_slot):
     slot. A device takes the first ``device_spec`` entry whose vendor and
     product match; matched VFs are reported on one provider per PF,
     ``<node>_<PF ADDRESS>`` (upper case, nova's
-    ``pci_placement_translator``), with the entry's ``resource_class`` or
+    ``nova.pci.placement_translator``), with the entry's ``resource_class`` or
     ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``, its traits plus
     ``COMPUTE_MANAGED_PCI_DEVICE`` and ``OWNER_NOVA``, and a total of the
     matched VFs.

@@ -167,7 +167,7 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
 
     from osc_mdev.api import http
     from osc_mdev.api import placement as placement_client
-    from osc_mdev.features.audit import checks as domain
+    from osc_mdev.features.audit import checks as checks
     from osc_mdev.features.audit import reads as client_audit
 
     name = 'guard-%s' % uuid.uuid4().hex[:8]
@@ -180,7 +180,7 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
         'placement', 'Placement'))
 
     read = client.get_consumer(consumer)
-    stale = domain.RemoveAllocations(consumer, read['consumer_generation'],
+    stale = checks.RemoveAllocations(consumer, read['consumer_generation'],
                                      read['project_id'], read['user_id'])
     # Someone (Nova) changes the consumer's allocations meanwhile.
     placement.request('PUT', '/allocations/%s' % consumer, json={
@@ -199,7 +199,7 @@ def test_orphan_removal_is_guarded_by_the_consumer_generation(
     assert list(dry.values())[0].result.startswith('would remove')
 
     now = client.get_consumer(consumer)
-    fresh = domain.RemoveAllocations(consumer, now['consumer_generation'],
+    fresh = checks.RemoveAllocations(consumer, now['consumer_generation'],
                                      now['project_id'], now['user_id'])
     [outcome] = client_audit.fix(client, [fresh]).values()
     assert not outcome.failed, outcome.result
@@ -221,7 +221,7 @@ def test_orphan_removal_whose_answer_is_lost_is_verified(
 
     from osc_mdev.api import http
     from osc_mdev.api import placement as placement_client
-    from osc_mdev.features.audit import checks as domain
+    from osc_mdev.features.audit import checks as checks
     from osc_mdev.features.audit import reads as client_audit
     from tests.fixtures import faults
 
@@ -236,7 +236,7 @@ def test_orphan_removal_whose_answer_is_lost_is_verified(
                                                          'admin')),
             'placement', 'Placement', connect_retry_delay=0.05))
         read = client.get_consumer(consumer)
-        repair = domain.RemoveAllocations(
+        repair = checks.RemoveAllocations(
             consumer, read['consumer_generation'], read['project_id'],
             read['user_id'])
         [outcome] = client_audit.fix(client, [repair]).values()

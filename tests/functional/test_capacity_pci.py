@@ -31,7 +31,7 @@ import pytest
 from osc_mdev.api import http
 from osc_mdev.api import placement as placement_client
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as domain
+from osc_mdev.cloud import fit as fit
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.features.capacity import reads
 from osc_mdev.local import conf_files as local_novaconf
@@ -134,8 +134,8 @@ def controller(tmp_path_factory):
 def counted(client, request):
     trees = reads.read_hosts(client, request, client.list_providers())
     request = request_filter.process_reqspec(
-        request, owner_nova=domain.owner_nova_in_effect(trees))
-    return request, {h.host: h for h in domain.capacity(request, trees)}
+        request, owner_nova=fit.owner_nova_in_effect(trees))
+    return request, {h.host: h for h in fit.capacity(request, trees)}
 
 
 @pytest.mark.parametrize('name', sorted(SPECS))

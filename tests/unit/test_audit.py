@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The pure checks of ``openstack mdev audit`` (domain.audit)."""
+"""The pure checks of ``openstack mdev audit`` (``features.audit.checks``)."""
 
 import dataclasses
 

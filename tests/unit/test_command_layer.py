@@ -11,7 +11,7 @@
 # under the License.
 
 """The command layer's own logic: the checks of arguments that span
-options, and the wording of the domain's errors with the options' names.
+options, and the wording of the library's errors with the options' names.
 """
 
 from osc_lib import exceptions

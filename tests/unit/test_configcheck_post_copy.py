@@ -13,7 +13,7 @@
 """``config check`` on ``[libvirt] live_migration_permit_post_copy``: a
 node with VFIO devices (mdevs, PCI devices given to guests) whose driver
 asks for post-copy, which QEMU refuses with them. Whether the driver
-asks is Nova's own rule (``migration_rules.post_copy_enabled``, checked
+asks is Nova's own rule (``nova.migration.post_copy_enabled``, checked
 against Nova's driver in test_migration).
 """
 

@@ -10,9 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``config generate``'s plan (domain.configgenerate) on hosts laid out
-as the kernel lays them out: which devices take which type, and the bad
-input refused before a file is written.
+"""``config generate``'s plan (``features.config.generate.plan``) on
+hosts laid out as the kernel lays them out: which devices take which
+type, and the bad input refused before a file is written.
 """
 
 import pathlib

@@ -16,7 +16,7 @@ Tests marked ``nova`` load the written files with Nova's option
 definitions (nova.conf's ``pci``, ``scheduler`` and ``devices`` modules,
 ``register_dynamic_opts``) and hand them to nova 34: ``[pci]
 device_spec`` to ``nova.pci.whitelist.Whitelist`` and the devices of the
-host (as libvirt reports them) to ``pci_placement_translator``'s
+host (as libvirt reports them) to ``nova.pci.placement_translator``'s
 PlacementView; the aliases to ``nova.pci.request.get_alias_from_config``
 and on to the request groups the scheduler asks Placement for; the mdev
 options to the libvirt driver's ``_get_supported_vgpu_types`` and

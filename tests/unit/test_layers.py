@@ -180,9 +180,9 @@ def test_pure_modules_open_no_file():
 
 
 def test_pure_modules_name_no_option():
-    """The domain raises errors with data and words its messages without
-    the commands' options: the command layer words them with the names of
-    the options (v1/common.py).
+    """The pure modules raise errors with data and word their messages
+    without the commands' options: the command layer words them with the
+    names of the options (v1/errors.py).
     """
     wrong = ['%s:%d names %s' % (path.name, line, option)
              for path in pure_modules()

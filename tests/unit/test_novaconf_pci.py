@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The [pci] rules of domain.pci, each cross-checked with nova 34's code.
+"""The [pci] rules of ``nova.pci``, each cross-checked with nova 34's code.
 
 Tests marked ``nova`` hand the same names, device specs, aliases and
 devices to Nova's own functions (pci_placement_translator, devspec,

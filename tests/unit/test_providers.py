@@ -12,7 +12,7 @@
 
 import pytest
 
-from osc_mdev.cloud import providers as domain
+from osc_mdev.cloud import providers as providers
 
 
 def _rp(uuid, name, root=None, parent=None, generation=1):
@@ -36,7 +36,7 @@ PROVIDERS = [
 
 
 def test_find_candidates_uses_root_names():
-    found = {c.uuid: c for c in domain.find_candidates(PROVIDERS)}
+    found = {c.uuid: c for c in providers.find_candidates(PROVIDERS)}
     assert sorted(found) == ['g1', 'g2', 'g3', 'm1']
     assert found['g1'].host == 'compute_1.example.com'
     assert found['g1'].device == '0000:84:00.0'
@@ -46,26 +46,26 @@ def test_find_candidates_uses_root_names():
 
 
 def test_find_candidates_of_kinds():
-    pci = {c.uuid: c for c in domain.find_candidates(PROVIDERS, ('pci',))}
+    pci = {c.uuid: c for c in providers.find_candidates(PROVIDERS, ('pci',))}
     assert sorted(pci) == ['p1']
     assert pci['p1'].kind == 'pci'
     assert pci['p1'].device == '0000:81:00.0'
     assert pci['p1'].host == 'compute2'
-    both = domain.find_candidates(PROVIDERS, domain.KINDS)
+    both = providers.find_candidates(PROVIDERS, providers.KINDS)
     assert sorted(c.uuid for c in both) == ['g1', 'g2', 'g3', 'm1', 'p1']
     assert {c.kind for c in both if c.uuid != 'p1'} == {'mdev'}
 
 
 def _pci(uuid='p1'):
-    return {c.uuid: c for c in domain.find_candidates(
-        PROVIDERS, domain.KINDS)}[uuid]
+    return {c.uuid: c for c in providers.find_candidates(
+        PROVIDERS, providers.KINDS)}[uuid]
 
 
 PCI_TRAITS = ['COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA']
 
 
 def test_pci_device_rows_keep_every_class():
-    [device] = domain.build_devices(
+    [device] = providers.build_devices(
         _pci(), {'CUSTOM_PCI_10DE_25B6': {'total': 4, 'max_unit': 4}}, 3,
         {'CUSTOM_PCI_10DE_25B6': 1}, PCI_TRAITS)
     assert device.kind == 'pci'
@@ -73,57 +73,57 @@ def test_pci_device_rows_keep_every_class():
     assert device.holds_vfs   # total 4: the VFs of PF 0000:81:00.0
     assert (device.capacity, device.used, device.free) == (4, 1, 3)
     # A class set by [pci] device_spec, even a standard one, makes a row.
-    [named] = domain.build_devices(_pci(), {'PGPU': {'total': 1}}, 3, {},
-                                   PCI_TRAITS)
+    [named] = providers.build_devices(_pci(), {'PGPU': {'total': 1}}, 3, {},
+                                      PCI_TRAITS)
     assert named.pci_ids is None and not named.holds_vfs
 
 
 def test_pci_named_provider_without_nova_trait_is_no_device():
-    assert domain.build_devices(
+    assert providers.build_devices(
         _pci(), {'CUSTOM_PCI_10DE_25B6': {'total': 1}}, 3, {},
         ['OWNER_NOVA']) == []
-    summary = domain.Summary(resources={'CUSTOM_X': (2, 0)},
-                             traits=('OWNER_NOVA',))
-    assert domain.devices_from_summary(_pci(), summary) == []
-    assert not domain.has_device_inventory(_pci(), summary)
+    summary = providers.Summary(resources={'CUSTOM_X': (2, 0)},
+                                traits=('OWNER_NOVA',))
+    assert providers.devices_from_summary(_pci(), summary) == []
+    assert not providers.has_device_inventory(_pci(), summary)
 
 
 def test_pci_device_from_summary():
-    summary = domain.Summary(resources={'CUSTOM_A16': (8, 2)},
-                             traits=tuple(PCI_TRAITS))
-    [device] = domain.devices_from_summary(_pci(), summary)
+    summary = providers.Summary(resources={'CUSTOM_A16': (8, 2)},
+                                traits=tuple(PCI_TRAITS))
+    [device] = providers.devices_from_summary(_pci(), summary)
     assert device.holds_vfs and device.free == 6
-    assert domain.has_device_inventory(_pci(), summary)
-    one = domain.Summary(resources={'CUSTOM_A16': (1, 0)},
-                         traits=tuple(PCI_TRAITS))
-    assert not domain.devices_from_summary(_pci(), one)[0].holds_vfs
+    assert providers.has_device_inventory(_pci(), summary)
+    one = providers.Summary(resources={'CUSTOM_A16': (1, 0)},
+                            traits=tuple(PCI_TRAITS))
+    assert not providers.devices_from_summary(_pci(), one)[0].holds_vfs
 
 
 def test_filter_by_kind():
-    device = domain.build_devices(_pci(), {'CUSTOM_A16': {'total': 1}}, 1,
-                                  {}, PCI_TRAITS)[0]
-    assert not domain.DeviceFilter().wants(device)
-    assert domain.DeviceFilter(kinds=('pci',)).wants(device)
-    assert domain.DeviceFilter(kinds=domain.KINDS).wants(device)
-    mdev = domain.build_devices(_candidate(), {'VGPU': {'total': 1}}, 1, {})
-    assert not domain.DeviceFilter(kinds=('pci',)).wants(mdev[0])
+    device = providers.build_devices(_pci(), {'CUSTOM_A16': {'total': 1}}, 1,
+                                     {}, PCI_TRAITS)[0]
+    assert not providers.DeviceFilter().wants(device)
+    assert providers.DeviceFilter(kinds=('pci',)).wants(device)
+    assert providers.DeviceFilter(kinds=providers.KINDS).wants(device)
+    mdev = providers.build_devices(_candidate(), {'VGPU': {'total': 1}}, 1, {})
+    assert not providers.DeviceFilter(kinds=('pci',)).wants(mdev[0])
 
 
 @pytest.mark.parametrize('reference', [
     'compute2_0000:81:00.0', '0000:81:00.0', '81:00.0',
     'compute2:0000:81:00.0', 'p1'])
 def test_resolve_pci_device(reference):
-    candidates = domain.find_candidates(PROVIDERS, ('pci',))
-    assert domain.resolve_device(reference, candidates).uuid == 'p1'
+    candidates = providers.find_candidates(PROVIDERS, ('pci',))
+    assert providers.resolve_device(reference, candidates).uuid == 'p1'
 
 
 def test_hosts_of():
-    assert domain.hosts_of(PROVIDERS) == {
+    assert providers.hosts_of(PROVIDERS) == {
         'compute_1.example.com', 'compute2', 'compute'}
 
 
 def _candidate(uuid='g1'):
-    return {c.uuid: c for c in domain.find_candidates(PROVIDERS)}[uuid]
+    return {c.uuid: c for c in providers.find_candidates(PROVIDERS)}[uuid]
 
 
 def test_build_devices_keeps_only_mdev_classes():
@@ -132,24 +132,24 @@ def test_build_devices_keeps_only_mdev_classes():
                  'allocation_ratio': 1.0},
         'PGPU': {'total': 1},
     }
-    [device] = domain.build_devices(
+    [device] = providers.build_devices(
         _candidate(), inventories, 7, {'VGPU': 3}, ['OWNER_NOVA', 'CUSTOM_A'])
     assert device.resource_class == 'VGPU'
     assert (device.inventory.total, device.used, device.free) == (8, 3, 4)
     assert device.traits == ('CUSTOM_A', 'OWNER_NOVA')
     assert device.generation == 7
-    assert domain.build_devices(_candidate(), {'PGPU': {'total': 1}}, 1,
-                                {}) == []
+    assert providers.build_devices(_candidate(), {'PGPU': {'total': 1}}, 1,
+                                   {}) == []
 
 
 def test_free_never_negative():
-    [device] = domain.build_devices(
+    [device] = providers.build_devices(
         _candidate(), {'VGPU': {'total': 2}}, 1, {'VGPU': 5})
     assert device.free == 0
 
 
 def _device(uuid, rc='VGPU', total=4, used=0, traits=('OWNER_NOVA',)):
-    [device] = domain.build_devices(
+    [device] = providers.build_devices(
         _candidate(uuid), {rc: {'total': total}}, 1, {rc: used}, traits)
     return device
 
@@ -161,7 +161,7 @@ def test_filter():
     devices = [full, free, other_host]
 
     def pick(**kwargs):
-        wanted = domain.DeviceFilter(**kwargs)
+        wanted = providers.DeviceFilter(**kwargs)
         return [d.uuid for d in devices if wanted.wants(d)]
 
     assert pick() == ['g1', 'g2', 'g3']
@@ -180,14 +180,14 @@ def test_usages_and_consumers_from_allocations():
         'b': {'resources': {'VGPU': 1}},
         'a': {'resources': {'VGPU': 2, 'CUSTOM_OTHER': 1}},
     }
-    assert domain.usages_from_allocations(allocations) == {
+    assert providers.usages_from_allocations(allocations) == {
         'VGPU': 3, 'CUSTOM_OTHER': 1}
-    assert domain.consumers_of(allocations, 'VGPU') == [
+    assert providers.consumers_of(allocations, 'VGPU') == [
         {'consumer': 'a', 'resource_class': 'VGPU', 'amount': 2},
         {'consumer': 'b', 'resource_class': 'VGPU', 'amount': 1}]
 
 
-CANDIDATES = domain.find_candidates(PROVIDERS)
+CANDIDATES = providers.find_candidates(PROVIDERS)
 
 
 @pytest.mark.parametrize('reference,uuid', [
@@ -203,12 +203,12 @@ CANDIDATES = domain.find_candidates(PROVIDERS)
     ('mtty_mtty', 'm1'),
 ])
 def test_resolve_device(reference, uuid):
-    assert domain.resolve_device(reference, CANDIDATES).uuid == uuid
+    assert providers.resolve_device(reference, CANDIDATES).uuid == uuid
 
 
 def test_resolve_device_ambiguous_lists_matches():
-    with pytest.raises(domain.DeviceLookupError) as err:
-        domain.resolve_device('0000:84:00.0', CANDIDATES)
+    with pytest.raises(providers.DeviceLookupError) as err:
+        providers.resolve_device('0000:84:00.0', CANDIDATES)
     assert str(err.value) == (
         "'0000:84:00.0' matches 2 devices (compute2:0000:84:00.0, "
         "compute_1.example.com:0000:84:00.0); name one as HOST:PCI_ADDRESS.")
@@ -220,31 +220,31 @@ def test_resolve_device_ambiguous_lists_matches():
     ('r1', 'No mdev device matches'),
 ])
 def test_resolve_device_unknown(reference, message):
-    with pytest.raises(domain.DeviceLookupError, match=message):
-        domain.resolve_device(reference, CANDIDATES)
+    with pytest.raises(providers.DeviceLookupError, match=message):
+        providers.resolve_device(reference, CANDIDATES)
 
 
 @pytest.mark.parametrize('reference', [
     'compute2:0000:84:00', '0000:84:00', 'compute2:pci_0000_84', '84:00.9'])
 def test_resolve_device_malformed_address(reference):
     with pytest.raises(ValueError, match='0000:84:00.0'):
-        domain.resolve_device(reference, CANDIDATES)
+        providers.resolve_device(reference, CANDIDATES)
 
 
 def test_named_device_outside_the_options():
-    [candidate] = domain.find_candidates([
+    [candidate] = providers.find_candidates([
         {'uuid': 'r', 'name': 'h1', 'root_provider_uuid': 'r'},
         {'uuid': 'c', 'name': 'h1_pci_0000_84_00_0',
          'root_provider_uuid': 'r'}])
-    assert domain.outside_selection('x', candidate, ('h1',)) is None
-    outside = domain.outside_selection('x', candidate, ('h2', 'h3'))
+    assert providers.outside_selection('x', candidate, ('h1',)) is None
+    outside = providers.outside_selection('x', candidate, ('h2', 'h3'))
     assert (outside.reference, outside.selector, outside.value,
-            outside.wanted) == ('x', domain.BY_HOST, 'h1', ('h2', 'h3'))
-    device = domain.build_devices(
+            outside.wanted) == ('x', providers.BY_HOST, 'h1', ('h2', 'h3'))
+    device = providers.build_devices(
         candidate, {'CUSTOM_MLX5': {'total': 4}}, 1, {})[0]
-    outside = domain.outside_selection('x', device, (), 'VGPU')
+    outside = providers.outside_selection('x', device, (), 'VGPU')
     assert (outside.selector, outside.value, outside.wanted) == (
-        domain.BY_RESOURCE_CLASS, 'CUSTOM_MLX5', ('VGPU',))
+        providers.BY_RESOURCE_CLASS, 'CUSTOM_MLX5', ('VGPU',))
 
 
 SUMMARIES_BODY = {
@@ -262,15 +262,15 @@ SUMMARIES_BODY = {
 
 
 def test_parse_summaries():
-    summaries = domain.parse_summaries(SUMMARIES_BODY)
+    summaries = providers.parse_summaries(SUMMARIES_BODY)
     assert summaries['g1'].resources == {'VGPU': (14, 3)}
     assert summaries['g1'].traits == ('CUSTOM_A', 'OWNER_NOVA')
-    assert domain.parse_summaries({'provider_summaries': {}}) == {}
+    assert providers.parse_summaries({'provider_summaries': {}}) == {}
 
 
 def test_devices_from_summary_without_inventories():
-    summary = domain.parse_summaries(SUMMARIES_BODY)['g1']
-    [device] = domain.devices_from_summary(_candidate(), summary)
+    summary = providers.parse_summaries(SUMMARIES_BODY)['g1']
+    [device] = providers.devices_from_summary(_candidate(), summary)
     assert device.inventory is None
     # Capacity is (total - reserved) x ratio as Placement computed it.
     assert (device.capacity, device.used, device.free) == (14, 3, 11)
@@ -279,30 +279,30 @@ def test_devices_from_summary_without_inventories():
 
 
 def test_devices_from_summary_with_inventories_matches_per_device_reads():
-    summary = domain.parse_summaries(SUMMARIES_BODY)['g1']
+    summary = providers.parse_summaries(SUMMARIES_BODY)['g1']
     inventories = {'VGPU': {'total': 8, 'reserved': 1, 'max_unit': 8,
                             'allocation_ratio': 2.0}}
-    [merged] = domain.devices_from_summary(
+    [merged] = providers.devices_from_summary(
         _candidate(), summary, inventories, generation=9)
-    [direct] = domain.build_devices(
+    [direct] = providers.build_devices(
         _candidate(), inventories, 9, {'VGPU': 3}, ['CUSTOM_A', 'OWNER_NOVA'])
     assert merged == direct
     assert merged.free == 11 and merged.inventory.total == 8
 
 
 def test_devices_from_summary_full_and_overcommitted():
-    full = domain.Summary(resources={'VGPU': (4, 4)}, traits=())
-    over = domain.Summary(resources={'VGPU': (4, 6)}, traits=())
-    assert domain.devices_from_summary(_candidate(), full)[0].free == 0
-    assert domain.devices_from_summary(_candidate(), over)[0].free == 0
+    full = providers.Summary(resources={'VGPU': (4, 4)}, traits=())
+    over = providers.Summary(resources={'VGPU': (4, 6)}, traits=())
+    assert providers.devices_from_summary(_candidate(), full)[0].free == 0
+    assert providers.devices_from_summary(_candidate(), over)[0].free == 0
 
 
 def test_devices_from_summary_inventories_win_on_class_change():
     # The class changed between the summaries and the inventories read.
-    summary = domain.Summary(resources={'VGPU': (4, 1)}, traits=())
-    [device] = domain.devices_from_summary(
+    summary = providers.Summary(resources={'VGPU': (4, 1)}, traits=())
+    [device] = providers.devices_from_summary(
         _candidate(), summary, {'CUSTOM_X': {'total': 2}}, generation=3)
     assert (device.resource_class, device.used, device.free) == (
         'CUSTOM_X', 0, 2)
-    assert domain.devices_from_summary(
-        _candidate(), domain.Summary({'FPGA': (1, 0)}, ())) == []
+    assert providers.devices_from_summary(
+        _candidate(), providers.Summary({'FPGA': (1, 0)}, ())) == []

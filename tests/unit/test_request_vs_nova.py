@@ -12,13 +12,13 @@
 
 """The one request builder against Nova's own code, field by field.
 
-Every row builds the request with ``resource_request.request_for``
+Every row builds the request with ``nova.scheduler.utils.request_for``
 and with Nova's ``ResourceRequest.from_request_spec`` from the same flavor,
 and compares every group (resources, required and forbidden traits) and
 the group policy; every extra spec is judged by ``nova_refuses`` and by
 Nova's API validators. Then each command's request (capacity, quota and
 metrics, migration check and plan, audit, flavor show and configure),
-built as its use case builds it from Nova's answers, is held against
+built as its feature builds it from Nova's answers, is held against
 Nova's request for the same flavor and server.
 """
 
@@ -238,7 +238,7 @@ def test_nova_refuses_what_novas_validators_refuse(validators, key, value):
 # -- each command's request against Nova's ---------------------------------
 #
 # The same flavor, and a server of it booted from an image or from a
-# volume, built the way each command's use case builds it, against
+# volume, built the way each command's feature builds it, against
 # Nova's own RequestSpec on the same inputs: its PCI requests
 # (get_pci_requests_from_flavor) and their groups with the controller's
 # [filter_scheduler] pci_in_placement on and off, the prefilters the
@@ -414,7 +414,8 @@ def ours(request):
 
 def capacity_request(specs, pci, is_bfv):
     """capacity --flavor, quota list --flavor, metrics --flavor
-    (``capacity.count``): the flavor's request, prefilters added.
+    (``features.capacity.reads.count``): the flavor's request, prefilters
+    added.
     """
     from osc_mdev.features.capacity import reads as capacity
     from osc_mdev.nova.scheduler import request_filter
@@ -425,7 +426,7 @@ def capacity_request(specs, pci, is_bfv):
 
 def migration_request(specs, pci, is_bfv):
     """migration check and plan: the server's request, prefilters added
-    (the ``check`` and ``plan`` use cases).
+    (``features.migration``'s ``check`` and ``plan``).
     """
     from osc_mdev.features.migration import reads as migration
     from osc_mdev.nova.scheduler import request_filter

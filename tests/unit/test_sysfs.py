@@ -11,7 +11,7 @@
 # under the License.
 
 """The sysfs reader on trees laid out as the kernel lays them out, and
-the host model it fills (``domain.host_gpus``): mdev parents and their
+the host model it fills (``host.gpus``): mdev parents and their
 types, PCI functions, SR-IOV vGPU GPUs with their VFs' ``nvidia/`` files
 in both layouts, and mdevs.
 """

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What the bulk reads tell of unit rules (domain.units)."""
+"""What the bulk reads tell of unit rules (``cloud.units``)."""
 
 from osc_mdev.cloud import units
 

@@ -12,7 +12,7 @@
 
 """What Nova, Placement and the flavors disagree on, for mdev devices.
 
-Pure checks over data already read (``usecases.audit`` reads it): each
+Pure checks over data already read (``features.audit.reads`` reads it): each
 check function takes that data and answers a list of ``Finding``; a
 finding that ``--fix`` can repair carries the repair (``RemoveAllocations``
 or ``AddTrait``). Nothing here touches the network.
@@ -251,7 +251,7 @@ def orphaned_allocations(allocations: Collection[alloc_model.MdevAllocation],
 def server_request(server: nova_servers.Server,
                    pci_config: pci_rules.PciConfig | None = None
                    ) -> rr.Request | None:
-    """The request Nova builds for the server (``resource_request
+    """The request Nova builds for the server (``nova.scheduler.utils
     .request_for`` of its embedded flavor, the copy Nova keeps with the
     server, ``flavor`` from microversion 2.47, and of its boot from
     volume); its PCI alias devices only with ``pci_config`` (the
@@ -566,7 +566,7 @@ def note_provider_configs(
         files: Mapping[str, Iterable[provider_config.Entry]]
 ) -> list[Finding]:
     """The ``lost-trait`` findings of hosts with a provider config file
-    (``files``: ``{host: [domain.provider_config.Entry]}``), each saying
+    (``files``: ``{host: [nova.compute.provider_config.Entry]}``), each saying
     what the file does about the lost trait.
     """
     noted = []
@@ -660,7 +660,7 @@ def flavor_requests(flavor_list: Iterable[nova_servers.Flavor],
                     classes: Iterable[str],
                     pci_config: pci_rules.PciConfig | None = None
                     ) -> dict[str, rr.Request]:
-    """``{flavor id: resource_request.Request}`` of the enabled flavors the
+    """``{flavor id: nova.scheduler.utils.Request}`` of the enabled flavors the
     ``unschedulable-flavor`` check judges, built from their extra specs as
     ``openstack mdev capacity --flavor`` builds them: those asking for an
     mdev class in ``classes`` (VGPU and the classes the devices have). A
@@ -695,9 +695,10 @@ def unschedulable_flavors(flavor_list: Sequence[nova_servers.Flavor],
                           ) -> list[Finding]:
     """``unschedulable-flavor``: flavors whose mdev request no device in
     the cloud can serve even when nothing is used (the capacity explainer
-    on ``trees``, the compute node trees of ``usecases.capacity``: no device
-    of the class, none with a required trait, all with a forbidden one,
-    too small, disabled compute services), or that ask for a resource
+    on ``trees``, the compute node trees of ``features.capacity.reads``:
+    no device of the class, none with a required trait, all with a
+    forbidden one, too small, disabled compute services), or that ask
+    for a resource
     class Placement does not have (``missing_classes``). The message
     gives the explainer's reason and smallest change. Disabled flavors
     are left out; a full cloud is no finding. With ``pci_config`` (the

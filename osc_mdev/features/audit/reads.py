@@ -24,7 +24,7 @@ when some exist, Nova's migration list. For the flavors, the compute
 node trees are read as ``mdev capacity`` reads them (one allocation
 candidates request and one ``?resources=`` listing per distinct amount
 the flavors ask). The checks themselves are the pure functions of
-``domain.audit``.
+``features.audit.checks``.
 """
 
 from collections.abc import Callable
@@ -47,7 +47,7 @@ from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.features.audit import checks as domain
+from osc_mdev.features.audit import checks as checks
 from osc_mdev.features.capacity import reads as capacity_reads
 from osc_mdev.features.trait import provider_files
 from osc_mdev.features.trait import writes as trait_writes
@@ -71,7 +71,7 @@ class Snapshot:
     allocations: list[alloc_logic.MdevAllocation]
     servers: list[nova_servers.Server] | None  # None: Nova's list failed
     nova_error: str | None
-    facts: dict[str, domain.ConsumerFacts]
+    facts: dict[str, checks.ConsumerFacts]
     flavors: list[nova_servers.Flavor] | None
     missing_classes: tuple[str, ...]
     hosts: frozenset[str]         # the compute nodes audited
@@ -163,8 +163,8 @@ def read(placement: placement_client.PlacementClient,
 
     ``hosts`` (and ``conf_hosts``, the hosts of --compute-conf files) must
     be compute nodes in Placement. ``pci_config``: the controller's
-    ``[pci]`` (``pci.PciConfig``), with which flavors asking for PCI
-    devices are judged too; None when not given.
+    ``[pci]`` (``nova.pci.config.PciConfig``), with which flavors asking
+    for PCI devices are judged too; None when not given.
     """
     provider_list = placement.list_providers()
     device_reads.check_hosts(provider_list, set(hosts) | set(conf_hosts))
@@ -191,7 +191,7 @@ def read(placement: placement_client.PlacementClient,
     services = [] if isinstance(listed.services, _Failed) \
         else listed.services
 
-    facts: dict[str, domain.ConsumerFacts] = {}
+    facts: dict[str, checks.ConsumerFacts] = {}
     elsewhere: list[alloc_logic.MdevAllocation] = []
     if servers is not None:
         known = {s.id for s in servers}
@@ -208,8 +208,8 @@ def read(placement: placement_client.PlacementClient,
     trees: list[capacity_logic.Host] = []
     if flavor_list:
         known = {names.VGPU} | {d.resource_class for d in devices}
-        asked = domain.unknown_classes(flavor_list, known)
-        requests = list(domain.flavor_requests(
+        asked = checks.unknown_classes(flavor_list, known)
+        requests = list(checks.flavor_requests(
             flavor_list, known, pci_config).values())
         reads: dict[tuple[str, ...], Callable[[], typing.Any]] = {
             ('class', rc): functools.partial(
@@ -292,11 +292,11 @@ def _allocations_elsewhere(placement: placement_client.PlacementClient,
         held[alloc.consumer] = held.get(alloc.consumer, 0) + alloc.amount
 
     def asks(server: nova_servers.Server) -> int:
-        request = domain.server_request(server)
+        request = checks.server_request(server)
         return sum(request.device_amounts().values()) if request else 0
 
     suspects = [s.id for s in servers
-                if s.node in hosts and domain.settled(s)
+                if s.node in hosts and checks.settled(s)
                 and asks(s) > held.get(s.id, 0)]
     extra: list[alloc_logic.MdevAllocation] = []
     for server_id, allocations in zip(suspects, placement.map(
@@ -309,7 +309,7 @@ def _allocations_elsewhere(placement: placement_client.PlacementClient,
 def _consumer_facts(placement: placement_client.PlacementClient,
                     compute: compute_client.ComputeClient,
                     consumers: Sequence[str]
-                    ) -> dict[str, domain.ConsumerFacts]:
+                    ) -> dict[str, checks.ConsumerFacts]:
     """Ask Nova and Placement about consumers Nova's server list lacks."""
     if not consumers:
         return {}
@@ -322,7 +322,7 @@ def _consumer_facts(placement: placement_client.PlacementClient,
     calls['migrations', ] = _nova(compute.list_migrations)
     answers = pool.call_named(calls, placement.max_workers)
     migrations = answers['migrations', ]
-    facts: dict[str, domain.ConsumerFacts] = {}
+    facts: dict[str, checks.ConsumerFacts] = {}
     for consumer in consumers:
         lookup, record = answers['server', consumer], answers[
             'record', consumer]
@@ -332,7 +332,7 @@ def _consumer_facts(placement: placement_client.PlacementClient,
         else:
             migration = next((m for m in migrations
                               if m.get('uuid') == consumer), None)
-        facts[consumer] = domain.ConsumerFacts(lookup, migration, record)
+        facts[consumer] = checks.ConsumerFacts(lookup, migration, record)
     return facts
 
 
@@ -341,7 +341,7 @@ def audit(snapshot: Snapshot,
           flavors: bool = True, pci_config: pci.PciConfig | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           provider_configs: Mapping[str, list[provider_config.Entry]]
-          | None = None) -> list[domain.Finding]:
+          | None = None) -> list[checks.Finding]:
     """Every finding of the snapshot, sorted.
 
     ``prefix``: of the type traits (``--trait-prefix``), for lost-trait
@@ -364,21 +364,21 @@ def audit(snapshot: Snapshot,
     pci_allocations = [a for a in snapshot.allocations
                        if a.kind == providers.PCI] if pci_config is not None \
         else []
-    found: list[domain.Finding] = []
+    found: list[checks.Finding] = []
     if snapshot.nova_error:
-        skipped = [domain.UNSCHEDULABLE_FLAVOR] if flavors else []
+        skipped = [checks.UNSCHEDULABLE_FLAVOR] if flavors else []
         if snapshot.servers is None:
-            skipped[:0] = [domain.ORPHANED_ALLOCATION,
-                           domain.MISSING_ALLOCATION, domain.NODE_MISMATCH]
-        found.append(domain.Finding(
-            domain.ERROR, check=domain.NOVA_UNREACHABLE,
+            skipped[:0] = [checks.ORPHANED_ALLOCATION,
+                           checks.MISSING_ALLOCATION, checks.NODE_MISMATCH]
+        found.append(checks.Finding(
+            checks.ERROR, check=checks.NOVA_UNREACHABLE,
             message='Nova could not be read (%s), so %s %s not checked; '
                     'run the audit again when Nova answers.'
                     % (snapshot.nova_error.rstrip('.'), ', '.join(skipped),
                        'was' if len(skipped) == 1 else 'were')))
     if snapshot.servers is not None:
         servers = {s.id: s for s in snapshot.servers}
-        found += domain.orphaned_allocations(
+        found += checks.orphaned_allocations(
             snapshot.allocations, servers, snapshot.facts)
         hosts = snapshot.hosts
         consumers = {a.consumer for a in mdev_allocations}
@@ -386,29 +386,29 @@ def audit(snapshot: Snapshot,
                 if s.node in hosts or s.id in consumers]
         classes = {names.VGPU} | {d.resource_class for d in mdev_devices}
         theirs = mdev_allocations + snapshot.elsewhere
-        found += domain.missing_allocations(
+        found += checks.missing_allocations(
             mine, theirs + pci_allocations, classes, pci_config)
-        found += domain.node_mismatches(mine, theirs)
-    found += domain.over_capacity(snapshot.devices, snapshot.allocations)
-    traits = domain.trait_findings(mdev_devices, confs, prefix)
+        found += checks.node_mismatches(mine, theirs)
+    found += checks.over_capacity(snapshot.devices, snapshot.allocations)
+    traits = checks.trait_findings(mdev_devices, confs, prefix)
     if provider_configs:
-        traits = domain.note_provider_configs(traits, provider_configs)
-        traits += domain.provider_config_findings(
+        traits = checks.note_provider_configs(traits, provider_configs)
+        traits += checks.provider_config_findings(
             mdev_devices, provider_configs, traits, prefix)
     found += traits
     if flavors and snapshot.flavors is not None:
-        found += domain.unschedulable_flavors(
+        found += checks.unschedulable_flavors(
             snapshot.flavors, snapshot.trees, snapshot.missing_classes,
             pci_config)
     if pci_config is None:
         hosts = snapshot.hosts
-        note = domain.pci_alias_unchecked(
+        note = checks.pci_alias_unchecked(
             [s for s in snapshot.servers or ()
-             if s.node in hosts and domain.settled(s)],
+             if s.node in hosts and checks.settled(s)],
             snapshot.flavors if flavors else None)
         if note is not None:
             found.append(note)
-    return sorted(found, key=domain.sort_key)
+    return sorted(found, key=checks.sort_key)
 
 
 def provider_config_files(values: Iterable[tuple[str | None, str]],
@@ -454,13 +454,13 @@ def provider_config_files(values: Iterable[tuple[str | None, str]],
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    repair: domain.RemoveAllocations | domain.AddTrait
+    repair: checks.RemoveAllocations | checks.AddTrait
     result: str
     failed: bool = False
 
 
 def _remove(placement: placement_client.PlacementClient,
-            repair: domain.RemoveAllocations, dry_run: bool) -> Outcome:
+            repair: checks.RemoveAllocations, dry_run: bool) -> Outcome:
     if dry_run:
         return Outcome(repair, 'would remove its allocations (consumer '
                        'generation %s)' % repair.generation)
@@ -488,22 +488,22 @@ def _remove(placement: placement_client.PlacementClient,
 
 
 def fix(placement: placement_client.PlacementClient,
-        repairs: Sequence[domain.RemoveAllocations | domain.AddTrait],
+        repairs: Sequence[checks.RemoveAllocations | checks.AddTrait],
         dry_run: bool = False) -> dict[tuple[str, ...], Outcome]:
-    """Apply ``repairs``; ``{domain.repair_key(r): Outcome}``.
+    """Apply ``repairs``; ``{checks.repair_key(r): Outcome}``.
 
     Orphaned allocations: one generation-guarded PUT per consumer. Lost
     traits: the safe trait writer (read-modify-write with the provider
     generation, other traits kept), custom traits created first.
     """
-    removals = [r for r in repairs if isinstance(r, domain.RemoveAllocations)]
-    additions = [r for r in repairs if isinstance(r, domain.AddTrait)]
+    removals = [r for r in repairs if isinstance(r, checks.RemoveAllocations)]
+    additions = [r for r in repairs if isinstance(r, checks.AddTrait)]
     if additions and not dry_run:
         trait_writes.create_custom(placement, {r.trait for r in additions})
     plans = [trait_logic.DevicePlan(r.device, add=(r.trait,))
              for r in additions]
     calls: dict[tuple[str, ...], Callable[[], typing.Any]] = {
-        domain.repair_key(r): functools.partial(_remove, placement, r,
+        checks.repair_key(r): functools.partial(_remove, placement, r,
                                                 dry_run)
         for r in removals}
     calls['traits', ] = lambda: trait_writes.apply(placement, plans,
@@ -512,6 +512,6 @@ def fix(placement: placement_client.PlacementClient,
     written_traits = answers.pop(('traits', ))
     outcomes: dict[tuple[str, ...], Outcome] = answers
     for repair, written in zip(additions, written_traits):
-        outcomes[domain.repair_key(repair)] = Outcome(
+        outcomes[checks.repair_key(repair)] = Outcome(
             repair, written.result, written.failed)
     return outcomes

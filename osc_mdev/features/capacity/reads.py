@@ -60,7 +60,7 @@ from osc_mdev.base import errors
 from osc_mdev.base import words
 from osc_mdev.cloud import allocation_candidates
 from osc_mdev.cloud import explanation
-from osc_mdev.cloud import fit as domain
+from osc_mdev.cloud import fit as fit
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import multicreate
 from osc_mdev.cloud import payloads as nova_payloads
@@ -121,7 +121,7 @@ def read_flavor(placement: PlacementClient, compute: ComputeClient | None,
                 flavor: str | None, hosts: Iterable[str] = (),
                 request: rr.Request | None = None) -> FirstReads:
     """The FirstReads of a count, read at once: the flavor (a
-    ``servers.Flavor``, None without ``flavor``) and the provider
+    ``nova.objects.Flavor``, None without ``flavor``) and the provider
     listing, and with them, in the same round, the requests of
     ``read_hosts`` that do not depend on the flavor: the allocation
     candidates every count starts from and, for a bare ``request`` (no
@@ -156,7 +156,7 @@ def read_hosts(placement: PlacementClient,
                request: rr.Request | list[rr.Request], listing: list[dict],
                services: Iterable[dict] = (), hosts: Iterable[str] = (),
                need_roots: bool = True, early: dict | None = None
-               ) -> list[domain.Host]:
+               ) -> list[fit.Host]:
     """The compute node trees ``request`` is counted on.
 
     ``request`` may be a list of requests: the trees then serve each of
@@ -206,9 +206,9 @@ def read_hosts(placement: PlacementClient,
     asked = _asked(requests)
     disabled = _disabled(services, [roots[u]['name'] for u in wanted_roots])
 
-    def trees() -> list[domain.Host]:
+    def trees() -> list[fit.Host]:
         def provider(uuid: str, name: str,
-                     device: str = '') -> domain.Provider | None:
+                     device: str = '') -> fit.Provider | None:
             if uuid in details:
                 return _from_details(uuid, name, details[uuid], device)
             if uuid in summaries:
@@ -224,9 +224,9 @@ def read_hosts(placement: PlacementClient,
 
 
 def _settle(placement: PlacementClient, requests: Sequence[rr.Request],
-            trees: Callable[[], list[domain.Host]], known: units.Known,
+            trees: Callable[[], list[fit.Host]], known: units.Known,
             exact: Collection[str], free: units.Free,
-            asked: Mapping[str, Collection[int]]) -> list[domain.Host]:
+            asked: Mapping[str, Collection[int]]) -> list[fit.Host]:
     """``trees()`` once ``known`` tells every unit rule that decides a
     count (``_doubts``): the listings of ``_probes`` first, then, where
     fewer providers than listings are in doubt, their own inventories.
@@ -288,7 +288,7 @@ def _asked(requests: Iterable[rr.Request]) -> dict[str, set[int]]:
 Doubt = tuple[str, str, int]    # (provider uuid, class, amount)
 
 
-def _doubts(requests: Iterable[rr.Request], trees: Iterable[domain.Host],
+def _doubts(requests: Iterable[rr.Request], trees: Iterable[fit.Host],
             known: units.Known, exact: Collection[str]) -> set[Doubt]:
     """The amounts whose units decide a count and no read told: of a
     provider with room for them, in a tree where a server of the request
@@ -299,7 +299,7 @@ def _doubts(requests: Iterable[rr.Request], trees: Iterable[domain.Host],
     for request in requests:
         pairs = {(rc, n) for g in request.groups for rc, n in g.resources}
         for host in trees:
-            if domain.place(request, host) is None:
+            if fit.place(request, host) is None:
                 continue
             for p in host.providers:
                 if p.uuid in exact:
@@ -362,15 +362,15 @@ def _probes(requests: Iterable[rr.Request], doubts: Collection[Doubt],
     return probes
 
 
-def _trees(provider: typing.Callable[..., domain.Provider | None],
+def _trees(provider: typing.Callable[..., fit.Provider | None],
            children: list[providers.Candidate],
            roots: list[tuple[str, str]], disabled: set[str],
-           need_roots: bool) -> list[domain.Host]:
+           need_roots: bool) -> list[fit.Host]:
     """The compute node trees of ``roots`` (``[(uuid, name)]``) with
     the ``children`` that are devices, by name; ``provider(uuid, name,
     device)`` is the provider as read (None when it is gone).
     """
-    by_root: dict[str, list[domain.Provider]] = {}
+    by_root: dict[str, list[fit.Provider]] = {}
     for candidate in children:
         found = provider(candidate.uuid, candidate.name, candidate.device)
         if found is not None and candidate.kind == providers.PCI and (
@@ -386,7 +386,7 @@ def _trees(provider: typing.Callable[..., domain.Provider | None],
             continue
         if not root.inventories and not devices:
             continue  # not a compute node (a sharing provider, say)
-        result.append(domain.Host(
+        result.append(fit.Host(
             root.name, root, tuple(sorted(devices, key=lambda p: p.device)),
             disabled=root.name in disabled))
     return sorted(result, key=lambda h: h.name)
@@ -411,11 +411,11 @@ def _amounts(requests: Iterable[rr.Request]) -> list[dict[str, int]]:
 
 
 def _from_details(uuid: str, name: str, info: Mapping[str, typing.Any],
-                  device: str) -> domain.Provider:
+                  device: str) -> fit.Provider:
     _, inventories = info['inventories']
-    return domain.Provider(
+    return fit.Provider(
         uuid=uuid, name=name,
-        inventories={rc: domain.Inventory.from_api(inv)
+        inventories={rc: fit.Inventory.from_api(inv)
                      for rc, inv in inventories.items()},
         usages=dict(info.get('usages') or {}),
         traits=frozenset(info.get('traits') or ()),
@@ -424,7 +424,7 @@ def _from_details(uuid: str, name: str, info: Mapping[str, typing.Any],
 
 def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
                   device: str, asked: Mapping[str, Collection[int]],
-                  known: units.Known) -> domain.Provider:
+                  known: units.Known) -> fit.Provider:
     """A provider from its allocation candidate summary.
 
     Summaries carry capacity ((total - reserved) x ratio) and used, not
@@ -433,9 +433,9 @@ def _from_summary(uuid: str, name: str, summary: Mapping[str, typing.Any],
     ``_doubts``).
     """
     resources = summary.get('resources') or {}
-    return domain.Provider(
+    return fit.Provider(
         uuid=uuid, name=name,
-        inventories={rc: domain.Inventory(
+        inventories={rc: fit.Inventory(
             total=info['capacity'], max_unit=info['capacity'],
             refused=frozenset(
                 n for n in asked.get(rc, ())
@@ -462,7 +462,7 @@ def read_candidates(placement: PlacementClient, request: rr.Request
 
 def check_flavor_request(request: rr.Request) -> None:
     """``errors.Invalid`` for a request Nova's scheduler refuses
-    (``resource_request.check_request``).
+    (``nova.scheduler.utils.check_request``).
     """
     try:
         rr.check_request(request)
@@ -485,7 +485,7 @@ class Counted:
     """The servers of a request that fit, per host, and why not."""
 
     request: rr.Request     # prefilters added
-    per_host: list[domain.HostCapacity]     # by host
+    per_host: list[fit.HostCapacity]     # by host
     steps: list[explanation.Step] | None = None  # when explained
     fix: str | None = None      # the explainer's smallest change
     one_request: OneRequest | None = None
@@ -499,7 +499,7 @@ def request_of(flavor: servers.Flavor,
                pci_config: pci_rules.PciConfig | None = None,
                booted_from_volume: bool = False) -> rr.Request:
     """The request Nova builds for a server of ``flavor``
-    (``resource_request.request_for``), for a count: its PCI alias
+    (``nova.scheduler.utils.request_for``), for a count: its PCI alias
     devices need ``pci_config``, the PciConfig of the controller's
     nova.conf. ``errors.Invalid`` when they cannot be known or Nova
     refuses them; a warning when Nova asks Placement nothing for them
@@ -548,8 +548,8 @@ def count(placement: PlacementClient, compute: ComputeClient | None,
     trees = read_hosts(placement, request, read.listing, read.services,
                        hosts, need_roots=not bare, early=read.early)
     request = request_filter.process_reqspec(
-        request, owner_nova=domain.owner_nova_in_effect(trees))
-    counted = Counted(request, domain.capacity(request, trees))
+        request, owner_nova=fit.owner_nova_in_effect(trees))
+    counted = Counted(request, fit.capacity(request, trees))
     if explain:
         counted.steps, counted.fix = explanation.explain(request, trees)
         return counted
@@ -634,10 +634,10 @@ def count_flavors(placement: PlacementClient, compute: ComputeClient,
         trees = read_hosts(placement, list(requests.values()),
                            answers[LISTING], answers[SERVICES],
                            early={ANCHOR: answers[ANCHOR], KNOWN: known})
-        owner_nova = domain.owner_nova_in_effect(trees)
+        owner_nova = fit.owner_nova_in_effect(trees)
         for ref, request in requests.items():
             request = request_filter.process_reqspec(
                 request, owner_nova=owner_nova)
-            result[ref] = sum(h.fits for h in domain.capacity(request,
-                                                              trees))
+            result[ref] = sum(h.fits for h in fit.capacity(request,
+                                                           trees))
     return {ref: result[ref] for ref in flavors}

@@ -34,7 +34,7 @@ from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.capacity import reads as capacity_reads
-from osc_mdev.features.flavor import specs as domain
+from osc_mdev.features.flavor import specs as spec_rules
 from osc_mdev.nova import names
 from osc_mdev.nova import objects as servers
 from osc_mdev.nova.scheduler import request_filter
@@ -56,7 +56,7 @@ class Configured:
     """What ``configure`` planned and what became of each key."""
 
     flavor: servers.Flavor
-    changes: list[domain.SpecChange]    # sorted by key
+    changes: list[spec_rules.SpecChange]    # sorted by key
     outcomes: dict[str, str]  # key: added/changed/removed/unchanged/
     #                           failed/not written
     error: str | None = None  # the first failed request's message
@@ -161,14 +161,14 @@ def configure(compute: ComputeClient, placement: PlacementClient,
               reference: str, request: rr.Request | None,
               validate: bool = True, dry_run: bool = False,
               isolate_others: bool = False,
-              pci: domain.PciRequest | None = None,
+              pci: spec_rules.PciRequest | None = None,
               pci_config: pci_rules.PciConfig | None = None) -> Configured:
     """Check the device request against the cloud and write it onto the
     flavor.
 
-    ``request``: the mdev request (a ``resource_request.Request`` of
+    ``request``: the mdev request (a ``nova.scheduler.utils.Request`` of
     ``bare_request``) or None; ``pci``: the PCI request
-    (domain.PciRequest) or None; at least one is given, and the keys of
+    (spec_rules.PciRequest) or None; at least one is given, and the keys of
     an earlier request of the other kind are removed unless both are
     given. ``pci_config``: the controller's ``[pci]`` (its aliases, and
     whether the scheduler asks Placement for them); None: not known,
@@ -178,9 +178,9 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     (unnumbered, numbered or named group). The flavor's extra specs that
     result are checked as a whole before anything is written: no key
     Nova's API refuses, and (``validate``) the request Nova builds from
-    them (``resource_request.request_for``) can be served by
+    them (``nova.scheduler.utils.request_for``) can be served by
     some host, judged by the capacity engine; stale mdev keys go
-    (``domain.stale_keys``). Writes: one request sets every new key
+    (``spec_rules.stale_keys``). Writes: one request sets every new key
     (Nova saves them together), then each removed key is deleted; after
     a failure the extra specs are read back, so each key's result says
     what the flavor really holds.
@@ -190,13 +190,13 @@ def configure(compute: ComputeClient, placement: PlacementClient,
     carried, known = _known_traits(placement, request, current, validate)
     to_set, to_delete, changes = _plan_request(
         current, request, trees, carried, known, isolate_others)
-    pci_set, pci_delete, pci_changes = domain.plan_pci(current, pci)
-    after = domain.resulting(current, {**to_set, **pci_set},
-                             to_delete + pci_delete)
+    pci_set, pci_delete, pci_changes = spec_rules.plan_pci(current, pci)
+    after = spec_rules.resulting(current, {**to_set, **pci_set},
+                                 to_delete + pci_delete)
     _check_result(flavor, after, request, trees, carried, known, validate)
     if pci is not None:
         note = check_pci(placement, pci, pci_config,
-                         after.get(domain.GROUP_POLICY), validate)
+                         after.get(spec_rules.GROUP_POLICY), validate)
         pci_changes = [dataclasses.replace(c, note=note)
                        for c in pci_changes]
     to_set.update(pci_set)
@@ -207,8 +207,8 @@ def configure(compute: ComputeClient, placement: PlacementClient,
                           {c.key: c.action for c in changes})
     written = _write(compute, flavor.id, to_set, to_delete)
     return Configured(flavor, changes, {
-        c.key: domain.write_result(c, c.key in written.attempted,
-                                   written.error is not None, written.now)
+        c.key: spec_rules.write_result(c, c.key in written.attempted,
+                                       written.error is not None, written.now)
         for c in changes}, written.error)
 
 
@@ -251,19 +251,19 @@ def _plan_request(current: dict[str, str], request: rr.Request | None,
                   trees: list[capacity_logic.Host], carried: set[str],
                   known: set[str], isolate_others: bool
                   ) -> tuple[dict[str, str], list[str], list]:
-    """``(keys to set, keys to delete, [domain.SpecChange])`` of the mdev
+    """``(keys to set, keys to delete, [spec_rules.SpecChange])`` of the mdev
     request: the earlier one replaced wherever the flavor writes it, or
     removed when there is no new one.
     """
     mdev_classes = _mdev_classes(trees)
     device_traits = _cloud_traits(trees)
     if not request:
-        to_delete, changes = domain.plan_without_mdev(
+        to_delete, changes = spec_rules.plan_without_mdev(
             current, mdev_classes, device_traits, carried, known)
         return {}, to_delete, changes
     device_traits |= {t for g in request.groups
                       for t in g.required | g.forbidden}
-    others = domain.isolate_reaches_others(
+    others = spec_rules.isolate_reaches_others(
         current, request, mdev_classes, device_traits, carried, known)
     if others and not isolate_others:
         raise errors.Refused(
@@ -273,8 +273,8 @@ def _plan_request(current: dict[str, str], request: rr.Request | None,
             % (errors.given('spread'), ', '.join(others),
                errors.given('isolate_others')),
             parameter='isolate_others', groups=list(others))
-    return domain.plan(current, request, mdev_classes, device_traits,
-                       carried, known)
+    return spec_rules.plan(current, request, mdev_classes, device_traits,
+                           carried, known)
 
 
 def _check_result(flavor: servers.Flavor, after: dict[str, str],
@@ -285,7 +285,7 @@ def _check_result(flavor: servers.Flavor, after: dict[str, str],
     written: no key Nova's API refuses and (``validate``, with an mdev
     request) some host can serve the request Nova builds from them.
     """
-    refused = domain.refused(after)
+    refused = spec_rules.refused(after)
     if refused:
         raise errors.Refused(
             "Flavor %s: %s; correct or remove it with 'openstack flavor "
@@ -293,7 +293,7 @@ def _check_result(flavor: servers.Flavor, after: dict[str, str],
             "again." % (flavor.name, refused), flavor=flavor.name,
             problem=refused)
     if validate and request:
-        problem = domain.can_never_serve(
+        problem = spec_rules.can_never_serve(
             rr.request_for(dataclasses.replace(flavor, extra_specs=after)),
             trees, carried, known)
         if problem:
@@ -303,7 +303,7 @@ def _check_result(flavor: servers.Flavor, after: dict[str, str],
                 flavor=flavor.name, problem=problem)
 
 
-def check_pci(placement: PlacementClient, pci: domain.PciRequest,
+def check_pci(placement: PlacementClient, pci: spec_rules.PciRequest,
               pci_config: pci_rules.PciConfig | None,
               group_policy: str | None, validate: bool = True) -> str:
     """Check a PCI request against the alias definitions and Placement.
@@ -357,7 +357,7 @@ def check_pci(placement: PlacementClient, pci: domain.PciRequest,
             'use %s to configure it anyway.'
             % (', '.join(unknown_traits), NO_VALIDATE),
             traits=unknown_traits)
-    queries = [domain.pci_query(a.request_groups(count), group_policy)
+    queries = [spec_rules.pci_query(a.request_groups(count), group_policy)
                for _, count, a in wanted]
     answers = placement.map(placement.allocation_candidates, queries)
     for (name, count, alias), answer in zip(wanted, answers):
@@ -441,15 +441,16 @@ def show(compute: ComputeClient, placement: PlacementClient,
         [lambda: placement.traits_among(named, associated=True),
          lambda: placement.traits_among(named)], placement.max_workers)
     mdev_classes = _mdev_classes(trees)
-    managed = domain.managed_keys(specs, mdev_classes, _cloud_traits(trees))
-    managed |= set(domain.stale_keys(specs, carried, known))
-    managed |= {domain.ALIAS_KEY} & set(specs)
+    managed = spec_rules.managed_keys(specs, mdev_classes,
+                                      _cloud_traits(trees))
+    managed |= set(spec_rules.stale_keys(specs, carried, known))
+    managed |= {spec_rules.ALIAS_KEY} & set(specs)
     shown = {k: v for k, v in sorted(specs.items()) if k in managed}
-    problems = [domain.refused(specs)]
+    problems = [spec_rules.refused(specs)]
     if not request.describe_devices():
         return FlavorView(flavor, request, shown, [], None,
                           '; '.join(p for p in problems if p))
-    problems.append(domain.can_never_serve(request, trees, carried, known))
+    problems.append(spec_rules.can_never_serve(request, trees, carried, known))
     devices, fits = [], 0
     if not problems[-1]:
         prefiltered = request_filter.process_reqspec(

@@ -12,11 +12,11 @@
 
 """Flavor extra specs that ask Placement for devices: the writes.
 
-Pure logic: turn a device request (``resource_request.Request``) into
+Pure logic: turn a device request (``nova.scheduler.utils.Request``) into
 extra specs, find the keys of the request a flavor already has (in any
-group, by the one key parser of ``resource_request``), and plan the
+group, by the one key parser of ``nova.scheduler.utils``), and plan the
 change from one to the other. Reading a flavor's request and judging
-whether the cloud can serve it is ``resource_request`` and ``capacity``.
+whether the cloud can serve it is ``nova.scheduler.utils`` and ``cloud.fit``.
 """
 
 from collections.abc import Collection
@@ -43,7 +43,7 @@ Specs = Mapping[str, str]
 def to_extra_specs(request: rr.Request,
                    used_groups: Container[str] = ()) -> dict[str, str]:
     """The extra specs that make Nova ask Placement for ``request`` (a
-    ``resource_request.Request`` of device groups, as ``bare_request``
+    ``nova.scheduler.utils.Request`` of device groups, as ``bare_request``
     builds it).
 
     The unnumbered group is written as ``resources:``; numbered groups
@@ -273,11 +273,11 @@ def can_never_serve(request: rr.Request, trees: Sequence[fit.Host],
                     carried: Container[str],
                     known: Iterable[str]) -> str | None:
     """Why Placement can never serve ``request`` (a flavor's, as
-    ``resource_request.request_for`` builds it) on ``trees`` (the
-    compute node trees of ``capacity``), or None: a trait that does not
-    exist in Placement (``known``: it refuses the request), a required
-    trait no provider has (``carried``), or the capacity explainer's
-    reason (``explanation.unschedulable_reason``).
+    ``nova.scheduler.utils.request_for`` builds it) on ``trees`` (the
+    compute node trees of ``features.capacity.reads``), or None: a trait
+    that does not exist in Placement (``known``: it refuses the request),
+    a required trait no provider has (``carried``), or the capacity
+    explainer's reason (``explanation.unschedulable_reason``).
     """
     named = {t for g in request.groups for t in g.required | g.forbidden}
     unknown = sorted(named - set(known))
@@ -295,7 +295,7 @@ def can_never_serve(request: rr.Request, trees: Sequence[fit.Host],
 
 def refused(specs: Specs) -> str | None:
     """The first request extra spec of ``specs`` Nova's API refuses, as
-    one sentence, or None (``resource_request.nova_refuses``).
+    one sentence, or None (``nova.scheduler.utils.nova_refuses``).
     """
     found = rr.nova_refuses(specs)
     if not found:
@@ -375,7 +375,7 @@ def plan_without_mdev(current: Specs, mdev_classes: Iterable[str],
 def pci_query(groups: Iterable[tuple[Mapping[str, int], Collection[str]]],
               group_policy: str | None = None) -> str:
     """The allocation candidates query string for PCI request groups
-    (``pci_request.alias_request_groups``), one numbered group per device
+    (``nova.pci.request.alias_request_groups``), one numbered group per device
     as Nova asks, ``group_policy`` none unless the flavor says isolate.
     """
     import urllib.parse

@@ -24,8 +24,8 @@ the units and Nova's flavors (one listing) and services; with
 holding them are read as ``mdev allocation list`` reads
 them (``allocation.allocations_on``: one request per device in use, one
 server listing per compute node). The devices and the flavors run at
-once in the bounded pool; the text is ``domain.metrics``'s, the file is
-written by ``local.textfile``.
+once in the bounded pool; the text is ``features.metrics.families``'s,
+the file is written by ``local.textfile``.
 
 A run degrades instead of dying: a flavor that cannot be counted, a
 device whose reads fail (``PartialReads``) or the servers of the
@@ -52,7 +52,7 @@ from osc_mdev.base import words
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as device_reads
 from osc_mdev.features.capacity import reads as capacity
-from osc_mdev.features.metrics import families as domain
+from osc_mdev.features.metrics import families as families
 from osc_mdev.features.quota import reads as quota
 from osc_mdev.local import textfile
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
@@ -181,7 +181,7 @@ class Scrape:
     """
 
     text: str
-    reading: domain.Reading | None = None
+    reading: families.Reading | None = None
     error: str | None = None
     unknown_hosts: tuple[str, ...] = ()
 
@@ -281,8 +281,9 @@ def scrape(placement: 'placement_client.PlacementClient',
     ``confs``: ``{host: MdevConfig}`` of the computes' nova.conf, for the type
     labels; ``allocations``: also the allocations and their servers;
     ``identity`` (Keystone's client): also each project's GPU usage and
-    limit (``quota.metric_families``); ``pci_config`` and ``strategy``:
-    the controller's PCI aliases and ``[quota]`` (its nova.conf).
+    limit (``features.quota.reads.metric_families``); ``pci_config``
+    and ``strategy``: the controller's PCI aliases and ``[quota]`` (its
+    nova.conf).
     """
     flavors = list(dict.fromkeys(flavors))
     stamp = time.time()
@@ -314,11 +315,11 @@ def scrape(placement: 'placement_client.PlacementClient',
             if allocations and compute is not None else (None, {}, False))
     except Exception as exc:  # noqa: B902 - any failure is a failed run
         LOG.debug('Reading the cloud failed', exc_info=True)
-        return Scrape(domain.render(domain.failed(
+        return Scrape(families.render(families.failed(
             time.monotonic() - start, stamp)), error=str(exc) or repr(exc))
     counts = read.get('counts', {})
     projects = read.get('projects', [])
-    reading = domain.Reading(
+    reading = families.Reading(
         devices=devices, unread_devices=reads.unread_candidates(kinds),
         confs=confs or {},
         fits={f: n for f, n in counts.items() if not isinstance(n, _Unread)}
@@ -334,12 +335,12 @@ def scrape(placement: 'placement_client.PlacementClient',
                     projects.error.rstrip('.'))
         projects = []
     hosts = providers.hosts_of(reads.listed.values())
-    return Scrape(domain.render(domain.families(
+    return Scrape(families.render(families.families(
         reading, time.monotonic() - start, stamp) + projects), reading,
         unknown_hosts=tuple(sorted(set(reading.confs) - hosts)))
 
 
-def _warn(reading: domain.Reading, counts: dict,
+def _warn(reading: families.Reading, counts: dict,
           reads: PartialReads) -> None:
     """One warning per flavor and device that could not be read."""
     for flavor in reading.unread_flavors:

@@ -14,7 +14,7 @@
 that move them.
 
 The plan judges each server on each target as ``migration check`` does
-(``migration_verdict.judge``, strict about the devices' types) and takes
+(``verdict.judge``, strict about the devices' types) and takes
 the room each move uses away from the next; a server that cannot move
 gets the reasons of its targets and the smallest change that would let
 it fit (``explanation.smallest_fix`` on devices of its type). Pure

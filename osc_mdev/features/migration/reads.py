@@ -120,8 +120,8 @@ def _nodes(listing: list[dict], trees: list[capacity_logic.Host],
            hypervisors: list[nova_servers.Hypervisor],
            confs: dict[str, migration_model.Conf], prefix: str,
            names_wanted: Iterable[str]) -> dict[str, migration_model.Node]:
-    """``{node name: migration_model.Node}`` of the trees (and of wanted names
-    Placement has no tree for), with their device types.
+    """``{node name: features.migration.model.Node}`` of the trees (and
+    of wanted names Placement has no tree for), with their device types.
     """
     by_node = {h.node: h for h in hypervisors}
     nodedevs = {c.uuid: c.nodedev for c in providers.find_candidates(
@@ -249,7 +249,7 @@ def check(placement: placement_client.PlacementClient,
           targets: tuple[str, ...] = (), inputs: Inputs | None = None,
           prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
           ) -> tuple[migration_model.Server, list[migration_verdict.Verdict]]:
-    """``(server, [migration_verdict.Verdict])``: where the server
+    """``(server, [features.migration.verdict.Verdict])``: where the server
     ``reference`` names can move (``targets``: only there), best targets
     first, with the nova.conf files' ``inputs``.
     """
@@ -363,7 +363,7 @@ def plan(placement: placement_client.PlacementClient,
          inputs: Inputs | None = None,
          prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
          ) -> list[migration_plan.Move]:
-    """``[migration_plan.Move]``: where each server with devices on
+    """``[features.migration.plan.Move]``: where each server with devices on
     compute node ``host`` goes (``targets``: only there), jointly, with
     the nova.conf files' ``inputs``.
     """

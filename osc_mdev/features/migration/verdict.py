@@ -12,14 +12,14 @@
 
 """Whether a server can move, live and cold, to one target, and why not.
 
-``judge`` applies Nova's rules (``migration_rules``) in the order Nova
+``judge`` applies Nova's rules (``nova.migration``) in the order Nova
 applies them, so the first that fails is the reason Nova gives:
 
 1. the API: the server's state (``API.live_migrate`` / ``API.resize``);
 2. the conductor: the source's nova-compute is up;
 3. the scheduler: the server's request in the target's tree, disabled and
    down computes excluded (Placement and the ``ComputeFilter``), with
-   room on devices and root (the one fit engine of ``capacity``, its
+   room on devices and root (the one fit engine, ``cloud.fit``, its
    reasons from the explainer's kinds of steps);
 4. live only, the conductor: the target's hypervisor is not older
    (``_check_compatible_with_source_hypervisor``, unless its

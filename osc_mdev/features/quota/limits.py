@@ -188,7 +188,7 @@ def asks_for(extra_specs: Mapping[str, str], classes: set[str],
              pci: bool) -> bool:
     """Whether a flavor with ``extra_specs`` may hold ``classes``: a
     ``resources[S]:<class>`` key of one of them with an amount above 0
-    (``resource_request.spec_key``, Nova's reading of the keys), or, with
+    (``nova.scheduler.utils.spec_key``, Nova's reading of the keys), or, with
     ``pci`` (PCI-in-Placement classes among them), any
     ``pci_passthrough:alias``, whose classes only the controller's
     aliases tell.

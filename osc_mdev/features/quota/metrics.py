@@ -13,10 +13,11 @@
 """Each project's GPU usage and limit as Prometheus metrics (``openstack
 mdev metrics --quota``).
 
-Pure: the rows of ``quota list`` (``quota.QuotaRow``) in,
-``prometheus_client`` gauge families out, printed after the families of
-``domain.metrics``. Every metric emitted is named in ``FAMILIES``; the
-quota dashboard shipped in the docs queries only those.
+Pure: the rows of ``quota list`` (``features.quota.limits.QuotaRow``)
+in, ``prometheus_client`` gauge families out, printed after the families
+of ``features.metrics.families``. Every metric emitted is named in
+``FAMILIES``; the quota dashboard shipped in the docs queries only
+those.
 """
 
 from collections.abc import Mapping

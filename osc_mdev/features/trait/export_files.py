@@ -16,8 +16,8 @@ devices by provider name.
 
 What a file keeps of a device's traits (``exported_traits``), its YAML
 document and its text, checked before it is written by the rules
-nova-compute reads it with (``provider_config``). The use case writes it
-through ``osc_mdev.local``.
+nova-compute reads it with (``nova.compute.provider_config``).
+``features.trait.writes`` writes it through ``osc_mdev.local``.
 """
 
 from collections.abc import Collection

@@ -12,8 +12,8 @@
 
 """nova-compute's provider config files: read (``osc_mdev.local``), judged
 by Nova's rules and compared with a compute node's providers in Placement
-(``osc_mdev.nova.compute.provider_config`` and ``provider_config_merge``), and
-written by ``trait export`` (``provider_config_write``).
+(``nova.compute.provider_config`` and ``nova.compute.resource_tracker``),
+and written by ``trait export`` (``features.trait.export_files``).
 """
 
 from collections.abc import Iterable

@@ -23,8 +23,8 @@ Mirrors nova/compute/provider_config.py: each of its rules is one
 function below, named after the Nova code it mirrors;
 tests/unit/test_provider_config.py runs Nova's own functions on the same
 files. What nova-compute then does with the entries on its provider tree
-is ``provider_config_merge``'s; the files ``trait export`` writes are
-``provider_config_write``'s. Pure: texts in, entries and findings out.
+is ``nova.compute.resource_tracker``'s; the files ``trait export`` writes are
+``features.trait.export_files``'s. Pure: texts in, entries and findings out.
 """
 
 from collections.abc import Collection

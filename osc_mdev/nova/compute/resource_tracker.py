@@ -40,7 +40,7 @@ class TreeProvider:
     """A provider of the compute node's tree in Placement.
 
     ``kind`` is ``root`` for the compute node, ``mdev`` or ``pci`` for a
-    device (``domain.providers`` kinds), None for anything else.
+    device (``cloud.providers`` kinds), None for anything else.
     """
 
     uuid: str

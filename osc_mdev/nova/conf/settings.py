@@ -353,7 +353,7 @@ def shown(text: str) -> str:
     return ' '.join(text.split()) or '(empty)'
 
 
-# How oslo.config parses a value of each kind of ``nova_options.KINDS``.
+# How oslo.config parses a value of each kind of ``nova.conf.options.KINDS``.
 _PARSERS: dict[str, Callable[[str], typing.Any]] = {
     'bool': cfg.types.Boolean(), 'int': cfg.types.Integer(),
     'float': cfg.types.Float(), 'list': cfg.types.List(),
@@ -362,7 +362,7 @@ _PARSERS: dict[str, Callable[[str], typing.Any]] = {
 
 def same_value(kind: str, first: str, second: str) -> bool:
     """Whether oslo.config reads two written values of an option of this
-    kind (``nova_options.KINDS``: ``bool``, ``int``, ``float``,
+    kind (``nova.conf.options.KINDS``: ``bool``, ``int``, ``float``,
     ``list``, ``str``) as one value: ``yes`` and ``True``, ``07`` and
     ``7``, ``a,b`` and ``a, b``. Never for a value oslo.config refuses,
     nor for a multi option (it gathers the values of every name).

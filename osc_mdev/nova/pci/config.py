@@ -20,12 +20,12 @@ them to Placement, one provider per PCI or physical function named
 ``pci_passthrough:alias``; with ``[filter_scheduler] pci_in_placement``
 the scheduler asks Placement for it.
 
-The options are read by ``novaconf.parse_texts`` (oslo.config, with
+The options are read by ``nova.conf.settings.parse_texts`` (oslo.config, with
 their deprecated names); Nova's rules live in one module per Nova file,
 one function per rule naming the Nova function it mirrors:
-``pci_devspec`` (nova/pci/devspec.py: the device specs),
-``pci_request`` (nova/pci/request.py: the aliases and what a flavor
-asks) and ``pci_placement_translator``
+``nova.pci.devspec`` (nova/pci/devspec.py: the device specs),
+``nova.pci.request`` (nova/pci/request.py: the aliases and what a flavor
+asks) and ``nova.pci.placement_translator``
 (nova/compute/pci_placement_translator.py: what nova-compute reports to
 Placement). A ``PciConfig`` holds what they make of one set of files
 and is what every command that knows the controller's or a compute's
@@ -115,7 +115,7 @@ def _aliases(settings: novaconf.Settings, pci_in_placement: bool
 
 
 def pci_config(settings: novaconf.Settings) -> PciConfig:
-    """The PciConfig of parsed files (``novaconf.parse_texts``)."""
+    """The PciConfig of parsed files (``nova.conf.settings.parse_texts``)."""
     found: list[finding_model.Finding] = []
     report = bool(novaconf.checked(settings.pci['report_in_placement'],
                                    found, False))

@@ -17,7 +17,7 @@ Mirrors nova/pci/devspec.py (``PciDeviceSpec``, its address specs and
 its match) and the two functions of nova/pci/whitelist.py that use it
 (``Whitelist._parse_white_list_from_config`` reads an option value into
 specs, ``Whitelist.get_devspec`` picks a device's). What Nova reports to
-Placement of the devices a spec matches is ``pci_placement_translator``'s.
+Placement of the devices a spec matches is ``nova.pci.placement_translator``'s.
 """
 
 from collections.abc import Collection

@@ -18,7 +18,7 @@ Mirrors nova/pci/request.py (``get_alias_from_config`` and its checks,
 scheduler asks Placement for with ``[filter_scheduler]
 pci_in_placement``, ``RequestSpec.generate_request_groups_from_pci_requests``
 (nova/objects/request_spec.py), whose class and traits are
-``pci_placement_translator``'s.
+``nova.pci.placement_translator``'s.
 """
 
 from collections.abc import Iterable

@@ -17,7 +17,7 @@ calls ``request_for``, which builds the request groups in the named
 steps of Nova's ``ResourceRequest`` (nova/scheduler/utils.py), one
 function each, naming the Nova function it mirrors: the flavor's extra
 specs, its CPU pinning, the devices of its PCI aliases
-(``pci_request``), the flavor's own sizes with the boot-from-volume rule
+(``nova.pci.request``), the flavor's own sizes with the boot-from-volume rule
 for the root disk, the hardware constraints ``hardware`` reads, and the
 default group policy of ``resources_from_request_spec``. The scheduler's
 prefilters are ``request_filter``'s.
@@ -479,7 +479,7 @@ def process_requested_resources(
         pci_in_placement: bool) -> None:
     """Mirrors ``ResourceRequest._process_requested_resources`` for the
     groups ``RequestSpec.generate_request_groups_from_pci_requests`` makes
-    of the flavor's PCI requests (``pci_request``): with
+    of the flavor's PCI requests (``nova.pci.request``): with
     ``pci_in_placement``, one group per device. Nova names each after a
     fresh request UUID; here they are ``_pci<N>_<I>`` (alias N of the
     extra spec, device I). Raises RequestError where Nova raises
@@ -662,7 +662,7 @@ def resources_from_request_spec(res_req: ResourceRequest,
 def pci_requests_of(flavor: objects.Flavor,
                     pci_config: pci_rules.PciConfig
                     ) -> tuple[pci_request.PciRequest, ...]:
-    """Mirrors ``get_pci_requests_from_flavor`` (``pci_request``) with
+    """Mirrors ``get_pci_requests_from_flavor`` (``nova.pci.request``) with
     the controller's aliases, raising RequestError where Nova's API
     refuses the boot: an alias ``pci_config`` does not define
     (PciRequestAliasNotDefined), a value it refuses.

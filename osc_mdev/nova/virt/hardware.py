@@ -13,7 +13,7 @@
 """What a flavor's ``hw:`` and ``os:`` extra specs ask of a host, as
 nova/virt/hardware.py reads them: the constraints
 ``ResourceRequest`` turns into resources and traits
-(``resource_request``).
+(``nova.scheduler.utils``).
 
 Pure logic, one function per Nova function, each naming it. Nova reads
 each constraint from the flavor and the image; a server's image

@@ -14,12 +14,13 @@
 a configuration's names (``spelling``), its ``[devices]`` and
 ``[mdev_<type>]`` options and the live-migration settings vGPUs need.
 
-Nova's own rules come from ``novaconf`` (one function per Nova rule);
-this module adds what Nova does not say (options it silently ignores,
-addresses that can never match), compares the file with a compute node's
-sysfs tree (as ``osc_mdev.local`` read it) and with what Placement shows
-for the node. ``configcheck_pci`` is the ``[pci]`` half; ``configreport``
-renders both.
+Nova's own rules come from ``nova.conf.settings`` and
+``nova.virt.libvirt.driver`` (one function per Nova rule); this module
+adds what Nova does not say (options it silently ignores, addresses that
+can never match), compares the file with a compute node's sysfs tree (as
+``osc_mdev.local`` read it) and with what Placement shows for the node.
+``features.config.check.pci`` is the ``[pci]`` half;
+``features.config.check.report`` renders both.
 """
 
 from collections.abc import Collection
@@ -188,7 +189,7 @@ def post_copy_findings(conf: libvirt_driver.MdevConfig,
     to guests (not Neutron's SR-IOV ports, with a ``physical_network``,
     which Nova detaches before a live migration). With it, the node's
     driver asks for post-copy in every live migration it runs as the
-    source (``migration_rules.post_copy_requested``: not for a paused
+    source (``nova.migration.post_copy_requested``: not for a paused
     server), and QEMU refuses post-copy with VFIO devices: an error
     where the devices can be live-migrated (mdevs, ``live_migratable``
     specs), so each such migration fails; a warning for devices Nova
@@ -244,7 +245,7 @@ def _group_findings(settings: novaconf.Settings,
     """The options of an enabled type's groups under the old name
     ``[vgpu_<type>]``: Nova reads only ``device_addresses`` there, and
     from one of the two groups only. A line Nova drops for the same
-    value (``novaconf.same_value``) is an info: Nova reads what it
+    value (``nova.conf.settings.same_value``) is an info: Nova reads what it
     would read without it.
     """
     found = []

@@ -13,12 +13,13 @@
 """``mdev config check``, its ``[pci]`` half: what nova-compute, nova-api
 and the scheduler will make of the PCI devices a configuration gives.
 
-Nova's own rules, and the errors it stops at, come from the ``pci``
-modules (``pci.PciConfig``); this module adds what Nova does not say
+Nova's own rules, and the errors it stops at, come from ``nova.pci``
+(``nova.pci.config.PciConfig``); this module adds what Nova does not say
 (names it silently rewrites, options it ignores, aliases no device spec
 of the node can serve), compares the device specs with a compute node's
 PCI functions (its sysfs) and with its PCI providers in Placement.
-``configcheck`` is the mdev half; ``configreport`` renders both.
+``features.config.check.mdev`` is the mdev half;
+``features.config.check.report`` renders both.
 """
 
 from collections.abc import Collection
@@ -53,7 +54,7 @@ _SCHEDULER_FAILS = 'the scheduler cannot ask Placement for the alias'
 
 
 def _settings(pci: pci_rules.PciConfig) -> novaconf.Settings:
-    """The settings ``pci.pci_config`` always gives."""
+    """The settings ``nova.pci.config.pci_config`` always gives."""
     assert pci.settings is not None
     return pci.settings
 
@@ -99,7 +100,7 @@ def _tag_name_findings(tags: Mapping[str, typing.Any], here: str,
                        fatal_where: str) -> list[Finding]:
     """The ``resource_class`` and ``traits`` of a device spec's tags or
     of an alias definition, as Nova normalizes them
-    (``pci_placement_translator.get_resource_class`` and ``get_traits``).
+    (``nova.pci.placement_translator.get_resource_class`` and ``get_traits``).
     """
     found = []
     requested = tags.get('resource_class')
@@ -323,11 +324,11 @@ def pci_findings(pci: pci_rules.PciConfig,
                  explained: Sequence[devspec.DeviceSpec] = ()
                  ) -> list[Finding]:
     """Findings about ``[pci]`` (and ``[filter_scheduler]
-    pci_in_placement``) beyond the errors ``pci.pci_config`` found.
+    pci_in_placement``) beyond the errors ``nova.pci.config.pci_config`` found.
 
     ``sysfs_devices``: the node's PCI functions (``Host.pci_devices``)
     when known; ``explained``: specs whose devices are missing for a
-    reason another check gives (``configcheck_vf``: VFs not enabled).
+    reason another check gives (``features.config.check.vf``: VFs not enabled).
     """
     found = list(pci.findings)
     found += _deprecated_names(_settings(pci))
@@ -443,7 +444,7 @@ def pci_placement_findings(
     restarts with the files.
 
     ``placed``: PlacementPciProvider rows; ``predicted``: the providers
-    Nova will make (``pci_placement_translator.pci_providers`` of the
+    Nova will make (``nova.pci.placement_translator.pci_providers`` of the
     sysfs devices, by name), None when the devices are not known.
     """
     refused = _tracking_turned_off(pci, host, placed)

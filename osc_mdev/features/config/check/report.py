@@ -63,8 +63,8 @@ class Effect:
 
 def device_effects(conf: libvirt_driver.MdevConfig,
                    devices: Collection[str] = ()) -> list[Effect]:
-    """``configcheck.effective`` as rows: each device with the type and
-    resource class Nova will give it.
+    """``features.config.check.mdev.effective`` as rows: each device with
+    the type and resource class Nova will give it.
     """
     return [Effect(r.where, words.sentence(r.why), r.device, r.mdev_type,
                    r.resource_class)
@@ -126,7 +126,7 @@ def scope(conf: libvirt_driver.MdevConfig | None, pci_configured: bool = False,
     nova.conf files' ``conf`` (None when only provider config files were
     given) and, with ``provider_configs``, nova-compute's provider config
     files; ``vgpu_vfs``: the SR-IOV vGPU VFs checked
-    (``configcheck_vf.VfCheck.scope``).
+    (``features.config.check.vf.VfCheck.scope``).
     """
     checked = []
     if conf is not None:

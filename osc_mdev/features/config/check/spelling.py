@@ -16,7 +16,7 @@ oslo.config reads only the options a service registers and silently
 skips every other name: ``enabled_mdev_type`` in ``[devices]``, a
 ``[device]`` section or ``[mdev-nvidia-36]`` with a dash are not errors,
 Nova just never sees them. The names Nova registers come from
-``nova_options`` (generated from Nova's own option definitions); the
+``nova.conf.options`` (generated from Nova's own option definitions); the
 ``[mdev_<type>]`` groups exist for the enabled types only, as
 ``nova.conf.devices.register_dynamic_opts`` registers them.
 
@@ -269,8 +269,9 @@ def _renamed_findings(settings: novaconf.Settings) -> list[novaconf.Finding]:
     a deprecated one): oslo.config takes one value, from the newest file
     and, in one file, from the current name first; the others are
     ignored. A deprecated name Nova reads is an info, and so is one whose
-    value Nova drops for the same value (``novaconf.same_value``): Nova
-    reads what it would read from the current name alone.
+    value Nova drops for the same value
+    (``nova.conf.settings.same_value``): Nova reads what it would read
+    from the current name alone.
     """
     found = []
     for (group, name), olds in sorted(nova_options.DEPRECATED.items()):

@@ -13,14 +13,14 @@
 """``mdev config check --sysfs --host``: the vGPUs a compute node has
 against those Placement holds allocated there.
 
-Per GPU, the mdevs of ``bus/mdev/devices`` (``host_gpus.Host``) against
+Per GPU, the mdevs of ``bus/mdev/devices`` (``host.gpus.Host``) against
 the VGPU (or custom class) Placement holds in use on its provider: a GPU
 with fewer mdevs than allocated vGPUs has lost some, as after a reboot
 that did not keep them, and the servers holding it are named (all of
 them: the mdev UUIDs are libvirt's, not the servers', so the tree cannot
 tell which lost its mdev). More mdevs than allocations is a note: Nova
 reuses them. The same for the GPUs whose vGPUs are VFs typed through
-sysfs (``configcheck_vf``): the VFs of the class's type against the
+sysfs (``features.config.check.vf``): the VFs of the class's type against the
 inventory and usage of the GPU's PCI provider.
 """
 

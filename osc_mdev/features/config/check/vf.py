@@ -23,8 +23,8 @@ one resource class (without PCI in Placement: of one GPU) with different
 types, a class named after one type (``CUSTOM_NVIDIA_L4_8Q``) over VFs
 of another, a device spec naming VFs that are not enabled, a typed VF no
 device spec offers. Which spec offers a VF, and its class, are
-``pci_devspec``'s and ``pci_placement_translator``'s, as Nova matches
-them; the host is ``host_gpus``'.
+``nova.pci.devspec``'s and ``nova.pci.placement_translator``'s, as Nova matches
+them; the host is ``host.gpus``'.
 """
 
 from collections.abc import Iterable

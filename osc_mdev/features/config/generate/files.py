@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The files ``config generate`` writes, from a ``configgenerate.Plan``.
+"""The files ``config generate`` writes, from a ``plan.Plan``
+(``features.config.generate.plan``).
 
 For the GPUs whose vGPUs are SR-IOV virtual functions (NVIDIA vGPU 17
 and later), as Nova's PCI passthrough guide configures them: the compute

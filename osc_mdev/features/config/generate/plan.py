@@ -11,7 +11,7 @@
 # under the License.
 
 """What ``config generate`` makes of a host and the type chosen per GPU:
-the plan of the files (``configgenerate_files`` writes their text).
+the plan of the files (``features.config.generate.files`` writes their text).
 
 A choice is ``GPU=TYPE[:COUNT]``. GPU is the PCI address of
 - an NVIDIA GPU whose vGPUs are SR-IOV virtual functions typed through
@@ -31,7 +31,7 @@ Everything the host or Nova would refuse is refused here, before a file
 is written (``GenerateError``, one sentence): a GPU the host does not
 have, a type the GPU cannot create, two types for one device, and VFs of
 one physical function with different types (Nova stops with
-PlacementPciMixedResourceClassException, ``pci_placement_translator``).
+PlacementPciMixedResourceClassException, ``nova.pci.placement_translator``).
 
 What the files are made of is checked too, since one of them is a
 script root runs: a choice with a control character, and a name read

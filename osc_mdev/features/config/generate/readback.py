@@ -14,11 +14,12 @@
 any file is written.
 
 Each fragment is read as Nova's services read it: by oslo.config's
-parser with Nova's option definitions (``novaconf.parse_texts``), then
-by Nova's rules on device specs and aliases (``pci.pci_config``) and on
-mdev types (``libvirt_driver.supported_vgpu_types``). What is read must be
+parser with Nova's option definitions
+(``nova.conf.settings.parse_texts``), then by Nova's rules on device
+specs and aliases (``nova.pci.config.pci_config``) and on mdev types
+(``nova.virt.libvirt.driver.supported_vgpu_types``). What is read must be
 what the plan says, value for value, and no rule may refuse it;
-``check`` raises ``configgenerate.GenerateError`` otherwise.
+``check`` raises ``features.config.generate.plan.GenerateError`` otherwise.
 """
 
 from collections.abc import Sequence

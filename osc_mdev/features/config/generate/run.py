@@ -14,13 +14,13 @@
 GPU, made into nova.conf fragments, a systemd unit and its script.
 
 The directory is checked first, then the host is read once
-(``local.sysfs``), planned and rendered by the domain
-(``configgenerate``, ``configgenerate_files``), and the files are read
-back before any is written: the nova.conf fragments as Nova reads them
-(``configgenerate_readback``), the script by the host's ``/bin/sh -n``
-(``local.shell``). Only then is a file written, each atomically
-(``local.textfile``). Bad input, or a file that does not read back,
-raises ``configgenerate.GenerateError`` with nothing written.
+(``local.sysfs``), planned and rendered by the pure modules beside
+this one (``plan``, ``files``), and the files are read back before any
+is written: the nova.conf fragments as Nova reads them (``readback``),
+the script by the host's ``/bin/sh -n`` (``local.shell``). Only then is
+a file written, each atomically (``local.textfile``). Bad input, or a
+file that does not read back, raises ``plan.GenerateError`` with
+nothing written.
 """
 
 from collections.abc import Sequence
