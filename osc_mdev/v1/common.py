@@ -241,6 +241,10 @@ class Rows(list):
         self.text = text
 
 
+# What a Lister's ``take_action`` answers: its columns and its Rows.
+Answer = tuple[tuple[str, ...], Rows]
+
+
 class Listing(typing.NamedTuple):
     """What a ``listing`` answers (the older form of a Lister's
     ``take_action``): its columns and rows, its Outcome and, for a command
