@@ -74,27 +74,32 @@ def _positive(cast: Callable[[str], float],
     return parse
 
 
+def _env_option(parser: 'argparse.ArgumentParser', name: str,
+                metavar: str, help_text: str,
+                parse: Callable[[str], float] | None = None) -> None:
+    """``--<name>``, whose default is the ``<NAME>`` environment variable
+    (dashes as underscores), named at the end of ``help_text``.
+    """
+    env = name.upper().replace('-', '_')
+    typed: dict[str, typing.Any] = {} if parse is None else {'type': parse}
+    parser.add_argument(
+        '--' + name, metavar=metavar, default=os.environ.get(env),
+        help='%s (Env: %s)' % (help_text, env), **typed)
+
+
 def build_option_parser(parser: 'argparse.ArgumentParser'
                         ) -> 'argparse.ArgumentParser':
-    parser.add_argument(
-        '--os-mdev-api-version',
-        metavar='<mdev-api-version>',
-        default=os.environ.get('OS_MDEV_API_VERSION'),
-        help='osc-mdev command set version, default=%s '
-             '(Env: OS_MDEV_API_VERSION)' % DEFAULT_API_VERSION)
-    parser.add_argument(
-        '--os-mdev-max-workers',
-        metavar='<count>',
-        type=_positive(int, 'whole number'),
-        default=os.environ.get('OS_MDEV_MAX_WORKERS'),
-        help='Most API requests osc-mdev commands run at once, default=%d '
-             '(Env: OS_MDEV_MAX_WORKERS)' % DEFAULT_MAX_WORKERS)
-    parser.add_argument(
-        '--os-mdev-timeout',
-        metavar='<seconds>',
-        type=_positive(float, 'number of seconds'),
-        default=os.environ.get('OS_MDEV_TIMEOUT'),
-        help='Seconds osc-mdev waits for each Placement or Compute answer '
-             'before it retries, default=%d (Env: OS_MDEV_TIMEOUT)'
-             % DEFAULT_TIMEOUT)
+    _env_option(
+        parser, 'os-mdev-api-version', '<mdev-api-version>',
+        'osc-mdev command set version, default=%s' % DEFAULT_API_VERSION)
+    _env_option(
+        parser, 'os-mdev-max-workers', '<count>',
+        'Most API requests osc-mdev commands run at once, default=%d'
+        % DEFAULT_MAX_WORKERS,
+        parse=_positive(int, 'whole number'))
+    _env_option(
+        parser, 'os-mdev-timeout', '<seconds>',
+        'Seconds osc-mdev waits for each Placement or Compute answer '
+        'before it retries, default=%d' % DEFAULT_TIMEOUT,
+        parse=_positive(float, 'number of seconds'))
     return parser

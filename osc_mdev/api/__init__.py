@@ -25,6 +25,7 @@ kept in a module: each ``MdevClient`` has its own service clients, so
 clients of two clouds in one process never mix.
 """
 
+import functools
 import threading
 import typing
 import uuid
@@ -37,8 +38,11 @@ if typing.TYPE_CHECKING:
     from osc_mdev.api import http as http_api
     from osc_mdev.api import identity as identity_api
     from osc_mdev.api import placement as placement_api
+    from osc_mdev.api import pool as pool_api
 
 DEFAULT_MAX_WORKERS = 8
+
+_Client = typing.TypeVar('_Client', bound='pool_api.ServiceClient')
 
 
 class MdevClient:
@@ -87,9 +91,6 @@ class MdevClient:
         self.timeout = timeout
         self.request_id = 'req-%s' % uuid.uuid4()
         self._semaphore = threading.BoundedSemaphore(max_workers)
-        self._placement: placement_api.PlacementClient | None = None
-        self._compute: compute_api.ComputeClient | None = None
-        self._identity: identity_api.IdentityClient | None = None
 
     def _timeout(self, service_type: str) -> float | None:
         """``<service>_api_timeout``, else ``api_timeout``: openstacksdk
@@ -130,29 +131,24 @@ class MdevClient:
                      or http.DEFAULT_TIMEOUT),
             global_request_id=self.request_id, version=version)
 
-    @property
+    def _client(self, cls: 'type[_Client]', service_type: str, label: str,
+                version: str | None = None) -> '_Client':
+        return cls(self._service(service_type, label, version),
+                   max_workers=self.max_workers)
+
+    @functools.cached_property
     def placement(self) -> 'placement_api.PlacementClient':
-        if self._placement is None:
-            from osc_mdev.api import placement
-            self._placement = placement.PlacementClient(
-                self._service('placement', 'Placement'),
-                max_workers=self.max_workers)
-        return self._placement
+        from osc_mdev.api import placement
+        return self._client(placement.PlacementClient, 'placement',
+                            'Placement')
 
-    @property
+    @functools.cached_property
     def compute(self) -> 'compute_api.ComputeClient':
-        if self._compute is None:
-            from osc_mdev.api import compute
-            self._compute = compute.ComputeClient(
-                self._service('compute', 'Compute'),
-                max_workers=self.max_workers)
-        return self._compute
+        from osc_mdev.api import compute
+        return self._client(compute.ComputeClient, 'compute', 'Compute')
 
-    @property
+    @functools.cached_property
     def identity(self) -> 'identity_api.IdentityClient':
-        if self._identity is None:
-            from osc_mdev.api import identity
-            self._identity = identity.IdentityClient(
-                self._service('identity', 'Keystone', identity.VERSION),
-                max_workers=self.max_workers)
-        return self._identity
+        from osc_mdev.api import identity
+        return self._client(identity.IdentityClient, 'identity', 'Keystone',
+                            identity.VERSION)

@@ -104,12 +104,10 @@ The SR-IOV VFs of a server, by their PF::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         parser.add_argument('server', metavar='<server>', help=SERVER)
-        options.long(parser)
-        options.kind(parser)
+        options.long_and_kind(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         mdev = common.client(self.app)
         result = allocation_reads.server_allocations(
             mdev.placement, mdev.compute, parsed_args.server,
@@ -158,12 +156,10 @@ Every server on a compute node's GPUs, with its status in Nova::
         parser.add_argument('--device', metavar='<device>', action='append',
                             default=[], help=DEVICE)
         options.resource_class(parser)
-        options.long(parser)
-        options.kind(parser)
+        options.long_and_kind(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         mdev = common.client(self.app)
         found, servers = allocation_reads.list_allocations(
             mdev.placement, mdev.compute, hosts=tuple(parsed_args.host),

@@ -83,9 +83,7 @@ Repair what is safe to repair, shown first::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.host(parser)
-        options.compute_conf(parser)
-        options.controller_conf(parser)
-        options.trait_prefix(parser)
+        options.nova_confs(parser)
         options.provider_config(parser)
         options.long(parser)
         parser.add_argument(
@@ -96,8 +94,7 @@ Repair what is safe to repair, shown first::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         checks = parsed_args.fix or ()
         if parsed_args.fix is None and parsed_args.dry_run:
             raise exceptions.CommandError(

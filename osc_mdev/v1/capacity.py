@@ -83,12 +83,10 @@ Room for a bare request of two vGPUs with a trait::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.flavor(parser)
-        options.controller_conf(parser)
+        options.flavors(parser)
         options.resource_class(parser)
         options.amount_and_spread(parser)
-        options.require_trait(parser)
-        options.forbid_trait(parser)
+        options.required_and_forbidden_traits(parser)
         options.host(parser)
         options.long(parser)
         parser.add_argument(
@@ -134,8 +132,7 @@ Room for a bare request of two vGPUs with a trait::
         return Counting([(name, None) for name in parsed_args.flavor],
                         pci_config)
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         counting = self._requests(parsed_args)
         mdev = common.client(self.app)
         several = len(counting.wanted) > 1

@@ -243,6 +243,10 @@ class Rows(list):
         self.text = text
 
 
+# What a Lister's ``take_action`` answers: its columns and its Rows.
+Answer = tuple[tuple[str, ...], Rows]
+
+
 class _Ending(Exception):
     """Carries a command's Outcome from its output to ``run``, which
     decides the exit status: nothing is kept on the command between

@@ -34,6 +34,11 @@ if typing.TYPE_CHECKING:
     from osc_lib import shell
 
 
+FILES = ('nova.conf file, or a directory read like --config-dir. Give every '
+         'file nova-compute reads, in its order: later values win, an option '
+         "in none is judged at Nova's default.")
+
+
 class CheckConfig(common.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
@@ -65,12 +70,7 @@ What will change in Placement when it restarts::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            'files', metavar='<file>', nargs='*',
-            help='nova.conf file, or a directory read like --config-dir. '
-                 'Give every file nova-compute reads, in its order: later '
-                 "values win, an option in none is judged at Nova's "
-                 'default.')
+        options.nova_conf_files(parser, FILES)
         options.host(parser, several=False)
         options.provider_config(parser)
         options.sysfs(parser)
@@ -78,8 +78,7 @@ What will change in Placement when it restarts::
         options.long(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
                 'The following arguments are required: <file> (nova.conf '
@@ -205,8 +204,7 @@ The file of an mdev GPU, printed::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         directory = parsed_args.output_dir
         try:
             done = config_generate.generate(parsed_args.sysfs,

@@ -120,8 +120,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.amount_and_spread(parser)
         parser.add_argument('--isolate-other-groups', action='store_true',
                             help=ISOLATE_OTHER_GROUPS)
-        options.require_trait(parser)
-        options.forbid_trait(parser)
+        options.required_and_forbidden_traits(parser)
         parser.add_argument('--mdev-type', metavar='<type>', action='append',
                             default=[], help=MDEV_TYPE)
         options.trait_prefix(parser)
@@ -130,8 +129,7 @@ Two SR-IOV vGPUs of a PCI alias, checked against the controller's file::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         pci = pci_config = None
         if parsed_args.pci_alias:
             pci = _pci_request(parsed_args.pci_alias)

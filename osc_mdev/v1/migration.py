@@ -50,12 +50,6 @@ def _inputs(parsed_args: argparse.Namespace) -> migration.Inputs:
     return inputs
 
 
-def _shared(parser: argparse.ArgumentParser) -> None:
-    options.compute_conf(parser)
-    options.controller_conf(parser)
-    options.trait_prefix(parser)
-
-
 class CheckMigration(common.Lister):
     """Show where a server with vGPUs can be live- or cold-migrated, and why.
 
@@ -93,11 +87,10 @@ With the settings of the controller's nova-conductor::
             'server', metavar='<server>',
             help='Server name or ID (any project).')
         options.target(parser)
-        _shared(parser)
+        options.nova_confs(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         inputs = _inputs(parsed_args)
         mdev = common.client(self.app)
         _, verdicts = migration.check(
@@ -149,11 +142,10 @@ Live migrations only, onto two nodes, the commands alone::
             '--cold', action='store_true',
             help='Plan cold migrations only.')
         options.target(parser)
-        _shared(parser)
+        options.nova_confs(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         if not parsed_args.host:
             raise exceptions.CommandError(
                 'Name the compute node to drain with --host.')

@@ -303,3 +303,40 @@ def provider_config(parser: Parser) -> None:
     parser.add_argument('--provider-config', metavar='[<host>=]<path>',
                         type=host_path, action='append', default=[],
                         help=PROVIDER_CONFIG)
+
+
+# -- option groups: options that go together in every command using them ---
+
+def nova_conf_files(parser: Parser, help_text: str) -> None:
+    """The nova.conf files (or --config-dir directories) of a compute
+    node, in the order nova-compute reads them.
+    """
+    parser.add_argument('files', metavar='<file>', nargs='*',
+                        help=help_text)
+
+
+def nova_confs(parser: Parser) -> None:
+    """The nova.conf files of compute nodes and controller, and the type
+    trait prefix that reading them needs.
+    """
+    compute_conf(parser)
+    controller_conf(parser)
+    trait_prefix(parser)
+
+
+def flavors(parser: Parser) -> None:
+    """Flavors, and the controller's nova.conf their PCI aliases are
+    read from.
+    """
+    flavor(parser)
+    controller_conf(parser)
+
+
+def required_and_forbidden_traits(parser: Parser) -> None:
+    require_trait(parser)
+    forbid_trait(parser)
+
+
+def long_and_kind(parser: Parser) -> None:
+    long(parser)
+    kind(parser)

@@ -132,12 +132,10 @@ Every GPU, mdev and PCI-in-Placement alike::
         usage.add_argument(
             '--full', action='store_true',
             help='Only devices with no room left.')
-        options.long(parser)
-        options.kind(parser)
+        options.long_and_kind(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         wanted = domain.DeviceFilter(
             hosts=tuple(parsed_args.host),
             resource_class=parsed_args.resource_class,

@@ -66,13 +66,11 @@ How many more servers of a flavor each project can boot::
         parser.add_argument('--project', metavar='<project>',
                             action='append', default=[], help=PROJECT)
         options.resource_class(parser)
-        options.flavor(parser)
-        options.controller_conf(parser)
+        options.flavors(parser)
         options.long(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         strategy = nova_conf.controller_quota(parsed_args.controller_conf)
         common.warn_quota_driver(strategy)
         pci_config = None

@@ -152,8 +152,7 @@ Tag one GPU by hand::
         options.trait_prefix(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         add = tuple(parsed_args.trait)
         if parsed_args.force and not parsed_args.replace:
             raise errors.Invalid(
@@ -201,8 +200,7 @@ Examples:
         options.force(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         remove = tuple(parsed_args.trait)
         protected = trait_logic.protected_removals(remove, parsed_args.force)
         if protected:
@@ -281,8 +279,7 @@ One host's file, only its type traits, printed::
         options.dry_run(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         hosts = tuple(dict.fromkeys(parsed_args.host))
         directory = parsed_args.provider_config_dir
         given = errors.given('provider_config_dir')

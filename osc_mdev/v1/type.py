@@ -21,6 +21,9 @@ from osc_mdev.v1 import options
 
 COLUMNS = ('GPU', 'Type', 'Name', 'Available', 'Enabled')
 LONG_COLUMNS = COLUMNS + ('Device API', 'Description')
+FILES = ('nova.conf file, or a directory read like --config-dir, for the '
+         'Enabled column. Give every file nova-compute reads, in its order: '
+         'later values win.')
 
 
 def row(found: gpu_type_model.GpuType,
@@ -59,18 +62,13 @@ Which of them nova-compute uses with its files, from a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        parser.add_argument(
-            'files', metavar='<file>', nargs='*',
-            help='nova.conf file, or a directory read like --config-dir, '
-                 'for the Enabled column. Give every file nova-compute '
-                 'reads, in its order: later values win.')
+        options.nova_conf_files(parser, FILES)
         options.sysfs(parser)
         parser.set_defaults(sysfs='/sys')
         options.long(parser)
         return parser
 
-    def take_action(self, parsed_args: argparse.Namespace
-                    ) -> tuple[tuple[str, ...], common.Rows]:
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
         # A column of --long named with -c brings the long view.
         long_view = parsed_args.long or bool(
             set(parsed_args.columns or ()) - set(COLUMNS))
