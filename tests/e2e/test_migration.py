@@ -217,12 +217,10 @@ def test_02_libvirt_the_api_cannot_show_is_said_and_nova_refuses(
     server = boot(cloud, PINNED)
     rc, rows = check_rows(server['id'], '--target', 'lv85')
     assert rc == 0 and list(rows) == ['lv85']
-    # The old spelling still names the target, with a warning.
-    old = mdev('migration', 'check', server['id'], '--host', 'lv85', '-f',
-               'json')
-    assert '--host is deprecated' in old.stderr
-    assert {r['Host']: r for r in cli.Result(
-        0, old.stdout, '').json()} == rows
+    # The old spelling of --target is refused, naming the option.
+    cli.assert_one_line_error(
+        mdev('migration', 'check', server['id'], '--host', 'lv85'),
+        '--host')
     assert sorted(check_rows(server['id'], '--target', 'lv85', '--target',
                              'same')[1]) == ['lv85', 'same']
     row = rows['lv85']
