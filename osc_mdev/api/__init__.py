@@ -92,15 +92,16 @@ class MdevClient:
         self.request_id = 'req-%s' % uuid.uuid4()
         self._semaphore = threading.BoundedSemaphore(max_workers)
 
-    def _timeout(self, service_type: str) -> float | None:
-        """``<service>_api_timeout``, else ``api_timeout``: openstacksdk
-        has no per-service getter for it (it gives the cloud's to the
-        session it builds), so it is read from the CloudRegion's
-        settings as openstacksdk names them.
+    def _seconds(self, service_type: str, name: str) -> float | None:
+        """``<service>_<name>``, else ``<name>``, of the CloudRegion's
+        settings as openstacksdk names them: for the settings it has no
+        getter for in every release osc-mdev supports (``api_timeout``,
+        which it gives to the session it builds; the retry delays, whose
+        getters came later).
         """
         config = self.cloud_region.config
-        value = config.get('%s_api_timeout' % service_type.replace('-', '_'),
-                           config.get('api_timeout'))
+        value = config.get('%s_%s' % (service_type.replace('-', '_'), name),
+                           config.get(name))
         return float(value) if value is not None else None
 
     def _service(self, service_type: str, label: str,
@@ -123,11 +124,12 @@ class MdevClient:
                 service_type)),
             status_retries=retries(region.get_status_code_retries(
                 service_type)),
-            connect_retry_delay=region.get_connect_retry_delay(
-                service_type),
-            status_retry_delay=region.get_status_code_retry_delay(
-                service_type),
-            timeout=(self.timeout or self._timeout(service_type)
+            connect_retry_delay=self._seconds(service_type,
+                                              'connect_retry_delay'),
+            status_retry_delay=self._seconds(service_type,
+                                             'status_code_retry_delay'),
+            timeout=(self.timeout or self._seconds(service_type,
+                                                   'api_timeout')
                      or http.DEFAULT_TIMEOUT),
             global_request_id=self.request_id, version=version)
 

@@ -100,19 +100,28 @@ PCI_TRAITS_REFUSAL = (
     'on that compute.')
 
 
-def _unknown_hosts(hosts: Iterable[str]) -> errors.NotFound:
+def _unknown_hosts(hosts: Iterable[str], parameter: str | None = None
+                   ) -> errors.NotFound:
+    """``errors.NotFound`` for ``hosts``, no compute node in Placement;
+    the sentence begins with the input that gave them, ``parameter``.
+    """
     names = sorted(hosts)
     return errors.NotFound(
-        "No compute host named %s in Placement; hosts are named as in "
+        "%sNo compute host named %s in Placement; hosts are named as in "
         "'openstack hypervisor list'."
-        % ', '.join("'%s'" % h for h in names), kind='host', name=names)
+        % ('%s: ' % errors.given(parameter) if parameter else '',
+           ', '.join("'%s'" % h for h in names)),
+        kind='host', name=names[0], names=names, parameter=parameter)
 
 
 def check_hosts(providers: Iterable[Mapping[str, typing.Any]],
-                hosts: Iterable[str]) -> None:
+                hosts: Iterable[str], parameter: str | None = None) -> None:
+    """``errors.NotFound`` for ``hosts`` (given as ``parameter``) that are
+    no compute node in Placement's ``providers`` listing.
+    """
     unknown = set(hosts) - provider_model.hosts_of(providers)
     if unknown:
-        raise _unknown_hosts(unknown)
+        raise _unknown_hosts(unknown, parameter)
 
 
 def _errors() -> types.ModuleType:

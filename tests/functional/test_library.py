@@ -139,7 +139,7 @@ def test_a_cloud_regions_settings_per_service(placement_url, hosts):
         placement_connect_retries=0)
     found = library.gpus(library.client(session, region), hosts=['lib2'])
     assert [d.uuid for d in found] == [hosts['lib2'][1][0].uuid]
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(errors.ServiceError) as caught:
         library.gpus(session)
     assert 'Cannot reach the Placement API' in str(caught.value)
 

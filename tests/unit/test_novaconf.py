@@ -304,6 +304,7 @@ enabled_mdev_types = nvidia-36
 """]
 
 
+@pytest.mark.nova
 def test_texts_read_as_oslo_config_reads_the_files(tmp_path):
     paths = write_files(tmp_path, INTERLEAVED)
     texts = [(p, open(p).read()) for p in paths]

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterable
-from collections.abc import Sequence
 import dataclasses
 import logging
 import typing
@@ -50,6 +49,7 @@ from osc_mdev.cloud import fit as capacity_logic
 from osc_mdev.cloud import lookup as naming
 from osc_mdev.cloud import payloads as nova_payloads
 from osc_mdev.cloud import providers
+from osc_mdev.cloud import reads as device_reads
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.capacity import reads as capacity_reads
 from osc_mdev.features.migration import model as migration_model
@@ -226,22 +226,6 @@ def _root_uuid(node: migration_model.Node) -> str:
     return node.tree.root.uuid
 
 
-def _check_hosts(listing: list[dict], hosts: Sequence[str],
-                 parameter: str) -> None:
-    """``errors.NotFound`` for ``hosts`` (given as ``parameter``) that
-    are no compute node in Placement's ``listing``.
-    """
-    unknown = sorted(set(hosts) - providers.hosts_of(listing))
-    if unknown:
-        raise errors.NotFound(
-            "%s: No compute host named %s in Placement; hosts are named "
-            "as in 'openstack hypervisor list'."
-            % (errors.given(parameter),
-               ', '.join("'%s'" % h for h in unknown)),
-            kind='host', name=unknown[0], names=unknown,
-            parameter=parameter)
-
-
 # -- check -----------------------------------------------------------------
 
 def check(placement: placement_client.PlacementClient,
@@ -276,8 +260,8 @@ def check(placement: placement_client.PlacementClient,
             'to migrate.' % (server_id, server.status),
             server=server_id, status=server.status)
     hosts = list(dict.fromkeys(targets))
-    _check_hosts(listing, hosts, 'target')
-    _check_hosts(listing, list(confs), 'compute_conf')
+    device_reads.check_hosts(listing, hosts, 'target')
+    device_reads.check_hosts(listing, list(confs), 'compute_conf')
     if source_name in hosts:
         raise errors.Invalid(
             '%s %s is the compute node the server is on; name another.'
@@ -373,9 +357,9 @@ def plan(placement: placement_client.PlacementClient,
         placement.list_providers, compute.list_hypervisors,
         lambda: compute.servers_on_node(host, embedded_flavor=True)],
         placement.max_workers)
-    _check_hosts(listing, [host], 'host')
-    _check_hosts(listing, list(targets), 'target')
-    _check_hosts(listing, list(confs), 'compute_conf')
+    device_reads.check_hosts(listing, [host], 'host')
+    device_reads.check_hosts(listing, list(targets), 'target')
+    device_reads.check_hosts(listing, list(confs), 'compute_conf')
     if host in targets:
         raise errors.Invalid(
             '%s %s is the host to drain; name other hosts.'
