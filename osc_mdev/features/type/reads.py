@@ -46,15 +46,17 @@ def gpu_types(files: Sequence[str] = (), sysfs_root: str = '/sys'
             'on the compute node) as %s.' % (sysfs_root,
                                              errors.given('sysfs')),
             parameter='sysfs', path=sysfs_root)
+    # The files are judged before the node is read: bad input is one
+    # error, with nothing said of the node before it.
+    configured = _read_files(files, sysfs_root) if files else None
     host = sysfs.read_host(sysfs_root)
     if not host.mdev_bus and not host.vgpu_gpus():
         LOG.warning('%s has no mdev parent (no class/mdev_bus: no mdev '
                     'driver is loaded) and no NVIDIA GPU whose VFs are '
                     'typed through sysfs.', sysfs_root)
-    if not files:
+    if configured is None:
         return gpu_type_model.gpu_types(host)
-    conf, pci = _read_files(files, sysfs_root)
-    return gpu_type_model.gpu_types(host, conf, pci)
+    return gpu_type_model.gpu_types(host, *configured)
 
 
 def _read_files(files: Sequence[str], sysfs_root: str
