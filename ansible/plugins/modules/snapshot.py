@@ -82,9 +82,9 @@ snapshot:
   type: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.osc_mdev.vgpu.plugins.module_utils import (
+from ansible_collections.osc_mdev.vgpu.plugins.module_utils import (  # noqa
     snapshot as host_snapshot)
 
 
