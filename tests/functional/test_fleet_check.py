@@ -136,7 +136,7 @@ def test_every_node_snapshotted_as_host_snapshot_takes_it(fleet, played):
     for node in fleet.reachable():
         document = snapshot.load(str(snapshots / (node.host + '.json')))
         assert without_time(document) == without_time(snapshot.take(
-            node.sysfs, (node.nova_conf,), node_name=node.name))
+            node.sysfs, (node.nova_conf,), node.libvirt_dir, node.name))
 
 
 def test_the_module_runs_from_the_source_tree(fleet, tmp_path):
@@ -148,6 +148,7 @@ def test_the_module_runs_from_the_source_tree(fleet, tmp_path):
     node = fleet.nodes[0]
     args = json.dumps({'sysfs': node.sysfs,
                        'nova_conf_files': [node.nova_conf],
+                       'libvirt_dir': node.libvirt_dir,
                        'node_name': node.name})
     result = run('ansible', 'localhost', '-m', 'osc_mdev.vgpu.snapshot',
                  '-a', args, '--check', '-o',
@@ -156,7 +157,7 @@ def test_the_module_runs_from_the_source_tree(fleet, tmp_path):
     answer = json.loads(result.stdout.split(' => ', 1)[1])
     assert answer['changed'] is False
     assert without_time(answer['snapshot']) == without_time(snapshot.take(
-        node.sysfs, (node.nova_conf,), node_name=node.name))
+        node.sysfs, (node.nova_conf,), node.libvirt_dir, node.name))
 
 
 def node_by_node(fleet, placement_url):
