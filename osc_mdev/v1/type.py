@@ -14,8 +14,11 @@
 
 import argparse
 
+from osc_lib import exceptions
+
 from osc_mdev.features.type import gpu_types as gpu_type_model
 from osc_mdev.features.type import reads as type_reads
+from osc_mdev.features.type import steps as type_steps
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -75,3 +78,69 @@ Which of them nova-compute uses with its files, from a copy of sysfs::
         columns = LONG_COLUMNS if long_view else COLUMNS
         found = type_reads.gpu_types(parsed_args.files, parsed_args.sysfs)
         return columns, common.Rows(row(t, columns) for t in found)
+
+
+CHANGE_COLUMNS = ('Step', 'Action', 'Detail')
+
+
+class ChangeType(common.Lister):
+    """Plan or finish giving an mdev GPU another type.
+
+    Without --finish, the steps in order, nothing written: the servers
+    to move off the GPU first (with 'migration plan''s commands; refused,
+    naming them, when one cannot move), the mdevs to remove, the change
+    of the node's nova.conf as a diff, the restart, what Nova does to
+    the GPU's provider and traits, and each flavor asking for either
+    type with the servers that fit now and after. With --finish, once
+    nova-compute restarted with the new file: checks that the provider
+    offers the new type's class with nothing allocated, moves the type
+    trait and counts the flavors asking for the new type; a GPU still
+    holding servers or a step not done is refused, nothing written.
+    """
+
+    _epilog = """\
+Examples:
+
+The steps to give GPU 0000:84:00.0 of gpu1 the type nvidia-12::
+
+    openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
+        --compute-conf gpu1=gpu1-nova.conf
+
+Once nova-compute restarted with the new file::
+
+    openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
+        --compute-conf gpu1=gpu1-nova.conf --finish
+"""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            'gpu', metavar='<gpu>',
+            help='The GPU: provider name or UUID, or HOST:PCI_ADDRESS, as '
+                 "'openstack mdev provider list' shows it.")
+        parser.add_argument(
+            '--to', metavar='<type>', required=True,
+            help='The mdev type the GPU takes (nvidia-12).')
+        options.compute_conf(parser)
+        options.trait_prefix(parser)
+        parser.add_argument(
+            '--finish', action='store_true',
+            help='After nova-compute restarted with the new nova.conf: '
+                 'check the provider and move the type trait.')
+        options.dry_run(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if not parsed_args.compute_conf:
+            raise exceptions.CommandError(
+                "Give the nova.conf of the GPU's compute node with "
+                '--compute-conf HOST=FILE.')
+        mdev = common.client(self.app)
+        run = type_steps.finish if parsed_args.finish else type_steps.plan
+        kwargs = {'dry_run': parsed_args.dry_run} if parsed_args.finish \
+            else {}
+        found = run(mdev.placement, mdev.compute, parsed_args.gpu,
+                    parsed_args.to, parsed_args.compute_conf,
+                    parsed_args.trait_prefix, **kwargs)
+        return CHANGE_COLUMNS, common.Rows(
+            (i, s.action, s.detail) for i, s in enumerate(found, 1))
