@@ -18,7 +18,7 @@ from osc_lib import exceptions
 
 from osc_mdev.features.type import gpu_types as gpu_type_model
 from osc_mdev.features.type import reads as type_reads
-from osc_mdev.features.type import steps as type_steps
+from osc_mdev.features.type import run as type_run
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -86,16 +86,12 @@ CHANGE_COLUMNS = ('Step', 'Action', 'Detail')
 class ChangeType(common.Lister):
     """Plan or finish giving an mdev GPU another type.
 
-    Without --finish, the steps in order, nothing written: the servers
-    to move off the GPU first (with 'migration plan''s commands; refused,
-    naming them, when one cannot move), the mdevs to remove, the change
-    of the node's nova.conf as a diff, the restart, what Nova does to
-    the GPU's provider and traits, and each flavor asking for either
-    type with the servers that fit now and after. With --finish, once
-    nova-compute restarted with the new file: checks that the provider
-    offers the new type's class with nothing allocated, moves the type
-    trait and counts the flavors asking for the new type; a GPU still
-    holding servers or a step not done is refused, nothing written.
+    Without --finish, the steps in order, nothing written: servers to
+    move off the GPU (refused, naming them, when one cannot move), mdevs
+    to remove, the nova.conf diff, the restart, what Nova does to the
+    provider and traits, and the flavors' capacity now and after. With
+    --finish, after the restart: checks the provider, moves the type
+    trait and counts the flavors; a step not done is refused.
     """
 
     _epilog = """\
@@ -136,7 +132,7 @@ Once nova-compute restarted with the new file::
                 "Give the nova.conf of the GPU's compute node with "
                 '--compute-conf HOST=FILE.')
         mdev = common.client(self.app)
-        run = type_steps.finish if parsed_args.finish else type_steps.plan
+        run = type_run.finish if parsed_args.finish else type_run.plan
         kwargs = {'dry_run': parsed_args.dry_run} if parsed_args.finish \
             else {}
         found = run(mdev.placement, mdev.compute, parsed_args.gpu,

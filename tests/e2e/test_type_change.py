@@ -61,10 +61,10 @@ DIFF = """--- {path}
  [devices]
 -enabled_mdev_types = nvidia-11, nvidia-12
 +enabled_mdev_types = nvidia-12
- 
+{blank}
  [mdev_nvidia-11]
 -device_addresses = 0000:a7:00.0
- 
+{blank}
  [mdev_nvidia-12]
 -device_addresses = 0000:a7:01.0
 +device_addresses = 0000:a7:01.0, 0000:a7:00.0"""
@@ -141,7 +141,7 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
 
     steps = dict(_steps(*args))
     assert 'move server' not in steps
-    assert steps['edit nova.conf'] == DIFF.format(path=old)
+    assert steps['edit nova.conf'] == DIFF.format(path=old, blank=' ')
     assert 'Nova keeps provider %s_pci_0000_a7_00_0' % NODE in \
         steps['provider']
     assert 'removes CUSTOM_NVIDIA_11 and adds CUSTOM_NVIDIA_12' in \
@@ -169,8 +169,11 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
     total = sum(r['Fits'] for r in fits)
     assert ('capacity', 'tc-12: %d servers fit' % total) in done
     assert total == 8 + 8 - 1
-    booted = cloud.control('boot', flavor=f12, name='tc-fill', count=total)
-    assert [s['status'] for s in booted] == ['ACTIVE'] * total, [
-        (s['status'], s.get('fault')) for s in booted]
-    one_more, = cloud.control('boot', flavor=f12, name='tc-over')
-    assert one_more['status'] == 'ERROR'
+    # One server at a time, as many as Nova places: exactly as counted.
+    booted = 0
+    for i in range(total + 1):
+        server, = cloud.control('boot', flavor=f12, name='tc-fill-%d' % i)
+        if server['status'] != 'ACTIVE':
+            break
+        booted += 1
+    assert booted == total
