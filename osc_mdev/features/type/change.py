@@ -131,6 +131,11 @@ def _rewrite(text: str, enabled: Sequence[str],
     return '\n'.join(out) + '\n'
 
 
+def _section_of(line: str) -> str | None:
+    header = _SECTION_RE.match(line)
+    return header.group(1) if header else None
+
+
 def _add_missing(out: list[str], seen: set[str], enabled: Sequence[str],
                  listed: dict[str, list[str]]) -> None:
     """Sections (and lines) ``_rewrite`` found no place for."""
@@ -145,8 +150,7 @@ def _add_missing(out: list[str], seen: set[str], enabled: Sequence[str],
             out += ['', '[%s]' % section, line]
         elif line not in text:
             index = next(i for i, x in enumerate(out)
-                         if _SECTION_RE.match(x)
-                         and _SECTION_RE.match(x).group(1) == section)
+                         if _section_of(x) == section)
             out.insert(index + 1, line)
 
 

@@ -101,7 +101,7 @@ def _read_files(files: Sequence[str], sysfs_root: str
     return conf, pci
 
 
-# -- type change ---------------------------------------------------------------
+# -- type change -------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class Step:
