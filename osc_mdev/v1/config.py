@@ -165,16 +165,22 @@ TYPE = (
     'only. Repeat for each GPU.')
 
 
+SNAPSHOT = ("The node's snapshot ('openstack mdev host snapshot'), "
+            'read instead of --sysfs: the files for a node are made on the '
+            'controller.')
+
+
 class GenerateConfig(common.Lister):
     """Write the vGPU configuration of a compute node from its devices.
 
-    From the node's sysfs and one vGPU type per GPU: for SR-IOV vGPUs
-    (NVIDIA vGPU 17 and later) the compute node's [pci] device_spec per VF,
-    the controller's type-VF [pci] alias per class, and a systemd unit and
-    script that give every VF its type back before nova-compute starts; for
-    mdev GPUs [devices] enabled_mdev_types and [mdev_<type>]
-    device_addresses. Bad input, a sysfs name that is no PCI address and
-    files Nova or /bin/sh -n would read otherwise are refused first.
+    From the node's sysfs (or its snapshot) and one vGPU type per GPU: for
+    SR-IOV vGPUs (NVIDIA vGPU 17 and later) the compute node's [pci]
+    device_spec per VF, the controller's type-VF [pci] alias per class,
+    and a systemd unit and script that give every VF its type back before
+    nova-compute starts; for mdev GPUs [devices] enabled_mdev_types and
+    [mdev_<type>] device_addresses. Bad input, a sysfs name that is no PCI
+    address and files Nova or /bin/sh -n would read otherwise are refused
+    first.
     """
 
     _epilog = """\
@@ -187,6 +193,11 @@ another, written in vgpu/::
         --type 0000:25:00.0=L4-8Q:3 --type 0000:26:00.0=L4-4Q \\
         --output-dir vgpu/
 
+On the controller, from the node's snapshot::
+
+    openstack mdev config generate --snapshot gpu3.json \\
+        --type 0000:26:00.0=L4-4Q --output-dir gpu3/
+
 The file of an mdev GPU, printed::
 
     openstack mdev config generate --sysfs /sys --type 0000:84:00.0=nvidia-35
@@ -196,7 +207,8 @@ The file of an mdev GPU, printed::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.sysfs(parser, required=True)
+        options.sysfs(parser)
+        parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
         parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
                             dest='types', type=gpu_type, action='append',
                             required=True, help=TYPE)
@@ -205,11 +217,15 @@ The file of an mdev GPU, printed::
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if (parsed_args.sysfs is None) == (parsed_args.snapshot is None):
+            raise exceptions.CommandError(
+                "Give the node's devices as --sysfs (on the node) or "
+                '--snapshot (its snapshot), one of them.')
         directory = parsed_args.output_dir
         try:
-            done = config_generate.generate(parsed_args.sysfs,
-                                            parsed_args.types, directory,
-                                            parsed_args.dry_run)
+            done = config_generate.generate(
+                parsed_args.sysfs, parsed_args.types, directory,
+                parsed_args.dry_run, snapshot_file=parsed_args.snapshot)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:
