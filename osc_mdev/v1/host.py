@@ -56,9 +56,7 @@ With nova.conf and its directory, on a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.nova_conf_files(parser, FILES)
-        options.sysfs(parser)
-        parser.set_defaults(sysfs='/sys')
+        options.node_files(parser, FILES)
         parser.add_argument('--libvirt-dir', metavar='<dir>',
                             default='/etc/libvirt/qemu', help=LIBVIRT_DIR)
         parser.add_argument('--node-name', metavar='<name>',

@@ -315,6 +315,15 @@ def nova_conf_files(parser: Parser, help_text: str) -> None:
                         help=help_text)
 
 
+def node_files(parser: Parser, help_text: str) -> None:
+    """The nova.conf files of the compute node this runs on, and its
+    sysfs (``/sys`` unless given).
+    """
+    nova_conf_files(parser, help_text)
+    sysfs(parser)
+    parser.set_defaults(sysfs='/sys')
+
+
 def nova_confs(parser: Parser) -> None:
     """The nova.conf files of compute nodes and controller, and the type
     trait prefix that reading them needs.
