@@ -33,6 +33,7 @@ OPTIONS = {
     'force': '--force',
     'host': '--host',
     'isolate_others': '--isolate-other-groups',
+    'node_name': '--node-name',
     'project': '--project',
     'provider_config': '--provider-config',
     'provider_config_dir': '--provider-config-dir',

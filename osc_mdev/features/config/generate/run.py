@@ -25,9 +25,11 @@ nothing written.
 
 from collections.abc import Sequence
 import dataclasses
+import posixpath
 
 from osc_mdev.base import words
 from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import readback
 from osc_mdev.local import shell
@@ -65,11 +67,14 @@ def check_directory(directory: str) -> None:
         raise DirectoryError('%s: %s' % (exc.filename, exc.strerror)) from exc
 
 
-def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice]
+def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice],
+               layout: str = formats.FILES, node_name: str | None = None
                ) -> list[generated.GeneratedFile]:
     """The files for the host under ``sysfs_root`` and the choices of a
-    type per GPU, each read back; GenerateError for bad input.
+    type per GPU, each read back, in ``layout`` (``formats.FORMATS``)
+    for the node ``node_name``; GenerateError for bad input.
     """
+    formats.check(layout, node_name)
     host = sysfs.read_host(sysfs_root)
     plan = configgenerate.plan(host, choices)
     files = generated.files(plan)
@@ -77,7 +82,7 @@ def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice]
     for file in files:
         if file.executable:
             check_script(file)
-    return files
+    return formats.files(layout, plan, node_name)
 
 
 def check_script(file: generated.GeneratedFile) -> None:
@@ -96,9 +101,11 @@ def check_script(file: generated.GeneratedFile) -> None:
 
 
 def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
+    folder, name = posixpath.split(file.name)
     try:
-        path, result = textfile.write_in(directory, file.name, file.text,
-                                         file.executable)
+        path, result = textfile.write_in(
+            textfile.path_in(directory, folder) if folder else directory,
+            name, file.text, file.executable)
     except OSError as exc:
         return Written(file, textfile.path_in(directory, file.name),
                        'failed: %s' % (exc.strerror or exc))
@@ -107,13 +114,15 @@ def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
 
 def generate(sysfs_root: str, choices: Sequence[configgenerate.Choice],
              directory: str | None = None,
-             dry_run: bool = False) -> list[Written]:
-    """Check ``directory``, plan the files, then write each in it (none
-    with ``dry_run``): one Written each.
+             dry_run: bool = False, layout: str = formats.FILES,
+             node_name: str | None = None) -> list[Written]:
+    """Check ``directory``, plan the files in ``layout`` for the node
+    ``node_name``, then write each in it (none with ``dry_run``; a file
+    named with a folder in that folder): one Written each.
     """
     if directory is not None:
         check_directory(directory)
-    files = plan_files(sysfs_root, choices)
+    files = plan_files(sysfs_root, choices, layout, node_name)
     if directory is None or dry_run:
         return [Written(f, None, 'shown') for f in files]
     return [_write_one(directory, f) for f in files]
