@@ -176,9 +176,6 @@ LAYOUT = (
     'files (default), kolla-ansible (the nova.conf overrides of its '
     '/etc/kolla/config) or openstack-ansible (host_vars and group_vars '
     'of /etc/openstack_deploy).')
-NODE_NAME = (
-    "The compute node's name in the deployment's inventory: names its "
-    'files in the kolla-ansible and openstack-ansible layouts.')
 
 TYPE = (
     "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
@@ -186,16 +183,22 @@ TYPE = (
     'only. Repeat for each GPU.')
 
 
+SNAPSHOT = ("The node's snapshot ('openstack mdev host snapshot'), "
+            'read instead of --sysfs: the files for a node are made on the '
+            'controller.')
+
+
 class GenerateConfig(common.Lister):
     """Write the vGPU configuration of a compute node from its devices.
 
-    From the node's sysfs and one vGPU type per GPU: for SR-IOV vGPUs
-    (NVIDIA vGPU 17 and later) the compute node's [pci] device_spec per VF,
-    the controller's type-VF [pci] alias per class, and a systemd unit and
-    script that give every VF its type back before nova-compute starts; for
-    mdev GPUs [devices] enabled_mdev_types and [mdev_<type>]
-    device_addresses. Bad input, a sysfs name that is no PCI address and
-    files Nova or /bin/sh -n would read otherwise are refused first.
+    From the node's sysfs (or its snapshot) and one vGPU type per GPU: for
+    SR-IOV vGPUs (NVIDIA vGPU 17 and later) the compute node's [pci]
+    device_spec per VF, the controller's type-VF [pci] alias per class,
+    and a systemd unit and script that give every VF its type back before
+    nova-compute starts; for mdev GPUs [devices] enabled_mdev_types and
+    [mdev_<type>] device_addresses. Bad input, a sysfs name that is no PCI
+    address and files Nova or /bin/sh -n would read otherwise are refused
+    first.
     """
 
     _epilog = """\
@@ -208,22 +211,22 @@ another, written in vgpu/::
         --type 0000:25:00.0=L4-8Q:3 --type 0000:26:00.0=L4-4Q \\
         --output-dir vgpu/
 
+On the controller, from the node's snapshot::
+
+    openstack mdev config generate --snapshot gpu3.json \\
+        --type 0000:26:00.0=L4-4Q --output-dir gpu3/
+
 The file of an mdev GPU, printed::
 
     openstack mdev config generate --sysfs /sys --type 0000:84:00.0=nvidia-35
-
-For kolla-ansible, in its node_custom_config, for the node gpu-node-1::
-
-    openstack mdev config generate --sysfs /sys --type 0000:25:00.0=L4-8Q \\
-        --layout kolla-ansible --node-name gpu-node-1 \\
-        --output-dir /etc/kolla/config
 """
 
     auth_required = False
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.sysfs(parser, required=True)
+        options.sysfs(parser)
+        parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
         parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
                             dest='types', type=gpu_type, action='append',
                             required=True, help=TYPE)
@@ -232,17 +235,20 @@ For kolla-ansible, in its node_custom_config, for the node gpu-node-1::
         parser.add_argument('--layout',
                             choices=generate_formats.FORMATS,
                             default=generate_formats.FILES, help=LAYOUT)
-        parser.add_argument('--node-name', metavar='<name>', type=node_name,
-                            help=NODE_NAME)
+        options.node_name(parser, type=node_name)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if (parsed_args.sysfs is None) == (parsed_args.snapshot is None):
+            raise exceptions.CommandError(
+                "Give the node's devices as --sysfs (on the node) or "
+                '--snapshot (its snapshot), one of them.')
         directory = parsed_args.output_dir
         try:
             done = config_generate.generate(
                 parsed_args.sysfs, parsed_args.types, directory,
-                parsed_args.dry_run, parsed_args.layout,
-                parsed_args.node_name)
+                parsed_args.dry_run, snapshot_file=parsed_args.snapshot,
+                layout=parsed_args.layout, node_name=parsed_args.node_name)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:
