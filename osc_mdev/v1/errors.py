@@ -33,6 +33,7 @@ OPTIONS = {
     'force': '--force',
     'host': '--host',
     'isolate_others': '--isolate-other-groups',
+    'node_name': '--node-name',
     'project': '--project',
     'output': '--output',
     'provider_config': '--provider-config',
