@@ -153,10 +153,10 @@ def gpu_type(value: str) -> configgenerate.Choice:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def node_name(value: str) -> str:
-    """A ``--node-name`` value: a name a file can be named after."""
+def inventory_host(value: str) -> str:
+    """A ``--inventory-host`` value: a name a file can be named after."""
     try:
-        return generate_formats.check_node_name(value)
+        return generate_formats.check_inventory_host(value)
     except configgenerate.GenerateError as exc:
         raise argparse.ArgumentTypeError(
             errors.words(str(exc), cli_errors.option)) from None
@@ -176,6 +176,11 @@ LAYOUT = (
     'files (default), kolla-ansible (the nova.conf overrides of its '
     '/etc/kolla/config) or openstack-ansible (host_vars and group_vars '
     'of /etc/openstack_deploy).')
+
+INVENTORY_HOST = (
+    "The node's name in the deployment tool's inventory, which names its "
+    'files in the kolla-ansible and openstack-ansible layouts (needed '
+    'there).')
 
 TYPE = (
     "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
@@ -235,7 +240,8 @@ The file of an mdev GPU, printed::
         parser.add_argument('--layout',
                             choices=generate_formats.FORMATS,
                             default=generate_formats.FILES, help=LAYOUT)
-        options.node_name(parser, type=node_name)
+        parser.add_argument('--inventory-host', metavar='<name>',
+                            type=inventory_host, help=INVENTORY_HOST)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
@@ -248,7 +254,8 @@ The file of an mdev GPU, printed::
             done = config_generate.generate(
                 parsed_args.sysfs, parsed_args.types, directory,
                 parsed_args.dry_run, snapshot_file=parsed_args.snapshot,
-                layout=parsed_args.layout, node_name=parsed_args.node_name)
+                layout=parsed_args.layout,
+                inventory_host=parsed_args.inventory_host)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:

@@ -33,6 +33,7 @@ OPTIONS = {
     'force': '--force',
     'host': '--host',
     'isolate_others': '--isolate-other-groups',
+    'inventory_host': '--inventory-host',
     'node_name': '--node-name',
     'project': '--project',
     'output': '--output',

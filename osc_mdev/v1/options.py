@@ -295,9 +295,7 @@ def sysfs(parser: Parser, required: bool = False) -> None:
 
 
 NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
-             'hostname; default: the name libvirt gives the machine, or '
-             "the snapshot's), which names its files in config generate's "
-             'deployment tool layouts.')
+             'hostname); default: the name libvirt gives the machine.')
 
 
 def node_name(parser: Parser, **kwargs: typing.Any) -> None:

@@ -159,7 +159,7 @@ def test_kolla_ansible_merged_by_merge_configs(
         tree: str, tmp_path: pathlib.Path) -> None:
     config = tmp_path / 'kolla'
     result = generate('--sysfs', tree, *TYPES, '--layout', 'kolla-ansible',
-                      '--node-name', NODE, '--output-dir', str(config),
+                      '--inventory-host', NODE, '--output-dir', str(config),
                       '-f', 'value', '-c', 'File')
     assert result.rc == 0, result.stderr
     assert result.stdout.split() == [str(config / name) for name in (
@@ -209,7 +209,7 @@ def test_openstack_ansible_variables_are_the_files(
         tree: str, tmp_path: pathlib.Path) -> None:
     out = tmp_path / 'osa'
     result = generate('--sysfs', tree, *TYPES, '--layout',
-                      'openstack-ansible', '--node-name', NODE,
+                      'openstack-ansible', '--inventory-host', NODE,
                       '--output-dir', str(out))
     assert result.rc == 0, result.stderr
     files_dir = files_layout(tree, tmp_path)
@@ -246,32 +246,32 @@ def test_openstack_ansible_variables_are_the_files(
 def test_printed_and_dry_run_write_nothing(tree: str, tmp_path: pathlib.Path,
                                            layout: str) -> None:
     printed = generate('--sysfs', tree, *TYPES, '--layout', layout,
-                       '--node-name', NODE)
+                       '--inventory-host', NODE)
     assert printed.rc == 0, printed.stderr
     first = ('nova/%s/nova.conf' % NODE if layout == 'kolla-ansible'
              else 'host_vars/%s.yml' % NODE)
     assert printed.stdout.startswith('==> %s <==\n' % first)
     out = tmp_path / 'out'
     dry = generate('--sysfs', tree, *TYPES, '--layout', layout,
-                   '--node-name', NODE, '--output-dir', str(out),
+                   '--inventory-host', NODE, '--output-dir', str(out),
                    '--dry-run')
     assert dry.rc == 0, dry.stderr
     assert dry.stdout == printed.stdout
     assert not out.exists()
 
 
-def test_node_name_is_needed_and_checked(tree: str,
-                                         tmp_path: pathlib.Path) -> None:
+def test_inventory_host_is_needed_and_checked(
+        tree: str, tmp_path: pathlib.Path) -> None:
     out = tmp_path / 'out'
     missing = generate('--sysfs', tree, *TYPES, '--layout', 'kolla-ansible',
                        '--output-dir', str(out))
     assert missing.rc == 1
     assert missing.stderr.strip() == (
         'The kolla-ansible files are named after the node: give its '
-        'inventory name with --node-name.')
+        'inventory name with --inventory-host.')
     bad = generate('--sysfs', tree, *TYPES, '--layout', 'kolla-ansible',
-                   '--node-name', '../etc', '--output-dir', str(out))
+                   '--inventory-host', '../etc', '--output-dir', str(out))
     assert bad.rc == 1
     assert bad.stderr.startswith(
-        "Argument --node-name: '../etc' cannot name a node's file: ")
+        "Argument --inventory-host: '../etc' cannot name a node's file: ")
     assert not out.exists()

@@ -111,7 +111,7 @@ def test_an_mdev_node_has_no_controller_variables(tmp_path) -> None:
 
 
 @pytest.mark.parametrize('layout', ['kolla-ansible', 'openstack-ansible'])
-def test_the_tools_layouts_need_the_node_name(plan, layout) -> None:
+def test_the_tools_layouts_need_the_inventory_host(plan, layout) -> None:
     with pytest.raises(configgenerate.GenerateError,
                        match='named after the node'):
         formats.files(layout, plan, None)
@@ -119,13 +119,13 @@ def test_the_tools_layouts_need_the_node_name(plan, layout) -> None:
 
 @pytest.mark.parametrize('name', ['', '.', '..', 'a/b', '../x', 'a b',
                                   ' a', 'a\n', 'a\x1b'])
-def test_a_node_name_that_cannot_name_a_file(name) -> None:
+def test_a_inventory_host_that_cannot_name_a_file(name) -> None:
     with pytest.raises(configgenerate.GenerateError,
                        match="cannot name a node's file"):
-        formats.check_node_name(name)
+        formats.check_inventory_host(name)
 
 
 @pytest.mark.parametrize('name', ['gpu1', 'gpu-node-1.example.org',
                                   'compute_07'])
-def test_a_node_name(name) -> None:
-    assert formats.check_node_name(name) == name
+def test_a_inventory_host(name) -> None:
+    assert formats.check_inventory_host(name) == name

@@ -383,13 +383,13 @@ def files(plan: plans.Plan) -> list[GeneratedFile]:
 
 
 def installed_by_hand(file: GeneratedFile, tool: str,
-                      node_name: str) -> GeneratedFile:
+                      inventory_host: str) -> GeneratedFile:
     """The unit or the script, for a deployment tool that has no place
     for it: its words say where it goes on the node.
     """
     where = {UNIT: UNIT_PATH + ', enabled', SCRIPT: SCRIPT_PATH}
     return dataclasses.replace(file, holds='not read by %s: install it on '
-                               '%s as %s; %s' % (tool, node_name,
+                               '%s as %s; %s' % (tool, inventory_host,
                                                  where[file.name], file.holds))
 
 

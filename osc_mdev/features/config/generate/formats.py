@@ -29,7 +29,7 @@ OPENSTACK_ANSIBLE = 'openstack-ansible'
 FORMATS = (FILES, KOLLA_ANSIBLE, OPENSTACK_ANSIBLE)
 
 
-def check_node_name(name: str) -> str:
+def check_inventory_host(name: str) -> str:
     """``name``, a node's inventory name, which names a file or a
     directory; GenerateError when it cannot.
     """
@@ -43,7 +43,7 @@ def check_node_name(name: str) -> str:
     return name
 
 
-def check(layout: str, node_name: str | None) -> str:
+def check(layout: str, inventory_host: str | None) -> str:
     """The node's name, for a layout that names files after the node;
     GenerateError when it is missing or cannot name a file.
     """
@@ -51,19 +51,19 @@ def check(layout: str, node_name: str | None) -> str:
         raise ValueError('unknown layout %r' % layout)
     if layout == FILES:
         return ''
-    if node_name is None:
+    if inventory_host is None:
         raise plans.GenerateError(
             'The %s files are named after the node: give its inventory '
-            'name with %s' % (layout, errors.given('node_name')))
-    return check_node_name(node_name)
+            'name with %s' % (layout, errors.given('inventory_host')))
+    return check_inventory_host(inventory_host)
 
 
 def files(layout: str, plan: plans.Plan,
-          node_name: str | None) -> list[generated.GeneratedFile]:
+          inventory_host: str | None) -> list[generated.GeneratedFile]:
     """The files of ``plan`` in ``layout`` (one of FORMATS)."""
-    node_name = check(layout, node_name)
+    inventory_host = check(layout, inventory_host)
     if layout == FILES:
         return generated.files(plan)
     if layout == KOLLA_ANSIBLE:
-        return kolla.files(plan, node_name)
-    return openstack_ansible.files(plan, node_name)
+        return kolla.files(plan, inventory_host)
+    return openstack_ansible.files(plan, inventory_host)

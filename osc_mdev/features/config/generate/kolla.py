@@ -45,9 +45,9 @@ CONTROLLER_SERVICES = ('nova-scheduler', 'nova-api')
 JINJA_MARKERS = ('{{', '{%', '{#')
 
 
-def compute_name(node_name: str) -> str:
+def compute_name(inventory_host: str) -> str:
     """The per-host override of nova.conf, in ``node_custom_config``."""
-    return 'nova/%s/nova.conf' % node_name
+    return 'nova/%s/nova.conf' % inventory_host
 
 
 def controller_name(service: str) -> str:
@@ -63,9 +63,10 @@ def _templatable(file: generated.GeneratedFile) -> None:
             'Jinja; no file is written' % (file.name, found[0]))
 
 
-def files(plan: plans.Plan, node_name: str) -> list[generated.GeneratedFile]:
+def files(plan: plans.Plan,
+          inventory_host: str) -> list[generated.GeneratedFile]:
     """The files of ``plan`` (``generated.files``) as kolla-ansible
-    merges them for the node ``node_name`` (its ``inventory_hostname``).
+    merges them for the node ``inventory_host`` (its ``inventory_hostname``).
     """
     found = []
     for file in generated.files(plan):
@@ -73,9 +74,9 @@ def files(plan: plans.Plan, node_name: str) -> list[generated.GeneratedFile]:
             _templatable(file)
         if file.name == generated.COMPUTE_CONF:
             found.append(dataclasses.replace(
-                file, name=compute_name(node_name),
+                file, name=compute_name(inventory_host),
                 holds="%s's override of every Nova service's nova.conf: "
-                '%s' % (node_name, file.holds)))
+                '%s' % (inventory_host, file.holds)))
         elif file.name == generated.CONTROLLER_CONF:
             found += [dataclasses.replace(
                 file, name=controller_name(service),
@@ -83,5 +84,5 @@ def files(plan: plans.Plan, node_name: str) -> list[generated.GeneratedFile]:
                 for service in CONTROLLER_SERVICES]
         else:
             found.append(generated.installed_by_hand(
-                file, 'kolla-ansible', node_name))
+                file, 'kolla-ansible', inventory_host))
     return found

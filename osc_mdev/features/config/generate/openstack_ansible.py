@@ -42,9 +42,9 @@ from osc_mdev.features.config.generate import plan as plans
 CONTROLLER_GROUPS = ('nova_api_os_compute', 'nova_scheduler')
 
 
-def host_name(node_name: str) -> str:
+def host_name(inventory_host: str) -> str:
     """The node's host variables file."""
-    return 'host_vars/%s.yml' % node_name
+    return 'host_vars/%s.yml' % inventory_host
 
 
 def group_name(group: str) -> str:
@@ -84,19 +84,20 @@ def _yaml(lines: list[str], plan: plans.Plan,
         variables, default_flow_style=False, sort_keys=False, width=1000))
 
 
-def files(plan: plans.Plan, node_name: str) -> list[generated.GeneratedFile]:
+def files(plan: plans.Plan,
+          inventory_host: str) -> list[generated.GeneratedFile]:
     """The files of ``plan`` (``generated.files``) as OpenStack-Ansible
-    reads them, for the node ``node_name`` (its inventory name).
+    reads them, for the node ``inventory_host`` (its inventory name).
     """
     found = []
     for file in generated.files(plan):
         if file.name == generated.COMPUTE_CONF:
             found.append(generated.GeneratedFile(
-                host_name(node_name),
-                '%s\'s variables: %s' % (node_name, ', '.join(
+                host_name(inventory_host),
+                '%s\'s variables: %s' % (inventory_host, ', '.join(
                     host_vars(plan))),
                 _yaml(["os_nova's variables for the vGPUs of the compute "
-                       'node %s.' % node_name], plan, host_vars(plan))))
+                       'node %s.' % inventory_host], plan, host_vars(plan))))
         elif file.name == generated.CONTROLLER_CONF:
             found += [generated.GeneratedFile(
                 group_name(group),
@@ -108,5 +109,5 @@ def files(plan: plans.Plan, node_name: str) -> list[generated.GeneratedFile]:
                       group_vars(plan))) for group in CONTROLLER_GROUPS]
         else:
             found.append(generated.installed_by_hand(
-                file, 'OpenStack-Ansible', node_name))
+                file, 'OpenStack-Ansible', inventory_host))
     return found

@@ -82,20 +82,20 @@ def read_host(sysfs_root: str | None,
 
 def plan_files(host: host_gpus.Host,
                choices: Sequence[configgenerate.Choice],
-               layout: str = formats.FILES, node_name: str | None = None
+               layout: str = formats.FILES, inventory_host: str | None = None
                ) -> list[generated.GeneratedFile]:
     """The files for ``host`` and the choices of a type per GPU, each
     read back, in ``layout`` (``formats.FORMATS``) for the node
-    ``node_name``; GenerateError for bad input.
+    ``inventory_host``; GenerateError for bad input.
     """
-    formats.check(layout, node_name)
+    formats.check(layout, inventory_host)
     plan = configgenerate.plan(host, choices)
     files = generated.files(plan)
     readback.check(plan, files)
     for file in files:
         if file.executable:
             check_script(file)
-    return formats.files(layout, plan, node_name)
+    return formats.files(layout, plan, inventory_host)
 
 
 def check_script(file: generated.GeneratedFile) -> None:
@@ -129,22 +129,19 @@ def generate(sysfs_root: str | None,
              choices: Sequence[configgenerate.Choice],
              directory: str | None = None, dry_run: bool = False,
              snapshot_file: str | None = None, layout: str = formats.FILES,
-             node_name: str | None = None) -> list[Written]:
+             inventory_host: str | None = None) -> list[Written]:
     """Check ``directory``, plan the files for the node (its sysfs under
     ``sysfs_root``, or its ``snapshot_file``) in ``layout`` for the node
-    ``node_name`` (by default the snapshot's node name), then write each
+    named ``inventory_host`` in the deployment tool's inventory, then
+    write each
     in it (none with ``dry_run``; a file named with a folder in that
     folder): one Written each.
     """
     if directory is not None:
         check_directory(directory)
-    if snapshot_file is not None:
-        node = host_snapshot.read(snapshot_file)
-        host, node_name = node.host, node_name or node.name
-    else:
-        formats.check(layout, node_name)
-        host = read_host(sysfs_root)
-    files = plan_files(host, choices, layout, node_name)
+    formats.check(layout, inventory_host)
+    host = read_host(sysfs_root, snapshot_file)
+    files = plan_files(host, choices, layout, inventory_host)
     if directory is None or dry_run:
         return [Written(f, None, 'shown') for f in files]
     return [_write_one(directory, f) for f in files]
