@@ -22,12 +22,15 @@ from osc_lib import exceptions
 
 from osc_mdev.api import compute
 from osc_mdev.api import placement
+from osc_mdev.base import errors
 from osc_mdev.features.config.check import reads as config
 from osc_mdev.features.config.check import report as configreport
+from osc_mdev.features.config.generate import formats as generate_formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import run as config_generate
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors as cli_errors
 from osc_mdev.v1 import options
 
 if typing.TYPE_CHECKING:
@@ -150,14 +153,34 @@ def gpu_type(value: str) -> configgenerate.Choice:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def inventory_host(value: str) -> str:
+    """A ``--inventory-host`` value: a name a file can be named after."""
+    try:
+        return generate_formats.check_inventory_host(value)
+    except configgenerate.GenerateError as exc:
+        raise argparse.ArgumentTypeError(
+            errors.words(str(exc), cli_errors.option)) from None
+
+
 def _worded(exc: configgenerate.GenerateError) -> str:
     """The domain's refusal as one sentence naming the --type it is
-    about.
+    about, and the options it names.
     """
+    sentence = errors.words(str(exc), cli_errors.option)
     if exc.choice is None:
-        return '%s.' % exc
-    return '--type %s: %s.' % (exc.choice.text, exc)
+        return '%s.' % sentence
+    return '--type %s: %s.' % (exc.choice.text, sentence)
 
+
+LAYOUT = (
+    'files (default), kolla-ansible (the nova.conf overrides of its '
+    '/etc/kolla/config) or openstack-ansible (host_vars and group_vars '
+    'of /etc/openstack_deploy).')
+
+INVENTORY_HOST = (
+    "The node's name in the deployment tool's inventory, which names its "
+    'files in the kolla-ansible and openstack-ansible layouts (needed '
+    'there).')
 
 TYPE = (
     "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
@@ -214,6 +237,11 @@ The file of an mdev GPU, printed::
                             required=True, help=TYPE)
         options.output_dir(parser)
         options.dry_run(parser)
+        parser.add_argument('--layout',
+                            choices=generate_formats.FORMATS,
+                            default=generate_formats.FILES, help=LAYOUT)
+        parser.add_argument('--inventory-host', metavar='<name>',
+                            type=inventory_host, help=INVENTORY_HOST)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
@@ -225,7 +253,9 @@ The file of an mdev GPU, printed::
         try:
             done = config_generate.generate(
                 parsed_args.sysfs, parsed_args.types, directory,
-                parsed_args.dry_run, snapshot_file=parsed_args.snapshot)
+                parsed_args.dry_run, snapshot_file=parsed_args.snapshot,
+                layout=parsed_args.layout,
+                inventory_host=parsed_args.inventory_host)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:

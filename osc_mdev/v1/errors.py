@@ -33,6 +33,8 @@ OPTIONS = {
     'force': '--force',
     'host': '--host',
     'isolate_others': '--isolate-other-groups',
+    'inventory_host': '--inventory-host',
+    'node_name': '--node-name',
     'project': '--project',
     'output': '--output',
     'provider_config': '--provider-config',
