@@ -215,3 +215,15 @@ def test_the_play_fails_naming_every_drifted_node(fleet, played):
         line.startswith((n.host + ':', n.name + ':')) for line in lines)}
     assert named == {n.host for n in fleet.nodes if n.drifted}
     assert len(named) >= NODES // 2
+
+
+@pytest.mark.parametrize('kind, plugin', [
+    ('module', 'osc_mdev.vgpu.snapshot'),
+    ('filter', 'osc_mdev.vgpu.finding_lines')])
+def test_the_plugins_document_themselves(installed, tmp_path, kind, plugin):
+    env = fleet_fixture.ansible_env(installed[1], tmp_path)
+    result = run('ansible-doc', '-t', kind, '--json', plugin, env=env)
+    assert result.returncode == 0, result.stderr
+    assert 'ERROR' not in result.stderr, result.stderr
+    [doc] = json.loads(result.stdout).values()
+    assert doc['doc']['short_description']

@@ -17,10 +17,10 @@ DOCUMENTATION = r'''
 name: finding_lines
 short_description: The findings of openstack mdev config check as lines
 description:
-  - The rows of C(openstack mdev config check --snapshot-dir DIR -f json)
-    whose severity is one of I(severities), one line each (C(NODE:
-    SEVERITY: WHERE: MESSAGE)), then one line for each node of
-    I(unreachable) that no row names.
+  - "The rows of C(openstack mdev config check --snapshot-dir DIR -f json)
+    whose severity is one of I(severities), one line each
+    (C(NODE: SEVERITY: WHERE: MESSAGE)), then one line for each node of
+    I(unreachable) that no row names."
 positional: severities, unreachable
 options:
   _input:

@@ -24,7 +24,7 @@ description:
     and returns it raw, as the document C(openstack mdev host snapshot)
     writes, for C(openstack mdev config check --snapshot-dir) on the
     controller.
-  - Runs with the node's own Python and its standard library only:
+  - Runs with the node's own Python and its standard library only;
     osc-mdev need not be installed on the node. Reads only; an unreadable
     path is listed in the document's C(unreadable), never an error.
 version_added: 1.0.0
