@@ -19,6 +19,7 @@ root directory to be written in (``osc_mdev_root``); the controller's
 touches a marker file in its directory.
 """
 
+import json
 import os
 import pathlib
 import re
@@ -210,3 +211,17 @@ def test_configure_writes_the_files_and_restarts_where_changed(
         '+enabled_mdev_types = nvidia-35\n' in out
     assert [n for n in TYPES if fleet.restarted(n).exists()] == ['gpu-2']
     assert fleet.written('gpu-2') == fleet.written('gpu-3')
+
+
+@pytest.mark.skipif(
+    not (REPO / 'ansible' / 'plugins' / 'modules' / 'snapshot.py').exists(),
+    reason='the collection has no snapshot module')
+def test_a_node_without_a_snapshot_gets_one(
+        fleet: Fleet, tmp_path: pathlib.Path) -> None:
+    taken = fleet.snapshots / 'gpu-3.json'
+    taken.unlink()
+    _, changed = fleet.configure()
+    assert changed['gpu-3'] == 4   # and the snapshot kept
+    document = json.loads(taken.read_text())
+    assert document['sysfs']['root'] == str(fleet.node('gpu-3') / 'sys')
+    assert fleet.written('gpu-3') == expected(fleet, 'gpu-3', tmp_path)
