@@ -213,6 +213,19 @@ def test_configure_writes_the_files_and_restarts_where_changed(
     assert fleet.written('gpu-2') == fleet.written('gpu-3')
 
 
+def test_a_node_that_no_longer_types_vfs_loses_the_unit(
+        fleet: Fleet) -> None:
+    fleet.configure()
+    fleet.restarted('gpu-1').unlink()
+    mdev_only = {MDEV_GPU[0]: 'nvidia-35'}
+    fleet.write_inventory(dict(TYPES, **{'gpu-1': mdev_only}))
+    _, changed = fleet.configure()
+    # The fragment, the links, the unit and script, the restart.
+    assert changed == {'gpu-1': 4, 'gpu-2': 0, 'gpu-3': 0}
+    assert fleet.written('gpu-1') == fleet.written('gpu-3')
+    assert fleet.restarted('gpu-1').exists()
+
+
 @pytest.mark.skipif(
     not (REPO / 'ansible' / 'plugins' / 'modules' / 'snapshot.py').exists(),
     reason='the collection has no snapshot module')
