@@ -14,7 +14,10 @@
 runs on: nova.conf files (read as oslo.config reads them), sysfs trees,
 nova-compute's provider config files and the files it writes.
 
-``conf_files`` finds the files a list of paths stands for
+``snapshot`` is the one reader of a compute node's raw files (sysfs,
+nova.conf, libvirt domains) into a host snapshot document, standard
+library only; ``node`` is a node read from such a snapshot or from the
+live files. ``conf_files`` finds the files a list of paths stands for
 (``--config-dir`` directories included) and reads their text;
 ``sysfs`` reads a compute node's sysfs (``/sys`` or a copy of it);
 ``provider_config`` reads

@@ -18,16 +18,18 @@ and their text; ``osc_mdev.nova.conf.settings`` parses the text with
 oslo.config's parser and applies Nova's rules.
 """
 
+import base64
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
-import glob
-import os
+from collections.abc import Mapping
+import typing
 
+from osc_mdev.local import snapshot
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_BYTES = snapshot.MAX_FILE_BYTES
 
 
 def config_files(paths: Iterable[str],
@@ -39,18 +41,17 @@ def config_files(paths: Iterable[str],
     directory with no ``.conf`` file.
     """
     files = []
-    for path in paths:
-        if os.path.isdir(path) and directories:
-            found = sorted(glob.glob(os.path.join(path, '*.conf')))
-            if not found:
-                raise novaconf.NovaConfError(
-                    '%s is a directory with no .conf file; give the nova.conf '
-                    'file or the --config-dir directory nova-compute reads'
-                    % path)
-            files.extend(found)
-        else:
-            files.append(path)
+    for path, empty in snapshot.conf_paths(paths, directories):
+        if empty:
+            raise _empty_directory(path)
+        files.append(path)
     return files
+
+
+def _empty_directory(path: str) -> novaconf.NovaConfError:
+    return novaconf.NovaConfError(
+        '%s is a directory with no .conf file; give the nova.conf file or '
+        'the --config-dir directory nova-compute reads' % path)
 
 
 def read_text(path: str) -> str:
@@ -58,16 +59,32 @@ def read_text(path: str) -> str:
     is wrong: missing, unreadable, a directory, huge, binary, not UTF-8 or
     empty.
     """
-    if os.path.isdir(path):
+    return text_of(snapshot.read_conf(path))
+
+
+def text_of(read: Mapping[str, typing.Any]) -> str:
+    """The text of a nova.conf as ``snapshot.read_conf`` read it, or
+    NovaConfError as ``read_text``.
+    """
+    path = read['path']
+    if read.get('empty_directory'):
+        raise _empty_directory(path)
+    if read.get('directory'):
         raise novaconf.NovaConfError(
             '%s is a directory, not a nova.conf file' % path)
-    try:
-        with open(path, 'rb') as conf_file:
-            data = conf_file.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
+    if 'error' in read:
         raise novaconf.NovaConfError('Cannot read %s: %s' % (
-            path, exc.strerror or exc)) from exc
-    if len(data) > MAX_FILE_BYTES:
+            path, read['error']))
+    if 'text' in read:
+        text = read['text']
+        if '\0' in text:
+            raise novaconf.NovaConfError(
+                '%s is a binary file, not a nova.conf' % path)
+        if not text.strip():
+            raise novaconf.NovaConfError('%s is empty' % path)
+        return text
+    data = base64.b64decode(read['base64'])
+    if read.get('truncated') or len(data) > MAX_FILE_BYTES:
         raise novaconf.NovaConfError(
             '%s is larger than %d MB, too large to be a nova.conf'
             % (path, MAX_FILE_BYTES // (1024 * 1024)))
@@ -75,14 +92,20 @@ def read_text(path: str) -> str:
         raise novaconf.NovaConfError(
             '%s is a binary file, not a nova.conf' % path)
     try:
-        text = data.decode('utf-8')
+        data.decode('utf-8')
     except UnicodeDecodeError as exc:
         raise novaconf.NovaConfError(
             '%s is not UTF-8 text (invalid byte at offset %d), so it is not '
             'a nova.conf' % (path, exc.start)) from exc
-    if not text.strip():
-        raise novaconf.NovaConfError('%s is empty' % path)
-    return text
+    raise novaconf.NovaConfError('%s could not be read' % path)
+
+
+def texts_of(part: Mapping[str, typing.Any]) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` of each nova.conf of a snapshot's nova.conf part,
+    in reading order; NovaConfError for one nova-compute cannot read.
+    """
+    for read in part['files']:
+        yield read['path'], text_of(read)
 
 
 def read_files(paths: Iterable[str],
@@ -91,7 +114,9 @@ def read_files(paths: Iterable[str],
     (``config_files``), each read when it is asked for; NovaConfError for
     one that cannot be read.
     """
-    for path in config_files(paths, directories):
+    for path, empty in snapshot.conf_paths(paths, directories):
+        if empty:
+            raise _empty_directory(path)
         yield path, read_text(path)
 
 

@@ -22,12 +22,15 @@ from osc_lib import exceptions
 
 from osc_mdev.api import compute
 from osc_mdev.api import placement
+from osc_mdev.base import errors
 from osc_mdev.features.config.check import reads as config
 from osc_mdev.features.config.check import report as configreport
+from osc_mdev.features.config.generate import formats as generate_formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import run as config_generate
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors as cli_errors
 from osc_mdev.v1 import options
 
 if typing.TYPE_CHECKING:
@@ -150,14 +153,29 @@ def gpu_type(value: str) -> configgenerate.Choice:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def node_name(value: str) -> str:
+    """A ``--node-name`` value: a name a file can be named after."""
+    try:
+        return generate_formats.check_node_name(value)
+    except configgenerate.GenerateError as exc:
+        raise argparse.ArgumentTypeError(
+            errors.words(str(exc), cli_errors.option)) from None
+
+
 def _worded(exc: configgenerate.GenerateError) -> str:
     """The domain's refusal as one sentence naming the --type it is
-    about.
+    about, and the options it names.
     """
+    sentence = errors.words(str(exc), cli_errors.option)
     if exc.choice is None:
-        return '%s.' % exc
-    return '--type %s: %s.' % (exc.choice.text, exc)
+        return '%s.' % sentence
+    return '--type %s: %s.' % (exc.choice.text, sentence)
 
+
+LAYOUT = (
+    'files (default), kolla-ansible (the nova.conf overrides of its '
+    '/etc/kolla/config) or openstack-ansible (host_vars and group_vars '
+    'of /etc/openstack_deploy).')
 
 TYPE = (
     "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
@@ -165,16 +183,22 @@ TYPE = (
     'only. Repeat for each GPU.')
 
 
+SNAPSHOT = ("The node's snapshot ('openstack mdev host snapshot'), "
+            'read instead of --sysfs: the files for a node are made on the '
+            'controller.')
+
+
 class GenerateConfig(common.Lister):
     """Write the vGPU configuration of a compute node from its devices.
 
-    From the node's sysfs and one vGPU type per GPU: for SR-IOV vGPUs
-    (NVIDIA vGPU 17 and later) the compute node's [pci] device_spec per VF,
-    the controller's type-VF [pci] alias per class, and a systemd unit and
-    script that give every VF its type back before nova-compute starts; for
-    mdev GPUs [devices] enabled_mdev_types and [mdev_<type>]
-    device_addresses. Bad input, a sysfs name that is no PCI address and
-    files Nova or /bin/sh -n would read otherwise are refused first.
+    From the node's sysfs (or its snapshot) and one vGPU type per GPU: for
+    SR-IOV vGPUs (NVIDIA vGPU 17 and later) the compute node's [pci]
+    device_spec per VF, the controller's type-VF [pci] alias per class,
+    and a systemd unit and script that give every VF its type back before
+    nova-compute starts; for mdev GPUs [devices] enabled_mdev_types and
+    [mdev_<type>] device_addresses. Bad input, a sysfs name that is no PCI
+    address and files Nova or /bin/sh -n would read otherwise are refused
+    first.
     """
 
     _epilog = """\
@@ -187,6 +211,11 @@ another, written in vgpu/::
         --type 0000:25:00.0=L4-8Q:3 --type 0000:26:00.0=L4-4Q \\
         --output-dir vgpu/
 
+On the controller, from the node's snapshot::
+
+    openstack mdev config generate --snapshot gpu3.json \\
+        --type 0000:26:00.0=L4-4Q --output-dir gpu3/
+
 The file of an mdev GPU, printed::
 
     openstack mdev config generate --sysfs /sys --type 0000:84:00.0=nvidia-35
@@ -196,20 +225,30 @@ The file of an mdev GPU, printed::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.sysfs(parser, required=True)
+        options.sysfs(parser)
+        parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
         parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
                             dest='types', type=gpu_type, action='append',
                             required=True, help=TYPE)
         options.output_dir(parser)
         options.dry_run(parser)
+        parser.add_argument('--layout',
+                            choices=generate_formats.FORMATS,
+                            default=generate_formats.FILES, help=LAYOUT)
+        options.node_name(parser, type=node_name)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if (parsed_args.sysfs is None) == (parsed_args.snapshot is None):
+            raise exceptions.CommandError(
+                "Give the node's devices as --sysfs (on the node) or "
+                '--snapshot (its snapshot), one of them.')
         directory = parsed_args.output_dir
         try:
-            done = config_generate.generate(parsed_args.sysfs,
-                                            parsed_args.types, directory,
-                                            parsed_args.dry_run)
+            done = config_generate.generate(
+                parsed_args.sysfs, parsed_args.types, directory,
+                parsed_args.dry_run, snapshot_file=parsed_args.snapshot,
+                layout=parsed_args.layout, node_name=parsed_args.node_name)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:

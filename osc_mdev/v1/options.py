@@ -294,6 +294,17 @@ def sysfs(parser: Parser, required: bool = False) -> None:
                         required=required, help=SYSFS)
 
 
+NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
+             'hostname; default: the name libvirt gives the machine, or '
+             "the snapshot's), which names its files in config generate's "
+             'deployment tool layouts.')
+
+
+def node_name(parser: Parser, **kwargs: typing.Any) -> None:
+    parser.add_argument('--node-name', metavar='<name>', help=NODE_NAME,
+                        **kwargs)
+
+
 def output_dir(parser: Parser) -> None:
     parser.add_argument('--output-dir', metavar='<dir>', type=printable_path,
                         help=OUTPUT_DIR)
@@ -313,6 +324,15 @@ def nova_conf_files(parser: Parser, help_text: str) -> None:
     """
     parser.add_argument('files', metavar='<file>', nargs='*',
                         help=help_text)
+
+
+def node_files(parser: Parser, help_text: str) -> None:
+    """The nova.conf files of the compute node this runs on, and its
+    sysfs (``/sys`` unless given).
+    """
+    nova_conf_files(parser, help_text)
+    sysfs(parser)
+    parser.set_defaults(sysfs='/sys')
 
 
 def nova_confs(parser: Parser) -> None:

@@ -14,22 +14,26 @@
 GPU, made into nova.conf fragments, a systemd unit and its script.
 
 The directory is checked first, then the host is read once
-(``local.sysfs``), planned and rendered by the pure modules beside
-this one (``plan``, ``files``), and the files are read back before any
-is written: the nova.conf fragments as Nova reads them (``readback``),
-the script by the host's ``/bin/sh -n`` (``local.shell``). Only then is
-a file written, each atomically (``local.textfile``). Bad input, or a
-file that does not read back, raises ``plan.GenerateError`` with
-nothing written.
+(``local.sysfs``, or the node's snapshot), planned and rendered by the
+pure modules beside this one (``plan``, ``files``), and the files are
+read back before any is written: the nova.conf fragments as Nova reads
+them (``readback``), the script by the host's ``/bin/sh -n``
+(``local.shell``). Only then is a file written, each atomically
+(``local.textfile``). Bad input, or a file that does not read back,
+raises ``plan.GenerateError`` with nothing written.
 """
 
 from collections.abc import Sequence
 import dataclasses
+import posixpath
 
 from osc_mdev.base import words
 from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import readback
+from osc_mdev.features.host import run as host_snapshot
+from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import shell
 from osc_mdev.local import sysfs
 from osc_mdev.local import textfile
@@ -65,19 +69,33 @@ def check_directory(directory: str) -> None:
         raise DirectoryError('%s: %s' % (exc.filename, exc.strerror)) from exc
 
 
-def plan_files(sysfs_root: str, choices: Sequence[configgenerate.Choice]
-               ) -> list[generated.GeneratedFile]:
-    """The files for the host under ``sysfs_root`` and the choices of a
-    type per GPU, each read back; GenerateError for bad input.
+def read_host(sysfs_root: str | None,
+              snapshot_file: str | None = None) -> host_gpus.Host:
+    """The devices of the node: from its snapshot file when given, else
+    from the sysfs under ``sysfs_root``.
     """
-    host = sysfs.read_host(sysfs_root)
+    if snapshot_file is not None:
+        return host_snapshot.read(snapshot_file).host
+    assert sysfs_root is not None   # the command asks for one of them
+    return sysfs.read_host(sysfs_root)
+
+
+def plan_files(host: host_gpus.Host,
+               choices: Sequence[configgenerate.Choice],
+               layout: str = formats.FILES, node_name: str | None = None
+               ) -> list[generated.GeneratedFile]:
+    """The files for ``host`` and the choices of a type per GPU, each
+    read back, in ``layout`` (``formats.FORMATS``) for the node
+    ``node_name``; GenerateError for bad input.
+    """
+    formats.check(layout, node_name)
     plan = configgenerate.plan(host, choices)
     files = generated.files(plan)
     readback.check(plan, files)
     for file in files:
         if file.executable:
             check_script(file)
-    return files
+    return formats.files(layout, plan, node_name)
 
 
 def check_script(file: generated.GeneratedFile) -> None:
@@ -96,24 +114,37 @@ def check_script(file: generated.GeneratedFile) -> None:
 
 
 def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
+    folder, name = posixpath.split(file.name)
     try:
-        path, result = textfile.write_in(directory, file.name, file.text,
-                                         file.executable)
+        path, result = textfile.write_in(
+            textfile.path_in(directory, folder) if folder else directory,
+            name, file.text, file.executable)
     except OSError as exc:
         return Written(file, textfile.path_in(directory, file.name),
                        'failed: %s' % (exc.strerror or exc))
     return Written(file, path, result)
 
 
-def generate(sysfs_root: str, choices: Sequence[configgenerate.Choice],
-             directory: str | None = None,
-             dry_run: bool = False) -> list[Written]:
-    """Check ``directory``, plan the files, then write each in it (none
-    with ``dry_run``): one Written each.
+def generate(sysfs_root: str | None,
+             choices: Sequence[configgenerate.Choice],
+             directory: str | None = None, dry_run: bool = False,
+             snapshot_file: str | None = None, layout: str = formats.FILES,
+             node_name: str | None = None) -> list[Written]:
+    """Check ``directory``, plan the files for the node (its sysfs under
+    ``sysfs_root``, or its ``snapshot_file``) in ``layout`` for the node
+    ``node_name`` (by default the snapshot's node name), then write each
+    in it (none with ``dry_run``; a file named with a folder in that
+    folder): one Written each.
     """
     if directory is not None:
         check_directory(directory)
-    files = plan_files(sysfs_root, choices)
+    if snapshot_file is not None:
+        node = host_snapshot.read(snapshot_file)
+        host, node_name = node.host, node_name or node.name
+    else:
+        formats.check(layout, node_name)
+        host = read_host(sysfs_root)
+    files = plan_files(host, choices, layout, node_name)
     if directory is None or dry_run:
         return [Written(f, None, 'shown') for f in files]
     return [_write_one(directory, f) for f in files]

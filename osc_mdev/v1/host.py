@@ -1,0 +1,73 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``openstack mdev host snapshot``."""
+
+import argparse
+
+from osc_mdev.features.host import run as host_run
+from osc_mdev.v1 import common
+from osc_mdev.v1 import options
+
+FILES = ('nova.conf file, or a directory read like --config-dir, to keep '
+         'in the snapshot; give every file nova-compute reads, in its '
+         'order (default: /etc/nova/nova.conf).')
+LIBVIRT_DIR = ("The directory of libvirt's domain definitions, whose "
+               'mdevs the snapshot keeps (default: /etc/libvirt/qemu).')
+
+
+class SnapshotHost(common.Command):
+    """Take a compute node's snapshot for the checks run on the controller.
+
+    On the compute node, with no cloud credentials and no network: one
+    JSON document with what the host checks read (the GPUs' and VFs'
+    sysfs files and links, the mdevs, the nova.conf files as read, the
+    libvirt domains' definitions, the node's names), raw, with a format
+    version. Read-only; a path that cannot be read is listed in the
+    document. 'openstack mdev config check --snapshot' judges it on the
+    controller.
+    """
+
+    _epilog = """\
+Examples:
+
+On the compute node::
+
+    openstack mdev host snapshot --output /tmp/gpu3.json
+
+With nova.conf and its directory, on a copy of sysfs::
+
+    openstack mdev host snapshot /etc/nova/nova.conf /etc/nova/nova.conf.d \\
+        --sysfs node1-sys/ --output node1.json
+"""
+
+    auth_required = False
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        options.node_files(parser, FILES)
+        parser.add_argument('--libvirt-dir', metavar='<dir>',
+                            default='/etc/libvirt/qemu', help=LIBVIRT_DIR)
+        options.node_name(parser)
+        options.output(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> int:
+        host_run.check_output(parsed_args.output)
+        document = host_run.take(parsed_args.sysfs, parsed_args.files,
+                                 parsed_args.libvirt_dir,
+                                 parsed_args.node_name)
+        if parsed_args.output:
+            host_run.write(parsed_args.output, document)
+        else:
+            self.app.stdout.write(host_run.text(document))
+        return 0
