@@ -51,9 +51,12 @@ Usage: python tools/bench.py [--sizes 250,1000,5000] [--runs 3]
        [--max-allocation-candidates N] [--output doc/bench-results.md]
 
 ``--only capacity`` measures ``mdev capacity`` alone and rewrites only
-its section of the output file. ``--hold`` keeps the filled cloud up
-after the last size (its clouds.yaml is printed) until interrupted, to
-profile a command against it.
+its section of the output file. ``--only fleet-check`` measures the
+central check of many nodes' snapshots against the node-by-node check
+(tools/bench_fleet_check.py, at 50, 200 and 500 nodes unless --sizes).
+``--hold`` keeps the filled cloud up after the last size (its
+clouds.yaml is printed) until interrupted, to profile a command against
+it.
 """
 
 import argparse
@@ -1097,6 +1100,20 @@ def measure_size(runner: Runner, placement: pg_placement.PgPlacement,
     return result
 
 
+def fleet_check(args: argparse.Namespace) -> int:
+    """The central check of 50, 200 and 500 nodes against the node-by-node
+    one (tools/bench_fleet_check.py), in its own results file.
+    """
+    import bench_fleet_check
+    text = bench_fleet_check.section(
+        sizes='50,200,500' if args.sizes == '250,1000,5000' else args.sizes,
+        sample=args.sample, runs=1)
+    print(text, flush=True)
+    (REPO / 'doc' / 'bench-fleet-check-results.md').write_text(
+        '# osc-mdev benchmark results: the central check\n\n' + text)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--sizes', default='250,1000,5000')
@@ -1105,9 +1122,11 @@ def main() -> int:
                         help='runs of the in-process naive reads')
     parser.add_argument('--sample', type=int, default=3)
     parser.add_argument('--fill-workers', type=int, default=16)
-    parser.add_argument('--only', choices=('capacity',),
+    parser.add_argument('--only', choices=('capacity', 'fleet-check'),
                         help='measure only this command and rewrite only '
-                             'its section of the output')
+                             'its section of the output (fleet-check: '
+                             'tools/bench_fleet_check.py, written to '
+                             'doc/bench-fleet-check-results.md)')
     parser.add_argument('--hold', action='store_true',
                         help='keep the cloud up (busy) after the last '
                              'size, until interrupted')
@@ -1117,6 +1136,8 @@ def main() -> int:
                         help="Placement's [placement] "
                              'max_allocation_candidates (default: none)')
     args = parser.parse_args()
+    if args.only == 'fleet-check':
+        return fleet_check(args)
     sizes = sorted(int(s) for s in args.sizes.split(','))
     options = {}
     if args.max_allocation_candidates is not None:
