@@ -184,8 +184,8 @@ def test_every_node_as_checked_on_its_own(placement, auth, tmp_path):
     assert any('changes class on restart. Placement refuses that while '
                'servers hold allocations there (' in f['Message']
                for f in findings(nodes['fl-type.example.com']))
-    assert findings(nodes['fl-clean.example.com']) == findings(
-        nodes['fl-clean.example.com'])
+    assert [f for f in findings(nodes['fl-clean.example.com'])
+            if f['Where'].startswith('Placement')] == []
     assert [(r['Severity'], r['Where']) for r in nodes['fl-garbage']] == [
         ('error', str(fleet.snapshots / 'fl-garbage.json'))]
     assert 'version 99' in nodes['fl-future'][0]['Message']
