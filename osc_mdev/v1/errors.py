@@ -42,6 +42,7 @@ OPTIONS = {
     'replace': '--replace',
     'resource_class': '--resource-class',
     'snapshot': '--snapshot',
+    'snapshot_dir': '--snapshot-dir',
     'spread': '--spread',
     'sysfs': '--sysfs',
     'target': '--target',
