@@ -93,16 +93,6 @@ def played(installed, fleet, placement_url, tmp_path_factory):
     return result, snapshots, rows
 
 
-def has_snapshot_dir() -> bool:
-    result = cli.openstack('help', 'mdev', 'config', 'check')
-    return '--snapshot-dir' in result.stdout
-
-
-needs_central_check = pytest.mark.skipif(
-    not has_snapshot_dir(),
-    reason='openstack mdev config check has no --snapshot-dir here')
-
-
 def test_the_built_collection_holds_the_snapshot_code(installed):
     tarball, collections = installed
     code = (REPO / 'osc_mdev' / 'local' / 'snapshot.py').read_bytes()
@@ -183,7 +173,6 @@ def node_of(fleet, row):
     return node
 
 
-@needs_central_check
 def test_findings_equal_the_node_by_node_checks(fleet, played,
                                                 placement_url):
     result, _, rows = played
@@ -204,7 +193,6 @@ def test_findings_equal_the_node_by_node_checks(fleet, played,
             assert node.name in message or not node.reachable, message
 
 
-@needs_central_check
 def test_the_play_fails_naming_every_drifted_node(fleet, played):
     result, _, _ = played
     assert result.returncode != 0

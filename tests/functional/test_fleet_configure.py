@@ -226,9 +226,6 @@ def test_a_node_that_no_longer_types_vfs_loses_the_unit(
     assert fleet.restarted('gpu-1').exists()
 
 
-@pytest.mark.skipif(
-    not (REPO / 'ansible' / 'plugins' / 'modules' / 'snapshot.py').exists(),
-    reason='the collection has no snapshot module')
 def test_a_node_without_a_snapshot_gets_one(
         fleet: Fleet, tmp_path: pathlib.Path) -> None:
     taken = fleet.snapshots / 'gpu-3.json'
