@@ -217,6 +217,16 @@ class PlacementClient(pool.ServiceClient):
             'GET', '/resource_providers/%s/traits' % uuid, TRAITS)
         return body['resource_provider_generation'], body['traits']
 
+    def get_allocations_and_generation(self, uuid: str
+                                       ) -> tuple[int, dict[str, Body]]:
+        """``(generation, {consumer: {'resources': {...}}})`` of the
+        consumers on one provider; NotFound.
+        """
+        body = self._request(
+            'GET', '/resource_providers/%s/allocations' % uuid,
+            PROVIDER_ALLOCATIONS)
+        return body['resource_provider_generation'], body['allocations']
+
     def get_provider_allocations(self, uuid: str) -> dict[str, Body]:
         body = self._request(
             'GET', '/resource_providers/%s/allocations' % uuid,
@@ -311,6 +321,35 @@ class PlacementClient(pool.ServiceClient):
                     'with HTTP 500 (%s); try again later or check the '
                     'Placement service logs.' % (uuid, exc),
                     **exc.data) from exc
+            raise
+        return body['resource_provider_generation']
+
+    def put_inventory(self, uuid: str, generation: int, resource_class: str,
+                      inventory: Mapping[str, typing.Any]) -> int:
+        """Replace one inventory of a provider if the provider is still at
+        ``generation``: ``PUT /resource_providers/{uuid}/inventories/{rc}``.
+
+        Returns the new generation. GenerationConflict when the provider
+        changed since ``generation`` was read (another writer, a new
+        allocation): nothing was written, re-read and decide again. A 500
+        (Placement's answer to some races, as for traits) with the
+        generation moved on is a conflict too; with it unmoved, Placement
+        failed (errors.ServiceError).
+        """
+        path = '/resource_providers/%s/inventories/%s' % (uuid,
+                                                          resource_class)
+        try:
+            body = self._request(
+                'PUT', path, INVENTORIES,
+                json=dict(inventory, resource_provider_generation=generation),
+                transient=(502, 503, 504), conflicts=(409, 500))
+        except GenerationConflict as exc:
+            if exc.status == 500 and self.get_provider(
+                    uuid)['generation'] == generation:
+                raise errors.ServiceError(
+                    'Placement failed on PUT %s with HTTP 500 (%s); try '
+                    'again later or check the Placement service logs.'
+                    % (path, exc), **exc.data) from exc
             raise
         return body['resource_provider_generation']
 

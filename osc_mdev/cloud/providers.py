@@ -31,6 +31,7 @@ import typing
 
 from osc_mdev.base import errors
 from osc_mdev.nova import names
+from osc_mdev.nova.pci import placement_translator
 
 
 _HEX_ADDRESS_RE = re.compile(r'^[0-9a-fA-F]+(:[0-9a-fA-F.]*)+$')
@@ -40,6 +41,16 @@ MDEV = 'mdev'
 PCI = 'pci'
 KINDS = (MDEV, PCI)
 KIND_CHOICES = {MDEV: (MDEV,), PCI: (PCI,), 'all': KINDS}
+
+#: A device's state (the State column): consumers hold part of it; it
+#: has room; Nova reserved it after its one use and it waits to be
+#: cleaned and released; it has no room and no consumer (reserved by
+#: someone else).
+IN_USE = 'in use'
+FREE = 'free'
+TO_CLEAN = 'used once, to clean'
+RESERVED = 'reserved'
+STATES = (IN_USE, FREE, TO_CLEAN, RESERVED)
 
 #: A provider as Placement's JSON gives it.
 _Json = Mapping[str, typing.Any]
@@ -154,6 +165,41 @@ class Device(OnCandidate):
     @property
     def free(self) -> int:
         return max(self.capacity - self.used, 0)
+
+    @property
+    def one_time_use(self) -> bool:
+        """True for a one-time-use device (Nova's HW_PCI_ONE_TIME_USE
+        trait; False when the traits were not read).
+        """
+        return placement_translator.HW_PCI_ONE_TIME_USE in (self.traits or ())
+
+    @property
+    def waiting(self) -> bool:
+        """True for a one-time-use device Nova reserved after its use:
+        no consumer, ``reserved`` = ``total``.
+
+        Mirrors ``nova.compute.pci_placement_translator.
+        PciResourceProvider._handle_one_time_use``: Nova sets
+        ``reserved`` to the total while the device is allocated and never
+        resets it, so once its server is gone the device stays reserved
+        until someone releases it. Without the inventory, a capacity of 0
+        stands for it (Nova leaves the allocation ratio at 1.0).
+        """
+        if self.used or not self.one_time_use:
+            return False
+        if self.inventory is not None:
+            return self.inventory.total > 0 and (
+                self.inventory.reserved == self.inventory.total)
+        return self.capacity <= 0
+
+    @property
+    def state(self) -> str:
+        """IN_USE, TO_CLEAN, RESERVED or FREE."""
+        if self.used:
+            return IN_USE
+        if self.waiting:
+            return TO_CLEAN
+        return RESERVED if self.capacity <= 0 else FREE
 
     @property
     def pci_ids(self) -> tuple[str, str] | None:
@@ -303,6 +349,26 @@ def parse_summaries(body: Mapping[str, typing.Any]) -> dict[str, Summary]:
                        for rc, res in summary.get('resources', {}).items()},
             traits=tuple(sorted(summary.get('traits', ()))))
         for uuid, summary in body.get('provider_summaries', {}).items()}
+
+
+def may_wait(summary: Summary) -> bool:
+    """True when a summarized provider may be a one-time-use device
+    waiting to be cleaned: its inventory tells (``Device.waiting``).
+    Only providers with the HW_PCI_ONE_TIME_USE trait, no consumer and
+    no room: a cloud without such devices reads no inventory for it.
+    """
+    return placement_translator.HW_PCI_ONE_TIME_USE in summary.traits and any(
+        capacity <= 0 and not used
+        for capacity, used in summary.resources.values())
+
+
+def reserved_by_nova(summary: Summary) -> bool:
+    """True when a summarized provider is a one-time-use device with no
+    room: Nova reserves its whole inventory while a server holds it and
+    after (its total is in its inventory only).
+    """
+    return placement_translator.HW_PCI_ONE_TIME_USE in summary.traits and any(
+        capacity <= 0 for capacity, _ in summary.resources.values())
 
 
 def has_device_inventory(candidate: Candidate, summary: Summary) -> bool:

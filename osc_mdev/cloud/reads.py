@@ -72,6 +72,7 @@ from osc_mdev.cloud import providers as provider_model
 from osc_mdev.cloud import reach
 from osc_mdev.cloud import units
 from osc_mdev.nova import names
+from osc_mdev.nova.pci import placement_translator
 
 if typing.TYPE_CHECKING:
     from osc_mdev.api.placement import PlacementClient
@@ -376,13 +377,19 @@ def _device_roots(candidates: Iterable[provider_model.Candidate]) -> dict:
 def _rows(placement: PlacementClient,
           candidates: Sequence[provider_model.Candidate],
           summaries: Mapping[str, provider_model.Summary],
-          inventory: bool = True, usages: bool = True, traits: bool = True
+          inventory: bool = True, usages: bool = True, traits: bool = True,
+          state: bool = False, totals: bool = False
           ) -> list[provider_model.Device]:
     """Device rows of ``candidates``, reading per device only what the
     summaries lack.
 
     ``inventory``: also the inventory fields (one read per device).
-    For a device the summaries do not cover, its inventories, and with
+    ``state``: the inventory of the devices whose state needs it (a
+    one-time-use device with no room and no consumer,
+    ``provider_model.may_wait``), none on a cloud without them;
+    ``totals``: the inventory of every one-time-use device Nova reserved
+    (``provider_model.reserved_by_nova``), whose total the summaries
+    hide. For a device the summaries do not cover, its inventories, and with
     ``usages``/``traits`` its usages and traits, are read (a PCI device's
     traits always: they tell whether it is one). A device deleted since
     it was listed is left out.
@@ -396,7 +403,9 @@ def _rows(placement: PlacementClient,
                 jobs.append((c.uuid, 'usages'))
             if traits or c.kind == provider_model.PCI:
                 jobs.append((c.uuid, 'traits'))
-        elif inventory and provider_model.has_device_inventory(c, summary):
+        elif (inventory or (state and provider_model.may_wait(summary))
+              or (totals and provider_model.reserved_by_nova(summary))) \
+                and provider_model.has_device_inventory(c, summary):
             jobs.append((c.uuid, 'inventories'))
     placement_client = _errors()
     getters = {'inventories': placement.get_inventories,
@@ -437,37 +446,42 @@ def _rows(placement: PlacementClient,
 
 def rows_of(placement: PlacementClient,
             candidates: Iterable[provider_model.Candidate],
-            traits: bool = True) -> list:
+            traits: bool = True, state: bool = False) -> list:
     """Device rows of ``candidates`` (of a provider listing read before):
     the anchors for their trees (``cover_trees``), per-device reads only
-    for what is still missing. No inventory fields.
+    for what is still missing. No inventory fields, but with ``state``
+    the inventory a device's state needs (``_rows``).
     """
     candidates = list(candidates)
     summaries = cover_trees(placement, {None: anchor_call(placement)()},
                             _device_roots(candidates), candidates)
     return _rows(placement, candidates, provider_model.parse_summaries(
         {'provider_summaries': summaries or {}}), inventory=False,
-        traits=traits)
+        traits=traits or state, state=state)
 
 
 def list_devices(placement: PlacementClient,
                  wanted: provider_model.DeviceFilter,
-                 read_traits: bool = True, read_inventory: bool = True
-                 ) -> list[provider_model.Device]:
+                 read_traits: bool = True, read_inventory: bool = True,
+                 read_state: bool = False) -> list[provider_model.Device]:
     """Every device that ``wanted`` (a DeviceFilter) lets through.
 
     ``read_inventory``: the rows need the inventory fields (Total,
     Reserved, Max Unit, Allocation Ratio), one request per device;
     without them the request count does not grow with the cloud.
+    ``read_state``: the rows need their state (``Device.state``): the
+    traits, and the inventory of the one-time-use devices with no room
+    and no consumer only.
     """
     return list_devices_and_hidden(placement, wanted, read_traits,
-                                   read_inventory)[0]
+                                   read_inventory, read_state)[0]
 
 
 def list_devices_and_hidden(placement: PlacementClient,
                             wanted: provider_model.DeviceFilter,
                             read_traits: bool = True,
-                            read_inventory: bool = True
+                            read_inventory: bool = True,
+                            read_state: bool = False
                             ) -> tuple[list[provider_model.Device], int]:
     """``(devices, hidden)``: ``list_devices`` and, when no device of
     ``wanted.kinds`` passed, how many devices of another kind sit on the
@@ -502,7 +516,8 @@ def list_devices_and_hidden(placement: PlacementClient,
         matching = {p['uuid'] for p in answers['traits']}
         candidates = [c for c in candidates if c.uuid in matching]
     devices = _rows(placement, candidates, summaries,
-                    inventory=read_inventory, traits=read_traits)
+                    inventory=read_inventory,
+                    traits=read_traits or read_state, state=read_state)
     found = sorted(filter(wanted.wants, devices), key=provider_model.sort_key)
     hidden = 0
     if not found:
@@ -749,10 +764,57 @@ def cloud_devices(placement: PlacementClient
     The reads of ``provider list``, whatever the number of compute
     nodes: one listing and the anchors' summaries, per device only what
     the summaries lack (a tree where nothing is free: its inventories,
-    usages and traits).
+    usages and traits), and the inventory of a one-time-use device Nova
+    reserved (its total, which the summaries hide).
     """
     providers, summaries, _ = _read(placement)
     candidates = provider_model.find_candidates(providers,
                                                 provider_model.KINDS)
-    devices = _rows(placement, candidates, summaries, inventory=False)
+    devices = _rows(placement, candidates, summaries, inventory=False,
+                    totals=True)
     return devices, providers
+
+
+NOT_ONE_TIME_USE = (
+    'Device %s:%s is not a one-time-use device (it lacks the %s trait Nova '
+    'puts on the provider of a [pci] device_spec entry with '
+    '"one_time_use": "true"), so Nova never reserves it after use.')
+
+
+def one_time_use_devices(placement: PlacementClient,
+                         references: Sequence[str] = (),
+                         all_devices: bool = False
+                         ) -> list[provider_model.Device]:
+    """The one-time-use devices ``references`` name, or with
+    ``all_devices`` every one waiting to be cleaned (``Device.waiting``),
+    with their state.
+
+    Read in order (``_scope``): the provider listing, whose generation
+    each device keeps in ``candidate.generation``, then the summaries
+    (used, traits), then the inventory of the devices that may wait: a
+    device whose inventory was read at that same generation was not
+    changed in between. A named device that is no one-time-use device
+    (an mdev device, a provider without the trait) is refused
+    (errors.Refused) before anything is written.
+    """
+    providers, summaries, named, _ = _scope(
+        placement, references, whole=all_devices, ordered=True,
+        kinds=provider_model.KINDS)
+    if all_devices:
+        candidates = provider_model.find_candidates(
+            providers, (provider_model.PCI,))
+    else:
+        candidates = list({c.uuid: c for c in named.values()}.values())
+    rows = _rows(placement, candidates, summaries, inventory=False,
+                 state=True)
+    for reference, candidate in named.items():
+        mine = [d for d in rows if d.uuid == candidate.uuid]
+        if candidate.kind != provider_model.PCI or not mine or not any(
+                d.one_time_use for d in mine):
+            raise errors.Refused(
+                NOT_ONE_TIME_USE % (candidate.host, candidate.device,
+                                    placement_translator.HW_PCI_ONE_TIME_USE),
+                device=reference)
+    if all_devices:
+        rows = [d for d in rows if d.waiting]
+    return sorted(rows, key=provider_model.sort_key)

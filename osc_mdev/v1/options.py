@@ -246,6 +246,17 @@ def amount_and_spread(parser: Parser) -> None:
     parser.add_argument('--spread', action='store_true', help=SPREAD)
 
 
+ALL_DEVICES = (
+    'Every device the command acts on: every mdev device for trait set and '
+    'unset, every device waiting to be cleaned for provider release; not '
+    'with names or other selectors.')
+
+
+def all_devices(parser: Parser) -> None:
+    parser.add_argument('--all', action='store_true', dest='all_devices',
+                        help=ALL_DEVICES)
+
+
 def dry_run(parser: Parser) -> None:
     parser.add_argument('--dry-run', action='store_true', help=DRY_RUN)
 

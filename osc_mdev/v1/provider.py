@@ -20,6 +20,7 @@ from osc_lib.cli import format_columns
 
 from osc_mdev.cloud import providers as domain
 from osc_mdev.cloud import reads as devices
+from osc_mdev.features.provider import writes as release
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -33,18 +34,21 @@ LOG = logging.getLogger(__name__)
 COLUMNS = ('UUID', 'Host', 'Device', 'Resource Class', 'Capacity', 'Used',
            'Free', 'Traits')
 # With PCI-in-Placement devices (--kind pci or all).
+# State (in use, free, used once and waiting to be cleaned, reserved)
+# is shown where devices of several kinds are (one-time-use devices are
+# PCI-in-Placement devices) and with --long.
 PCI_COLUMNS = ('UUID', 'Host', 'Device', 'Kind', 'Vendor ID', 'Product ID',
                'VFs of PF', 'Resource Class', 'Capacity', 'Used', 'Free',
-               'Traits')
+               'State', 'Traits')
 # Columns only an inventories read per device can fill (--long).
 INVENTORY_COLUMNS = ('Total', 'Reserved', 'Allocation Ratio', 'Max Unit',
                      'Min Unit', 'Step Size')
 LONG_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
-                'Capacity', 'Used', 'Free') + INVENTORY_COLUMNS + (
+                'Capacity', 'Used', 'Free', 'State') + INVENTORY_COLUMNS + (
                 'Generation', 'Traits')
 LONG_PCI_COLUMNS = ('UUID', 'Name', 'Host', 'Device', 'Kind', 'Vendor ID',
                     'Product ID', 'VFs of PF', 'Resource Class', 'Capacity',
-                    'Used', 'Free') + INVENTORY_COLUMNS + (
+                    'Used', 'Free', 'State') + INVENTORY_COLUMNS + (
                     'Generation', 'Traits')
 
 
@@ -81,6 +85,7 @@ def row(device, cols):
         'Reserved': inventory.reserved if inventory else None,
         'Used': device.used,
         'Free': device.free,
+        'State': device.state,
         'Max Unit': inventory.max_unit if inventory else None,
         'Min Unit': inventory.min_unit if inventory else None,
         'Step Size': inventory.step_size if inventory else None,
@@ -157,7 +162,8 @@ Every GPU, mdev and PCI-in-Placement alike::
         found, hidden = devices.list_devices_and_hidden(
             common.client(self.app).placement, wanted,
             read_traits='Traits' in shown,
-            read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)))
+            read_inventory=bool(set(INVENTORY_COLUMNS) & set(shown)),
+            read_state='State' in shown)
         if hidden and parsed_args.kind == domain.MDEV:
             LOG.warning(
                 'Note: no mdev device matches, but %d PCI-in-Placement '
@@ -206,3 +212,55 @@ The VFs of a PF reported through PCI in Placement::
         # IDs of its own and no VFs (None).
         return LONG_PCI_COLUMNS + ('Consumers',), row(
             device, LONG_PCI_COLUMNS) + (ConsumersColumn(consumers),)
+
+
+RELEASE_COLUMNS = ('Device', 'Host', 'UUID', 'State', 'Result')
+
+
+class ReleaseProvider(common.Lister):
+    """Give one-time-use devices back once cleaned: reserved set to 0.
+
+    Nova leaves a one-time-use device reserved after its server is gone.
+    Once it is cleaned, this sets reserved back to 0, only where Nova
+    reserved it after one use (HW_PCI_ONE_TIME_USE, reserved = total)
+    and no allocation remains; a provider that changes meanwhile is read
+    and decided again. One row per device; fails when a named device is
+    in use or reserved by someone else, or a write fails.
+    """
+
+    _epilog = """\
+Examples:
+
+Release one device after cleaning it::
+
+    openstack mdev provider release compute3:0000:85:00.0
+
+What --all would release, writing nothing::
+
+    openstack mdev provider release --all --dry-run
+"""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            'device', metavar='<device>', nargs='*',
+            help='One-time-use device to release: provider UUID, provider '
+                 'name or HOST:PCI_ADDRESS, as in "mdev provider show"; '
+                 'repeat for several.')
+        options.all_devices(parser)
+        options.dry_run(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        done = release.release(
+            common.client(self.app).placement, tuple(parsed_args.device),
+            all_devices=parsed_args.all_devices,
+            dry_run=parsed_args.dry_run)
+        rows = [(o.device.device, o.device.host, o.device.uuid, o.state,
+                 o.result) for o in done.outcomes]
+        outcome = common.DONE
+        if done.failed:
+            outcome = common.Outcome(failure=(
+                '%d of the devices were not released; see the Result '
+                'column.' % len(done.failed)))
+        return RELEASE_COLUMNS, common.Rows(rows, outcome)

@@ -51,10 +51,7 @@ class _TraitCommand(common.Lister):
                  'several (PCI-in-Placement devices are refused).')
         options.host(parser)
         options.resource_class(parser)
-        parser.add_argument(
-            '--all', action='store_true', dest='all_devices',
-            help='Every mdev device in the cloud; not with names, --host '
-                 'or --resource-class.')
+        options.all_devices(parser)
         options.provider_config_dir(parser)
         options.dry_run(parser)
         return parser

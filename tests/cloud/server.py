@@ -381,7 +381,10 @@ PF_GROUP_KEYS = ('pfs', 'vfs_per_pf', 'vendor_id', 'product_id',
                  'pf_product_id')
 #: ``[pci] device_spec`` keys the cloud can plan for: it matches devices
 #: by vendor and product only.
-DEVICE_SPEC_KEYS = ('vendor_id', 'product_id', 'resource_class', 'traits')
+DEVICE_SPEC_KEYS = ('vendor_id', 'product_id', 'resource_class', 'traits',
+                    'one_time_use')
+#: Keys of a group of whole PCI devices (``pci.whole`` of a host).
+WHOLE_GROUP_KEYS = ('count', 'vendor_id', 'product_id')
 #: Traits Nova puts on every PCI-in-Placement provider.
 PCI_PROVIDER_TRAITS = ('COMPUTE_MANAGED_PCI_DEVICE', 'OWNER_NOVA')
 ALL_DOMAINS = (fakelibvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE |
@@ -610,7 +613,7 @@ def _plan_pci(host, first_slot):
         return {'device_spec': [], 'devices': [], 'providers': []}
     if not isinstance(pci, dict):
         raise ValueError('%s: "pci" must be an object' % name)
-    unknown = set(pci) - {'pfs', 'device_spec'}
+    unknown = set(pci) - {'pfs', 'device_spec', 'whole'}
     if unknown:
         raise ValueError('%s: unknown "pci" keys: %s' % (
             name, ', '.join(sorted(unknown))))
@@ -715,8 +718,55 @@ def _plan_pci(host, first_slot):
                     'traits': traits,
                     'vfs': vf_addresses})
             slot += 1
+    slot = _plan_whole(host, pci, matching, slot, devices, providers)
     return {'device_spec': specs, 'devices': devices,
             'providers': providers}
+
+
+def _plan_whole(host, pci, matching, slot, devices, providers):
+    """Whole PCI devices (``type-PCI``, ``pci.whole``: groups of
+    ``count`` devices of ``vendor_id:product_id``), one slot each after
+    the PFs; a matched one has its own provider of total 1, with
+    HW_PCI_ONE_TIME_USE when its spec sets ``one_time_use``
+    (``nova.compute.pci_placement_translator``). Answers the next slot.
+    """
+    name = host['name']
+    bus = _bus(host)
+    for group in pci.get('whole', []):
+        unknown = set(group) - set(WHOLE_GROUP_KEYS)
+        if unknown:
+            raise ValueError('%s: unknown "whole" keys: %s' % (
+                name, ', '.join(sorted(unknown))))
+        vendor = _hex4(name, 'vendor_id', group.get('vendor_id', '10de'))
+        product = _hex4(name, 'product_id', group['product_id'])
+        spec = matching(vendor, product)
+        for _ in range(int(group.get('count', 1))):
+            address = '0000:%02x:%02x.0' % (bus, slot)
+            provider_name = resource_class = None
+            if spec:
+                resource_class = spec.get(
+                    'resource_class',
+                    'CUSTOM_PCI_%s_%s' % (vendor, product)).upper()
+                provider_name = '%s_%s' % (_node(host), address.upper())
+                traits = set(_check_traits(name, spec.get('traits')))
+                traits |= set(PCI_PROVIDER_TRAITS)
+                if spec.get('one_time_use') == 'true':
+                    traits.add('HW_PCI_ONE_TIME_USE')
+                providers.append({
+                    'provider_name': provider_name,
+                    'pci_address': address,
+                    'resource_class': resource_class, 'total': 1,
+                    'traits': sorted(traits), 'vfs': []})
+            devices.append({
+                'pci_address': address, 'dev_type': 'type-PCI',
+                'parent_addr': None, 'vendor_id': vendor,
+                'product_id': product,
+                'libvirt_name': fakelibvirt._get_libvirt_nodedev_name(
+                    bus, slot, 0),
+                'provider_name': provider_name,
+                'resource_class': resource_class})
+            slot += 1
+    return slot
 
 
 def _check_aliases(topology):

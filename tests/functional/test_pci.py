@@ -125,7 +125,7 @@ def test_list_pci_devices(cloud, auth):
     assert list(rows[0]) == [
         'UUID', 'Host', 'Device', 'Kind', 'Vendor ID', 'Product ID',
         'VFs of PF', 'Resource Class', 'Capacity', 'Used', 'Free',
-        'Traits']
+        'State', 'Traits']
     vfs = next(r for r in rows if r['Device'] == '0000:af:00.0')
     assert vfs['UUID'] == cloud.vfs.uuid
     assert vfs['Capacity'] == 4

@@ -138,7 +138,7 @@ def test_list_long(cloud, auth):
         assert row['Min Unit'] == row['Step Size'] == 1
         assert list(row) == [
             'UUID', 'Name', 'Host', 'Device', 'Kind', 'Resource Class',
-            'Capacity', 'Used', 'Free', 'Total', 'Reserved',
+            'Capacity', 'Used', 'Free', 'State', 'Total', 'Reserved',
             'Allocation Ratio', 'Max Unit', 'Min Unit', 'Step Size',
             'Generation', 'Traits']
         assert row['Kind'] == 'mdev'

@@ -306,3 +306,30 @@ def test_devices_from_summary_inventories_win_on_class_change():
         'CUSTOM_X', 0, 2)
     assert providers.devices_from_summary(
         _candidate(), providers.Summary({'FPGA': (1, 0)}, ())) == []
+
+
+OTU_TRAITS = tuple(PCI_TRAITS) + ('HW_PCI_ONE_TIME_USE',)
+
+
+@pytest.mark.parametrize('traits, total, reserved, used, state', [
+    (OTU_TRAITS, 1, 1, 0, providers.TO_CLEAN),   # used once, gone
+    (OTU_TRAITS, 1, 1, 1, providers.IN_USE),     # Nova's, while in use
+    (OTU_TRAITS, 1, 0, 0, providers.FREE),       # never used, or released
+    (OTU_TRAITS, 1, 0, 1, providers.IN_USE),
+    (tuple(PCI_TRAITS), 1, 1, 0, providers.RESERVED),  # not one-time-use
+    (OTU_TRAITS, 2, 1, 0, providers.FREE),       # reserved below total
+    (OTU_TRAITS, 2, 2, 0, providers.TO_CLEAN),
+])
+def test_state_of_a_device(traits, total, reserved, used, state):
+    inventories = {'CUSTOM_A16': {'total': total, 'reserved': reserved}}
+    [device] = providers.build_devices(_pci(), inventories, 3,
+                                       {'CUSTOM_A16': used}, traits)
+    assert device.state == state
+    assert device.waiting == (state == providers.TO_CLEAN)
+    # From the summary alone: capacity 0, no consumer, with the trait.
+    summary = providers.Summary(
+        resources={'CUSTOM_A16': (total - reserved, used)}, traits=traits)
+    assert providers.may_wait(summary) == (
+        'HW_PCI_ONE_TIME_USE' in traits and total == reserved and not used)
+    [summed] = providers.devices_from_summary(_pci(), summary)
+    assert summed.state == state

@@ -50,6 +50,9 @@ WRONG_TRAIT = 'wrong-trait'
 #: (``--provider-config HOST=PATH``).
 PROVIDER_CONFIG = 'provider-config'
 UNSCHEDULABLE_FLAVOR = 'unschedulable-flavor'
+#: A one-time-use device Nova reserved after its use: it waits to be
+#: cleaned and released.
+WAITING_TO_CLEAN = 'waiting-to-clean'
 #: Not a check of its own: Nova could not be asked, so what depends on
 #: its answer was not judged.
 NOVA_UNREACHABLE = 'nova-unreachable'
@@ -58,8 +61,8 @@ NOVA_UNREACHABLE = 'nova-unreachable'
 PCI_ALIAS_UNCHECKED = 'pci-alias-unchecked'
 
 CHECKS = (ORPHANED_ALLOCATION, MISSING_ALLOCATION, NODE_MISMATCH,
-          OVER_CAPACITY, LOST_TRAIT, WRONG_TRAIT, PROVIDER_CONFIG,
-          UNSCHEDULABLE_FLAVOR)
+          OVER_CAPACITY, WAITING_TO_CLEAN, LOST_TRAIT, WRONG_TRAIT,
+          PROVIDER_CONFIG, UNSCHEDULABLE_FLAVOR)
 #: The checks ``--fix`` repairs; nothing else is changed automatically.
 FIXABLE = (ORPHANED_ALLOCATION, LOST_TRAIT)
 
@@ -394,6 +397,23 @@ def over_capacity(devices: Iterable[providers.Device],
                'openstack server migrate --wait <server>'
                if not consumers else MOVE_COMMAND % (consumers[0],
                                                      consumers[0]))))
+    return found
+
+
+def waiting_to_clean(devices: Iterable[providers.Device]) -> list[Finding]:
+    """``waiting-to-clean``: one-time-use devices Nova reserved after
+    their use (``Device.waiting``), one warning each: nobody gets them
+    until they are cleaned and released.
+    """
+    found = []
+    for device in devices:
+        if device.waiting:
+            where = _where(device)
+            found.append(_finding(
+                WARNING, WAITING_TO_CLEAN, device, message=(
+                    'Device %s was used once and Nova keeps it reserved '
+                    'until it is cleaned; clean it, then run: openstack '
+                    'mdev provider release %s' % (where, where))))
     return found
 
 

@@ -176,7 +176,8 @@ def read(placement: placement_client.PlacementClient,
     by_uuid = {c.uuid: c for c in candidates}
 
     calls: dict[str, Callable[[], typing.Any]] = {
-        'devices': lambda: device_reads.rows_of(placement, candidates),
+        'devices': lambda: device_reads.rows_of(placement, candidates,
+                                                state=True),
         'servers': _nova(compute.list_servers)}
     if flavors:
         calls['flavors'] = _nova(compute.list_flavors)
@@ -390,6 +391,7 @@ def audit(snapshot: Snapshot,
             mine, theirs + pci_allocations, classes, pci_config)
         found += checks.node_mismatches(mine, theirs)
     found += checks.over_capacity(snapshot.devices, snapshot.allocations)
+    found += checks.waiting_to_clean(snapshot.devices)
     traits = checks.trait_findings(mdev_devices, confs, prefix)
     if provider_configs:
         traits = checks.note_provider_configs(traits, provider_configs)

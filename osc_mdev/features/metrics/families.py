@@ -55,6 +55,10 @@ FAMILIES = {
     PREFIX + 'device_free': (
         'Capacity left on the device: capacity - used, at least 0.',
         DEVICE_LABELS),
+    PREFIX + 'device_waiting_to_clean': (
+        '1 when the device is a one-time-use device Nova reserved after its '
+        'use, waiting to be cleaned and released (openstack mdev provider '
+        'release), else 0.', DEVICE_LABELS),
     PREFIX + 'device_up': (
         '1 when every read of the device succeeded in this run, 0 when one '
         'failed (the series that read gives are then left out).',
@@ -220,6 +224,8 @@ def _device_series(found: 'Families', reading: Reading,
         found[PREFIX + 'device_capacity'].add_metric(labels, device.capacity)
         found[PREFIX + 'device_used'].add_metric(labels, device.used)
         found[PREFIX + 'device_free'].add_metric(labels, device.free)
+        found[PREFIX + 'device_waiting_to_clean'].add_metric(
+            labels, 1 if device.waiting else 0)
         up[(device.host, device.device, device.kind)] = (
             device.uuid not in unread)
     for candidate in reading.unread_devices:

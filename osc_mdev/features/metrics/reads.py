@@ -298,7 +298,7 @@ def scrape(placement: 'placement_client.PlacementClient',
         'devices': lambda: device_reads.list_devices(
             typing.cast('placement_client.PlacementClient', reads),
             providers.DeviceFilter(kinds=tuple(kinds)),
-            read_traits=True, read_inventory=False)}
+            read_traits=True, read_inventory=False, read_state=True)}
     if flavors:
         calls['counts'] = functools.partial(_count, placement, compute,
                                             flavors, pci_config, name)
