@@ -62,6 +62,9 @@ COMPUTE_CONF = (
     "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
     'for the type of each of its devices (and, in migration check and '
     'plan, its live-migration settings); repeat for several hosts.')
+SNAPSHOT = (
+    "A compute node's snapshot, as 'openstack mdev host snapshot' writes "
+    "it: the node's sysfs read on the controller instead of on the node.")
 FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
          'Nova puts back when nova-compute restarts or refreshes its '
          'provider cache.')
@@ -263,6 +266,10 @@ def compute_conf(parser: Parser) -> None:
     parser.add_argument('--compute-conf', metavar='<host>=<file>',
                         type=host_file, action='append', default=[],
                         help=COMPUTE_CONF)
+
+
+def snapshot(parser: Parser) -> None:
+    parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
 
 
 def force(parser: Parser) -> None:
