@@ -830,6 +830,18 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.api.auth.NovaKeystoneContext._create_context',
             create_context))
+
+        def is_physical_function(domain, bus, slot, function):
+            # What a device_spec by address asks sysfs, from the plan.
+            address = '%04x:%02x:%02x.%x' % tuple(
+                int(str(part), 16) for part in (domain, bus, slot, function))
+            return any(d['pci_address'] == address
+                       and d['dev_type'] == 'type-PF'
+                       for plan in self.host_plan.values()
+                       for d in plan['pci']['devices'])
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.pci.utils.is_physical_function', is_physical_function))
         self._setup_live_migration()
         for host in self.topology['hosts']:
             self._start_host(host)

@@ -152,3 +152,13 @@ def test_an_mdev_gpu_counts_what_its_sysfs_offers(tmp_path):
         mdevs=[('b3c2a7e4-0000-4000-8000-000000000001', gpu, 'nvidia-11')])
     assert change.total_after(local_sysfs.read_host(blocked), gpu,
                               'nvidia-12') is None
+
+
+def test_a_request_for_a_pci_alias_keys_a_dict():
+    from osc_mdev.nova.pci import request as pci_request
+    alias = pci_request.Alias('nvidia-l4-4q', 'legacy', ({
+        'dev_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L4_4Q'},))
+    same = pci_request.Alias('nvidia-l4-4q', 'legacy', ({
+        'dev_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L4_4Q'},))
+    found = {(pci_request.PciRequest(alias, 1), 'root'): 1}
+    assert found[(pci_request.PciRequest(same, 1), 'root')] == 1
