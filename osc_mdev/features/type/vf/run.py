@@ -19,6 +19,7 @@ nova-compute restarted with the new ``device_spec``, the checks
 from collections.abc import Callable
 from collections.abc import Sequence
 import dataclasses
+import logging
 import shlex
 
 from osc_mdev.api import compute as compute_client
@@ -34,6 +35,7 @@ from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import node as node_model
 from osc_mdev.nova.pci import config as pci_rules
 
+LOG = logging.getLogger(__name__)
 Step = reads.Step
 #: ``(placement, compute, gpu, compute_confs, prefix, controller_confs)``
 #: -> the moves.
@@ -170,6 +172,10 @@ def _capacity(placement: placement_client.PlacementClient,
     """
     device = gpu.device
     classes = {device.resource_class, made.gpu.resource_class}
+    if pci is None:
+        LOG.warning("Flavors asking for a PCI alias are counted with the "
+                    "controller's nova.conf (%s <file>).",
+                    errors.given('controller_conf'))
     requests = reads.flavors_asking(compute, (), classes, pci)
     trees = reads.flavor_trees(placement, compute, list(requests.values()))
     now = reads.capacities(requests, trees)
