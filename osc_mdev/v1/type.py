@@ -86,17 +86,14 @@ CHANGE_COLUMNS = ('Step', 'Action', 'Detail')
 class ChangeType(common.Lister):
     """Plan or finish giving a GPU another type.
 
-    Without --finish, the steps in order, nothing written: servers to
-    move off the GPU (refused, naming them, when one cannot move), mdevs
-    to remove (by UUID with --snapshot) or VFs to reset, the nova.conf
-    diff, the restart, what Nova does to the provider and traits, and
-    the flavors' capacity now and after. A GPU whose VFs are typed
-    through sysfs (NVIDIA vGPU 17 and later, offered through PCI in
-    Placement) takes --to TYPE[:COUNT] and needs --snapshot; the plan
-    adds the controller's [pci] alias and the boot script's line. With
-    --finish, after the restart: checks the provider, moves the type
-    trait of an mdev GPU and counts the flavors; a step not done is
-    refused.
+    Without --finish, the steps, nothing written: servers to move off the
+    GPU (refused, naming them, when one cannot move), mdevs to remove (by
+    UUID with --snapshot) or VFs to reset, the nova.conf diff, what Nova
+    does to the provider and traits, and the flavors' capacity now and
+    after. A GPU of VFs typed through sysfs (NVIDIA vGPU 17 and later)
+    takes --to TYPE[:COUNT] and needs --snapshot. With --finish, after the
+    restart: checks the provider, moves an mdev GPU's type trait and
+    counts the flavors; a step not done is refused.
     """
 
     _epilog = """\
