@@ -23,8 +23,6 @@ FILES = ('nova.conf file, or a directory read like --config-dir, to keep '
          'order (default: /etc/nova/nova.conf).')
 LIBVIRT_DIR = ("The directory of libvirt's domain definitions, whose "
                'mdevs the snapshot keeps (default: /etc/libvirt/qemu).')
-NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
-             'hostname); default: the name libvirt gives the machine.')
 
 
 class SnapshotHost(common.Command):
@@ -56,13 +54,10 @@ With nova.conf and its directory, on a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.nova_conf_files(parser, FILES)
-        options.sysfs(parser)
-        parser.set_defaults(sysfs='/sys')
+        options.node_files(parser, FILES)
         parser.add_argument('--libvirt-dir', metavar='<dir>',
                             default='/etc/libvirt/qemu', help=LIBVIRT_DIR)
-        parser.add_argument('--node-name', metavar='<name>',
-                            help=NODE_NAME)
+        options.node_name(parser)
         options.output(parser)
         return parser
 

@@ -63,8 +63,9 @@ COMPUTE_CONF = (
     'for the type of each of its devices (and, in migration check and '
     'plan, its live-migration settings); repeat for several hosts.')
 SNAPSHOT = (
-    "A compute node's snapshot, as 'openstack mdev host snapshot' writes "
-    "it: the node's sysfs read on the controller instead of on the node.")
+    "A node's snapshot ('openstack mdev host snapshot'), read instead of "
+    '--sysfs, on the controller (config check: instead of the files, '
+    '--sysfs and --host, repeat for more nodes).')
 FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
          'Nova puts back when nova-compute restarts or refreshes its '
          'provider cache.')
@@ -301,6 +302,15 @@ def sysfs(parser: Parser, required: bool = False) -> None:
                         required=required, help=SYSFS)
 
 
+NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
+             'hostname); default: the name libvirt gives the machine.')
+
+
+def node_name(parser: Parser, **kwargs: typing.Any) -> None:
+    parser.add_argument('--node-name', metavar='<name>', help=NODE_NAME,
+                        **kwargs)
+
+
 def output_dir(parser: Parser) -> None:
     parser.add_argument('--output-dir', metavar='<dir>', type=printable_path,
                         help=OUTPUT_DIR)
@@ -320,6 +330,15 @@ def nova_conf_files(parser: Parser, help_text: str) -> None:
     """
     parser.add_argument('files', metavar='<file>', nargs='*',
                         help=help_text)
+
+
+def node_files(parser: Parser, help_text: str) -> None:
+    """The nova.conf files of the compute node this runs on, and its
+    sysfs (``/sys`` unless given).
+    """
+    nova_conf_files(parser, help_text)
+    sysfs(parser)
+    parser.set_defaults(sysfs='/sys')
 
 
 def nova_confs(parser: Parser) -> None:

@@ -65,9 +65,7 @@ Which of them nova-compute uses with its files, from a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.nova_conf_files(parser, FILES)
-        options.sysfs(parser)
-        parser.set_defaults(sysfs='/sys')
+        options.node_files(parser, FILES)
         options.long(parser)
         return parser
 
