@@ -94,7 +94,7 @@ snapshots/ (one <node>.json each)::
         snapshots.add_argument(
             '--snapshot', metavar='<file>', dest='snapshots',
             type=options.printable_path, action='append', default=[],
-            help=SNAPSHOT)
+            help=options.SNAPSHOT)
         snapshots.add_argument(
             '--snapshot-dir', metavar='<dir>', type=options.printable_path,
             help=CHECK_SNAPSHOT_DIR)
@@ -240,11 +240,6 @@ TYPE = (
     'only. Repeat for each GPU.')
 
 
-SNAPSHOT = ("A node's snapshot ('openstack mdev host snapshot'), read "
-            'instead of --sysfs, on the controller (config check: instead '
-            'of the files, --sysfs and --host; repeat for more nodes).')
-
-
 class GenerateConfig(common.Lister):
     """Write the vGPU configuration of a compute node from its devices.
 
@@ -283,7 +278,7 @@ The file of an mdev GPU, printed::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.sysfs(parser)
-        parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
+        options.snapshot(parser)
         parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
                             dest='types', type=gpu_type, action='append',
                             required=True, help=TYPE)

@@ -62,6 +62,10 @@ COMPUTE_CONF = (
     "A compute node's nova.conf as HOST=FILE (HOST as --host names it), "
     'for the type of each of its devices (and, in migration check and '
     'plan, its live-migration settings); repeat for several hosts.')
+SNAPSHOT = (
+    "A node's snapshot ('openstack mdev host snapshot'), read instead of "
+    '--sysfs, on the controller (config check: instead of the files, '
+    '--sysfs and --host, repeat for more nodes).')
 FORCE = ("Also change OWNER_* traits such as Nova's OWNER_NOVA, which "
          'Nova puts back when nova-compute restarts or refreshes its '
          'provider cache.')
@@ -274,6 +278,10 @@ def compute_conf(parser: Parser) -> None:
     parser.add_argument('--compute-conf', metavar='<host>=<file>',
                         type=host_file, action='append', default=[],
                         help=COMPUTE_CONF)
+
+
+def snapshot(parser: Parser) -> None:
+    parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
 
 
 def force(parser: Parser) -> None:

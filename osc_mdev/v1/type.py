@@ -82,14 +82,16 @@ CHANGE_COLUMNS = ('Step', 'Action', 'Detail')
 
 
 class ChangeType(common.Lister):
-    """Plan or finish giving an mdev GPU another type.
+    """Plan or finish giving a GPU another type.
 
-    Without --finish, the steps in order, nothing written: servers to
-    move off the GPU (refused, naming them, when one cannot move), mdevs
-    to remove, the nova.conf diff, the restart, what Nova does to the
-    provider and traits, and the flavors' capacity now and after. With
-    --finish, after the restart: checks the provider, moves the type
-    trait and counts the flavors; a step not done is refused.
+    Without --finish, the steps, nothing written: servers to move off the
+    GPU (refused, naming them, when one cannot move), mdevs to remove (by
+    UUID with --snapshot) or VFs to reset, the nova.conf diff, what Nova
+    does to the provider and traits, and the flavors' capacity now and
+    after. A GPU of VFs typed through sysfs (NVIDIA vGPU 17 and later)
+    takes --to TYPE[:COUNT] and needs --snapshot. With --finish, after the
+    restart: checks the provider, moves an mdev GPU's type trait and
+    counts the flavors; a step not done is refused.
     """
 
     _epilog = """\
@@ -98,12 +100,18 @@ Examples:
 The steps to give GPU 0000:84:00.0 of gpu1 the type nvidia-12::
 
     openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
-        --compute-conf gpu1=gpu1-nova.conf
+        --compute-conf gpu1=gpu1-nova.conf --snapshot gpu1.json
 
 Once nova-compute restarted with the new file::
 
     openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
         --compute-conf gpu1=gpu1-nova.conf --finish
+
+Six VFs of L4-4Q on the GPU of typed VFs at 0000:25:00.0 of gpu2::
+
+    openstack mdev type change gpu2:0000:25:00.0 --to L4-4Q:6 \\
+        --compute-conf gpu2=gpu2-nova.conf --snapshot gpu2.json \\
+        --controller-conf controller-nova.conf
 """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -114,8 +122,12 @@ Once nova-compute restarted with the new file::
                  "'openstack mdev provider list' shows it.")
         parser.add_argument(
             '--to', metavar='<type>', required=True,
-            help='The mdev type the GPU takes (nvidia-12).')
+            help='The type the GPU takes: an mdev type (nvidia-12), or for '
+                 'a GPU of typed VFs a vGPU type as config generate takes '
+                 'it, with an optional :COUNT of VFs (L4-4Q:6).')
         options.compute_conf(parser)
+        options.snapshot(parser)
+        options.controller_conf(parser)
         options.trait_prefix(parser)
         parser.add_argument(
             '--finish', action='store_true',
@@ -131,8 +143,10 @@ Once nova-compute restarted with the new file::
                 '--compute-conf HOST=FILE.')
         mdev = common.client(self.app)
         run = type_run.finish if parsed_args.finish else type_run.plan
-        kwargs = {'dry_run': parsed_args.dry_run} if parsed_args.finish \
-            else {}
+        kwargs = {'snapshot': parsed_args.snapshot,
+                  'controller_confs': parsed_args.controller_conf}
+        if parsed_args.finish:
+            kwargs['dry_run'] = parsed_args.dry_run
         found = run(mdev.placement, mdev.compute, parsed_args.gpu,
                     parsed_args.to, parsed_args.compute_conf,
                     parsed_args.trait_prefix, **kwargs)

@@ -105,8 +105,9 @@ HOST is::
     (product ``product_id``; ``vendor_id`` defaults to ``10de``). PFs take
     the next slots of ``bus`` after the mdev GPUs, one slot each; a PF is
     function 0 of its slot, its VFs functions 1 to ``vfs_per_pf``.
-    ``device_spec`` entries match by ``vendor_id`` and ``product_id`` only
-    and may carry ``resource_class`` and ``traits`` (comma-separated);
+    ``device_spec`` entries match by ``vendor_id`` and ``product_id`` (and,
+    given, the one VF at ``address``), may carry ``resource_class`` and
+    ``traits`` (comma-separated) and ``managed``;
     they must match VFs, not PFs. The fake mdev GPUs (``10de:0ffe``) are
     PCI devices too: the cloud plans no PCI provider for them, so no spec
     may match them. Every host is started with ``[pci]
@@ -225,11 +226,12 @@ project?}
     allocation.
 ``hosts`` {}
     The ``hosts`` value of the READY line.
-``reconfigure`` {host, enabled_mdev_types, mdev={}}
+``reconfigure`` {host, enabled_mdev_types, mdev={}, device_spec?}
     Gives one host a new ``[devices] enabled_mdev_types`` and ``[mdev_*]``
-    options (as in the topology) and restarts its nova-compute, then runs
-    the periodic update -> the host's new entry of ``hosts``. A host's
-    ``pci`` devices and ``device_spec`` stay as they are.
+    options (as in the topology) and, with ``device_spec``, a new ``[pci]
+    device_spec`` list, and restarts its nova-compute, then runs the
+    periodic update -> the host's new entry of ``hosts``. A host's ``pci``
+    devices stay as they are.
 ``compute_requests`` {}
     Every request the served Nova API answered so far, oldest first:
     ``{"count", "requests": ["GET /v2.1/servers/detail?...", ...]}``
@@ -382,7 +384,7 @@ PF_GROUP_KEYS = ('pfs', 'vfs_per_pf', 'vendor_id', 'product_id',
 #: ``[pci] device_spec`` keys the cloud can plan for: it matches devices
 #: by vendor and product only.
 DEVICE_SPEC_KEYS = ('vendor_id', 'product_id', 'resource_class', 'traits',
-                    'one_time_use')
+                    'one_time_use', 'address', 'managed')
 #: Keys of a group of whole PCI devices (``pci.whole`` of a host).
 WHOLE_GROUP_KEYS = ('count', 'vendor_id', 'product_id')
 #: Traits Nova puts on every PCI-in-Placement provider.
@@ -633,11 +635,12 @@ def _plan_pci(host, first_slot):
         _check_traits(name, spec.get('traits'))
         specs.append(dict(spec))
 
-    def matching(vendor, product):
+    def matching(vendor, product, address=None):
         for spec in specs:
             if (_hex4(name, 'vendor_id', spec['vendor_id']),
                     _hex4(name, 'product_id', spec['product_id'])) == (
-                    vendor, product):
+                    vendor, product) and spec.get('address') in (
+                    None, address):
                 return spec
         return None
 
@@ -688,7 +691,11 @@ def _plan_pci(host, first_slot):
                 'libvirt_name': fakelibvirt._get_libvirt_nodedev_name(
                     bus, slot, 0),
                 'provider_name': None, 'resource_class': None})
-            spec = matching(vendor, product)
+            # A spec by address matches one VF; the VFs of a PF take one
+            # class (Nova refuses to start otherwise).
+            vf_specs = [matching(vendor, product, '0000:%02x:%02x.%d' % (
+                bus, slot, function)) for function in range(1, vfs + 1)]
+            spec = next((s for s in vf_specs if s), None)
             resource_class = traits = provider_name = None
             if spec:
                 resource_class = spec.get(
@@ -698,23 +705,24 @@ def _plan_pci(host, first_slot):
                                 | set(PCI_PROVIDER_TRAITS))
                 provider_name = '%s_%s' % (node, pf_address.upper())
             vf_addresses = []
-            for function in range(1, vfs + 1):
+            for function, vf_spec in enumerate(vf_specs, 1):
                 address = '0000:%02x:%02x.%d' % (bus, slot, function)
-                vf_addresses.append(address)
+                if vf_spec:
+                    vf_addresses.append(address)
                 devices.append({
                     'pci_address': address, 'dev_type': 'type-VF',
                     'parent_addr': pf_address, 'vendor_id': vendor,
                     'product_id': product,
                     'libvirt_name': fakelibvirt._get_libvirt_nodedev_name(
                         bus, slot, function),
-                    'provider_name': provider_name,
-                    'resource_class': resource_class})
+                    'provider_name': provider_name if vf_spec else None,
+                    'resource_class': resource_class if vf_spec else None})
             if spec:
                 providers.append({
                     'provider_name': provider_name,
                     'pci_address': pf_address,
                     'resource_class': resource_class,
-                    'total': vfs,
+                    'total': len(vf_addresses),
                     'traits': traits,
                     'vfs': vf_addresses})
             slot += 1
@@ -871,6 +879,18 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.api.auth.NovaKeystoneContext._create_context',
             create_context))
+
+        def is_physical_function(domain, bus, slot, function):
+            # What a device_spec by address asks sysfs, from the plan.
+            address = '%04x:%02x:%02x.%x' % tuple(
+                int(str(part), 16) for part in (domain, bus, slot, function))
+            return any(d['pci_address'] == address
+                       and d['dev_type'] == 'type-PF'
+                       for plan in self.host_plan.values()
+                       for d in plan['pci']['devices'])
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.pci.utils.is_physical_function', is_physical_function))
         self._setup_live_migration()
         for host in self.topology['hosts']:
             self._start_host(host)
@@ -1256,10 +1276,12 @@ class CloudHarness(test_vgpu.VGPUTestBase):
         """What each host has, as on the READY line."""
         return self.host_plan
 
-    def op_reconfigure(self, host, enabled_mdev_types, mdev=None):
-        """Give one host a new ``[devices]``/``[mdev_*]`` configuration and
-        restart its nova-compute, as an operator would; answers the host's
-        new plan (as ``hosts`` does).
+    def op_reconfigure(self, host, enabled_mdev_types, mdev=None,
+                       device_spec=None):
+        """Give one host a new ``[devices]``/``[mdev_*]`` configuration
+        (and, given, a new ``[pci] device_spec`` list) and restart its
+        nova-compute, as an operator would; answers the host's new plan
+        (as ``hosts`` does).
         """
         entry = next((h for h in self.topology['hosts']
                       if h['name'] == host), None)
@@ -1267,6 +1289,9 @@ class CloudHarness(test_vgpu.VGPUTestBase):
             raise BadRequest('no host named %r' % host)
         changed = dict(entry, enabled_mdev_types=list(enabled_mdev_types),
                        mdev=dict(mdev or {}))
+        if device_spec is not None:
+            changed['pci'] = dict(entry.get('pci') or {},
+                                  device_spec=list(device_spec))
         plan = _plan_host(changed)
         self._configure_host(changed)
         self.restart_compute_service(host)

@@ -27,10 +27,12 @@ import re
 
 import pytest
 
+from osc_mdev.local import snapshot as host_snapshot
 from tests.cloud import client
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.fixtures import nova_driver
+from tests.fixtures import sysfs
 
 V = {'libvirt_version': '8.6.0', 'qemu_version': '8.1.0'}
 NODE, SPARE = 'tc-node', 'tc-spare'
@@ -97,6 +99,20 @@ def _apply(diff_text, old_text):
     return '\n'.join(out + old[at:]) + '\n'
 
 
+def _snapshot(cloud, tmp_path, conf, mdevs):
+    """The node's snapshot: its GPUs as the fake hypervisor has them,
+    with ``mdevs`` (``(uuid, address, type)``) on them.
+    """
+    root = sysfs.build(tmp_path / 'sys', devices=[
+        (gpu['pci_address'], gpu['offers'], None)
+        for gpu in cloud.hosts[NODE]['gpus']], mdevs=mdevs)
+    (tmp_path / 'qemu').mkdir()
+    path = tmp_path / 'tc-node.json'
+    path.write_text(host_snapshot.dumps(host_snapshot.take(
+        root, [str(conf)], str(tmp_path / 'qemu'), NODE)))
+    return str(path)
+
+
 def _steps(*args):
     return [(r['Action'], r['Detail']) for r in mdev_json(
         'type', 'change', *args)]
@@ -116,8 +132,13 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
         'resources:VGPU': '1', 'trait:CUSTOM_NVIDIA_12': 'required'})['id']
     moved, = cloud.control('boot', flavor=f11, name='tc-moved', host=NODE)
     stays, = cloud.control('boot', flavor=f12, name='tc-stays', host=NODE)
-    assert {m['server']: m['pci_address'] for m in cloud.control(
-        'mdev_truth')} == {moved['id']: GPU, stays['id']: OTHER}
+    truth = cloud.control('mdev_truth')
+    assert {m['server']: m['pci_address'] for m in truth} == {
+        moved['id']: GPU, stays['id']: OTHER}
+    # Nova leaves the moved server's mdev on the GPU.
+    snapshot = _snapshot(cloud, tmp_path, old, [
+        (m['mdev_uuid'], m['pci_address'], m['mdev_type']) for m in truth])
+    left = next(m['mdev_uuid'] for m in truth if m['server'] == moved['id'])
     gpu = '%s:%s' % (NODE, GPU)
     args = (gpu, '--to', 'nvidia-12') + confs
 
@@ -146,6 +167,18 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
         steps['provider']
     assert 'removes CUSTOM_NVIDIA_11 and adds CUSTOM_NVIDIA_12' in \
         steps['traits']
+    assert steps['capacity'] == (
+        'tc-12: 7 servers fit now; 7 after plus those the GPU holds of '
+        'nvidia-12')
+    # With the node's snapshot: the mdev by UUID, and the GPU's nvidia-12
+    # instances counted after.
+    known = dict(_steps(*args, '--snapshot', snapshot))
+    assert known['remove mdevs'].endswith(': %s (nvidia-11)' % left), \
+        known['remove mdevs']
+    assert known['capacity'] == 'tc-12: 7 servers fit now; 15 after'
+    wrong = mdev('type', 'change', *args, '--snapshot', str(old))
+    assert wrong.rc == 1 and 'no host snapshot' in wrong.stderr, \
+        wrong.stderr
     new = tmp_path / 'new.conf'
     new.write_text(_apply(steps['edit nova.conf'], OLD_CONF))
     # Nova's own option parser reads the new file as meant.

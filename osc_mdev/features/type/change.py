@@ -37,6 +37,7 @@ import re
 from osc_mdev.base import errors
 from osc_mdev.cloud import fit
 from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.host import gpus as host_gpus
 from osc_mdev.nova.conf import settings as conf_settings
 from osc_mdev.nova import names
 from osc_mdev.nova.scheduler import utils as rr
@@ -239,6 +240,36 @@ def trait_move(old_traits: Iterable[str], new_type: str,
         t for t in old_traits if t != new_trait
         and trait_logic.is_type_trait(t, prefix)))
     return remove, new_trait
+
+
+def mdevs_to_remove(host: host_gpus.Host, address: str,
+                    new_type: str) -> list[host_gpus.Mdev]:
+    """The node's mdevs on the GPU at ``address`` that are not of
+    ``new_type``, by UUID.
+    """
+    return sorted((m for m in host.mdevs_of(address)
+                   if m.mdev_type != new_type), key=lambda m: m.uuid)
+
+
+def total_after(host: host_gpus.Host, address: str,
+                new_type: str) -> int | None:
+    """What Nova reports for the GPU at ``address`` once it serves
+    ``new_type`` (``_get_vgpu_total`` of ``_ensure_pgpu_providers``:
+    the GPU's mdevs of the type plus its ``available_instances`` of
+    it), as its sysfs says now; None when sysfs cannot tell: the GPU or
+    the type is not there, or mdevs of another type hold the GPU and it
+    offers none of the new type (most GPUs offer a type only once they
+    hold no mdev of another).
+    """
+    device = host.devices.get(address)
+    offered = device.types.get(new_type) if device else None
+    if offered is None or offered.available_instances is None:
+        return None
+    mdevs = host.mdevs_of(address)
+    kept = sum(1 for m in mdevs if m.mdev_type == new_type)
+    if len(mdevs) > kept and not offered.available_instances:
+        return None
+    return offered.available_instances + kept
 
 
 # -- flavors and capacity ----------------------------------------------------

@@ -129,9 +129,10 @@ class Gpu:
 
 def read_gpu(placement: placement_client.PlacementClient, reference: str,
              compute_confs: Sequence[tuple[str, str]]) -> Gpu:
-    """The mdev GPU ``reference`` names (as ``provider show`` names
-    one), its consumers' allocations, and the nova.conf file of its
-    host among ``compute_confs`` (``(host, file)``).
+    """The GPU ``reference`` names (as ``provider show`` names one: an
+    mdev GPU, or the provider of a GPU's VFs), its consumers'
+    allocations, and the nova.conf file of its host among
+    ``compute_confs`` (``(host, file)``).
     """
     files = dict(compute_confs)
     if len(files) != len(compute_confs):
@@ -139,10 +140,6 @@ def read_gpu(placement: placement_client.PlacementClient, reference: str,
                              'host.' % errors.given('compute_conf'),
                              parameter='compute_conf')
     device, allocations = device_reads.show_device(placement, reference)
-    if device.kind != providers.MDEV:
-        raise errors.Refused(
-            '%s:%s is a PCI device; only mdev GPUs change type here.'
-            % (device.host, device.device), name=reference)
     path = files.get(device.host)
     if path is None:
         raise errors.Invalid(
@@ -158,19 +155,30 @@ def read_gpu(placement: placement_client.PlacementClient, reference: str,
     return Gpu(device, allocations, path, text)
 
 
+def root_name(device: providers.Device) -> str:
+    """The name of the GPU's compute node (its root provider), from the
+    provider's name, ``<root>_<nodedev>`` or ``<root>_<PCI ADDRESS>``.
+    """
+    name, suffix = device.candidate.name, device.candidate.nodedev
+    if name.lower().endswith('_' + suffix.lower()):
+        return name[:-len(suffix) - 1]
+    return name.rsplit('_', 1)[0]
+
+
 def flavors_asking(compute: compute_client.ComputeClient,
-                   traits: Iterable[str], classes: Iterable[str]
+                   traits: Iterable[str], classes: Iterable[str],
+                   pci_config: pci_rules.PciConfig | None = None
                    ) -> dict[str, rr.Request]:
     """``{flavor name: request}`` of the flavors whose request asks for
     one of the type ``traits`` or ``classes`` (``change.asks_type``);
     flavors Nova cannot build a request of without the controller's
-    nova.conf (PCI aliases) are left out.
+    nova.conf (``pci_config``: its PCI aliases) are left out.
     """
     found = {}
     for payload in compute.list_flavors():
         flavor = nova_payloads.flavor(payload)
         try:
-            request = capacity_reads.request_of(flavor)
+            request = capacity_reads.request_of(flavor, pci_config)
         except errors.Error:
             continue
         if change.asks_type(request, traits, classes):

@@ -22,12 +22,16 @@ import logging
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.base import errors
+from osc_mdev.cloud import providers
 from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.features.host import run as host_snapshot
 from osc_mdev.features.migration import plan as migration_plan
 from osc_mdev.features.migration import reads as migration_reads
 from osc_mdev.features.trait import writes as trait_writes
 from osc_mdev.features.type import change
 from osc_mdev.features.type import reads
+from osc_mdev.features.type.vf import run as vf_run
+from osc_mdev.local import node as node_model
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 LOG = logging.getLogger(__name__)
@@ -46,8 +50,8 @@ def _where(gpu: reads.Gpu) -> str:
 
 def _moves(placement: placement_client.PlacementClient,
            compute: compute_client.ComputeClient, gpu: reads.Gpu,
-           compute_confs: Sequence[tuple[str, str]], prefix: str
-           ) -> list[Step]:
+           compute_confs: Sequence[tuple[str, str]], prefix: str,
+           controller_confs: Sequence[str] = ()) -> list[Step]:
     """A step per server on the GPU, with ``migration plan``'s command;
     ``errors.Refused`` naming the servers that cannot move.
     """
@@ -55,7 +59,8 @@ def _moves(placement: placement_client.PlacementClient,
         return []
     moves = migration_reads.plan(
         placement, compute, gpu.device.host,
-        inputs=migration_reads.read_inputs(list(compute_confs), [], prefix),
+        inputs=migration_reads.read_inputs(
+            list(compute_confs), list(controller_confs), prefix),
         prefix=prefix, devices=(gpu.device.uuid,))
     stuck = [m for m in moves if m.node is None]
     if stuck:
@@ -71,25 +76,70 @@ def _moves(placement: placement_client.PlacementClient,
         for m in moves]
 
 
+def read_node(path: str | None, gpu: reads.Gpu) -> node_model.Node | None:
+    """The node of the snapshot file ``path`` (None without one);
+    ``errors.Invalid`` for a snapshot of another node than the GPU's.
+    """
+    if path is None:
+        return None
+    node = host_snapshot.read(path)
+    root = reads.root_name(gpu.device)
+    if node.name != root:
+        raise errors.Invalid(
+            '%s %s is the snapshot of %s, not of %s, the node of GPU %s; '
+            "give that node's snapshot." % (
+                errors.given('snapshot'), path, node.name, root,
+                _where(gpu)), parameter='snapshot', path=path)
+    return node
+
+
+def _remove_mdevs(gpu: reads.Gpu, conf: change.ConfChange,
+                  node: node_model.Node | None) -> Step:
+    device = gpu.device
+    old = conf.old_type or 'its old type'
+    how = ('mdevctl stop and undefine each, or echo 1 > '
+           '/sys/bus/mdev/devices/<uuid>/remove')
+    if node is None:
+        return Step('remove mdevs', (
+            'On %s, remove the mdevs of %s left on %s (%s): Nova counts '
+            'only mdevs of the enabled type, and a GPU with mdevs of one '
+            'type can create none of another'
+            % (device.host, old, device.device, how)))
+    assert device.candidate.pci_address is not None    # an mdev GPU
+    mdevs = change.mdevs_to_remove(node.host, device.candidate.pci_address,
+                                   conf.new_type)
+    if not mdevs:
+        return Step('remove mdevs', 'None: the snapshot of %s shows no mdev '
+                    'of another type than %s on %s' % (
+                        node.name, conf.new_type, device.device))
+    return Step('remove mdevs', 'On %s, the %d mdevs on %s (%s): %s' % (
+        device.host, len(mdevs), device.device, how, ', '.join(
+            '%s (%s)' % (m.uuid, m.mdev_type) for m in mdevs)))
+
+
 def plan(placement: placement_client.PlacementClient,
          compute: compute_client.ComputeClient, reference: str,
          new_type: str, compute_confs: Sequence[tuple[str, str]],
-         prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX) -> list[Step]:
-    """The steps that give the mdev GPU ``reference`` names the type
-    ``new_type``, in order. Writes nothing.
+         prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+         snapshot: str | None = None,
+         controller_confs: Sequence[str] = ()) -> list[Step]:
+    """The steps that give the GPU ``reference`` names the type
+    ``new_type``, in order; with the node's ``snapshot``, the mdevs to
+    remove by UUID and the GPU's capacity after. A GPU whose VFs are
+    offered through PCI in Placement needs the snapshot
+    (``vf_run.plan``). Writes nothing.
     """
     gpu = reads.read_gpu(placement, reference, compute_confs)
+    node = read_node(snapshot, gpu)
+    if gpu.device.kind == providers.PCI:
+        return vf_run.plan(placement, compute, gpu, new_type, compute_confs,
+                           prefix, node, controller_confs, _moves)
     device = gpu.device
     conf = change.new_conf_text(gpu.conf_path, gpu.conf_text,
                                 device.candidate.nodedev, new_type)
-    steps = _moves(placement, compute, gpu, compute_confs, prefix)
-    old = conf.old_type or 'its old type'
-    steps.append(Step('remove mdevs', (
-        'On %s, remove the mdevs of %s left on %s (mdevctl stop and '
-        'undefine each, or echo 1 > /sys/bus/mdev/devices/<uuid>/remove): '
-        'Nova counts only mdevs of the enabled type, and a GPU with mdevs '
-        'of one type can create none of another'
-        % (device.host, old, device.device))))
+    steps = _moves(placement, compute, gpu, compute_confs, prefix,
+                   controller_confs)
+    steps.append(_remove_mdevs(gpu, conf, node))
     steps.append(Step('edit nova.conf', conf.diff()))
     steps.append(Step('restart nova-compute', (
         'On %s: nova-compute reads its mdev types only when it starts'
@@ -106,17 +156,24 @@ def plan(placement: placement_client.PlacementClient,
         're-created provider the old traits back'
         % (device.candidate.name, new_type, ', '.join(remove) or 'nothing',
            add, device.host))))
-    steps += _capacity_plan(placement, compute, gpu, conf, remove, add)
+    total = None
+    if node is not None:
+        assert device.candidate.pci_address is not None
+        total = change.total_after(node.host, device.candidate.pci_address,
+                                   new_type)
+    steps += _capacity_plan(placement, compute, gpu, conf, remove, add,
+                            total)
     return steps
 
 
 def _capacity_plan(placement: placement_client.PlacementClient,
                    compute: compute_client.ComputeClient, gpu: reads.Gpu,
                    conf: change.ConfChange, remove: tuple[str, ...],
-                   add: str) -> list[Step]:
+                   add: str, total: int | None = None) -> list[Step]:
     """A step per flavor asking for either type: the servers that fit
-    now and after (the GPU's new total is known only once Nova reports
-    it: after counts without it).
+    now and after (after counts the GPU with ``total``, what its sysfs
+    says it gives of the new type; without it, the GPU counts for
+    nothing and the row says so).
     """
     device = gpu.device
     new_traits = {add} | ({conf.resource_class} - {device.resource_class})
@@ -127,14 +184,14 @@ def _capacity_plan(placement: placement_client.PlacementClient,
     now = reads.capacities(requests, trees)
     traits = frozenset(set(device.traits or ()) - set(remove) | {add})
     after = reads.capacities(requests, change.trees_after(
-        trees, device.uuid, conf.resource_class, None, traits))
+        trees, device.uuid, conf.resource_class, total, traits))
     steps = []
     for name, request in requests.items():
         gains = change.asks_type(request, new_traits, ())
         steps.append(Step('capacity', '%s: %d servers fit now; %d after%s' % (
             name, now[name], after[name],
             ' plus those the GPU holds of %s' % conf.new_type
-            if gains else '')))
+            if gains and total is None else '')))
     return steps
 
 
@@ -142,13 +199,19 @@ def finish(placement: placement_client.PlacementClient,
            compute: compute_client.ComputeClient, reference: str,
            new_type: str, compute_confs: Sequence[tuple[str, str]],
            prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
-           dry_run: bool = False) -> list[Step]:
+           dry_run: bool = False, snapshot: str | None = None,
+           controller_confs: Sequence[str] = ()) -> list[Step]:
     """Check that nova-compute took the GPU's new type (nova.conf,
     inventory, no allocation), move the type trait (generation-safe)
-    and count the flavors asking for the new type.
-    ``errors.Refused`` (nothing written) for a step not done yet.
+    and count the flavors asking for the new type; for a GPU whose VFs
+    are offered through PCI in Placement, ``vf_run.finish`` (no trait to
+    move). ``errors.Refused`` (nothing written) for a step not done yet.
     """
     gpu = reads.read_gpu(placement, reference, compute_confs)
+    node = read_node(snapshot, gpu)
+    if gpu.device.kind == providers.PCI:
+        return vf_run.finish(placement, compute, gpu, new_type, node,
+                             controller_confs)
     device = gpu.device
     nodedev = device.candidate.nodedev
     conf = change.mdev_config(gpu.conf_path, gpu.conf_text)

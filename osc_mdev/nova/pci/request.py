@@ -70,7 +70,9 @@ class Alias:
 
     name: str
     numa_policy: str
-    specs: tuple[AliasSpec, ...]
+    # Left out of the hash (its specs are dicts): a request for an alias
+    # keys a dict, as the migration plan's Placement answers do.
+    specs: tuple[AliasSpec, ...] = dataclasses.field(hash=False)
     where: str = ''
 
     @property
