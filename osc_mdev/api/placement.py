@@ -307,22 +307,9 @@ class PlacementClient(pool.ServiceClient):
         after Placement applied it meets a new generation: a conflict too,
         and the re-read shows the change made.
         """
-        try:
-            body = self._request(
-                'PUT', '/resource_providers/%s/traits' % uuid, TRAITS,
-                json={'resource_provider_generation': generation,
-                      'traits': sorted(traits)},
-                transient=(502, 503, 504), conflicts=(409, 500))
-        except GenerationConflict as exc:
-            if exc.status == 500 and self.get_provider(
-                    uuid)['generation'] == generation:
-                raise errors.ServiceError(
-                    'Placement failed on PUT /resource_providers/%s/traits '
-                    'with HTTP 500 (%s); try again later or check the '
-                    'Placement service logs.' % (uuid, exc),
-                    **exc.data) from exc
-            raise
-        return body['resource_provider_generation']
+        return self._put_at_generation(
+            '/resource_providers/%s/traits' % uuid, TRAITS, uuid, generation,
+            {'traits': sorted(traits)})
 
     def put_inventory(self, uuid: str, generation: int, resource_class: str,
                       inventory: Mapping[str, typing.Any]) -> int:
@@ -336,12 +323,22 @@ class PlacementClient(pool.ServiceClient):
         generation moved on is a conflict too; with it unmoved, Placement
         failed (errors.ServiceError).
         """
-        path = '/resource_providers/%s/inventories/%s' % (uuid,
-                                                          resource_class)
+        return self._put_at_generation(
+            '/resource_providers/%s/inventories/%s' % (uuid, resource_class),
+            INVENTORIES, uuid, generation, dict(inventory))
+
+    def _put_at_generation(self, path: str, microversion: str, uuid: str,
+                           generation: int,
+                           body: dict[str, typing.Any]) -> int:
+        """PUT ``body`` to ``path`` if provider ``uuid`` is still at
+        ``generation``; its new generation. GenerationConflict for a 409,
+        or a 500 with the generation moved on (see ``put_traits``); a 500
+        with it unmoved is Placement's failure (errors.ServiceError).
+        """
         try:
-            body = self._request(
-                'PUT', path, INVENTORIES,
-                json=dict(inventory, resource_provider_generation=generation),
+            answer = self._request(
+                'PUT', path, microversion,
+                json=dict(body, resource_provider_generation=generation),
                 transient=(502, 503, 504), conflicts=(409, 500))
         except GenerationConflict as exc:
             if exc.status == 500 and self.get_provider(
@@ -351,7 +348,7 @@ class PlacementClient(pool.ServiceClient):
                     'again later or check the Placement service logs.'
                     % (path, exc), **exc.data) from exc
             raise
-        return body['resource_provider_generation']
+        return answer['resource_provider_generation']
 
     def update_traits(self, uuid: str,
                       change: Callable[[frozenset[str]], Iterable[str]],
