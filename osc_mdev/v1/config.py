@@ -43,13 +43,13 @@ class CheckConfig(common.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
     Answers "will nova-compute start with these files, and do what they
-    say?": nova.conf files (and provider config files, --provider-config)
-    are read as nova-compute reads them and judged by Nova's rules; one
-    row per finding, error where nova-compute refuses to start, warning
-    where it silently does something else. --sysfs checks against the
-    node's devices, --host against what the cloud has for the node (only
-    --host needs cloud credentials); a last row says what was checked,
-    --long adds each device's type and class. Exit status 1 on any error.
+    say?": nova.conf files (and --provider-config files) are judged by
+    Nova's rules; one row per finding. --sysfs checks against the node's
+    devices, --host against the cloud (only it needs credentials); with
+    both, each mdev a server's libvirt domain (--libvirt-dir) holds and
+    sysfs lacks is named with its server, parent GPU and type. A last row
+    says what was checked, --long adds each device's type and class.
+    Exit status 1 on any error.
     """
 
     _epilog = """\
@@ -74,6 +74,7 @@ What will change in Placement when it restarts::
         options.host(parser, several=False)
         options.provider_config(parser)
         options.sysfs(parser)
+        options.libvirt_dir(parser)
         options.trait_prefix(parser)
         options.long(parser)
         return parser
@@ -87,7 +88,8 @@ What will change in Placement when it restarts::
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
                 parsed_args.trait_prefix, clients=cloud_clients(self.app),
-                provider_configs=parsed_args.provider_config)
+                provider_configs=parsed_args.provider_config,
+                libvirt_dir=parsed_args.libvirt_dir)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         columns, rows = configreport.report(

@@ -21,8 +21,6 @@ from osc_mdev.v1 import options
 FILES = ('nova.conf file, or a directory read like --config-dir, to keep '
          'in the snapshot; give every file nova-compute reads, in its '
          'order (default: /etc/nova/nova.conf).')
-LIBVIRT_DIR = ("The directory of libvirt's domain definitions, whose "
-               'mdevs the snapshot keeps (default: /etc/libvirt/qemu).')
 NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
              'hostname); default: the name libvirt gives the machine.')
 
@@ -59,8 +57,7 @@ With nova.conf and its directory, on a copy of sysfs::
         options.nova_conf_files(parser, FILES)
         options.sysfs(parser)
         parser.set_defaults(sysfs='/sys')
-        parser.add_argument('--libvirt-dir', metavar='<dir>',
-                            default='/etc/libvirt/qemu', help=LIBVIRT_DIR)
+        options.libvirt_dir(parser)
         parser.add_argument('--node-name', metavar='<name>',
                             help=NODE_NAME)
         options.output(parser)

@@ -34,6 +34,7 @@ from osc_mdev.features.config.check import pci as configcheck_pci
 from osc_mdev.features.config.check import report as configreport
 from osc_mdev.features.config.check import usage as configcheck_usage
 from osc_mdev.features.config.check import vf as configcheck_vf
+from osc_mdev.features.host import reads as lost_reads
 from osc_mdev.features.trait import provider_files
 from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import conf_files as local_novaconf
@@ -69,8 +70,8 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
           host: str | None = None,
           trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           clients: Clients | None = None,
-          provider_configs: Sequence[tuple[str | None, str]] = ()
-          ) -> Checked:
+          provider_configs: Sequence[tuple[str | None, str]] = (),
+          libvirt_dir: str | None = None) -> Checked:
     """Check the nova.conf ``files`` (read in order, as nova-compute
     reads them), with the node's sysfs under ``sysfs_root`` and, for
     ``host``, against what Placement has for that compute node;
@@ -78,7 +79,9 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     needed (the files alone need no credentials). NovaConfError for
     files nova-compute cannot read. ``provider_configs``: the ``(host or
     None, path)`` pairs of ``provider_config``, checked by
-    ``check_provider_configs``.
+    ``check_provider_configs``. ``libvirt_dir``: the node's libvirt
+    domain definitions, whose mdevs sysfs lacks are named (with
+    ``sysfs_root`` and ``host``).
     """
     extra = check_provider_configs(provider_configs, host, clients)
     config_paths = tuple(p for _, p in provider_configs or ())
@@ -100,6 +103,10 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     findings += configcheck.post_copy_findings(conf, pci.specs)
     found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
                                 clients)
+    if node is not None and host and libvirt_dir:
+        findings += lost_reads.lost_findings(
+            lost_reads.domains_in(libvirt_dir), node, host, conf,
+            _clients(clients), trait_prefix)
     findings += found
     placed_pci = (node_pci_providers(_asked(clients)[0], host)
                   if host and (pci.configured or vfs.gpus) else [])
@@ -160,6 +167,12 @@ def _pci_half(pci: pci_rules.PciConfig, node: host_gpus.Host | None,
     if host:
         findings += pci_placement(pci, placed, pci_devices, root_name)
     return findings, configreport.pci_effects(pci, pci_devices, root_name)
+
+
+def _clients(clients: Clients | None) -> Clients:
+    """The clients, which a check of a host is always given."""
+    assert clients is not None
+    return clients
 
 
 def _asked(clients: Clients | None
