@@ -167,11 +167,6 @@ TYPE = (
     'only. Repeat for each GPU.')
 
 
-SNAPSHOT = ("The node's snapshot ('openstack mdev host snapshot'), "
-            'read instead of --sysfs: the files for a node are made on the '
-            'controller.')
-
-
 class GenerateConfig(common.Lister):
     """Write the vGPU configuration of a compute node from its devices.
 
@@ -210,7 +205,7 @@ The file of an mdev GPU, printed::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.sysfs(parser)
-        parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
+        options.snapshot(parser)
         parser.add_argument('--type', metavar='<gpu>=<type>[:<count>]',
                             dest='types', type=gpu_type, action='append',
                             required=True, help=TYPE)

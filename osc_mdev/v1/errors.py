@@ -35,6 +35,7 @@ OPTIONS = {
     'isolate_others': '--isolate-other-groups',
     'project': '--project',
     'output': '--output',
+    'output_dir': '--output-dir',
     'provider_config': '--provider-config',
     'provider_config_dir': '--provider-config-dir',
     'replace': '--replace',

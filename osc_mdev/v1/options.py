@@ -83,6 +83,8 @@ PROVIDER_CONFIG = (
     'names it; a path holding = as ./a=b.yaml). Repeat for several.')
 SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
          'of it.')
+SNAPSHOT = ("The compute node's snapshot ('openstack mdev host snapshot'), "
+            "read on the controller instead of the node's files.")
 LIBVIRT_DIR = ("The directory of the node's libvirt domain definitions "
                '(default: /etc/libvirt/qemu), whose mdevs are read.')
 OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
@@ -294,6 +296,11 @@ def provider_config_dir(parser: Parser) -> None:
 def sysfs(parser: Parser, required: bool = False) -> None:
     parser.add_argument('--sysfs', metavar='<root>', type=sysfs_root,
                         required=required, help=SYSFS)
+
+
+def snapshot(parser: Parser, required: bool = False) -> None:
+    parser.add_argument('--snapshot', metavar='<file>', required=required,
+                        help=SNAPSHOT)
 
 
 def libvirt_dir(parser: Parser) -> None:

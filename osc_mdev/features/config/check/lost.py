@@ -45,8 +45,13 @@ WARNING = findings.WARNING
 class Domain(typing.Protocol):
     """A libvirt domain definition: where it was read, its text."""
 
-    path: str
-    text: str
+    @property
+    def path(self) -> str:
+        """Where it was read."""
+
+    @property
+    def text(self) -> str:
+        """Its text."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,4 +210,3 @@ def finding(node: str, lost: LostMdev) -> findings.Finding:
         "'openstack mdev host restore' writes the script that creates it "
         'again with its UUID.' % (server, lost.mdev, lost.domain, what),
         host=node, device=lost.gpu or '', server=lost.server)
-
