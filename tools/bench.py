@@ -47,11 +47,16 @@ Reported: median wall time over --runs runs, requests Placement served
 the same. Also the plugin's import time and ``--help`` time.
 
 Usage: python tools/bench.py [--sizes 250,1000,5000] [--runs 3]
-       [--sample 3] [--only capacity] [--hold]
+       [--sample 3] [--only capacity|fleet] [--hold]
        [--max-allocation-candidates N] [--output doc/bench-results.md]
+       [--fleet-sizes 50,200,500] [--fleet-sample 5] [--forks 10]
+       [--fleet-output doc/bench-fleet-results.md]
 
 ``--only capacity`` measures ``mdev capacity`` alone and rewrites only
-its section of the output file. ``--hold`` keeps the filled cloud up
+its section of the output file. Then the check of a fleet of 50, 200 and
+500 GPU nodes through the Ansible collection, beside the node-by-node
+check (tools/bench_fleet.py, written to doc/bench-fleet-results.md);
+``--only fleet`` measures it alone. ``--hold`` keeps the filled cloud up
 after the last size (its clouds.yaml is printed) until interrupted, to
 profile a command against it.
 """
@@ -80,6 +85,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import bench_checks as checks  # noqa: E402
+import bench_fleet  # noqa: E402
 from tests.fixtures import nova_standin  # noqa: E402
 from tests.fixtures import pg_placement  # noqa: E402
 
@@ -1105,9 +1111,10 @@ def main() -> int:
                         help='runs of the in-process naive reads')
     parser.add_argument('--sample', type=int, default=3)
     parser.add_argument('--fill-workers', type=int, default=16)
-    parser.add_argument('--only', choices=('capacity',),
-                        help='measure only this command and rewrite only '
-                             'its section of the output')
+    parser.add_argument('--only', choices=('capacity', 'fleet'),
+                        help='measure only this command (fleet: the check '
+                             'of a fleet, tools/bench_fleet.py) and rewrite '
+                             'only its section of the output')
     parser.add_argument('--hold', action='store_true',
                         help='keep the cloud up (busy) after the last '
                              'size, until interrupted')
@@ -1116,7 +1123,11 @@ def main() -> int:
     parser.add_argument('--max-allocation-candidates', type=int,
                         help="Placement's [placement] "
                              'max_allocation_candidates (default: none)')
+    bench_fleet.add_arguments(parser, 'fleet-')
     args = parser.parse_args()
+    if args.only == 'fleet':
+        bench_fleet.run(args)
+        return 0
     sizes = sorted(int(s) for s in args.sizes.split(','))
     options = {}
     if args.max_allocation_candidates is not None:
@@ -1162,6 +1173,8 @@ def main() -> int:
                 _hold(clouds)
         finally:
             nova.stop()
+    if not args.only:
+        bench_fleet.run(args)
     return 0
 
 

@@ -738,3 +738,21 @@ def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
     devices = _rows(placement, candidates, summaries, inventory=False,
                     usages=False, traits=True)
     return sorted(devices, key=provider_model.sort_key), providers
+
+
+def cloud_devices(placement: PlacementClient
+                  ) -> tuple[list[provider_model.Device], list[Body]]:
+    """Every mdev and PCI device of the cloud, with Used and traits:
+    ``(devices, providers)``, ``providers`` being the whole cloud's
+    listing.
+
+    The reads of ``provider list``, whatever the number of compute
+    nodes: one listing and the anchors' summaries, per device only what
+    the summaries lack (a tree where nothing is free: its inventories,
+    usages and traits).
+    """
+    providers, summaries, _ = _read(placement)
+    candidates = provider_model.find_candidates(providers,
+                                                provider_model.KINDS)
+    devices = _rows(placement, candidates, summaries, inventory=False)
+    return devices, providers

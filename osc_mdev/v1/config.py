@@ -22,12 +22,16 @@ from osc_lib import exceptions
 
 from osc_mdev.api import compute
 from osc_mdev.api import placement
+from osc_mdev.base import errors
+from osc_mdev.features.config.check import fleet
 from osc_mdev.features.config.check import reads as config
 from osc_mdev.features.config.check import report as configreport
+from osc_mdev.features.config.generate import formats as generate_formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import run as config_generate
 from osc_mdev.nova.conf import settings as novaconf
 from osc_mdev.v1 import common
+from osc_mdev.v1 import errors as cli_errors
 from osc_mdev.v1 import options
 
 if typing.TYPE_CHECKING:
@@ -38,17 +42,23 @@ FILES = ('nova.conf file, or a directory read like --config-dir. Give every '
          'file nova-compute reads, in its order: later values win, an option '
          "in none is judged at Nova's default.")
 
+CHECK_SNAPSHOT_DIR = (
+    'A directory of host snapshots, one <node>.json per node, read in name '
+    'order; a <node>.unreachable file there (its text: why) reports a node '
+    'that could not be snapshotted. Needs cloud credentials.')
+
 
 class CheckConfig(common.Lister):
     """Check a compute node's nova.conf for mdevs and PCI devices.
 
     Answers "will nova-compute start with these files, and do what they
-    say?": nova.conf files (and --provider-config files) are judged by
-    Nova's rules; one row per finding. --sysfs checks against the node's
-    devices, --host against the cloud (only it needs credentials); with
-    both, each mdev a server's libvirt domain (--libvirt-dir) holds and
-    sysfs lacks is named with its server, parent GPU and type. A last row
-    says what was checked, --long adds each device's type and class.
+    say?", by Nova's rules: one row per finding, error where nova-compute
+    refuses to start, warning where it does something else. --sysfs
+    checks against the node's devices, --host against the cloud (only it
+    needs credentials); with both, each mdev a server's libvirt domain
+    (--libvirt-dir) holds and sysfs lacks is named. --long adds each
+    device's type and class. --snapshot/--snapshot-dir check many nodes
+    from their host snapshots, reading the cloud once.
     Exit status 1 on any error.
     """
 
@@ -62,6 +72,11 @@ On the compute node, before restarting nova-compute::
 What will change in Placement when it restarts::
 
     openstack mdev config check /etc/nova/nova.conf --host compute1
+
+On the controller, every node whose snapshot was collected in
+snapshots/ (one <node>.json each)::
+
+    openstack mdev config check --snapshot-dir snapshots/
 """
 
     # Only --host talks to the cloud: a compute node checks its files with
@@ -77,9 +92,19 @@ What will change in Placement when it restarts::
         options.libvirt_dir(parser)
         options.trait_prefix(parser)
         options.long(parser)
+        snapshots = parser.add_mutually_exclusive_group()
+        snapshots.add_argument(
+            '--snapshot', metavar='<file>', dest='snapshots',
+            type=options.printable_path, action='append', default=[],
+            help=options.SNAPSHOT)
+        snapshots.add_argument(
+            '--snapshot-dir', metavar='<dir>', type=options.printable_path,
+            help=CHECK_SNAPSHOT_DIR)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if parsed_args.snapshots or parsed_args.snapshot_dir:
+            return self._fleet(parsed_args)
         if not parsed_args.files and not parsed_args.provider_config:
             raise exceptions.CommandError(
                 'The following arguments are required: <file> (nova.conf '
@@ -101,28 +126,54 @@ What will change in Placement when it restarts::
             outcome = common.Outcome(failure=failure)
         return columns, common.Rows(rows, outcome)
 
+    def _fleet(self, parsed_args: argparse.Namespace) -> common.Answer:
+        """Many nodes from their snapshots, against one read of the
+        cloud.
+        """
+        given = '--snapshot-dir' if parsed_args.snapshot_dir \
+            else '--snapshot'
+        mixed = [o for o, value in (
+            ('<file>', parsed_args.files), ('--sysfs', parsed_args.sysfs),
+            ('--host', parsed_args.host),
+            ('--provider-config', parsed_args.provider_config)) if value]
+        if mixed:
+            raise exceptions.CommandError(
+                "%s cannot be used with %s: a snapshot holds the node's "
+                'files and devices, and its name in the cloud.' % (
+                    given, ', '.join(mixed)))
+        sources = config.snapshot_sources(parsed_args.snapshots,
+                                          parsed_args.snapshot_dir)
+        nodes = config.check_fleet(sources, parsed_args.trait_prefix,
+                                   clients=cloud_clients(self.app, given))
+        columns, rows = fleet.report(nodes, parsed_args.long)
+        failure = fleet.failure(nodes)
+        return columns, common.Rows(rows, common.Outcome(failure=failure)
+                                    if failure else common.DONE)
 
-def cloud_clients(app: shell.OpenStackShell) -> config.Clients:
+
+def cloud_clients(app: shell.OpenStackShell,
+                  option: str | None = None) -> config.Clients:
     """What gives config check's Placement and Compute clients when the
     check first needs them (``--host``), authenticated then: the command
     skips authentication (``auth_required = False``), so the cloud
     options are loaded with validation as the shell loads them for any
     other command. A one-line CommandError when the credentials are
-    missing or incomplete.
+    missing or incomplete, naming ``option`` (the input that needs
+    them: --host when None).
     """
     made: list[tuple[placement.PlacementClient, compute.ComputeClient]] = []
 
     def clients() -> tuple[placement.PlacementClient,
                            compute.ComputeClient]:
         if not made:
-            manager = _authenticated(app)
+            manager = _authenticated(app, option)
             mdev = common.manager_client(manager)
             made.append((mdev.placement, mdev.compute))
         return made[0]
     return clients
 
 
-def _authenticated(app: shell.OpenStackShell
+def _authenticated(app: shell.OpenStackShell, option: str | None = None
                    ) -> clientmanager.ClientManager:
     """The client manager of ``app`` with its cloud's credentials
     validated and its authentication set up.
@@ -134,6 +185,11 @@ def _authenticated(app: shell.OpenStackShell
             cli_options=cloud, api_version=app.api_version)
         manager.setup_auth()
     except Exception as exc:
+        if option is not None:
+            raise exceptions.CommandError(
+                '%s needs cloud credentials, which are missing or '
+                'incomplete; give them as for any openstack command.'
+                % option) from exc
         raise exceptions.CommandError(
             '--host needs cloud credentials, which are missing or '
             'incomplete; give them as for any openstack command, or leave '
@@ -152,14 +208,34 @@ def gpu_type(value: str) -> configgenerate.Choice:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def inventory_host(value: str) -> str:
+    """A ``--inventory-host`` value: a name a file can be named after."""
+    try:
+        return generate_formats.check_inventory_host(value)
+    except configgenerate.GenerateError as exc:
+        raise argparse.ArgumentTypeError(
+            errors.words(str(exc), cli_errors.option)) from None
+
+
 def _worded(exc: configgenerate.GenerateError) -> str:
     """The domain's refusal as one sentence naming the --type it is
-    about.
+    about, and the options it names.
     """
+    sentence = errors.words(str(exc), cli_errors.option)
     if exc.choice is None:
-        return '%s.' % exc
-    return '--type %s: %s.' % (exc.choice.text, exc)
+        return '%s.' % sentence
+    return '--type %s: %s.' % (exc.choice.text, sentence)
 
+
+LAYOUT = (
+    'files (default), kolla-ansible (the nova.conf overrides of its '
+    '/etc/kolla/config) or openstack-ansible (host_vars and group_vars '
+    'of /etc/openstack_deploy).')
+
+INVENTORY_HOST = (
+    "The node's name in the deployment tool's inventory, which names its "
+    'files in the kolla-ansible and openstack-ansible layouts (needed '
+    'there).')
 
 TYPE = (
     "GPU=TYPE[:COUNT]: a GPU's PCI address (or one of its VFs') and its "
@@ -211,6 +287,11 @@ The file of an mdev GPU, printed::
                             required=True, help=TYPE)
         options.output_dir(parser)
         options.dry_run(parser)
+        parser.add_argument('--layout',
+                            choices=generate_formats.FORMATS,
+                            default=generate_formats.FILES, help=LAYOUT)
+        parser.add_argument('--inventory-host', metavar='<name>',
+                            type=inventory_host, help=INVENTORY_HOST)
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
@@ -222,7 +303,9 @@ The file of an mdev GPU, printed::
         try:
             done = config_generate.generate(
                 parsed_args.sysfs, parsed_args.types, directory,
-                parsed_args.dry_run, snapshot_file=parsed_args.snapshot)
+                parsed_args.dry_run, snapshot_file=parsed_args.snapshot,
+                layout=parsed_args.layout,
+                inventory_host=parsed_args.inventory_host)
         except configgenerate.GenerateError as exc:
             raise exceptions.CommandError(_worded(exc)) from exc
         except config_generate.DirectoryError as exc:

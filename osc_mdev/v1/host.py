@@ -28,8 +28,6 @@ LOG = logging.getLogger(__name__)
 FILES = ('nova.conf file, or a directory read like --config-dir, to keep '
          'in the snapshot; give every file nova-compute reads, in its '
          'order (default: /etc/nova/nova.conf).')
-NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
-             'hostname); default: the name libvirt gives the machine.')
 
 
 class SnapshotHost(common.Command):
@@ -61,12 +59,6 @@ With nova.conf and its directory, on a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.nova_conf_files(parser, FILES)
-        options.sysfs(parser)
-        parser.set_defaults(sysfs='/sys')
-        options.libvirt_dir(parser)
-        parser.add_argument('--node-name', metavar='<name>',
-                            help=NODE_NAME)
         options.output(parser)
         return parser
 

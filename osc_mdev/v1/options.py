@@ -83,8 +83,9 @@ PROVIDER_CONFIG = (
     'names it; a path holding = as ./a=b.yaml). Repeat for several.')
 SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
          'of it.')
-SNAPSHOT = ("The compute node's snapshot ('openstack mdev host snapshot'), "
-            "read on the controller instead of the node's files.")
+SNAPSHOT = ("A node's snapshot ('openstack mdev host snapshot'), read "
+            'instead of --sysfs, on the controller (config check: instead '
+            'of the files, --sysfs and --host; repeat for more nodes).')
 LIBVIRT_DIR = ("The directory of the node's libvirt domain definitions "
                '(default: /etc/libvirt/qemu), whose mdevs are read.')
 OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
@@ -309,6 +310,15 @@ def libvirt_dir(parser: Parser) -> None:
                         help=LIBVIRT_DIR)
 
 
+NODE_NAME = ("The node's name as Nova reports it (its hypervisor "
+             'hostname); default: the name libvirt gives the machine.')
+
+
+def node_name(parser: Parser, **kwargs: typing.Any) -> None:
+    parser.add_argument('--node-name', metavar='<name>', help=NODE_NAME,
+                        **kwargs)
+
+
 def output_dir(parser: Parser) -> None:
     parser.add_argument('--output-dir', metavar='<dir>', type=printable_path,
                         help=OUTPUT_DIR)
@@ -328,6 +338,15 @@ def nova_conf_files(parser: Parser, help_text: str) -> None:
     """
     parser.add_argument('files', metavar='<file>', nargs='*',
                         help=help_text)
+
+
+def node_files(parser: Parser, help_text: str) -> None:
+    """The nova.conf files of the compute node this runs on, and its
+    sysfs (``/sys`` unless given).
+    """
+    nova_conf_files(parser, help_text)
+    sysfs(parser)
+    parser.set_defaults(sysfs='/sys')
 
 
 def nova_confs(parser: Parser) -> None:

@@ -14,8 +14,11 @@
 
 import argparse
 
+from osc_lib import exceptions
+
 from osc_mdev.features.type import gpu_types as gpu_type_model
 from osc_mdev.features.type import reads as type_reads
+from osc_mdev.features.type import run as type_run
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
 
@@ -62,9 +65,7 @@ Which of them nova-compute uses with its files, from a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
-        options.nova_conf_files(parser, FILES)
-        options.sysfs(parser)
-        parser.set_defaults(sysfs='/sys')
+        options.node_files(parser, FILES)
         options.long(parser)
         return parser
 
@@ -75,3 +76,65 @@ Which of them nova-compute uses with its files, from a copy of sysfs::
         columns = LONG_COLUMNS if long_view else COLUMNS
         found = type_reads.gpu_types(parsed_args.files, parsed_args.sysfs)
         return columns, common.Rows(row(t, columns) for t in found)
+
+
+CHANGE_COLUMNS = ('Step', 'Action', 'Detail')
+
+
+class ChangeType(common.Lister):
+    """Plan or finish giving an mdev GPU another type.
+
+    Without --finish, the steps in order, nothing written: servers to
+    move off the GPU (refused, naming them, when one cannot move), mdevs
+    to remove, the nova.conf diff, the restart, what Nova does to the
+    provider and traits, and the flavors' capacity now and after. With
+    --finish, after the restart: checks the provider, moves the type
+    trait and counts the flavors; a step not done is refused.
+    """
+
+    _epilog = """\
+Examples:
+
+The steps to give GPU 0000:84:00.0 of gpu1 the type nvidia-12::
+
+    openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
+        --compute-conf gpu1=gpu1-nova.conf
+
+Once nova-compute restarted with the new file::
+
+    openstack mdev type change gpu1:0000:84:00.0 --to nvidia-12 \\
+        --compute-conf gpu1=gpu1-nova.conf --finish
+"""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        parser.add_argument(
+            'gpu', metavar='<gpu>',
+            help='The GPU: provider name or UUID, or HOST:PCI_ADDRESS, as '
+                 "'openstack mdev provider list' shows it.")
+        parser.add_argument(
+            '--to', metavar='<type>', required=True,
+            help='The mdev type the GPU takes (nvidia-12).')
+        options.compute_conf(parser)
+        options.trait_prefix(parser)
+        parser.add_argument(
+            '--finish', action='store_true',
+            help='After nova-compute restarted with the new nova.conf: '
+                 'check the provider and move the type trait.')
+        options.dry_run(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        if not parsed_args.compute_conf:
+            raise exceptions.CommandError(
+                "Give the nova.conf of the GPU's compute node with "
+                '--compute-conf HOST=FILE.')
+        mdev = common.client(self.app)
+        run = type_run.finish if parsed_args.finish else type_run.plan
+        kwargs = {'dry_run': parsed_args.dry_run} if parsed_args.finish \
+            else {}
+        found = run(mdev.placement, mdev.compute, parsed_args.gpu,
+                    parsed_args.to, parsed_args.compute_conf,
+                    parsed_args.trait_prefix, **kwargs)
+        return CHANGE_COLUMNS, common.Rows(
+            (i, s.action, s.detail) for i, s in enumerate(found, 1))

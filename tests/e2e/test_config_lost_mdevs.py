@@ -208,6 +208,12 @@ def test_the_restore_script_gives_back_exactly_the_lost_mdev(
     mdev('host', 'snapshot', conf, '--sysfs', str(tree), '--libvirt-dir',
          domains, '--node-name', NODE, '--output', str(snapshot))
 
+    rows = mdev_json('config', 'check', '--snapshot', str(snapshot))
+    named = [r for r in rows if r['Message'].startswith('Server ')]
+    assert [(r['Node'], r['Message'].split(':')[0]) for r in named] == [
+        (NODE, 'Server %s (%s) lost mdev %s' % (
+            servers[lost['server']], lost['server'], lost['mdev_uuid']))]
+
     out = tmp_path / 'restore'
     rows = mdev_json('host', 'restore', '--snapshot', str(snapshot),
                      '--dry-run', '--output-dir', str(out))

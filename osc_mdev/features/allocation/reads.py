@@ -204,16 +204,19 @@ def consumers_of(placement: placement_client.PlacementClient,
             for uuid in uuids}
 
 
-def server_labels(compute: compute_client.ComputeClient, node: str,
+def server_labels(compute: compute_client.ComputeClient,
+                  node: str | Collection[str],
                   consumers: set[str]) -> dict[str, str]:
-    """``{consumer: 'name (ID)'}`` of servers on compute node ``node``,
-    from Nova in bulk; the consumer ID alone where Nova cannot say (no
-    such server, or Nova unreachable).
+    """``{consumer: 'name (ID)'}`` of servers on compute node ``node``
+    (or on the nodes of a collection), from Nova in bulk; the consumer
+    ID alone where Nova cannot say (no such server, or Nova
+    unreachable).
     """
     known = {}
+    nodes = (node,) if isinstance(node, str) else tuple(node)
     if consumers:
         try:
-            known = compute.servers_by_id(sorted(consumers), nodes=(node,))
+            known = compute.servers_by_id(sorted(consumers), nodes=nodes)
         except errors.Error:
             known = {}   # Nova unreachable: the consumer IDs name them
     return {c: '%s (%s)' % (known[c].get('name'), c) if c in known else c

@@ -306,7 +306,8 @@ def check(placement: placement_client.PlacementClient,
 
 def _holders(placement: placement_client.PlacementClient,
              listing: list[dict], host: str,
-             on_node: list[nova_servers.Server]
+             on_node: list[nova_servers.Server],
+             only: Iterable[str] = ()
              ) -> tuple[list[nova_servers.Server], dict[str, dict]]:
     """``(servers, {consumer: {device uuid: allocation}})``: the servers
     of ``on_node`` that hold devices of ``host`` (its devices'
@@ -315,7 +316,7 @@ def _holders(placement: placement_client.PlacementClient,
     """
     devices = [c for c in providers.find_candidates(listing,
                                                     providers.KINDS)
-               if c.host == host]
+               if c.host == host and (not only or c.uuid in set(only))]
 
     def consumers(candidate: providers.Candidate) -> dict:
         try:
@@ -345,11 +346,13 @@ def plan(placement: placement_client.PlacementClient,
          kinds: tuple = (migration_rules.LIVE, migration_rules.COLD),
          targets: tuple = (),
          inputs: Inputs | None = None,
-         prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX
+         prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+         devices: tuple[str, ...] = ()
          ) -> list[migration_plan.Move]:
     """``[features.migration.plan.Move]``: where each server with devices on
-    compute node ``host`` goes (``targets``: only there), jointly, with
-    the nova.conf files' ``inputs``.
+    compute node ``host`` (``devices``: on those device UUIDs) goes
+    (``targets``: only there), jointly, with the nova.conf files'
+    ``inputs``.
     """
     inputs = inputs or Inputs({})
     confs, pci_config = inputs.confs, inputs.pci_config
@@ -366,7 +369,8 @@ def plan(placement: placement_client.PlacementClient,
             % (errors.given('target'), host), parameter='target', host=host)
     hypervisors = [nova_payloads.hypervisor(h) for h in hypervisors]
     servers, allocations = _holders(
-        placement, listing, host, [nova_payloads.server(s) for s in on_node])
+        placement, listing, host, [nova_payloads.server(s) for s in on_node],
+        devices)
     if not servers:
         return []
     bare = [_server(s, (), pci_config) for s in servers]

@@ -10,21 +10,38 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``type list``, what it reads: the node's sysfs (``local.sysfs``) and
-the nova.conf files nova-compute reads (``local.conf_files``); no cloud.
+"""What the type commands read. ``type list``: the node's sysfs
+(``local.sysfs``) and the nova.conf files nova-compute reads
+(``local.conf_files``); no cloud. ``type change``: the GPU's provider
+and consumers (``read_gpu``), its node's nova.conf, the flavors asking
+for either type (``flavors_asking``) and the trees they are counted on
+(``flavor_trees``).
 """
 
+from collections.abc import Iterable
 from collections.abc import Sequence
+import dataclasses
 import logging
 import os
 
+from osc_mdev.api import compute as compute_client
+from osc_mdev.api import placement as placement_client
+from osc_mdev.api import pool
 from osc_mdev.base import errors
 from osc_mdev.base import findings
+from osc_mdev.cloud import fit
+from osc_mdev.cloud import payloads as nova_payloads
+from osc_mdev.cloud import providers
+from osc_mdev.cloud import reads as device_reads
+from osc_mdev.features.capacity import reads as capacity_reads
+from osc_mdev.features.type import change
 from osc_mdev.features.type import gpu_types as gpu_type_model
 from osc_mdev.local import conf_files
 from osc_mdev.local import sysfs
 from osc_mdev.nova.conf import settings as conf_settings
 from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.scheduler import request_filter
+from osc_mdev.nova.scheduler import utils as rr
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 LOG = logging.getLogger(__name__)
@@ -82,3 +99,106 @@ def _read_files(files: Sequence[str], sysfs_root: str
                         ' '.join(files)),
             parameter='files', files=list(files), where=fatal[0].where)
     return conf, pci
+
+
+# -- type change -------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One row of a type change: what to do (or what was done) and the
+    details.
+    """
+
+    action: str
+    detail: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Gpu:
+    """The GPU a type change is about, as Placement shows it now."""
+
+    device: providers.Device
+    allocations: dict
+    conf_path: str
+    conf_text: str
+
+    @property
+    def candidate(self) -> providers.Candidate:
+        return self.device.candidate
+
+
+def read_gpu(placement: placement_client.PlacementClient, reference: str,
+             compute_confs: Sequence[tuple[str, str]]) -> Gpu:
+    """The mdev GPU ``reference`` names (as ``provider show`` names
+    one), its consumers' allocations, and the nova.conf file of its
+    host among ``compute_confs`` (``(host, file)``).
+    """
+    files = dict(compute_confs)
+    if len(files) != len(compute_confs):
+        raise errors.Invalid('%s names a host twice; give one file per '
+                             'host.' % errors.given('compute_conf'),
+                             parameter='compute_conf')
+    device, allocations = device_reads.show_device(placement, reference)
+    if device.kind != providers.MDEV:
+        raise errors.Refused(
+            '%s:%s is a PCI device; only mdev GPUs change type here.'
+            % (device.host, device.device), name=reference)
+    path = files.get(device.host)
+    if path is None:
+        raise errors.Invalid(
+            "Give the nova.conf of %s, the GPU's compute node, with %s "
+            '%s=<file>.' % (device.host, errors.given('compute_conf'),
+                            device.host), parameter='compute_conf',
+            host=device.host)
+    try:
+        text = conf_files.read_text(path)
+    except conf_settings.NovaConfError as exc:
+        raise errors.Invalid('%s.' % exc, parameter='compute_conf',
+                             path=path) from exc
+    return Gpu(device, allocations, path, text)
+
+
+def flavors_asking(compute: compute_client.ComputeClient,
+                   traits: Iterable[str], classes: Iterable[str]
+                   ) -> dict[str, rr.Request]:
+    """``{flavor name: request}`` of the flavors whose request asks for
+    one of the type ``traits`` or ``classes`` (``change.asks_type``);
+    flavors Nova cannot build a request of without the controller's
+    nova.conf (PCI aliases) are left out.
+    """
+    found = {}
+    for payload in compute.list_flavors():
+        flavor = nova_payloads.flavor(payload)
+        try:
+            request = capacity_reads.request_of(flavor)
+        except errors.Error:
+            continue
+        if change.asks_type(request, traits, classes):
+            found[flavor.name or flavor.id] = request
+    return dict(sorted(found.items()))
+
+
+def flavor_trees(placement: placement_client.PlacementClient,
+                 compute: compute_client.ComputeClient,
+                 requests: Sequence[rr.Request]) -> list[fit.Host]:
+    """The compute node trees the flavors' ``requests`` are counted on,
+    as ``capacity --flavor`` reads them.
+    """
+    if not requests:
+        return []
+    listing, services = pool.call_all(
+        [placement.list_providers, compute.compute_services],
+        placement.max_workers)
+    return capacity_reads.read_hosts(placement, list(requests), listing,
+                                     services)
+
+
+def capacities(requests: dict[str, rr.Request],
+               trees: Sequence[fit.Host]) -> dict[str, int]:
+    """``{flavor: servers that fit}`` on ``trees``, with Nova's
+    prefilters, as ``capacity --flavor`` counts.
+    """
+    owner_nova = fit.owner_nova_in_effect(trees)
+    return {name: sum(h.fits for h in fit.capacity(
+        request_filter.process_reqspec(r, owner_nova=owner_nova), trees))
+        for name, r in requests.items()}

@@ -13,6 +13,8 @@
 """``config check``: a node's nova.conf files judged by Nova's rules:
 ``mdev`` (the ``[devices]``/``[mdev_*]`` half), ``pci`` (the ``[pci]``
 half), ``vf`` (SR-IOV vGPUs), ``spelling`` (names Nova does not know),
-``usage`` (the node's vGPUs against Placement), ``report`` (the rows)
-and ``reads`` (what it reads, files, sysfs and Placement).
+``usage`` (the node's vGPUs against Placement), ``judge`` (one node's
+files, devices and Placement view together), ``fleet`` (many nodes
+against one read of Placement), ``report`` (the rows) and ``reads``
+(what it reads, files, sysfs and Placement).
 """

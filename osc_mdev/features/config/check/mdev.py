@@ -575,7 +575,7 @@ class PlacementDevice:
     resource_class: str
     total: int
     traits: tuple[str, ...]
-    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
+    servers: Sequence[str] = ()        # names (or IDs) of the servers there
     used: int = 0                      # of resource_class, in Placement
 
 
@@ -605,10 +605,6 @@ def placement_findings(conf: libvirt_driver.MdevConfig, host: str,
                 'reported it yet.' % (address, host, mdev_type)))
     for device in sorted(devices, key=lambda d: d.address):
         mdev_type = libvirt_driver.vgpu_type_per_pgpu(conf, device.nodedev)
-        held = (' Placement refuses that while servers hold allocations '
-                'there (%s): nova-compute\'s updates for the node fail until '
-                'they move.' % ', '.join(device.servers)
-                if device.servers else '')
         if mdev_type is None:
             on_it = (' Servers with allocations there: %s.'
                      % ', '.join(device.servers) if device.servers else '')
@@ -626,6 +622,12 @@ def placement_findings(conf: libvirt_driver.MdevConfig, host: str,
         expected = libvirt_driver.resource_class_for_device(
             conf, device.nodedev)
         if expected != device.resource_class:
+            # The servers are named only where a finding says so: a
+            # check of many nodes reads them only for those.
+            held = (' Placement refuses that while servers hold '
+                    'allocations there (%s): nova-compute\'s updates for '
+                    'the node fail until they move.'
+                    % ', '.join(device.servers) if device.servers else '')
             found.append(_f(
                 WARNING, where_host,
                 'Device %s is %s in Placement but Nova will report %s '

@@ -375,7 +375,7 @@ class PlacementPciProvider:
     used: int
     traits: tuple[str, ...]
     uuid: str = ''
-    servers: tuple[str, ...] = ()      # names (or IDs) of the servers there
+    servers: Sequence[str] = ()        # names (or IDs) of the servers there
 
 
 def _tracking_turned_off(pci: pci_rules.PciConfig, host: str,

@@ -21,27 +21,29 @@ input that compares the files with the cloud.
 from collections.abc import Callable
 from collections.abc import Sequence
 import dataclasses
+import os
 import typing
 
 from osc_mdev.api import compute as compute_client
 from osc_mdev.api import placement as placement_client
 from osc_mdev.base import errors
 from osc_mdev.cloud import providers
+from osc_mdev.cloud import reads as cloud_reads
 from osc_mdev.cloud import traits as trait_logic
 from osc_mdev.features.allocation import reads as allocation_reads
+from osc_mdev.features.config.check import fleet
+from osc_mdev.features.config.check import judge
 from osc_mdev.features.config.check import mdev as configcheck
 from osc_mdev.features.config.check import pci as configcheck_pci
 from osc_mdev.features.config.check import report as configreport
-from osc_mdev.features.config.check import usage as configcheck_usage
-from osc_mdev.features.config.check import vf as configcheck_vf
 from osc_mdev.features.host import reads as lost_reads
 from osc_mdev.features.trait import provider_files
-from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import conf_files as local_novaconf
+from osc_mdev.local import node as local_node
+from osc_mdev.local import snapshot
 from osc_mdev.local import sysfs
+from osc_mdev.local import textfile as local_textfile
 from osc_mdev.nova.conf import settings as novaconf
-from osc_mdev.nova.pci import config as pci_rules
-from osc_mdev.nova.pci import devspec as pci_devspec
 from osc_mdev.nova.pci import placement_translator as translator
 from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
@@ -50,20 +52,8 @@ Clients = Callable[[], tuple[placement_client.PlacementClient,
                              compute_client.ComputeClient]]
 
 
-@dataclasses.dataclass
-class Checked:
-    """The findings of the files, the effective result, and what was
-    checked.
-    """
-
-    findings: list[novaconf.Finding]
-    effects: list[configreport.Effect]  # devices, [pci] parts
-    files: tuple[str, ...]              # the files read, in order
-    scope: list[str]                    # what was checked, in words
-
-    @property
-    def errors(self) -> list[novaconf.Finding]:
-        return [f for f in self.findings if f.severity == novaconf.ERROR]
+#: The findings of one node's files (``judge.Checked``).
+Checked = judge.Checked
 
 
 def check(files: Sequence[str], sysfs_root: str | None = None,
@@ -91,82 +81,53 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     virtual = (sysfs.sysfs_virtual_parent(sysfs_root)
                if sysfs_root else None)
     conf = local_novaconf.parse_files(files, virtual)
-    settings = conf.settings
-    assert settings is not None     # parsed from the files
-    pci = pci_rules.pci_config(settings)
     node = sysfs.read_host(sysfs_root) if sysfs_root else None
-    vfs = (configcheck_vf.vf_check(pci, node) if node is not None
-           else configcheck_vf.VfCheck([]))
-    findings = list(conf.findings)
-    findings += configcheck.file_findings(
-        conf, sysfs_checked=bool(sysfs_root))
-    findings += configcheck.post_copy_findings(conf, pci.specs)
-    found, effects = _mdev_half(conf, pci, node, host, trait_prefix,
-                                clients)
-    if node is not None and host and libvirt_dir:
-        findings += lost_reads.lost_findings(
-            lost_reads.domains_in(libvirt_dir), node, host, conf,
-            _clients(clients), trait_prefix)
-    findings += found
-    placed_pci = (node_pci_providers(_asked(clients)[0], host)
-                  if host and (pci.configured or vfs.gpus) else [])
-    if pci.configured:
-        found, pci_effects = _pci_half(pci, node, host, placed_pci,
-                                       vfs.explained)
-        findings += found
-        effects += pci_effects
-    if host and vfs.gpus:
-        findings += configcheck_usage.vf_usage_findings(
-            vfs, host, with_servers(clients, host, placed_pci))
-    return Checked(findings + vfs.findings + extra, effects,
-                   tuple(settings.files) + config_paths,
-                   configreport.scope(conf, pci.configured, sysfs_root,
-                                      host, bool(config_paths),
-                                      vfs.scope()))
+    placed = HostPlacement(clients, host) if host else None
+    checked = judge.judge(conf, node, placed, trait_prefix, sysfs_root,
+                          provider_configs=bool(config_paths))
+    lost = (lost_reads.lost_findings(
+        lost_reads.domains_in(libvirt_dir), node, host, conf,
+        _clients(clients), trait_prefix)
+        if node is not None and host and libvirt_dir else [])
+    return Checked(checked.findings + lost + extra, checked.effects,
+                   checked.files + config_paths, checked.scope)
 
 
-def _mdev_half(conf: libvirt_driver.MdevConfig, pci: pci_rules.PciConfig,
-               node: host_gpus.Host | None, host: str | None,
-               trait_prefix: str, clients: Clients | None
-               ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
-    """The mdev options against the node's devices and Placement, with
-    the node's mdevs against the vGPUs Placement holds in use there.
+class HostPlacement:
+    """What Placement has for compute node ``host``, read for it alone
+    when first asked (``judge.NodePlacement``).
     """
-    findings: list[novaconf.Finding] = []
-    known: list[str] = []
-    if node is not None and (conf.supported_types or not pci.configured):
-        parents = node.mdev_parents()
-        findings += configcheck.sysfs_findings(conf, parents, node.devices)
-        known += [configcheck.nodedev_of(a) for a in parents or ()]
-    if host:
-        placement, compute = _asked(clients)
-        placed = placement_devices(placement, compute, host)
-        findings += configcheck.placement_findings(conf, host, placed,
-                                                   trait_prefix)
-        if node is not None:
-            findings += configcheck_usage.mdev_usage_findings(node, host,
-                                                              placed)
-        known += [d.nodedev for d in placed]
-    return findings, configreport.device_effects(
-        conf, list(dict.fromkeys(known)))
 
+    def __init__(self, clients: Clients | None, host: str) -> None:
+        self._clients = clients
+        self._host = host
+        self._devices: list[configcheck.PlacementDevice] | None = None
+        self._pci: list[configcheck_pci.PlacementPciProvider] | None = None
+        self._pci_servers: (list[configcheck_pci.PlacementPciProvider]
+                            | None) = None
 
-def _pci_half(pci: pci_rules.PciConfig, node: host_gpus.Host | None,
-              host: str | None,
-              placed: Sequence[configcheck_pci.PlacementPciProvider],
-              explained: Sequence[pci_devspec.DeviceSpec]
-              ) -> tuple[list[novaconf.Finding], list[configreport.Effect]]:
-    """``[pci]`` against the node's PCI functions and (for ``host``) its
-    PCI providers in Placement, ``placed``; ``explained``: specs naming
-    VFs not enabled.
-    """
-    pci_devices = node.pci_devices() if node is not None else None
-    root_name = host or '<node>'
-    findings = configcheck_pci.pci_findings(pci, pci_devices, root_name,
-                                            explained)
-    if host:
-        findings += pci_placement(pci, placed, pci_devices, root_name)
-    return findings, configreport.pci_effects(pci, pci_devices, root_name)
+    @property
+    def host(self) -> str:
+        return self._host
+
+    def devices(self) -> list[configcheck.PlacementDevice]:
+        if self._devices is None:
+            placement, compute = _asked(self._clients)
+            self._devices = placement_devices(placement, compute,
+                                              self._host)
+        return self._devices
+
+    def pci_providers(self, servers: bool = False
+                      ) -> list[configcheck_pci.PlacementPciProvider]:
+        if self._pci is None:
+            self._pci = node_pci_providers(_asked(self._clients)[0],
+                                           self._host)
+        if not servers:
+            return self._pci
+        if self._pci_servers is None:
+            self._pci_servers = with_servers(self._clients, self._host,
+                                             self._pci)
+        return self._pci_servers
 
 
 def _clients(clients: Clients | None) -> Clients:
@@ -195,22 +156,6 @@ def placement_devices(placement: placement_client.PlacementClient,
         typing.cast(providers.Inventory, d.inventory).total,
         tuple(d.traits or ()), tuple(servers), d.used)
         for d, servers in found]
-
-
-def pci_placement(pci: pci_rules.PciConfig,
-                  placed: Sequence[configcheck_pci.PlacementPciProvider],
-                  devices: Sequence[pci_devspec.PciDevice] | None,
-                  host: str) -> list[novaconf.Finding]:
-    """What happens to the node's PCI providers in Placement (``placed``)
-    when nova-compute restarts with the files.
-    """
-    predicted = None
-    if devices is not None:
-        predicted, _ = translator.pci_providers(
-            host, devices, pci.specs,
-            pci_devspec.physical_functions(devices))
-    return configcheck_pci.pci_placement_findings(pci, host, placed,
-                                                  predicted)
 
 
 def node_pci_providers(placement: placement_client.PlacementClient,
@@ -301,3 +246,161 @@ def check_provider_configs(values: Sequence[tuple[str | None, str]],
         findings += provider_files.placement_findings(
             placement, host, configs)
     return findings
+
+
+#: What a snapshot directory holds: node snapshots, and a marker per node
+#: that could not be reached (its text: why).
+SNAPSHOT_SUFFIX = '.json'
+UNREACHABLE_SUFFIX = '.unreachable'
+
+
+def snapshot_sources(snapshots: Sequence[str] = (),
+                     directory: str | None = None) -> list[str]:
+    """The snapshot files to check: ``snapshots`` as given, or the
+    ``*.json`` and ``*.unreachable`` files of ``directory`` in sorted
+    order. errors.Invalid for a directory that is none or holds neither.
+    """
+    if directory is None:
+        return list(snapshots)
+    if not os.path.isdir(directory):
+        raise errors.Invalid(
+            '%s: %s is not a directory; give the directory the node '
+            'snapshots were collected in.' % (
+                errors.given('snapshot_dir'), directory),
+            parameter='snapshot_dir', path=directory)
+    found = sorted(
+        os.path.join(directory, name) for name in os.listdir(directory)
+        if name.endswith((SNAPSHOT_SUFFIX, UNREACHABLE_SUFFIX))
+        and os.path.isfile(os.path.join(directory, name)))
+    if not found:
+        raise errors.Invalid(
+            '%s: %s holds no node snapshot (*%s); take them with '
+            "'openstack mdev host snapshot' on each node." % (
+                errors.given('snapshot_dir'), directory, SNAPSHOT_SUFFIX),
+            parameter='snapshot_dir', path=directory)
+    return found
+
+
+def _stem(path: str) -> str:
+    name = os.path.basename(path)
+    for suffix in (SNAPSHOT_SUFFIX, UNREACHABLE_SUFFIX):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def _unreachable(path: str) -> fleet.NodeChecked:
+    try:
+        reason = local_textfile.read_text(path) or ''
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    return fleet.unreachable(_stem(path), path, reason)
+
+
+def _load(path: str) -> local_node.Node | fleet.NodeChecked:
+    """The node of a snapshot file, or the one finding saying why it
+    cannot be checked.
+    """
+    if path.endswith(UNREACHABLE_SUFFIX):
+        return _unreachable(path)
+    try:
+        return local_node.from_snapshot(path)
+    except snapshot.SnapshotError as exc:
+        return fleet.not_checked(
+            _stem(path), path, 'Cannot check this node: %s; take its '
+            "snapshot again with 'openstack mdev host snapshot'."
+            % exc.detail, check='snapshot-%s' % exc.reason)
+    except (KeyError, TypeError, ValueError) as exc:
+        return fleet.not_checked(
+            _stem(path), path, 'Cannot check this node: the snapshot is '
+            'incomplete (%s); take it again.' % exc, check='snapshot')
+
+
+def _parsed(node: local_node.Node
+            ) -> libvirt_driver.MdevConfig | fleet.NodeChecked:
+    """The node's nova.conf files parsed, or the one finding saying why
+    nova-compute cannot read them.
+    """
+    try:
+        return libvirt_driver.supported_vgpu_types(
+            novaconf.parse_texts(node.conf_texts()),
+            node.virtual_parent_exists)
+    except novaconf.NovaConfError as exc:
+        return fleet.not_checked(node.name, node.source, '%s.' % exc,
+                                 check='nova-conf')
+
+
+def check_fleet(sources: Sequence[str],
+                trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
+                clients: Clients | None = None) -> list[fleet.NodeChecked]:
+    """Check every node of the snapshot files ``sources``
+    (``snapshot_sources``) against one read of Placement for all
+    (``cloud.reads.cloud_devices``), and the servers on the devices of
+    the nodes whose findings name them (``fleet.Pending``). Each node's
+    findings are those ``check`` gives on the node with ``host``; a
+    node that cannot be checked is one error finding.
+    """
+    done: list[fleet.NodeChecked | None] = []
+    todo: dict[int, tuple[local_node.Node, libvirt_driver.MdevConfig]] = {}
+    for path in sources:
+        loaded = _load(path)
+        conf = (_parsed(loaded) if isinstance(loaded, local_node.Node)
+                else loaded)
+        if isinstance(conf, fleet.NodeChecked):
+            done.append(conf)
+        else:
+            assert isinstance(loaded, local_node.Node)
+            todo[len(done)] = loaded, conf
+            done.append(None)
+    if todo:
+        placement, compute = _asked(clients)
+        cloud = fleet.Cloud.of(*cloud_reads.cloud_devices(placement))
+        asked: set[str] = set()
+        for i, (node, conf) in todo.items():
+            done[i] = _judged(cloud, node, conf, trait_prefix, None, asked)
+        if asked:
+            servers = _servers_of(placement, compute, cloud, asked)
+            for i, (node, conf) in todo.items():
+                if node.name in asked:
+                    done[i] = _judged(cloud, node, conf, trait_prefix,
+                                      servers, set())
+        for i, (node, conf) in todo.items():
+            _add_lost(done[i], node, conf, trait_prefix,
+                      lambda: (placement, compute))
+    return [d for d in done if d is not None]
+
+
+def _add_lost(done: fleet.NodeChecked | None, node: local_node.Node,
+              conf: libvirt_driver.MdevConfig, trait_prefix: str,
+              clients: Clients) -> None:
+    """Add the lost mdevs of a node checked (its snapshot's domain
+    definitions against its sysfs) to its findings.
+    """
+    if done is not None and done.complete and node.domains:
+        done.checked.findings += lost_reads.lost_findings(
+            node.domains, node.host, node.name, conf, clients, trait_prefix)
+
+
+def _judged(cloud: fleet.Cloud, node: local_node.Node,
+            conf: libvirt_driver.MdevConfig, trait_prefix: str,
+            servers: dict[str, tuple[str, ...]] | None,
+            asked: set[str]) -> fleet.NodeChecked:
+    if node.name not in cloud.hosts:
+        return fleet.unknown_host(node.name, node.source)
+    placed = fleet.FleetPlacement(cloud, node.name, servers, asked)
+    return fleet.NodeChecked(node.name, judge.judge(
+        conf, node.host, placed, trait_prefix, node.source))
+
+
+def _servers_of(placement: placement_client.PlacementClient,
+                compute: compute_client.ComputeClient, cloud: fleet.Cloud,
+                hosts: set[str]) -> dict[str, tuple[str, ...]]:
+    """``{provider UUID: servers}`` of the devices in use on ``hosts``:
+    one allocations read per device, the names from Nova in bulk.
+    """
+    consumers = allocation_reads.consumers_of(placement,
+                                              cloud.in_use(hosts))
+    labels = allocation_reads.server_labels(
+        compute, sorted(hosts), {c for cs in consumers.values() for c in cs})
+    return {uuid: tuple(sorted(labels[c] for c in cs))
+            for uuid, cs in consumers.items()}

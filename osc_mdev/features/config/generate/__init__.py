@@ -12,6 +12,7 @@
 
 """``config generate``: ``plan`` (what a host and its chosen types make),
 ``files`` (their texts), ``readback`` (the fragments read back by
-Nova's rules before any write) and ``run`` (reading sysfs, writing the
-files).
+Nova's rules before any write), ``formats`` (the layouts: ``files``,
+``kolla`` for kolla-ansible, ``openstack_ansible``) and ``run``
+(reading sysfs, writing the files).
 """

@@ -44,6 +44,8 @@ UNIT = 'osc-mdev-vgpu-types.service'
 SCRIPT = 'osc-mdev-vgpu-types'
 #: Where the unit runs the script from.
 SCRIPT_PATH = '/usr/local/sbin/' + SCRIPT
+#: Where systemd reads the unit from.
+UNIT_PATH = '/etc/systemd/system/' + UNIT
 #: NVIDIA's vGPU manager daemons: the unit runs after them (an ordering
 #: on a unit that is not installed is ignored by systemd).
 NVIDIA_UNITS = ('nvidia-vgpud.service', 'nvidia-vgpu-mgr.service')
@@ -72,7 +74,7 @@ def _choices(plan: plans.Plan) -> str:
     return ' '.join('--type %s' % shlex.quote(c) for c in plan.choices)
 
 
-def _header(lines: Sequence[str], plan: plans.Plan) -> str:
+def header(lines: Sequence[str], plan: plans.Plan) -> str:
     """Comment lines, then the command the file came from."""
     lines = list(lines) + [
         "Written by %s from a compute node's sysfs with" % COMMAND]
@@ -118,9 +120,9 @@ def compute_conf(plan: plans.Plan) -> str:
         sections.append(_pci_section(plan))
     if plan.mdev_types:
         sections.append(_mdev_sections(plan))
-    header = _header(["nova-compute's options for the vGPUs of this "
-                      'compute node.'], plan)
-    return header + '\n' + '\n\n'.join(
+    top = header(["nova-compute's options for the vGPUs of this "
+                  'compute node.'], plan)
+    return top + '\n' + '\n\n'.join(
         '\n'.join(lines) for lines in sections) + '\n'
 
 
@@ -135,21 +137,21 @@ def controller_conf(plan: plans.Plan) -> str:
     """The controller's nova.conf fragment (nova-api, nova-scheduler,
     nova-conductor).
     """
-    header = _header(["The controller's options (nova-api, "
-                      'nova-scheduler, nova-conductor) for', 'the vGPUs '
-                      'of a compute node.'], plan)
+    top = header(["The controller's options (nova-api, "
+                  'nova-scheduler, nova-conductor) for', 'the vGPUs '
+                  'of a compute node.'], plan)
     lines = ['# A flavor asks for one vGPU with pci_passthrough:alias=%s:1.'
              % next(iter(plan.aliases())), '[pci]']
     lines += ['alias = %s' % alias(name, rc)
               for name, rc in plan.aliases().items()]
     lines += ['', '[filter_scheduler]', 'pci_in_placement = True']
-    return header + '\n' + '\n'.join(lines) + '\n'
+    return top + '\n' + '\n'.join(lines) + '\n'
 
 
 def unit(plan: plans.Plan) -> str:
     """The systemd unit that runs the script at boot."""
-    return _header(['Gives the NVIDIA virtual functions nova-compute '
-                    'offers their vGPU type', 'at boot.'], plan) + '''
+    return header(['Gives the NVIDIA virtual functions nova-compute '
+                   'offers their vGPU type', 'at boot.'], plan) + '''
 [Unit]
 Description=vGPU types of the NVIDIA virtual functions nova-compute offers
 # The VFs get their nvidia/ files from NVIDIA's vGPU manager.
@@ -343,7 +345,7 @@ def script(plan: plans.Plan) -> str:
     where the VF does not have it, says what it did, and exits 1 when a
     type cannot be read or written.
     """
-    header = '#!/bin/sh\n' + _header([
+    top = '#!/bin/sh\n' + header([
         'Gives the NVIDIA virtual functions nova-compute offers their vGPU '
         'type.'], plan)
     summary = (_SCRIPT_SUMMARY % {'unit': UNIT}).splitlines() + [''] + [
@@ -353,8 +355,8 @@ def script(plan: plans.Plan) -> str:
     calls = ['gpu %s %d %s %s' % (
         g.pf, g.vgpu_type.number, shlex.quote(g.vgpu_type.name),
         ' '.join(vf.address for vf in g.vfs)) for g in plan.vf_gpus]
-    return (header + ''.join('# %s\n' % line if line else '#\n'
-                             for line in summary)
+    return (top + ''.join('# %s\n' % line if line else '#\n'
+                          for line in summary)
             + _SETTINGS % {'wait': WAIT_SECONDS, 'total': plan.vf_count}
             + _FUNCTIONS + '\n' + '\n'.join(calls) + '\n' + _END)
 
@@ -378,6 +380,17 @@ def files(plan: plans.Plan) -> list[GeneratedFile]:
                 'GPUs' % (SCRIPT_PATH, plan.vf_count, len(plan.vf_gpus)),
                 script(plan), executable=True)]
     return found
+
+
+def installed_by_hand(file: GeneratedFile, tool: str,
+                      inventory_host: str) -> GeneratedFile:
+    """The unit or the script, for a deployment tool that has no place
+    for it: its words say where it goes on the node.
+    """
+    where = {UNIT: UNIT_PATH + ', enabled', SCRIPT: SCRIPT_PATH}
+    return dataclasses.replace(file, holds='not read by %s: install it on '
+                               '%s as %s; %s' % (tool, inventory_host,
+                                                 where[file.name], file.holds))
 
 
 def _compute_holds(plan: plans.Plan) -> str:

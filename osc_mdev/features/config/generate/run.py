@@ -25,9 +25,11 @@ raises ``plan.GenerateError`` with nothing written.
 
 from collections.abc import Sequence
 import dataclasses
+import posixpath
 
 from osc_mdev.base import words
 from osc_mdev.features.config.generate import files as generated
+from osc_mdev.features.config.generate import formats
 from osc_mdev.features.config.generate import plan as configgenerate
 from osc_mdev.features.config.generate import readback
 from osc_mdev.features.host import run as host_snapshot
@@ -79,18 +81,21 @@ def read_host(sysfs_root: str | None,
 
 
 def plan_files(host: host_gpus.Host,
-               choices: Sequence[configgenerate.Choice]
+               choices: Sequence[configgenerate.Choice],
+               layout: str = formats.FILES, inventory_host: str | None = None
                ) -> list[generated.GeneratedFile]:
     """The files for ``host`` and the choices of a type per GPU, each
-    read back; GenerateError for bad input.
+    read back, in ``layout`` (``formats.FORMATS``) for the node
+    ``inventory_host``; GenerateError for bad input.
     """
+    formats.check(layout, inventory_host)
     plan = configgenerate.plan(host, choices)
     files = generated.files(plan)
     readback.check(plan, files)
     for file in files:
         if file.executable:
             check_script(file)
-    return files
+    return formats.files(layout, plan, inventory_host)
 
 
 def check_script(file: generated.GeneratedFile) -> None:
@@ -109,9 +114,11 @@ def check_script(file: generated.GeneratedFile) -> None:
 
 
 def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
+    folder, name = posixpath.split(file.name)
     try:
-        path, result = textfile.write_in(directory, file.name, file.text,
-                                         file.executable)
+        path, result = textfile.write_in(
+            textfile.path_in(directory, folder) if folder else directory,
+            name, file.text, file.executable)
     except OSError as exc:
         return Written(file, textfile.path_in(directory, file.name),
                        'failed: %s' % (exc.strerror or exc))
@@ -121,14 +128,20 @@ def _write_one(directory: str, file: generated.GeneratedFile) -> Written:
 def generate(sysfs_root: str | None,
              choices: Sequence[configgenerate.Choice],
              directory: str | None = None, dry_run: bool = False,
-             snapshot_file: str | None = None) -> list[Written]:
+             snapshot_file: str | None = None, layout: str = formats.FILES,
+             inventory_host: str | None = None) -> list[Written]:
     """Check ``directory``, plan the files for the node (its sysfs under
-    ``sysfs_root``, or its ``snapshot_file``), then write each in it
-    (none with ``dry_run``): one Written each.
+    ``sysfs_root``, or its ``snapshot_file``) in ``layout`` for the node
+    named ``inventory_host`` in the deployment tool's inventory, then
+    write each
+    in it (none with ``dry_run``; a file named with a folder in that
+    folder): one Written each.
     """
     if directory is not None:
         check_directory(directory)
-    files = plan_files(read_host(sysfs_root, snapshot_file), choices)
+    formats.check(layout, inventory_host)
+    host = read_host(sysfs_root, snapshot_file)
+    files = plan_files(host, choices, layout, inventory_host)
     if directory is None or dry_run:
         return [Written(f, None, 'shown') for f in files]
     return [_write_one(directory, f) for f in files]

@@ -1,0 +1,1 @@
+../../../osc_mdev/local/snapshot.py
