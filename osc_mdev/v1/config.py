@@ -55,10 +55,9 @@ class CheckConfig(common.Lister):
     say?", by Nova's rules: one row per finding, error where nova-compute
     refuses to start, warning where it does something else. --sysfs
     checks against the node's devices, --host against the cloud (only it
-    needs credentials); with both, each mdev a server's libvirt domain
-    (--libvirt-dir) holds and sysfs lacks is named. --long adds each
-    device's type and class. --snapshot/--snapshot-dir check many nodes
-    from their host snapshots, reading the cloud once.
+    needs credentials); with both, each lost mdev of a server's libvirt
+    domain (--libvirt-dir) is named; --long adds each device's type and
+    class. --snapshot/--snapshot-dir check nodes from their snapshots.
     Exit status 1 on any error.
     """
 

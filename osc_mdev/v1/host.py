@@ -59,6 +59,9 @@ With nova.conf and its directory, on a copy of sysfs::
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
+        options.node_files(parser, FILES)
+        options.libvirt_dir(parser)
+        options.node_name(parser)
         options.output(parser)
         return parser
 
