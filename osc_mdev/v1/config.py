@@ -54,10 +54,10 @@ class CheckConfig(common.Lister):
     Answers "will nova-compute start with these files, and do what they
     say?", by Nova's rules: one row per finding, error where nova-compute
     refuses to start, warning where it does something else. --sysfs
-    checks against the node's devices, --host against the cloud's view of
-    the node (only --host needs credentials), --long adds each device's
-    type and class. --snapshot/--snapshot-dir check many nodes from their
-    host snapshots, reading the cloud once, each row led by its Node.
+    checks against the node's devices, --host against the cloud (only it
+    needs credentials); with both, each lost mdev of a server's libvirt
+    domain (--libvirt-dir) is named; --long adds each device's type and
+    class. --snapshot/--snapshot-dir check nodes from their snapshots.
     Exit status 1 on any error.
     """
 
@@ -88,6 +88,7 @@ snapshots/ (one <node>.json each)::
         options.host(parser, several=False)
         options.provider_config(parser)
         options.sysfs(parser)
+        options.libvirt_dir(parser)
         options.trait_prefix(parser)
         options.long(parser)
         snapshots = parser.add_mutually_exclusive_group()
@@ -111,7 +112,8 @@ snapshots/ (one <node>.json each)::
             checked = config.check(
                 parsed_args.files, parsed_args.sysfs, parsed_args.host,
                 parsed_args.trait_prefix, clients=cloud_clients(self.app),
-                provider_configs=parsed_args.provider_config)
+                provider_configs=parsed_args.provider_config,
+                libvirt_dir=parsed_args.libvirt_dir)
         except novaconf.NovaConfError as exc:
             raise exceptions.CommandError('%s.' % exc) from exc
         columns, rows = configreport.report(

@@ -37,6 +37,7 @@ OPTIONS = {
     'node_name': '--node-name',
     'project': '--project',
     'output': '--output',
+    'output_dir': '--output-dir',
     'provider_config': '--provider-config',
     'provider_config_dir': '--provider-config-dir',
     'replace': '--replace',

@@ -10,19 +10,24 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``openstack mdev host snapshot``."""
+"""``openstack mdev host snapshot`` and ``host restore``."""
 
 import argparse
+import logging
 
+from osc_mdev.api import compute
+from osc_mdev.api import placement
+from osc_mdev.features.host import restore as restore_script
 from osc_mdev.features.host import run as host_run
+from osc_mdev.features.host import writes as host_writes
 from osc_mdev.v1 import common
 from osc_mdev.v1 import options
+
+LOG = logging.getLogger(__name__)
 
 FILES = ('nova.conf file, or a directory read like --config-dir, to keep '
          'in the snapshot; give every file nova-compute reads, in its '
          'order (default: /etc/nova/nova.conf).')
-LIBVIRT_DIR = ("The directory of libvirt's domain definitions, whose "
-               'mdevs the snapshot keeps (default: /etc/libvirt/qemu).')
 
 
 class SnapshotHost(common.Command):
@@ -55,8 +60,7 @@ With nova.conf and its directory, on a copy of sysfs::
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = common.one_line_errors(super().get_parser(prog_name))
         options.node_files(parser, FILES)
-        parser.add_argument('--libvirt-dir', metavar='<dir>',
-                            default='/etc/libvirt/qemu', help=LIBVIRT_DIR)
+        options.libvirt_dir(parser)
         options.node_name(parser)
         options.output(parser)
         return parser
@@ -71,3 +75,57 @@ With nova.conf and its directory, on a copy of sysfs::
         else:
             self.app.stdout.write(host_run.text(document))
         return 0
+
+
+class RestoreHost(common.Lister):
+    """Write the script that gives a compute node its lost mdevs back.
+
+    From the node's snapshot: each mdev a server's libvirt domain holds
+    that the node no longer has, with its parent GPU (the server's
+    allocation in Placement) and type (nova.conf, else the type trait).
+    The script, run on the node, creates each with its UUID (mdevctl
+    where the node has it, else sysfs), skips one already there, refuses
+    a GPU with no room left of the type. One row per lost mdev.
+    """
+
+    _epilog = """\
+Examples:
+
+On the controller, from the snapshot taken on the node after its reboot::
+
+    openstack mdev host restore --snapshot gpu3.json --output-dir restore/
+
+The script, printed::
+
+    openstack mdev host restore --snapshot gpu3.json
+"""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = common.one_line_errors(super().get_parser(prog_name))
+        options.snapshot(parser, required=True)
+        options.output_dir(parser)
+        options.dry_run(parser)
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> common.Answer:
+        def clients() -> tuple[placement.PlacementClient,
+                               compute.ComputeClient]:
+            mdev = common.manager_client(self.app.client_manager)
+            return mdev.placement, mdev.compute
+
+        done = host_writes.restore(parsed_args.snapshot,
+                                   parsed_args.output_dir,
+                                   parsed_args.dry_run, clients)
+        for finding in done.findings:
+            LOG.warning('%s: %s', finding.where, finding.message)
+        if parsed_args.output_dir is None:
+            return (), common.Rows(text=done.text)
+        rows = restore_script.rows(done.steps)
+        if done.path is not None:
+            rows = [row[:4] + ('%s (in %s)' % (row[4], done.path),)
+                    for row in rows]
+        unrestored = sum(1 for s in done.steps if not s.restores)
+        outcome = common.DONE if not unrestored else common.Outcome(
+            failure='%d lost mdev(s) cannot be restored by the script; see '
+            'the Action column.' % unrestored)
+        return restore_script.COLUMNS, common.Rows(rows, outcome)

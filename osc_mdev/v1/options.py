@@ -87,6 +87,11 @@ PROVIDER_CONFIG = (
     'names it; a path holding = as ./a=b.yaml). Repeat for several.')
 SYSFS = ("Root of the compute node's sysfs: /sys on the node, or a copy "
          'of it.')
+SNAPSHOT = ("A node's snapshot ('openstack mdev host snapshot'), read "
+            'instead of --sysfs, on the controller (config check: instead '
+            'of the files, --sysfs and --host; repeat for more nodes).')
+LIBVIRT_DIR = ("The directory of the node's libvirt domain definitions "
+               '(default: /etc/libvirt/qemu), whose mdevs are read.')
 OUTPUT_DIR = ('Directory to write the files in (created if missing), each '
               'replaced atomically; without it, the files are printed.')
 
@@ -311,6 +316,17 @@ def provider_config_dir(parser: Parser) -> None:
 def sysfs(parser: Parser, required: bool = False) -> None:
     parser.add_argument('--sysfs', metavar='<root>', type=sysfs_root,
                         required=required, help=SYSFS)
+
+
+def snapshot(parser: Parser, required: bool = False) -> None:
+    parser.add_argument('--snapshot', metavar='<file>', required=required,
+                        help=SNAPSHOT)
+
+
+def libvirt_dir(parser: Parser) -> None:
+    parser.add_argument('--libvirt-dir', metavar='<dir>',
+                        type=printable_path, default='/etc/libvirt/qemu',
+                        help=LIBVIRT_DIR)
 
 
 NODE_NAME = ("The node's name as Nova reports it (its hypervisor "

@@ -1185,6 +1185,17 @@ class CloudHarness(test_vgpu.VGPUTestBase):
                         **self._mdev_info(connection, mdev_uuid)))
         return truth
 
+    def op_domains(self, host):
+        """The libvirt domain definitions of a host's guests, as the fake
+        libvirt gives them (``XMLDesc``): what ``/etc/libvirt/qemu`` holds.
+        """
+        if host not in self.computes:
+            raise BadRequest('no compute host %r' % host)
+        connection = self.computes[host].driver._host.get_connection()
+        return [{'uuid': domain.UUIDString(), 'name': domain.name(),
+                 'xml': domain.XMLDesc(0)}
+                for domain in connection.listAllDomains(ALL_DOMAINS)]
+
     def op_pci_truth(self):
         """Every PCI device a guest uses: from the fake hypervisor's
         domains, each with the compute's record of it in Nova's database

@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``mdev config check --sysfs --host`` names a GPU that lost an mdev.
+"""``mdev config check --sysfs --host`` names a GPU that lost an mdev,
+and with the node's libvirt domains each lost mdev; ``host restore``
+gives exactly those back.
 
 Servers boot on a host whose node is not its service host; the host's
 tree is laid out from the fake hypervisor's own mdevs (which parent each
@@ -18,18 +20,27 @@ sits on, its type and UUID), as the kernel lays them out. The check is
 quiet on it; with one mdev removed, as after a reboot that did not keep
 it, it names that GPU, both counts and the servers Placement has there,
 the one that lost its mdev among them. Placement is read for the node's
-tree only.
+tree only. With the domain definitions of the fake hypervisor's guests
+(``XMLDesc``, written as ``/etc/libvirt/qemu`` holds them) the check
+names the server and the mdev UUID, and the restore script written from
+the node's snapshot, run against the tree (bind-mounted on ``/sys`` in a
+private mount namespace where the test may), re-creates exactly that
+UUID on that parent.
 """
 
+import os
 import pathlib
 import shutil
+import subprocess
 import urllib.parse
 
 import pytest
 
 from tests.cloud import client
+from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request
+from tests.fixtures import mdev_create
 from tests.fixtures import sysfs
 from tools import sandbox
 
@@ -146,3 +157,104 @@ def tree_providers(cloud):
                                % NODE)['resource_providers']
     return placement_request(cloud, 'GET', '/resource_providers?in_tree=%s'
                              % root['uuid'])['resource_providers']
+
+
+def domain_dir(cloud, directory: pathlib.Path) -> str:
+    """The host's guests' definitions as libvirt keeps them."""
+    directory.mkdir()
+    for domain in cloud.control('domains', host=HOST):
+        (directory / ('%s.xml' % domain['name'])).write_text(domain['xml'])
+    return str(directory)
+
+
+def nova_conf(cloud, tmp_path):
+    conf = tmp_path / 'nova.conf'
+    conf.write_text(sandbox.nova_conf(cloud.hosts[HOST]).replace(
+        'device_addresses = %s\n' % GPU_12,
+        'device_addresses = %s\nmdev_class = CUSTOM_NV12\n' % GPU_12))
+    return str(conf)
+
+
+def test_each_lost_mdev_is_named_with_its_server(cloud, servers, tmp_path):
+    truth = [m for m in cloud.control('mdev_truth') if m['node'] == NODE]
+    lost = next(m for m in truth if m['pci_address'] == GPU_12)
+    conf = nova_conf(cloud, tmp_path)
+    domains = domain_dir(cloud, tmp_path / 'qemu')
+    whole = host_tree(cloud, tmp_path / 'sys')
+    rows = mdev_json('config', 'check', conf, '--sysfs', whole, '--host',
+                     NODE, '--libvirt-dir', domains)
+    assert [r for r in rows if r['Severity'] != 'result'] == [], rows
+
+    tree = host_tree(cloud, tmp_path / 'sys', leave_out=lost['mdev_uuid'])
+    rows = mdev_json('config', 'check', conf, '--sysfs', tree, '--host',
+                     NODE, '--libvirt-dir', domains)
+    named = [r for r in rows if r['Message'].startswith('Server ')]
+    assert [r['Message'].split(':')[0] for r in named] == [
+        'Server %s (%s) lost mdev %s' % (
+            servers[lost['server']], lost['server'], lost['mdev_uuid'])]
+    assert ('its parent is GPU %s, type %s' % (GPU_12, lost['mdev_type'])
+            in named[0]['Message'])
+
+
+def test_the_restore_script_gives_back_exactly_the_lost_mdev(
+        cloud, servers, tmp_path):
+    truth = [m for m in cloud.control('mdev_truth') if m['node'] == NODE]
+    lost = next(m for m in truth if m['pci_address'] == GPU_11)
+    conf = nova_conf(cloud, tmp_path)
+    domains = domain_dir(cloud, tmp_path / 'qemu')
+    tree = pathlib.Path(host_tree(cloud, tmp_path / 'sys',
+                                  leave_out=lost['mdev_uuid']))
+    snapshot = tmp_path / 'node.json'
+    mdev('host', 'snapshot', conf, '--sysfs', str(tree), '--libvirt-dir',
+         domains, '--node-name', NODE, '--output', str(snapshot))
+
+    rows = mdev_json('config', 'check', '--snapshot', str(snapshot))
+    named = [r for r in rows if r['Message'].startswith('Server ')]
+    assert [(r['Node'], r['Message'].split(':')[0]) for r in named] == [
+        (NODE, 'Server %s (%s) lost mdev %s' % (
+            servers[lost['server']], lost['server'], lost['mdev_uuid']))]
+
+    out = tmp_path / 'restore'
+    rows = mdev_json('host', 'restore', '--snapshot', str(snapshot),
+                     '--dry-run', '--output-dir', str(out))
+    assert not out.exists()
+    script = out / ('restore-mdevs-%s.sh' % NODE)
+    rows = mdev_json('host', 'restore', '--snapshot', str(snapshot),
+                     '--output-dir', str(out))
+    assert rows == [{
+        'Server': '%s (%s)' % (servers[lost['server']], lost['server']),
+        'Mdev': lost['mdev_uuid'], 'GPU': GPU_11,
+        'Type': lost['mdev_type'], 'Action': 'create (in %s)' % script}]
+    assert os.access(script, os.X_OK)
+
+    before = {m['mdev_uuid'] for m in truth} - {lost['mdev_uuid']}
+    with mdev_create.Kernel(tree, [(GPU_11, lost['mdev_type'])]) as kernel:
+        done = run_on(tree, script)
+    assert done.returncode == 0, done.stderr
+    assert kernel.created == [(lost['mdev_uuid'], GPU_11,
+                               lost['mdev_type'])]
+    assert {p.name for p in (tree / 'bus/mdev/devices').iterdir()} == (
+        before | {lost['mdev_uuid']})
+    assert done.stdout.endswith('created on %s, type %s, through sysfs\n'
+                                % (GPU_11, lost['mdev_type']))
+    rows = mdev_json('config', 'check', conf, '--sysfs', str(tree),
+                     '--host', NODE, '--libvirt-dir', domains)
+    assert [r for r in rows if r['Severity'] != 'result'] == [], rows
+
+
+def run_on(tree: pathlib.Path, script: pathlib.Path
+           ) -> subprocess.CompletedProcess:
+    """The script run with the tree as the node's /sys: bind-mounted on
+    /sys in a private mount namespace where this may (root, unshare),
+    else named by SYSFS. No mdevctl on its PATH.
+    """
+    env = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin'}
+    if os.geteuid() == 0 and shutil.which('unshare'):
+        command = ['unshare', '-m', '--propagation', 'private', 'sh', '-c',
+                   'mount --bind "$1" /sys && exec /bin/sh "$2"', 'sh',
+                   str(tree), str(script)]
+    else:
+        command, env['SYSFS'] = ['/bin/sh', str(script)], str(tree)
+    assert not shutil.which('mdevctl', path=env['PATH'])
+    return subprocess.run(command, env=env, text=True, capture_output=True,
+                          timeout=120, check=False)

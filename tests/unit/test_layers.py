@@ -57,8 +57,10 @@ PURE = ('urllib.parse',)
 # An option named in text.
 OPTION = re.compile(r'(?<![\w-])--[a-z][a-z-]*')
 # A command line a message suggests: ``openstack`` and what follows, up to
-# a quote, a bracket (but for a ``%(name)s`` placeholder) or a semicolon.
-COMMAND_LINE = re.compile(r'openstack (?:%\(\w+\)s|[^\'"();])*')
+# a quote, a bracket (but for a ``%(name)s`` placeholder) or a semicolon;
+# or one of another tool a generated script runs (``mdevctl``).
+COMMAND_LINE = re.compile(r'openstack (?:%\(\w+\)s|[^\'"();])*'
+                          r'|mdevctl [^;&\n]*')
 # One option of a command line being built: ``'--trait %s'``.
 COMMAND_PART = re.compile(r'--[a-z][a-z-]* %s')
 

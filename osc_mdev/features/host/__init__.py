@@ -12,5 +12,6 @@
 
 """``host``: what is done on one compute node for the fleet: its snapshot
 (``run``), taken with no cloud credentials, for the checks that run
-on the controller.
+on the controller; its lost mdevs (``reads``) and the script that gives
+them back (``restore``, written by ``writes``).
 """

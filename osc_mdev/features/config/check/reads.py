@@ -36,6 +36,7 @@ from osc_mdev.features.config.check import judge
 from osc_mdev.features.config.check import mdev as configcheck
 from osc_mdev.features.config.check import pci as configcheck_pci
 from osc_mdev.features.config.check import report as configreport
+from osc_mdev.features.host import reads as lost_reads
 from osc_mdev.features.trait import provider_files
 from osc_mdev.local import conf_files as local_novaconf
 from osc_mdev.local import node as local_node
@@ -59,8 +60,8 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
           host: str | None = None,
           trait_prefix: str = trait_logic.DEFAULT_TRAIT_PREFIX,
           clients: Clients | None = None,
-          provider_configs: Sequence[tuple[str | None, str]] = ()
-          ) -> Checked:
+          provider_configs: Sequence[tuple[str | None, str]] = (),
+          libvirt_dir: str | None = None) -> Checked:
     """Check the nova.conf ``files`` (read in order, as nova-compute
     reads them), with the node's sysfs under ``sysfs_root`` and, for
     ``host``, against what Placement has for that compute node;
@@ -68,7 +69,9 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     needed (the files alone need no credentials). NovaConfError for
     files nova-compute cannot read. ``provider_configs``: the ``(host or
     None, path)`` pairs of ``provider_config``, checked by
-    ``check_provider_configs``.
+    ``check_provider_configs``. ``libvirt_dir``: the node's libvirt
+    domain definitions, whose mdevs sysfs lacks are named (with
+    ``sysfs_root`` and ``host``).
     """
     extra = check_provider_configs(provider_configs, host, clients)
     config_paths = tuple(p for _, p in provider_configs or ())
@@ -82,7 +85,11 @@ def check(files: Sequence[str], sysfs_root: str | None = None,
     placed = HostPlacement(clients, host) if host else None
     checked = judge.judge(conf, node, placed, trait_prefix, sysfs_root,
                           provider_configs=bool(config_paths))
-    return Checked(checked.findings + extra, checked.effects,
+    lost = (lost_reads.lost_findings(
+        lost_reads.domains_in(libvirt_dir), node, host, conf,
+        _clients(clients), trait_prefix)
+        if node is not None and host and libvirt_dir else [])
+    return Checked(checked.findings + lost + extra, checked.effects,
                    checked.files + config_paths, checked.scope)
 
 
@@ -121,6 +128,12 @@ class HostPlacement:
             self._pci_servers = with_servers(self._clients, self._host,
                                              self._pci)
         return self._pci_servers
+
+
+def _clients(clients: Clients | None) -> Clients:
+    """The clients, which a check of a host is always given."""
+    assert clients is not None
+    return clients
 
 
 def _asked(clients: Clients | None
@@ -351,7 +364,21 @@ def check_fleet(sources: Sequence[str],
                 if node.name in asked:
                     done[i] = _judged(cloud, node, conf, trait_prefix,
                                       servers, set())
+        for i, (node, conf) in todo.items():
+            _add_lost(done[i], node, conf, trait_prefix,
+                      lambda: (placement, compute))
     return [d for d in done if d is not None]
+
+
+def _add_lost(done: fleet.NodeChecked | None, node: local_node.Node,
+              conf: libvirt_driver.MdevConfig, trait_prefix: str,
+              clients: Clients) -> None:
+    """Add the lost mdevs of a node checked (its snapshot's domain
+    definitions against its sysfs) to its findings.
+    """
+    if done is not None and done.complete and node.domains:
+        done.checked.findings += lost_reads.lost_findings(
+            node.domains, node.host, node.name, conf, clients, trait_prefix)
 
 
 def _judged(cloud: fleet.Cloud, node: local_node.Node,

@@ -11,5 +11,6 @@
 # under the License.
 
 """nova/virt/libvirt/: ``driver``, what nova-compute's libvirt driver
-makes of the mdev options of a nova.conf.
+makes of the mdev options of a nova.conf and of its guests' mdevs, and
+``config``, what it reads of a guest's domain definition.
 """

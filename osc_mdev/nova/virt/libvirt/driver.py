@@ -28,6 +28,7 @@ guide asks for NVIDIA vGPUs.
 """
 
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
 import dataclasses
 import re
@@ -37,6 +38,7 @@ from osc_mdev.base import words
 from osc_mdev.nova.conf import settings as conf_settings
 from osc_mdev.nova import names
 from osc_mdev.nova.pci import utils as pci_utils
+from osc_mdev.nova.virt.libvirt import config as libvirt_config
 
 VGPU = names.VGPU
 ERROR, WARNING = findings_model.ERROR, findings_model.WARNING
@@ -258,6 +260,23 @@ def resource_class_for_device(conf: MdevConfig, nodedev: str) -> str:
     if not address:
         return VGPU
     return conf.mdev_class_mapping.get(address, VGPU)
+
+
+def get_all_assigned_mediated_devices(
+        guests: Iterable[libvirt_config.Guest]
+) -> dict[str | None, str | None]:
+    """Mirrors nova/virt/libvirt/driver.py
+    ``_get_all_assigned_mediated_devices`` (all guests, no instance
+    given): ``{mdev UUID: instance UUID}`` of every mdev of the guests'
+    definitions (a later guest wins a UUID two hold). The mdevs Nova
+    claims for an incoming live migration are in its memory only, not
+    here.
+    """
+    allocated: dict[str | None, str | None] = {}
+    for guest in guests:
+        for device in guest.mdevs:
+            allocated[device.uuid] = guest.uuid
+    return allocated
 
 
 # -- Using the rules -------------------------------------------------------
