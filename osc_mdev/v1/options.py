@@ -285,10 +285,6 @@ def compute_conf(parser: Parser) -> None:
                         help=COMPUTE_CONF)
 
 
-def snapshot(parser: Parser) -> None:
-    parser.add_argument('--snapshot', metavar='<file>', help=SNAPSHOT)
-
-
 def force(parser: Parser) -> None:
     parser.add_argument('--force', action='store_true', help=FORCE)
 
