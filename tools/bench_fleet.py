@@ -197,8 +197,10 @@ def table(results: list, args: argparse.Namespace) -> str:
         'of the whole cloud, the same at every size; the join requests '
         'name the servers on the devices of the nodes with findings (an '
         'error or a warning): one allocations read per device in use on '
-        "them, and Nova's server lists (this cloud's Nova endpoint is "
-        'the Placement server, which answers them and counts them). '
+        "them, and Nova's server lists, one per node whose findings name "
+        "servers on a real Nova (this cloud's Nova endpoint is the "
+        'Placement server: it counts them and answers 404, which ends the '
+        'lists early; the servers are then named by their IDs). '
         'Node by node: `config check '
         '--sysfs --host` as a process on %d nodes of the fleet, the median '
         'time and the mean requests times the nodes. Same data: the '
