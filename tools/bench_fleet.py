@@ -24,7 +24,10 @@ all sizes share the Placement) and measures:
   snapshot`` (Ansible's local connection, ``--forks`` forks);
 * the central check: ``openstack mdev config check --snapshot-dir`` on
   the snapshots, a real process; its Placement requests, counted at the
-  server;
+  server by path and split into the shared reads (the same whatever the
+  number of nodes) and the lost-vGPU join of the nodes with findings (one
+  allocations read per device in use on them, and Nova's server lists,
+  which this cloud's endpoint answers at the same server);
 * beside them, the node-by-node check: ``config check --sysfs --host``
   as each node would run it, a real process, timed and counted on
   ``--sample`` nodes and scaled to the fleet.
@@ -66,6 +69,9 @@ class Size:
     ansible_s: float
     central_s: float
     central_requests: int
+    shared_requests: int        # the central check's, beside the join
+    join_requests: int          # allocations reads and Nova's lists
+    with_findings: int          # nodes with an error or warning
     per_node_s: float           # one node's check, median of the sample
     per_node_requests: float    # mean of the sample
     same: bool
@@ -104,6 +110,22 @@ def findings(rows: list, node=None) -> set:
                 node is None or r.get('Node') in (node.host, node.name))}
 
 
+def is_join(path: str) -> bool:
+    """Whether a request (``METHOD PATH`` as Placement counts it) is of
+    the lost-vGPU join: a device's allocations, or Nova's servers.
+    """
+    path = path.split(' ', 1)[1]
+    return (path == '/resource_providers/{uuid}/allocations'
+            or '/servers' in path)
+
+
+def paths_since(placement: pg_placement.PgPlacement, before: dict) -> dict:
+    """``{METHOD PATH: requests}`` answered since ``before``."""
+    now = placement.stats()['paths']
+    return {p: n - before.get(p, 0) for p, n in now.items()
+            if n > before.get(p, 0)}
+
+
 def measure(placement: pg_placement.PgPlacement, fleet, env: dict,
             work: pathlib.Path, sample: int) -> Size:
     snapshots = work / 'snapshots'
@@ -120,12 +142,17 @@ def measure(placement: pg_placement.PgPlacement, fleet, env: dict,
             taken, len(fleet.reachable()), proc.stdout[-3000:]))
     print('  %d snapshots taken by Ansible in %.1f s' % (taken, ansible_s),
           flush=True)
-    before = placement.requests()
+    before = placement.stats()['paths']
     central_s, out = openstack(env, 'mdev', 'config', 'check',
                                '--snapshot-dir', str(snapshots), '-f',
                                'json')
-    central_requests = placement.requests() - before
+    paths = paths_since(placement, before)
+    join = sum(n for p, n in paths.items() if is_join(p))
+    print('  central check requests: %s' % json.dumps(paths, indent=1),
+          flush=True)
     rows = json.loads(out)
+    with_findings = len({r.get('Node') for r in rows
+                         if r['Severity'] in ('error', 'warning')})
     times, counts, same = [], [], True
     sampled = [n for n in fleet.reachable() if n.in_placement]
     for node in sampled[:: max(1, len(sampled) // sample)][:sample]:
@@ -136,22 +163,27 @@ def measure(placement: pg_placement.PgPlacement, fleet, env: dict,
         counts.append(placement.requests() - before)
         times.append(elapsed)
         same = same and findings(rows, node) == findings(json.loads(out))
-    return Size(len(fleet.nodes), ansible_s, central_s, central_requests,
-                statistics.median(times), statistics.mean(counts), same)
+    return Size(len(fleet.nodes), ansible_s, central_s,
+                sum(paths.values()), sum(paths.values()) - join, join,
+                with_findings, statistics.median(times),
+                statistics.mean(counts), same)
 
 
 def table(results: list, args: argparse.Namespace) -> str:
     lines = [
         '# osc-mdev fleet benchmark results', '',
         '| Nodes | Ansible snapshot run s | Central check s | Central '
-        'check requests | Node by node s (scaled) | Node by node requests '
+        'check requests | Shared requests | Join requests | Nodes with '
+        'findings | Node by node s (scaled) | Node by node requests '
         '(scaled) | Same data |',
-        '|---:|---:|---:|---:|---:|---:|---|']
+        '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|']
     for r in results:
-        lines.append('| %d | %.1f | %.1f | %d | %.0f | %.0f | %s |' % (
-            r.nodes, r.ansible_s, r.central_s, r.central_requests,
-            r.per_node_s * r.nodes, r.per_node_requests * r.nodes,
-            'yes' if r.same else 'NO'))
+        lines.append(
+            '| %d | %.1f | %.1f | %d | %d | %d | %d | %.0f | %.0f | %s |' % (
+                r.nodes, r.ansible_s, r.central_s, r.central_requests,
+                r.shared_requests, r.join_requests, r.with_findings,
+                r.per_node_s * r.nodes, r.per_node_requests * r.nodes,
+                'yes' if r.same else 'NO'))
     lines += [
         '',
         'Measured by `python tools/bench_fleet.py --sizes %s --forks %d '
@@ -161,7 +193,15 @@ def table(results: list, args: argparse.Namespace) -> str:
         'snapshot, brought to the controller. The central check is one '
         '`openstack mdev config check --snapshot-dir` process; its '
         'requests are counted by Placement (PostgreSQL, gunicorn), which '
-        'holds the fleets of every size. Node by node: `config check '
+        'holds the fleets of every size: the shared requests are its reads '
+        'of the whole cloud, the same at every size; the join requests '
+        'name the servers on the devices of the nodes with findings (an '
+        'error or a warning): one allocations read per device in use on '
+        "them, and Nova's server lists, one per node whose findings name "
+        "servers on a real Nova (this cloud's Nova endpoint is the "
+        'Placement server: it counts them and answers 404, which ends the '
+        'lists early; the servers are then named by their IDs). '
+        'Node by node: `config check '
         '--sysfs --host` as a process on %d nodes of the fleet, the median '
         'time and the mean requests times the nodes. Same data: the '
         "central check's findings of those nodes equal theirs." % (
@@ -194,9 +234,10 @@ def run(args: argparse.Namespace) -> list:
                                    work / ('run-%d' % size),
                                    args.fleet_sample))
             print(results[-1], flush=True)
-    text = table(results, args)
+            # Each size's figures as soon as they are measured.
+            text = table(results, args)
+            pathlib.Path(args.fleet_output).write_text(text)
     print(text, flush=True)
-    pathlib.Path(args.fleet_output).write_text(text)
     return results
 
 
