@@ -362,15 +362,6 @@ def may_wait(summary: Summary) -> bool:
         for capacity, used in summary.resources.values())
 
 
-def reserved_by_nova(summary: Summary) -> bool:
-    """True when a summarized provider is a one-time-use device with no
-    room: Nova reserves its whole inventory while a server holds it and
-    after (its total is in its inventory only).
-    """
-    return placement_translator.HW_PCI_ONE_TIME_USE in summary.traits and any(
-        capacity <= 0 for capacity, _ in summary.resources.values())
-
-
 def has_device_inventory(candidate: Candidate, summary: Summary) -> bool:
     """True when a summarized candidate makes device rows."""
     return bool(device_classes(candidate, summary.resources,

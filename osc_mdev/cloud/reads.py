@@ -61,6 +61,7 @@ from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import dataclasses
 import functools
 import logging
 import types
@@ -378,18 +379,15 @@ def _rows(placement: PlacementClient,
           candidates: Sequence[provider_model.Candidate],
           summaries: Mapping[str, provider_model.Summary],
           inventory: bool = True, usages: bool = True, traits: bool = True,
-          state: bool = False, totals: bool = False
-          ) -> list[provider_model.Device]:
+          state: bool = False) -> list[provider_model.Device]:
     """Device rows of ``candidates``, reading per device only what the
     summaries lack.
 
     ``inventory``: also the inventory fields (one read per device).
     ``state``: the inventory of the devices whose state needs it (a
     one-time-use device with no room and no consumer,
-    ``provider_model.may_wait``), none on a cloud without them;
-    ``totals``: the inventory of every one-time-use device Nova reserved
-    (``provider_model.reserved_by_nova``), whose total the summaries
-    hide. For a device the summaries do not cover, its inventories, and with
+    ``provider_model.may_wait``), none on a cloud without them. For a
+    device the summaries do not cover, its inventories, and with
     ``usages``/``traits`` its usages and traits, are read (a PCI device's
     traits always: they tell whether it is one). A device deleted since
     it was listed is left out.
@@ -403,8 +401,7 @@ def _rows(placement: PlacementClient,
                 jobs.append((c.uuid, 'usages'))
             if traits or c.kind == provider_model.PCI:
                 jobs.append((c.uuid, 'traits'))
-        elif (inventory or (state and provider_model.may_wait(summary))
-              or (totals and provider_model.reserved_by_nova(summary))) \
+        elif (inventory or (state and provider_model.may_wait(summary))) \
                 and provider_model.has_device_inventory(c, summary):
             jobs.append((c.uuid, 'inventories'))
     placement_client = _errors()
@@ -756,23 +753,90 @@ def node_devices(placement: PlacementClient, hosts: Iterable[str] = ()
 
 
 def cloud_devices(placement: PlacementClient
-                  ) -> tuple[list[provider_model.Device], list[Body]]:
+                  ) -> tuple[list[provider_model.Device], list[Body],
+                             list[tuple[provider_model.Candidate,
+                                        tuple[str, ...]]]]:
     """Every mdev and PCI device of the cloud, with Used and traits:
-    ``(devices, providers)``, ``providers`` being the whole cloud's
-    listing.
+    ``(devices, providers, bare)``, ``providers`` being the whole cloud's
+    listing and ``bare`` the PCI providers Nova made that hold no
+    inventory, with their traits.
 
     The reads of ``provider list``, whatever the number of compute
     nodes: one listing and the anchors' summaries, per device only what
     the summaries lack (a tree where nothing is free: its inventories,
-    usages and traits), and the inventory of a one-time-use device Nova
-    reserved (its total, which the summaries hide).
+    usages and traits). No inventory fields: a device's summary gives
+    its capacity only, (total - reserved) x ratio; ``with_inventories``
+    reads them for the devices that need them.
     """
     providers, summaries, _ = _read(placement)
     candidates = provider_model.find_candidates(providers,
                                                 provider_model.KINDS)
-    devices = _rows(placement, candidates, summaries, inventory=False,
-                    totals=True)
-    return devices, providers
+    devices = _rows(placement, candidates, summaries, inventory=False)
+    return devices, providers, _bare_pci(placement, candidates, summaries,
+                                         {d.uuid for d in devices})
+
+
+def _bare_pci(placement: PlacementClient,
+              candidates: Iterable[provider_model.Candidate],
+              summaries: Mapping[str, provider_model.Summary],
+              rows: Collection[str]
+              ) -> list[tuple[provider_model.Candidate, tuple[str, ...]]]:
+    """The PCI candidates without device rows (``rows``: the UUIDs with
+    some) that are Nova's PCI providers with no inventory, with their
+    traits: from the summaries, which list a provider of a tree they
+    reach even without inventory; the traits of the others are read.
+    """
+    empty = [c for c in candidates
+             if c.kind == provider_model.PCI and c.uuid not in rows
+             and not (c.uuid in summaries
+                      and summaries[c.uuid].resources)]
+    unread = [c.uuid for c in empty if c.uuid not in summaries]
+    placement_client = _errors()
+
+    def fetch(uuid: str) -> tuple[str, ...] | None:
+        try:
+            if placement.get_inventories(uuid)[1]:
+                return None     # inventory added meanwhile: not bare
+            return tuple(sorted(placement.get_traits(uuid)))
+        except placement_client.NotFound:
+            return None
+    read = dict(zip(unread, placement.map(fetch, unread)))
+    found = []
+    for candidate in empty:
+        traits = (summaries[candidate.uuid].traits
+                  if candidate.uuid in summaries else read[candidate.uuid])
+        if traits is not None and provider_model.is_pci_device(traits):
+            found.append((candidate, traits))
+    return found
+
+
+def with_inventories(placement: PlacementClient,
+                     devices: Sequence[provider_model.Device]
+                     ) -> list[provider_model.Device]:
+    """``devices`` with their inventory fields: one inventories read per
+    provider, in the bounded pool. A device whose class or provider is
+    gone meanwhile keeps what it had.
+    """
+    uuids = sorted({d.uuid for d in devices})
+    placement_client = _errors()
+
+    def fetch(uuid: str) -> tuple[int, dict[str, Body]] | None:
+        try:
+            return placement.get_inventories(uuid)
+        except placement_client.NotFound:
+            return None
+    read = dict(zip(uuids, placement.map(fetch, uuids)))
+    result = []
+    for device in devices:
+        answer = read.get(device.uuid)
+        if answer is not None and device.resource_class in answer[1]:
+            generation, inventories = answer
+            device = dataclasses.replace(
+                device, generation=generation,
+                inventory=provider_model.Inventory.from_api(
+                    inventories[device.resource_class]))
+        result.append(device)
+    return result
 
 
 NOT_ONE_TIME_USE = (

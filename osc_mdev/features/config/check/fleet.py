@@ -16,11 +16,19 @@ Placement.
 
 ``Cloud`` holds the whole cloud's mdev and PCI devices by compute node,
 read once (``cloud.reads.cloud_devices``); ``FleetPlacement`` is one
-node's ``judge.NodePlacement`` out of it. The servers on a device
-(allocations, then names from Nova) are read only for the nodes whose
-findings name them: each node is judged first with the servers of its
-devices in use ``Pending``, which notes that they were asked for; the
-nodes that asked are judged again once their servers are read.
+node's ``judge.NodePlacement`` out of it. The summaries give a device's
+capacity, (total - reserved) x ratio, not its total: the two are the
+same where nova-compute made the inventory (reserved 0, ratio 1). A
+PCI device whose capacity is not the number of devices the node's
+files give it (``unsure_totals``: a one-time-use device Nova reserved,
+a reserved count or ratio set by hand, a device no spec matches any
+more) has its inventory read, one request per such device.
+
+The servers on a device (allocations, then names from Nova) are read
+only for the nodes whose findings name them: each node is judged first
+with the servers of its devices in use ``Pending``, which notes that
+they were asked for; the nodes that asked are judged again once their
+servers are read.
 
 A node that cannot be checked (its snapshot unreadable or of an unknown
 version, a node Placement does not know, nova.conf files nova-compute
@@ -42,10 +50,18 @@ from osc_mdev.features.config.check import judge
 from osc_mdev.features.config.check import mdev as configcheck
 from osc_mdev.features.config.check import pci as configcheck_pci
 from osc_mdev.features.config.check import report as configreport
+from osc_mdev.host import gpus as host_gpus
 from osc_mdev.nova import names
+from osc_mdev.nova.pci import config as pci_rules
+from osc_mdev.nova.pci import devspec as pci_devspec
+from osc_mdev.nova.pci import placement_translator as translator
+from osc_mdev.nova.virt.libvirt import driver as libvirt_driver
 
 ERROR = finding_model.ERROR
 NODE_COLUMN = 'Node'
+
+#: A PCI provider Nova made that holds no inventory, and its traits.
+Bare = tuple[provider_model.Candidate, tuple[str, ...]]
 
 
 @dataclasses.dataclass
@@ -56,14 +72,34 @@ class Cloud:
 
     hosts: frozenset[str]
     devices: Mapping[str, Sequence[provider_model.Device]]
+    #: Nova's PCI providers with no inventory, with their traits, by
+    #: host; ``order``: each provider's place in the listing.
+    bare: Mapping[str, Sequence[Bare]] = dataclasses.field(
+        default_factory=dict)
+    order: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, devices: Iterable[provider_model.Device],
-           providers: Iterable[Mapping[str, typing.Any]]) -> 'Cloud':
+           providers: Sequence[Mapping[str, typing.Any]],
+           bare: Iterable[Bare] = ()) -> 'Cloud':
         by_host: dict[str, list[provider_model.Device]] = {}
         for device in devices:
             by_host.setdefault(device.host, []).append(device)
-        return cls(frozenset(provider_model.hosts_of(providers)), by_host)
+        bare_by_host: dict[str, list[Bare]] = {}
+        for candidate, traits in bare:
+            bare_by_host.setdefault(candidate.host, []).append(
+                (candidate, traits))
+        return cls(frozenset(provider_model.hosts_of(providers)), by_host,
+                   bare_by_host,
+                   {p['uuid']: i for i, p in enumerate(providers)})
+
+    def with_devices(self, devices: Iterable[provider_model.Device]
+                     ) -> 'Cloud':
+        """The cloud with ``devices`` (read again) in place of theirs."""
+        new = {(d.uuid, d.resource_class): d for d in devices}
+        return dataclasses.replace(self, devices={
+            host: [new.get((d.uuid, d.resource_class), d) for d in mine]
+            for host, mine in self.devices.items()})
 
     def in_use(self, hosts: Collection[str]) -> dict[str, str]:
         """``{provider UUID: resource class}`` of the devices in use on
@@ -106,6 +142,27 @@ def _total(device: provider_model.Device) -> int:
     return device.capacity
 
 
+def unsure_totals(cloud: Cloud, host: str, node: host_gpus.Host,
+                  conf: libvirt_driver.MdevConfig
+                  ) -> list[provider_model.Device]:
+    """The PCI devices of ``host`` whose total the summaries may hide:
+    those whose capacity is not the number of PCI functions Nova gives
+    their provider from the node's files (``translator.pci_providers``
+    of the node's devices), a provider no spec matches included.
+    """
+    assert conf.settings is not None     # parsed from the files
+    pci = pci_rules.pci_config(conf.settings)
+    functions = node.pci_devices()
+    predicted, _ = translator.pci_providers(
+        host, functions, pci.specs,
+        pci_devspec.physical_functions(functions))
+    counts = {name: len(p.devices) for name, p in predicted.items()}
+    return [d for d in cloud.devices.get(host, ())
+            if d.kind == provider_model.PCI and d.inventory is None
+            and provider_model.is_pci_device(d.traits)
+            and d.capacity != counts.get(d.candidate.name)]
+
+
 class FleetPlacement:
     """One node's share of ``Cloud`` (``judge.NodePlacement``);
     ``servers``: ``{provider UUID: servers}`` once read, else None (the
@@ -117,6 +174,8 @@ class FleetPlacement:
                  asked: set[str]) -> None:
         self._host = host
         self._devices = cloud.devices.get(host, ())
+        self._bare = cloud.bare.get(host, ())
+        self._order = cloud.order
         self._servers = servers
         self._asked = asked
 
@@ -139,12 +198,22 @@ class FleetPlacement:
 
     def pci_providers(self, servers: bool = False
                       ) -> list[configcheck_pci.PlacementPciProvider]:
-        return [configcheck_pci.PlacementPciProvider(
-            d.candidate.name, d.resource_class, _total(d), d.used,
-            tuple(sorted(d.traits or ())), d.uuid,
-            self._on(d) if servers else ())
-            for d in self._devices if d.kind == provider_model.PCI
-            and names.PCI_DEVICE_TRAIT in (d.traits or ())]
+        """The node's PCI providers, in the listing's order (as
+        ``reads.node_pci_providers`` has them): a row per class, and
+        one with no class for a provider with no inventory.
+        """
+        rows = [(self._order.get(d.uuid, 0), configcheck_pci.
+                 PlacementPciProvider(
+                     d.candidate.name, d.resource_class, _total(d), d.used,
+                     tuple(sorted(d.traits or ())), d.uuid,
+                     self._on(d) if servers else ()))
+                for d in self._devices if d.kind == provider_model.PCI
+                and names.PCI_DEVICE_TRAIT in (d.traits or ())]
+        rows += [(self._order.get(c.uuid, 0), configcheck_pci.
+                  PlacementPciProvider(c.name, None, 0, 0,
+                                       tuple(sorted(traits)), c.uuid))
+                 for c, traits in self._bare]
+        return [row for _, row in sorted(rows, key=lambda r: r[0])]
 
 
 @dataclasses.dataclass

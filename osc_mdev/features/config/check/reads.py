@@ -335,10 +335,12 @@ def check_fleet(sources: Sequence[str],
                 clients: Clients | None = None) -> list[fleet.NodeChecked]:
     """Check every node of the snapshot files ``sources``
     (``snapshot_sources``) against one read of Placement for all
-    (``cloud.reads.cloud_devices``), and the servers on the devices of
-    the nodes whose findings name them (``fleet.Pending``). Each node's
-    findings are those ``check`` gives on the node with ``host``; a
-    node that cannot be checked is one error finding.
+    (``cloud.reads.cloud_devices``; the inventories of the PCI devices
+    whose summary is unlike the node's files, ``fleet.unsure_totals``),
+    and the servers on the devices of the nodes whose findings name them
+    (``fleet.Pending``). Each node's findings are those ``check`` gives
+    on the node with ``host``; a node that cannot be checked is one
+    error finding.
     """
     done: list[fleet.NodeChecked | None] = []
     todo: dict[int, tuple[local_node.Node, libvirt_driver.MdevConfig]] = {}
@@ -355,6 +357,10 @@ def check_fleet(sources: Sequence[str],
     if todo:
         placement, compute = _asked(clients)
         cloud = fleet.Cloud.of(*cloud_reads.cloud_devices(placement))
+        cloud = cloud.with_devices(cloud_reads.with_inventories(
+            placement, [d for node, conf in todo.values()
+                        for d in fleet.unsure_totals(
+                            cloud, node.name, node.host, conf)]))
         asked: set[str] = set()
         for i, (node, conf) in todo.items():
             done[i] = _judged(cloud, node, conf, trait_prefix, None, asked)
