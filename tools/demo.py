@@ -37,6 +37,7 @@ does) until Ctrl-C; ``--no-samples`` writes nothing.
 """
 
 import argparse
+import copy
 import json
 import os
 import pathlib
@@ -55,6 +56,28 @@ sys.path.insert(0, str(REPO))
 from tests.cloud import client  # noqa: E402
 from tools import samples  # noqa: E402
 from tools import sandbox  # noqa: E402
+
+
+#: The demo cloud's one-time-use device: a whole GPU of sriov1 (after its
+#: PFs), which Nova keeps from the next server until it is cleaned.
+ONE_TIME_USE = {'vendor_id': '10de', 'product_id': '2335'}
+
+
+def topology():
+    """The demo cloud: the embedded cloud's demo topology
+    (tests/cloud/server.py) with a one-time-use whole GPU on sriov1,
+    ``[pci] alias`` h200 for it.
+    """
+    from tests.cloud import server
+
+    demo = copy.deepcopy(server.DEMO_TOPOLOGY)
+    host, = (h for h in demo['hosts'] if h['name'] == 'sriov1')
+    host['pci']['whole'] = [dict(ONE_TIME_USE, count=1)]
+    host['pci']['device_spec'].append(
+        dict(ONE_TIME_USE, one_time_use='true'))
+    demo['pci_alias'].append(dict(ONE_TIME_USE, name='h200',
+                                  device_type='type-PCI'))
+    return demo
 
 
 def openstack_command():
@@ -276,10 +299,13 @@ def tour_with(t):
     migration_tour(t, cloud)
     config_check_tour(t, cloud)
     host_check_tour(t, cloud)
+    fleet_tour(t, cloud)
     drain_tour(t, cloud)
     tags_tour(t)
     quota_tour(t, cloud)
     generate_tour(t)
+    type_change_tour(t, cloud)
+    one_time_use_tour(t, cloud)
     return t.failures
 
 
@@ -326,6 +352,14 @@ def generate_tour(t):
                        ('config-generate-unit',
                         'osc-mdev-vgpu-types.service')):
         t.shell(name, ['cat', 'vgpu/' + path])
+    t.say("The same options as the deployment tools read them, the node's "
+          "files named after\nits name in their inventory:")
+    for layout, directory in (('kolla-ansible', 'kolla'),
+                              ('openstack-ansible', 'openstack_deploy')):
+        t.sample('config-generate-%s' % layout, 'mdev', 'config',
+                 'generate', '--sysfs', root.name, *types, '--layout',
+                 layout, '--inventory-host', 'gpu5', '--output-dir',
+                 directory)
     t.say('A type the GPU cannot create is refused; nothing is written:')
     t.sample('config-generate-refused', 'mdev', 'config', 'generate',
              '--sysfs', root.name, '--type', '0000:25:00.0=A16-8Q',
@@ -616,6 +650,75 @@ def host_check_tour(t, cloud):
              '-f', 'yaml')
 
 
+def fleet_tour(t, cloud):
+    """Every node's snapshot checked at once on the controller: the host
+    trees of host_check_tour, after the reboot (doc/source/admin/fleet.rst,
+    doc/source/cli/host.rst).
+    """
+    t.say('The same checks for a fleet: each node takes its snapshot (no '
+          'credentials, no\nnetwork), the controller checks them all '
+          'against one read of Placement:')
+    snapshots = t.workdir / 'snapshots'
+    snapshots.mkdir()
+    nodes = (('compute2', 'nova-compute2.conf', 'sys-compute2-lost'),
+             ('gpu4', 'nova-gpu4.conf', 'sys-gpu4'),
+             ('sriov1', 'nova-sriov1.conf', 'sys-sriov1-reboot'))
+    for host, conf, root in nodes:
+        if not (t.workdir / root).exists():
+            t.sysfs(host, mdevs=[m for m in cloud.control('mdev_truth')
+                                 if m['host'] == host], name=root)
+        if not (t.workdir / conf).exists():
+            t.nova_conf(host)
+        libvirt = t.workdir / ('qemu-%s' % host)
+        libvirt.mkdir()
+        args = ('mdev', 'host', 'snapshot', conf, '--sysfs', root,
+                '--libvirt-dir', libvirt.name, '--node-name', t.node(host),
+                '--output', 'snapshots/%s.json' % host)
+        if host == 'sriov1':
+            t.sample('host-snapshot', *args)
+        else:
+            t.run(*args)
+    t.sample('config-check-snapshot-dir', 'mdev', 'config', 'check',
+             '--snapshot-dir', snapshots.name, '-c', 'Node', '-c',
+             'Severity', '-c', 'Message', '--max-width',
+             '120')
+
+
+def type_change_tour(t, cloud):
+    """The plan of a GPU's type change (doc/source/admin/change-type.rst).
+    """
+    host = 'compute2'
+    t.say("Give %s's nvidia-11 GPU the type nvidia-12: the plan (it writes "
+          "nothing):" % host)
+    t.sample('type-change-plan', 'mdev', 'type', 'change',
+             '%s:0000:84:00.0' % host, '--to', 'nvidia-12',
+             '--compute-conf', '%s=%s' % (t.node(host),
+                                          t.nova_conf(host).name))
+
+
+def one_time_use_tour(t, cloud):
+    """A one-time-use device used once, waiting to be cleaned, released
+    (doc/source/admin/one-time-use.rst).
+    """
+    device = 'sriov1:0000:c1:03.0'
+    t.say('%s is a whole GPU whose device_spec sets one_time_use: a server '
+          'uses it once,\nthen Nova keeps it from the next one until it '
+          'is released:' % device)
+    cloud.control('create_flavor', name='h200', vcpus=4, ram=8192, disk=20,
+                  extra_specs={'pci_passthrough:alias': 'h200:1'})
+    server, = t.boot('h200', 'demo-once', 'sriov1')
+    cloud.control('delete', server=server['id'])
+    cloud.control('periodic')
+    print('(demo-once deleted)')
+    t.sample('provider-list-state', 'mdev', 'provider', 'list', '--kind',
+             'all', '--host', 'sriov1', '-c', 'Device', '-c', 'Kind', '-c',
+             'Resource Class', '-c', 'Used', '-c', 'Free', '-c', 'State')
+    t.say('Once the device is cleaned, give it back:')
+    t.sample('provider-release-dry-run', 'mdev', 'provider', 'release',
+             '--all', '--dry-run')
+    t.sample('provider-release', 'mdev', 'provider', 'release', device)
+
+
 def drain_tour(t, cloud):
     """Drain a GPU host: check its servers, plan them jointly, run the
     plan (doc/source/admin/migration.rst). Every request names its type
@@ -771,7 +874,8 @@ def main():
               'five compute hosts with fake GPUs, Placement, Keystone)...',
               flush=True)
         started = time.monotonic()
-        with client.EmbeddedCloud(workdir / 'cloud', keystone=True) as cloud:
+        with client.EmbeddedCloud(workdir / 'cloud', topology=topology(),
+                                  keystone=True) as cloud:
             print('Cloud ready in %.0f s.' % (time.monotonic() - started))
             writer = None if args.no_samples else samples.Writer(
                 rewrite=args.all_samples)

@@ -128,12 +128,19 @@ def vgpu_gpus(info, typed=True):
 
 
 def write_vgpu_sysfs(info, root, typed=True):
-    """A copy of the /sys of a host's SR-IOV GPUs under ``root``, its VFs
-    typed (``typed``) or not, as after a reboot; answers its path.
+    """A copy of the /sys of a host's SR-IOV GPUs and whole PCI devices
+    under ``root``, its VFs typed (``typed``) or not, as after a reboot;
+    answers its path.
     """
     from tests.fixtures import sysfs
 
-    return sysfs.build(root, vgpu_gpus=vgpu_gpus(info, typed))
+    whole = [d for d in info.get('pci', {}).get('devices', [])
+             if d['dev_type'] == 'type-PCI']
+    return sysfs.build(
+        root, devices=[(d['pci_address'], {}, None) for d in whole],
+        ids={d['pci_address']: (d['vendor_id'], d['product_id'])
+             for d in whole},
+        vgpu_gpus=vgpu_gpus(info, typed))
 
 
 def write_confs(cloud, directory):

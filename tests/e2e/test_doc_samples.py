@@ -32,8 +32,11 @@ from tools import samples
 def cloud(
         tmp_path_factory: pytest.TempPathFactory
 ) -> collections.abc.Iterator[client.EmbeddedCloud]:
-    """The demo cloud as ``tox -e demo`` starts it: with its Keystone."""
+    """The demo cloud as ``tox -e demo`` starts it: its topology, with
+    its Keystone.
+    """
     with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
+                              topology=demo.topology(),
                               keystone=True) as cloud:
         yield cloud
 
