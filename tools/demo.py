@@ -691,7 +691,8 @@ def type_change_tour(t, cloud):
     t.say("Give %s's nvidia-11 GPU the type nvidia-12: the plan (it writes "
           "nothing):" % host)
     t.sample('type-change-plan', 'mdev', 'type', 'change',
-             '%s:0000:84:00.0' % host, '--to', 'nvidia-12',
+             '%s:0000:84:00.0' % host, '--to', 'nvidia-12', '--max-width',
+             '100',
              '--compute-conf', '%s=%s' % (t.node(host),
                                           t.nova_conf(host).name))
 

@@ -269,7 +269,11 @@ def main():
         sys.exit('The sandbox needs %s; run it with "tox -e sandbox".'
                  % ', '.join(missing))
     print('Starting the sandbox cloud in %s...' % args.workdir, flush=True)
-    with client.EmbeddedCloud(args.workdir, topology=args.topology,
+    # The demo cloud's topology, the one the documentation's samples come
+    # from, unless another is given.
+    from tools import demo
+    topology = args.topology or demo.topology()
+    with client.EmbeddedCloud(args.workdir, topology=topology,
                               keystone=with_limits(args.topology)) as cloud:
         wait(cloud)
     return 0
