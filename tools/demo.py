@@ -65,12 +65,12 @@ ONE_TIME_USE = {'vendor_id': '10de', 'product_id': '2335'}
 
 def topology():
     """The demo cloud: the embedded cloud's demo topology
-    (tests/cloud/server.py) with a one-time-use whole GPU on sriov1,
+    (tests/cloud/topologies.py) with a one-time-use whole GPU on sriov1,
     ``[pci] alias`` h200 for it.
     """
-    from tests.cloud import server
+    from tests.cloud import topologies
 
-    demo = copy.deepcopy(server.DEMO_TOPOLOGY)
+    demo = copy.deepcopy(topologies.DEMO_TOPOLOGY)
     host, = (h for h in demo['hosts'] if h['name'] == 'sriov1')
     host['pci']['whole'] = [dict(ONE_TIME_USE, count=1)]
     host['pci']['device_spec'].append(
