@@ -142,6 +142,7 @@ def test_providers_match_the_plan_and_the_hypervisor(
             'VFs of PF': address,
             'Resource Class': p['resource_class'], 'Capacity': p['total'],
             'Used': used[address], 'Free': p['total'] - used[address],
+            'State': 'in use' if used[address] else 'free',
             'Traits': p['traits']}
 
     # --kind all: the same PCI rows, with the mdev GPUs of the other hosts.
