@@ -29,6 +29,7 @@ from osc_mdev.base import findings
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as devices
 from osc_mdev.cloud import traits as trait_logic
+from osc_mdev.features.allocation import reads as allocation_reads
 from osc_mdev.features.config.check import lost as lost_logic
 from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import node as local_node
@@ -48,8 +49,9 @@ def holdings(placement: placement_client.PlacementClient, node: str,
     found = [d for d in devices.list_devices(
         placement, providers.DeviceFilter(hosts=(node,)),
         read_inventory=False) if d.used]
-    allocations = placement.map(_allocations(placement),
-                                [d.uuid for d in found])
+    allocations = placement.map(
+        allocation_reads.allocations_or_empty(placement),
+        [d.uuid for d in found])
     wanted = set(servers)
     return [Holding(server, d.device, d.candidate.nodedev, d.resource_class,
                     held['resources'][d.resource_class],
@@ -57,16 +59,6 @@ def holdings(placement: placement_client.PlacementClient, node: str,
             for d, per_device in zip(found, allocations)
             for server, held in sorted(per_device.items())
             if server in wanted and held['resources'].get(d.resource_class)]
-
-
-def _allocations(placement: placement_client.PlacementClient
-                 ) -> Callable[[str], dict[str, typing.Any]]:
-    def read(uuid: str) -> dict[str, typing.Any]:
-        try:
-            return placement.get_provider_allocations(uuid)
-        except placement_client.NotFound:
-            return {}  # deleted since it was listed
-    return read
 
 
 def server_names(compute: compute_client.ComputeClient, node: str,
