@@ -569,12 +569,7 @@ def one_time_use_node(placement, request):
     ``PciResourceProvider.add_parent``, cross-checked in
     tests/unit/test_novaconf_pci.py).
     """
-    unknown = placement.request('GET', '/traits/HW_PCI_ONE_TIME_USE',
-                                ok=(204, 404))
-    if unknown is not None:
-        # Placement learns its standard traits from os-traits; older
-        # releases have no HW_PCI_ONE_TIME_USE, nor has a Nova on them.
-        pytest.skip('this Placement has no HW_PCI_ONE_TIME_USE trait')
+    placement.require_trait('HW_PCI_ONE_TIME_USE')
     name = 'otu-%s.example.com' % request.node.name[-20:].replace('_', '-')
     root = placement.create_provider(name)
     placement.set_inventory(root, {'VCPU': {'total': 8}})

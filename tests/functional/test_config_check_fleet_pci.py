@@ -147,9 +147,7 @@ class Fleet:
 
 @pytest.fixture(scope='module')
 def one_time_use(placement):
-    unknown = placement.request('GET', '/traits/%s' % OTU, ok=(204, 404))
-    if unknown is not None:
-        pytest.skip('this Placement has no %s trait' % OTU)
+    placement.require_trait(OTU)
 
 
 def build(placement, base, prefix, clean=1, odd=True):

@@ -51,6 +51,7 @@ class Cloud:
     def __init__(self, pg):
         self.pg = pg
         p = self.placement = placement_data.Placement(pg.url)
+        p.require_trait(OTU)
         root = self.root = p.add_compute_node(HOST)
         self.waiting = self.used_once(root, HOST, '0000:85:00.0')
         self.in_use = self.otu(root, HOST, '0000:86:00.0')

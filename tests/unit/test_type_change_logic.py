@@ -29,6 +29,7 @@ def _nova(tmp_path, text):
     return nova_driver.nova_values([str(path)])
 
 
+@pytest.mark.nova
 def test_listed_gpu_moves_to_the_new_type(tmp_path):
     text = ('[devices]\nenabled_mdev_types = nvidia-11\n'
             '[mdev_nvidia-11]\ndevice_addresses = 0000:84:00.0,\n'
@@ -43,6 +44,7 @@ def test_listed_gpu_moves_to_the_new_type(tmp_path):
     assert values['mdev_nvidia-12']['device_addresses'] == ['0000:84:00.0']
 
 
+@pytest.mark.nova
 def test_a_type_left_without_address_leaves_enabled(tmp_path):
     text = ('[devices]\nenabled_mdev_types = nvidia-11, nvidia-12\n'
             '[mdev_nvidia-11]\ndevice_addresses = 0000:84:00.0\n'

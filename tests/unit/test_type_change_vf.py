@@ -82,6 +82,7 @@ def test_config_generate_refuses_the_vfs_until_they_are_reset(tmp_path):
         if line.startswith('device_spec') or line.startswith('# %s' % PF)]
 
 
+@pytest.mark.nova
 def test_the_nova_conf_offers_the_chosen_vfs_as_the_new_class(tmp_path):
     host, pf = _host(tmp_path)
     made = vf_change.generated(host, pf, 'NVIDIA L4-4Q', 3)
