@@ -18,6 +18,7 @@ import pytest
 
 from osc_mdev.base import errors
 from osc_mdev.features.type import change
+from osc_mdev.features.type import reads
 from tests.fixtures import nova_driver
 
 GPU = 'pci_0000_84_00_0'
@@ -76,3 +77,21 @@ def test_trait_move_keeps_other_traits():
     remove, add = change.trait_move(
         ['OWNER_NOVA', 'CUSTOM_NVIDIA_11', 'CUSTOM_RACK_A'], 'nvidia-12')
     assert (remove, add) == (('CUSTOM_NVIDIA_11',), 'CUSTOM_NVIDIA_12')
+
+
+class _NoPlacement:
+    """A Placement client no request may reach."""
+
+    def __getattr__(self, name):
+        raise AssertionError('a request was made: %s' % name)
+
+
+def test_an_unreadable_compute_conf_is_refused_before_any_request(tmp_path):
+    good = tmp_path / 'gpu1.conf'
+    good.write_text('[devices]\nenabled_mdev_types = nvidia-11\n')
+    missing = tmp_path / 'gpu2.conf'
+    with pytest.raises(errors.Invalid) as caught:
+        reads.read_gpu(_NoPlacement(), GPU,
+                       [('gpu1', str(good)), ('gpu2', str(missing))])
+    assert caught.value.data['parameter'] == 'compute_conf'
+    assert caught.value.data['path'] == str(missing)

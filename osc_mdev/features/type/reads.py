@@ -139,20 +139,26 @@ def read_gpu(placement: placement_client.PlacementClient, reference: str,
         raise errors.Invalid('%s names a host twice; give one file per '
                              'host.' % errors.given('compute_conf'),
                              parameter='compute_conf')
+    texts = {host: _conf_text(path) for host, path in files.items()}
     device, allocations = device_reads.show_device(placement, reference)
-    path = files.get(device.host)
-    if path is None:
+    if device.host not in files:
         raise errors.Invalid(
             "Give the nova.conf of %s, the GPU's compute node, with %s "
             '%s=<file>.' % (device.host, errors.given('compute_conf'),
                             device.host), parameter='compute_conf',
             host=device.host)
+    return Gpu(device, allocations, files[device.host], texts[device.host])
+
+
+def _conf_text(path: str) -> str:
+    """The text of a ``--compute-conf`` file as nova-compute reads it;
+    ``errors.Invalid`` for a file it would refuse, before any request.
+    """
     try:
-        text = conf_files.read_text(path)
+        return conf_files.read_text(path)
     except conf_settings.NovaConfError as exc:
         raise errors.Invalid('%s.' % exc, parameter='compute_conf',
                              path=path) from exc
-    return Gpu(device, allocations, path, text)
 
 
 def root_name(device: providers.Device) -> str:
