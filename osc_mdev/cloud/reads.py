@@ -138,6 +138,22 @@ def not_found() -> type[Exception]:
     return _errors().NotFound
 
 
+def allocations_or_empty(placement: PlacementClient
+                         ) -> Callable[[str], Body]:
+    """A reader of a provider's allocations by consumer (``GET
+    /resource_providers/{uuid}/allocations``), for ``placement.map``;
+    empty for a provider deleted since it was listed.
+    """
+    gone = not_found()
+
+    def read(uuid: str) -> Body:
+        try:
+            return placement.get_provider_allocations(uuid)
+        except gone:
+            return {}  # deleted since it was listed
+    return read
+
+
 def anchor_call(placement: PlacementClient,
                 resource_class: str = reach.FIRST,
                 in_tree: str | None = None,

@@ -145,7 +145,7 @@ def allocations_on(placement: placement_client.PlacementClient,
         not resource_class or d.resource_class == resource_class)}
     uuids = sorted(in_use)
     per_provider = dict(zip(
-        uuids, placement.map(allocations_or_empty(placement), uuids)))
+        uuids, placement.map(devices.allocations_or_empty(placement), uuids)))
     found = domain.of_providers(per_provider, in_use)
     if resource_class:
         found = [a for a in found if a.resource_class == resource_class]
@@ -159,19 +159,6 @@ def allocations_on(placement: placement_client.PlacementClient,
              for c, s in known.items()}
     views.update(_unknown_views(placement, compute, unknown))
     return found, views
-
-
-def allocations_or_empty(placement: placement_client.PlacementClient
-                         ) -> Callable[[str], dict[str, typing.Any]]:
-    """A provider's allocations by consumer; empty for a provider deleted
-    since it was listed.
-    """
-    def read(uuid: str) -> dict[str, typing.Any]:
-        try:
-            return placement.get_provider_allocations(uuid)
-        except placement_client.NotFound:
-            return {}  # deleted since it was listed
-    return read
 
 
 def node_devices_with_servers(placement: placement_client.PlacementClient,
@@ -201,7 +188,7 @@ def consumers_of(placement: placement_client.PlacementClient,
     """
     uuids = sorted(classes)
     per_provider = dict(zip(uuids, placement.map(
-        allocations_or_empty(placement), uuids)))
+        devices.allocations_or_empty(placement), uuids)))
     return {uuid: sorted(c for c, alloc in per_provider[uuid].items()
                          if alloc['resources'].get(classes[uuid]))
             for uuid in uuids}

@@ -29,7 +29,6 @@ from osc_mdev.base import findings
 from osc_mdev.cloud import providers
 from osc_mdev.cloud import reads as devices
 from osc_mdev.cloud import traits as trait_logic
-from osc_mdev.features.allocation import reads as allocation_reads
 from osc_mdev.features.config.check import lost as lost_logic
 from osc_mdev.host import gpus as host_gpus
 from osc_mdev.local import node as local_node
@@ -50,7 +49,7 @@ def holdings(placement: placement_client.PlacementClient, node: str,
         placement, providers.DeviceFilter(hosts=(node,)),
         read_inventory=False) if d.used]
     allocations = placement.map(
-        allocation_reads.allocations_or_empty(placement),
+        devices.allocations_or_empty(placement),
         [d.uuid for d in found])
     wanted = set(servers)
     return [Holding(server, d.device, d.candidate.nodedev, d.resource_class,

@@ -317,14 +317,9 @@ def _holders(placement: placement_client.PlacementClient,
     devices = [c for c in providers.find_candidates(listing,
                                                     providers.KINDS)
                if c.host == host and (not only or c.uuid in set(only))]
-
-    def consumers(candidate: providers.Candidate) -> dict:
-        try:
-            return placement.get_provider_allocations(candidate.uuid)
-        except placement_client.NotFound:
-            return {}
-    per_device = dict(zip([d.uuid for d in devices],
-                          placement.map(consumers, devices)))
+    uuids = [d.uuid for d in devices]
+    per_device = dict(zip(uuids, placement.map(
+        device_reads.allocations_or_empty(placement), uuids)))
     holders = {c for allocs in per_device.values() for c, a in
                allocs.items() if any(a['resources'].values())}
     servers = [s for s in on_node if s.id in holders]

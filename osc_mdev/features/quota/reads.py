@@ -231,18 +231,13 @@ def consumers_projects(placement: placement_api.PlacementClient,
     (``listed``) or,
     for one that is no server, from ``GET /allocations/{consumer}``.
     """
-    def allocations(uuid: str) -> dict:
-        try:
-            return placement.get_provider_allocations(uuid)
-        except placement_api.NotFound:
-            return {}   # deleted since it was listed
-
     classes: dict[str, set[str]] = {}
     for device in devices:
         classes.setdefault(device.uuid, set()).add(device.resource_class)
     uuids = sorted(classes)
     consumers: set[str] = set()
-    for uuid, held in zip(uuids, placement.map(allocations, uuids)):
+    for uuid, held in zip(uuids, placement.map(
+            device_reads.allocations_or_empty(placement), uuids)):
         consumers.update(c for c, alloc in held.items()
                          if set(alloc['resources']) & classes[uuid])
     owners = {s.id: s.project for s in listed or ()}
