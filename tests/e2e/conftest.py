@@ -40,14 +40,23 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    """The module's embedded cloud, on the demo topology.
+def cloud(request, tmp_path_factory):
+    """The module's embedded cloud: on the module's ``TOPOLOGY`` if it
+    has one (else on the demo topology), with a real Keystone if its
+    ``KEYSTONE`` is true, and the flavors of its ``FLAVORS`` (``{name:
+    extra specs}``) made, in that order.
 
-    A module that needs another topology, or a cloud set up its own way,
-    defines its own ``cloud`` fixture. The module's tests share this one:
-    each deletes the servers it boots.
+    A module that needs a cloud set up its own way defines its own
+    ``cloud`` fixture. The module's tests share this one: each deletes
+    the servers it boots.
     """
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud')) as cloud:
+    module = request.module
+    with client.EmbeddedCloud(
+            tmp_path_factory.mktemp('cloud'),
+            topology=getattr(module, 'TOPOLOGY', None),
+            keystone=getattr(module, 'KEYSTONE', False)) as cloud:
+        for name, specs in getattr(module, 'FLAVORS', {}).items():
+            cloud.control('create_flavor', name=name, extra_specs=specs)
         yield cloud
 
 
@@ -59,8 +68,21 @@ def os_cloud(cloud, monkeypatch):
 
 
 @pytest.fixture(scope='module')
-def controller(tmp_path_factory):
-    """Path of the controller's nova.conf, with the cloud's aliases."""
+def controller(request, tmp_path_factory):
+    """Path of the controller's nova.conf: the module's
+    ``CONTROLLER_CONF`` if it has one, else the demo cloud's (its
+    aliases).
+    """
     path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    path.write_text(client.DEMO_CONTROLLER_CONF)
+    path.write_text(getattr(request.module, 'CONTROLLER_CONF',
+                            client.DEMO_CONTROLLER_CONF))
     return str(path)
+
+
+@pytest.fixture
+def keystone_cli(cloud, os_cloud, monkeypatch):
+    """The CLI logs in to the cloud's Keystone with a password (a
+    ``keystone=True`` cloud); a module asks for it with
+    ``pytest.mark.usefixtures``.
+    """
+    monkeypatch.setenv('OS_CLOUD', cloud.keystone_cloud)

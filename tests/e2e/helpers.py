@@ -17,6 +17,8 @@ Every e2e module has a module-scoped ``cloud`` (an EmbeddedCloud);
 tests/e2e/conftest.py points the in-process CLI at it.
 """
 
+import re
+
 import requests
 
 from tests.fixtures import cli
@@ -88,3 +90,40 @@ def fits(flavor, *args):
     rows = mdev_table('capacity', '--flavor', flavor, *args)
     assert rows[-1]['Host'] == 'Total', rows
     return int(rows[-1]['Fits'])
+
+
+def apply_diff(diff_text, old_text):
+    """The new text a unified diff of ``old_text`` gives (as ``type
+    change`` writes it: two header lines, context lines kept).
+    """
+    old = old_text.splitlines()
+    out, at = [], 0
+    for line in diff_text.splitlines()[2:]:
+        hunk = re.match(r'^@@ -(\d+)', line)
+        if hunk:
+            start = int(hunk.group(1)) - 1
+            out += old[at:start]
+            at = start
+        elif line.startswith('-'):
+            at += 1
+        elif line.startswith('+'):
+            out.append(line[1:])
+        else:
+            out.append(old[at])
+            at += 1
+    return '\n'.join(out + old[at:]) + '\n'
+
+
+def servers_nova_places(cloud, flavor, name, most):
+    """How many servers of ``flavor`` Nova places, booted one at a time
+    (``NAME-0``, ``NAME-1``, ...) until one is not ACTIVE or ``most`` are
+    booted.
+    """
+    booted = 0
+    for i in range(most):
+        server, = cloud.control('boot', flavor=flavor,
+                                name='%s-%d' % (name, i))
+        if server['status'] != 'ACTIVE':
+            break
+        booted += 1
+    return booted

@@ -24,26 +24,20 @@ import pathlib
 
 import pytest
 
-from osc_mdev.local import snapshot
-from tests.cloud import client
 from tests.e2e.helpers import mdev
+from tests.fixtures import host_snapshots
+from tests.fixtures.host_snapshots import findings
 from tests.fixtures import sysfs
 from tools import sandbox
 
 HOSTS = {'snap1': 'snap1.dc1.example.net', 'snap2': 'snap2'}
+# The module's cloud (tests/e2e/conftest.py) runs on this topology.
 TOPOLOGY = {'hosts': [
     {'name': 'snap1', 'hypervisor_hostname': 'snap1.dc1.example.net',
      'gpus': 1, 'bus': '0x87', 'enabled_mdev_types': ['nvidia-11']},
     {'name': 'snap2', 'gpus': 1, 'bus': '0x88',
      'enabled_mdev_types': ['nvidia-11']},
 ]}
-
-
-@pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
-                              topology=TOPOLOGY) as cloud:
-        yield cloud
 
 
 @pytest.fixture(scope='module')
@@ -74,15 +68,9 @@ def node_files(cloud, base: pathlib.Path, host: str, lose: bool):
         (m['mdev_uuid'], m['pci_address'], m['mdev_type'])
         for m in mdevs[1 if lose else 0:]])
     (base / 'snapshots').mkdir(exist_ok=True)
-    (base / 'snapshots' / ('%s.json' % host)).write_text(snapshot.dumps(
-        snapshot.take(root, [str(conf)], str(where / 'qemu'),
-                      node_name=node)))
+    host_snapshots.write(base / 'snapshots' / ('%s.json' % host), root,
+                         [conf], where / 'qemu', node)
     return str(conf), root
-
-
-def findings(rows):
-    return [{k: r[k] for k in ('Severity', 'Where', 'Message')}
-            for r in rows if r['Severity'] in ('error', 'warning', 'info')]
 
 
 def test_each_node_as_checked_on_the_node(cloud, servers, tmp_path):

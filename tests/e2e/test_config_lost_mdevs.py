@@ -36,7 +36,6 @@ import urllib.parse
 
 import pytest
 
-from tests.cloud import client
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request
@@ -46,6 +45,7 @@ from tools import sandbox
 
 HOST, NODE = 'gpu9', 'gpu9.dc1.example.net'
 GPU_11, GPU_12 = '0000:87:00.0', '0000:87:01.0'
+# The module's cloud (tests/e2e/conftest.py) runs on this topology.
 TOPOLOGY = {'hosts': [
     {'name': HOST, 'hypervisor_hostname': NODE, 'gpus': 2, 'bus': '0x87',
      'enabled_mdev_types': ['nvidia-11', 'nvidia-12'],
@@ -55,13 +55,6 @@ TOPOLOGY = {'hosts': [
     {'name': 'gpu10', 'gpus': 1, 'bus': '0x88',
      'enabled_mdev_types': ['nvidia-12']},
 ]}
-
-
-@pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
-                              topology=TOPOLOGY) as cloud:
-        yield cloud
 
 
 @pytest.fixture(scope='module')

@@ -24,13 +24,13 @@ import json
 
 import pytest
 
-from tests.cloud import client
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
 from tests.e2e.helpers import placement_request
 
 HOST = 'otu1'
 RC = 'CUSTOM_PCI_10DE_2330'
+# The module's cloud (tests/e2e/conftest.py) runs on this topology.
 TOPOLOGY = {
     'hosts': [{'name': HOST, 'gpus': 0, 'bus': '0x41',
                'pci': {'whole': [{'count': 2, 'product_id': '2330'}],
@@ -42,13 +42,6 @@ TOPOLOGY = {
 }
 FIRST, SECOND = '0000:41:00.0', '0000:41:01.0'
 IN_USE, FREE, TO_CLEAN = 'in use', 'free', 'used once, to clean'
-
-
-@pytest.fixture(scope='module')
-def cloud(tmp_path_factory):
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
-                              topology=TOPOLOGY) as cloud:
-        yield cloud
 
 
 @pytest.fixture(scope='module')

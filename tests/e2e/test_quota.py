@@ -22,7 +22,6 @@ with ``--flavor`` must have said beforehand exactly how many servers Nova
 would let in, and which of the limits and the cloud's capacity binds.
 """
 
-import collections.abc
 import uuid
 
 import pytest
@@ -48,6 +47,7 @@ TOPOLOGY = {
                      'render-farm': {'servers': 2, 'class:VGPU': -1},
                      'demo': {'servers': 20, 'class:VGPU': 20}}},
 }
+# The controller's nova.conf (tests/e2e/conftest.py: controller).
 CONTROLLER_CONF = """[quota]
 driver = nova.quota.UnifiedLimitsDriver
 unified_limits_resource_strategy = require
@@ -56,32 +56,13 @@ unified_limits_resource_list = servers,class:CUSTOM_MLX5
 # The nvidia-12 GPU holds 8 vGPUs.
 GPU_SIZE = 8
 
-
-@pytest.fixture(scope='module')
-def cloud(
-        tmp_path_factory: pytest.TempPathFactory
-) -> collections.abc.Iterator[client.EmbeddedCloud]:
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
-                              topology=TOPOLOGY, keystone=True) as cloud:
-        for name, specs in (('vgpu', {'resources:VGPU': '1'}),
-                            ('vgpu.double', {'resources:VGPU': '2'}),
-                            ('vgpu.mlx5', {'resources:CUSTOM_MLX5': '1'})):
-            cloud.control('create_flavor', name=name, extra_specs=specs)
-        yield cloud
-
-
-@pytest.fixture(autouse=True)
-def keystone_cli(cloud: client.EmbeddedCloud, os_cloud: None,
-                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI logs in to the cloud's Keystone with a password."""
-    monkeypatch.setenv('OS_CLOUD', cloud.keystone_cloud)
-
-
-@pytest.fixture(scope='module')
-def conf(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    path.write_text(CONTROLLER_CONF)
-    return str(path)
+# The module's cloud (tests/e2e/conftest.py): on TOPOLOGY, with a real
+# Keystone the CLI logs in to with a password, and these flavors.
+KEYSTONE = True
+FLAVORS = {'vgpu': {'resources:VGPU': '1'},
+           'vgpu.double': {'resources:VGPU': '2'},
+           'vgpu.mlx5': {'resources:CUSTOM_MLX5': '1'}}
+pytestmark = pytest.mark.usefixtures('keystone_cli')
 
 
 def boot_until_refused(
@@ -119,9 +100,9 @@ def fit(flavor: str, project: str, *args: str) -> dict:
 
 
 def test_nova_stops_at_the_project_limit_the_tool_gave(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     project = cloud.projects['ml-team']
-    before = fit('vgpu', 'ml-team', '--controller-conf', conf)
+    before = fit('vgpu', 'ml-team', '--controller-conf', controller)
     assert before == {
         'Project': project, 'Fits': 3, 'Quota Allows': 3,
         'Capacity Allows': GPU_SIZE,
@@ -129,12 +110,12 @@ def test_nova_stops_at_the_project_limit_the_tool_gave(
     active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
     try:
         assert (len(active), refusal) == (before['Fits'], 'quota')
-        after = fit('vgpu', 'ml-team', '--controller-conf', conf)
+        after = fit('vgpu', 'ml-team', '--controller-conf', controller)
         assert (after['Fits'], after['Bound By']) == (
             0, 'quota class:VGPU (403 quota exceeded): 3 of 3 used, 1 per '
                'server')
         rows = helpers.mdev_json('quota', 'list', '--project', project,
-                                 '--controller-conf', conf)
+                                 '--controller-conf', controller)
         assert [(r['Resource'], r['Used'], r['Limit'], r['Free'],
                  r['Rule']) for r in rows] == [
             ('class:CUSTOM_MLX5', 0, 0, 0,
@@ -145,26 +126,27 @@ def test_nova_stops_at_the_project_limit_the_tool_gave(
 
 
 def test_nova_stops_at_the_servers_limit_the_tool_gave(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     """``servers`` binds: the tool reads Nova's count of the project's
     servers (its quota set), not Placement's.
     """
     project = cloud.projects['render-farm']
-    before = fit('vgpu', project, '--controller-conf', conf)
+    before = fit('vgpu', project, '--controller-conf', controller)
     assert (before['Fits'], before['Quota Allows'], before['Bound By']) == (
         2, 2, 'quota servers: 0 of 2 used, 1 per server')
     active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
     try:
         assert (len(active), refusal) == (2, 'quota')
-        assert fit('vgpu', project, '--controller-conf', conf)['Fits'] == 0
+        assert fit('vgpu', project, '--controller-conf',
+                   controller)['Fits'] == 0
     finally:
         delete(cloud, booted)
 
 
 def test_nova_finds_no_host_where_the_tool_said_capacity_binds(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     project = cloud.projects['demo']
-    before = fit('vgpu.double', 'demo', '--controller-conf', conf)
+    before = fit('vgpu.double', 'demo', '--controller-conf', controller)
     assert before == {
         'Project': project, 'Fits': GPU_SIZE // 2, 'Quota Allows': 10,
         'Capacity Allows': GPU_SIZE // 2, 'Bound By': 'capacity'}
@@ -172,7 +154,7 @@ def test_nova_finds_no_host_where_the_tool_said_capacity_binds(
                                                  project)
     try:
         assert (len(active), refusal) == (before['Fits'], 'no valid host')
-        after = fit('vgpu.double', 'demo', '--controller-conf', conf)
+        after = fit('vgpu.double', 'demo', '--controller-conf', controller)
         assert after['Fits'] == 0
         assert after['Bound By'].startswith(
             'capacity (NoValidHost): room for 2 VGPU rules out 1 device')
@@ -186,20 +168,20 @@ def rows_of(*args: str) -> list[tuple]:
 
 
 def test_nova_refuses_a_class_the_strategy_requires(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     """CUSTOM_MLX5 has no registered limit and [quota] lists it under
     ``require``: Nova allows 0, as the tool says with the controller's
     nova.conf (without it, it says what Nova's defaults would do).
     """
     assert rows_of('--project', 'demo', '--resource-class', 'CUSTOM_MLX5',
-                   '--controller-conf', conf) == [
+                   '--controller-conf', controller) == [
         ('class:CUSTOM_MLX5', 0, 0, 0,
          'no limit; require strategy lists it')]
     assert rows_of('--project', 'demo', '--resource-class',
                    'CUSTOM_MLX5') == [
         ('class:CUSTOM_MLX5', 0, -1, None,
          "no limit; require strategy does not list it (Nova's default)")]
-    row = fit('vgpu.mlx5', 'demo', '--controller-conf', conf)
+    row = fit('vgpu.mlx5', 'demo', '--controller-conf', controller)
     assert (row['Fits'], row['Quota Allows'], row['Capacity Allows']) == (
         0, 0, 16)
     active, refusal, booted = boot_until_refused(

@@ -20,8 +20,6 @@ limited, and with ``--flavor`` how many servers Nova's own quotas
 servers are booted as a member of the project until Nova refuses.
 """
 
-import collections.abc
-
 import pytest
 
 from tests.cloud import client
@@ -37,36 +35,19 @@ TOPOLOGY = {
     # What a unified limits driver would enforce: 1 vGPU per project.
     'unified_limits': {'registered': {'servers': 10, 'class:VGPU': 1}},
 }
-# A controller with no [quota] driver runs Nova's default.
+# The controller's nova.conf (tests/e2e/conftest.py: controller): with
+# no [quota] driver it runs Nova's default.
 CONTROLLER_CONF = '[quota]\ninstances = 10\n'
 RULE = ('no limit; [quota] driver nova.quota.DbQuotaDriver limits no '
         'resource class')
 # The nvidia-12 GPU holds 8 vGPUs.
 GPU_SIZE = 8
 
-
-@pytest.fixture(scope='module')
-def cloud(
-        tmp_path_factory: pytest.TempPathFactory
-) -> collections.abc.Iterator[client.EmbeddedCloud]:
-    with client.EmbeddedCloud(tmp_path_factory.mktemp('cloud'),
-                              topology=TOPOLOGY, keystone=True) as cloud:
-        cloud.control('create_flavor', name='vgpu',
-                      extra_specs={'resources:VGPU': '1'})
-        yield cloud
-
-
-@pytest.fixture(autouse=True)
-def keystone_cli(cloud: client.EmbeddedCloud, os_cloud: None,
-                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv('OS_CLOUD', cloud.keystone_cloud)
-
-
-@pytest.fixture(scope='module')
-def conf(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp('controller') / 'nova.conf'
-    path.write_text(CONTROLLER_CONF)
-    return str(path)
+# The module's cloud (tests/e2e/conftest.py): on TOPOLOGY, with a real
+# Keystone the CLI logs in to with a password, and this flavor.
+KEYSTONE = True
+FLAVORS = {'vgpu': {'resources:VGPU': '1'}}
+pytestmark = pytest.mark.usefixtures('keystone_cli')
 
 
 def set_quota(cloud: client.EmbeddedCloud, project: str, **quotas: int
@@ -76,10 +57,10 @@ def set_quota(cloud: client.EmbeddedCloud, project: str, **quotas: int
 
 
 def test_nova_stops_at_the_instances_quota_the_tool_gave(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     project = cloud.projects['ml-team']
     set_quota(cloud, project, instances=2)
-    before = fit('vgpu', 'ml-team', '--controller-conf', conf)
+    before = fit('vgpu', 'ml-team', '--controller-conf', controller)
     assert before == {
         'Project': project, 'Fits': 2, 'Quota Allows': 2,
         'Capacity Allows': GPU_SIZE,
@@ -93,11 +74,11 @@ def test_nova_stops_at_the_instances_quota_the_tool_gave(
     active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
     try:
         assert (len(active), refusal) == (2, 'quota')
-        after = fit('vgpu', 'ml-team', '--controller-conf', conf)
+        after = fit('vgpu', 'ml-team', '--controller-conf', controller)
         assert (after['Fits'], after['Bound By']) == (
             0, 'quota instances (403 quota exceeded): 2 of 2 used, 1 per '
                'server')
-        result = helpers.mdev('quota', 'list', '--controller-conf', conf,
+        result = helpers.mdev('quota', 'list', '--controller-conf', controller,
                               '-f', 'json')
         assert result.rc == 0, result.stderr
         assert result.json() == [{
@@ -109,19 +90,20 @@ def test_nova_stops_at_the_instances_quota_the_tool_gave(
 
 
 def test_nova_stops_at_the_cores_quota_the_tool_gave(
-        cloud: client.EmbeddedCloud, conf: str) -> None:
+        cloud: client.EmbeddedCloud, controller: str) -> None:
     project = cloud.projects['render-farm']
     [flavor] = [f for f in helpers.nova_request(
         cloud, 'GET', '/flavors/detail')['flavors'] if f['name'] == 'vgpu']
     vcpus = flavor['vcpus']
     cores = 3 * vcpus - 1
     set_quota(cloud, project, cores=cores)
-    before = fit('vgpu', project, '--controller-conf', conf)
+    before = fit('vgpu', project, '--controller-conf', controller)
     assert (before['Fits'], before['Bound By']) == (
         2, 'quota cores: 0 of %d used, %d per server' % (cores, vcpus))
     active, refusal, booted = boot_until_refused(cloud, 'vgpu', project)
     try:
         assert (len(active), refusal) == (2, 'quota')
-        assert fit('vgpu', project, '--controller-conf', conf)['Fits'] == 0
+        assert fit('vgpu', project, '--controller-conf',
+                   controller)['Fits'] == 0
     finally:
         delete(cloud, booted)

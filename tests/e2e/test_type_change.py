@@ -23,14 +23,14 @@ moves the type trait, and ``capacity --flavor`` for the nvidia-12
 flavor equals what Nova boots.
 """
 
-import re
-
 import pytest
 
-from osc_mdev.local import snapshot as host_snapshot
 from tests.cloud import client
+from tests.e2e.helpers import apply_diff
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
+from tests.e2e.helpers import servers_nova_places
+from tests.fixtures import host_snapshots
 from tests.fixtures import nova_driver
 from tests.fixtures import sysfs
 
@@ -79,26 +79,6 @@ def cloud(tmp_path_factory):
         yield cloud
 
 
-def _apply(diff_text, old_text):
-    """The new text a diff of ``change`` gives (context lines kept)."""
-    old = old_text.splitlines()
-    out, at = [], 0
-    for line in diff_text.splitlines()[2:]:
-        hunk = re.match(r'^@@ -(\d+)', line)
-        if hunk:
-            start = int(hunk.group(1)) - 1
-            out += old[at:start]
-            at = start
-        elif line.startswith('-'):
-            at += 1
-        elif line.startswith('+'):
-            out.append(line[1:])
-        else:
-            out.append(old[at])
-            at += 1
-    return '\n'.join(out + old[at:]) + '\n'
-
-
 def _snapshot(cloud, tmp_path, conf, mdevs):
     """The node's snapshot: its GPUs as the fake hypervisor has them,
     with ``mdevs`` (``(uuid, address, type)``) on them.
@@ -107,10 +87,8 @@ def _snapshot(cloud, tmp_path, conf, mdevs):
         (gpu['pci_address'], gpu['offers'], None)
         for gpu in cloud.hosts[NODE]['gpus']], mdevs=mdevs)
     (tmp_path / 'qemu').mkdir()
-    path = tmp_path / 'tc-node.json'
-    path.write_text(host_snapshot.dumps(host_snapshot.take(
-        root, [str(conf)], str(tmp_path / 'qemu'), NODE)))
-    return str(path)
+    return host_snapshots.write(tmp_path / 'tc-node.json', root, [conf],
+                                tmp_path / 'qemu', NODE)
 
 
 def _steps(*args):
@@ -180,7 +158,7 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
     assert wrong.rc == 1 and 'no host snapshot' in wrong.stderr, \
         wrong.stderr
     new = tmp_path / 'new.conf'
-    new.write_text(_apply(steps['edit nova.conf'], OLD_CONF))
+    new.write_text(apply_diff(steps['edit nova.conf'], OLD_CONF))
     # Nova's own option parser reads the new file as meant.
     values = nova_driver.nova_values([str(new)])
     assert values['devices']['enabled_mdev_types'] == ['nvidia-12']
@@ -203,10 +181,4 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
     assert ('capacity', 'tc-12: %d servers fit' % total) in done
     assert total == 8 + 8 - 1
     # One server at a time, as many as Nova places: exactly as counted.
-    booted = 0
-    for i in range(total + 1):
-        server, = cloud.control('boot', flavor=f12, name='tc-fill-%d' % i)
-        if server['status'] != 'ACTIVE':
-            break
-        booted += 1
-    assert booted == total
+    assert servers_nova_places(cloud, f12, 'tc-fill', total + 1) == total

@@ -25,14 +25,15 @@ Nova boots.
 """
 
 import json
-import re
 
 import pytest
 
-from osc_mdev.local import snapshot as host_snapshot
 from tests.cloud import client
+from tests.e2e.helpers import apply_diff
 from tests.e2e.helpers import mdev
 from tests.e2e.helpers import mdev_json
+from tests.e2e.helpers import servers_nova_places
+from tests.fixtures import host_snapshots
 from tests.fixtures import sysfs
 
 V = {'libvirt_version': '8.6.0', 'qemu_version': '8.1.0'}
@@ -89,30 +90,8 @@ def _snapshot(tmp_path, conf):
         sysfs.VgpuGpu(OTHER, 2, current={0: 1161}, offset=1,
                       product_id='2338', vf_product_id='2339')])
     (tmp_path / 'qemu').mkdir()
-    path = tmp_path / 'tcv-node.json'
-    path.write_text(host_snapshot.dumps(host_snapshot.take(
-        root, [str(conf)], str(tmp_path / 'qemu'), NODE)))
-    return str(path)
-
-
-def _apply(diff_text, old_text):
-    """The new text a unified diff gives."""
-    old = old_text.splitlines()
-    out, at = [], 0
-    for line in diff_text.splitlines()[2:]:
-        hunk = re.match(r'^@@ -(\d+)', line)
-        if hunk:
-            start = int(hunk.group(1)) - 1
-            out += old[at:start]
-            at = start
-        elif line.startswith('-'):
-            at += 1
-        elif line.startswith('+'):
-            out.append(line[1:])
-        else:
-            out.append(old[at])
-            at += 1
-    return '\n'.join(out + old[at:]) + '\n'
+    return host_snapshots.write(tmp_path / 'tcv-node.json', root, [conf],
+                                tmp_path / 'qemu', NODE)
 
 
 def _provider():
@@ -191,7 +170,7 @@ def test_a_vf_gpu_changes_type(cloud, tmp_path):
 
     diff, = by_action['edit nova.conf']
     new = tmp_path / 'new.conf'
-    new.write_text(_apply(diff, old.read_text()))
+    new.write_text(apply_diff(diff, old.read_text()))
     specs = [json.loads(line.split('=', 1)[1]) for line in
              new.read_text().splitlines() if line.startswith('device_spec')]
     assert [s.get('address') for s in specs] == [
@@ -216,10 +195,4 @@ def test_a_vf_gpu_changes_type(cloud, tmp_path):
     total = sum(r['Fits'] for r in fits)
     assert ('capacity', 'tcv-4q: %d servers fit' % total) in done
     assert total == 4
-    booted = 0
-    for i in range(total + 1):
-        server, = cloud.control('boot', flavor=f4, name='tcv-fill-%d' % i)
-        if server['status'] != 'ACTIVE':
-            break
-        booted += 1
-    assert booted == total
+    assert servers_nova_places(cloud, f4, 'tcv-fill', total + 1) == total

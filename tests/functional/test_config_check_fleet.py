@@ -22,16 +22,16 @@ node the snapshots could not reach.
 """
 
 import json
-import pathlib
 import uuid
 
-from osc_mdev.local import snapshot
 from tests.fixtures import cli
-from tests.fixtures import placement_data
+from tests.fixtures import host_snapshots
+from tests.fixtures.host_snapshots import by_node
+from tests.fixtures.host_snapshots import check
+from tests.fixtures.host_snapshots import findings
 from tests.fixtures.placement_data import Gpu
+from tests.fixtures.placement_data import requests_of
 from tests.fixtures import sysfs
-
-FINDINGS = ('error', 'warning', 'info')
 
 MATCHING = """
 [devices]
@@ -55,45 +55,14 @@ WRONG_TYPE = MATCHING.replace(
     'mdev_class = CUSTOM_NV35')
 
 
-def check(*args, auth=()):
-    return cli.openstack(*auth, 'mdev', 'config', 'check', *args)
-
-
-def findings(rows):
-    return [{k: r[k] for k in ('Severity', 'Where', 'Message')}
-            for r in rows if r['Severity'] in FINDINGS]
-
-
-def by_node(rows):
-    nodes = {}
-    for row in rows:
-        node = nodes.setdefault(row['Node'], [])
-        node.append({k: v for k, v in row.items() if k != 'Node'})
-    return nodes
-
-
-class Fleet:
+class Fleet(host_snapshots.NodeFiles):
     """Nodes laid out for one check: each with its sysfs tree, nova.conf
     and snapshot in ``snapshots``.
     """
 
     def __init__(self, placement, base):
+        super().__init__(base)
         self.placement = placement
-        self.base = pathlib.Path(base)
-        self.snapshots = self.base / 'snapshots'
-        self.snapshots.mkdir(parents=True)
-        self.nodes = {}     # name: (conf path, sysfs root)
-
-    def _snapshot(self, name, conf_text, **tree):
-        where = self.base / name
-        where.mkdir()
-        conf = where / 'nova.conf'
-        conf.write_text(conf_text)
-        root = sysfs.build(where / 'sys', **tree)
-        (self.snapshots / ('%s.json' % name)).write_text(snapshot.dumps(
-            snapshot.take(root, [str(conf)], str(where / 'qemu'),
-                          node_name=name)))
-        self.nodes[name] = (str(conf), root)
 
     def mdev_node(self, name, used=(0, 0), mdevs=None, conf=MATCHING,
                   known=True):
@@ -108,7 +77,7 @@ class Fleet:
                 for _ in range(count):
                     self.placement.boot_server(root, gpu)
         addresses = ('0000:84:00.0', '0000:85:00.0')
-        self._snapshot(name, conf, devices=[
+        self.add_node(name, conf, devices=[
             (a, {'nvidia-36': 4, 'nvidia-35': 2}, None) for a in addresses],
             mdevs=[(str(uuid.uuid4()), a, 'nvidia-36')
                    for a, n in zip(addresses, mdevs or used)
@@ -124,7 +93,7 @@ class Fleet:
         for _ in range(used):
             self.placement.boot_server(root, provider)
         l4 = sysfs.VgpuGpu('0000:25:00.0', numvfs=2)
-        self._snapshot(name, '[pci]\nreport_in_placement = True\n' + ''.join(
+        self.add_node(name, '[pci]\nreport_in_placement = True\n' + ''.join(
             'device_spec = {"vendor_id": "10de", "address": "%s", '
             '"resource_class": "CUSTOM_NVIDIA_L4_8Q", "managed": "no"}\n'
             % vf for vf in l4.vfs) +
@@ -196,13 +165,6 @@ def test_every_node_as_checked_on_its_own(placement, auth, tmp_path):
         'ssh: Connection refused.'}]
 
 
-def _requests(placement_url, func):
-    before = placement_data.server_stats(placement_url)['requests']
-    result = func()
-    return result, placement_data.server_stats(placement_url)[
-        'requests'] - before
-
-
 def test_placement_requests_stay_flat_in_the_number_of_nodes(
         placement, placement_url, auth, tmp_path):
     small = Fleet(placement, tmp_path / 'small')
@@ -211,9 +173,9 @@ def test_placement_requests_stay_flat_in_the_number_of_nodes(
     large = Fleet(placement, tmp_path / 'large')
     for n in range(3, 15):
         large.mdev_node('flat-%02d.example.com' % n, used=(1, 1))
-    three, count3 = _requests(placement_url, lambda: check(
+    three, count3 = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(small.snapshots), '-f', 'json', auth=auth))
-    twelve, count12 = _requests(placement_url, lambda: check(
+    twelve, count12 = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(large.snapshots), '-f', 'json', auth=auth))
     assert three.rc == 0, three.stderr
     assert twelve.rc == 0, twelve.stderr
@@ -223,7 +185,7 @@ def test_placement_requests_stay_flat_in_the_number_of_nodes(
     # Node by node, the same twelve cost requests in proportion.
     name = 'flat-03.example.com'
     conf, root = large.nodes[name]
-    alone, one = _requests(placement_url, lambda: check(
+    alone, one = requests_of(placement_url, lambda: check(
         conf, '--sysfs', root, '--host', name, '-f', 'json', auth=auth))
     assert alone.rc == 0, alone.stderr
     assert 12 * one > count12
@@ -238,9 +200,9 @@ def test_the_servers_are_read_only_for_nodes_whose_findings_name_them(
     for n in range(6):
         drift.mdev_node('join-d%d.example.com' % n, used=(1, 1),
                         mdevs=(0, 1) if n < 2 else None)
-    _, base = _requests(placement_url, lambda: check(
+    _, base = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(clean.snapshots), '-f', 'json', auth=auth))
-    result, count = _requests(placement_url, lambda: check(
+    result, count = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(drift.snapshots), '-f', 'json', auth=auth))
     assert result.rc == 0, result.stderr
     # Two nodes lost an mdev: the allocations of their two devices in
@@ -272,7 +234,7 @@ def test_snapshot_input_errors(placement, auth, tmp_path):
 
 def test_snapshot_file_of_a_node_without_credentials(tmp_path):
     fleet = Fleet(None, tmp_path)
-    fleet._snapshot('nocreds.example.com', MATCHING)
+    fleet.add_node('nocreds.example.com', MATCHING)
     cli.assert_one_line_error(
         check('--snapshot', str(fleet.snapshots /
                                 'nocreds.example.com.json'),

@@ -21,38 +21,21 @@ differs from what the node's files predict cost a request.
 """
 
 import json
-import pathlib
 
 import pytest
 
-from osc_mdev.local import snapshot
-from tests.fixtures import cli
-from tests.fixtures import placement_data
+from tests.fixtures import host_snapshots
+from tests.fixtures.host_snapshots import by_node
+from tests.fixtures.host_snapshots import check
+from tests.fixtures.host_snapshots import findings
+from tests.fixtures.placement_data import requests_of
 from tests.fixtures import sysfs
 
-FINDINGS = ('error', 'warning', 'info')
 OTU = 'HW_PCI_ONE_TIME_USE'
 H100 = 'CUSTOM_PCI_10DE_2330'
 A16 = 'CUSTOM_A16_16A'
 GPUS = ('0000:41:00.0', '0000:42:00.0', '0000:43:00.0', '0000:44:00.0')
 PF, VFS = '0000:25:00.0', ('0000:25:00.4', '0000:25:00.5')
-
-
-def check(*args, auth=()):
-    return cli.openstack(*auth, 'mdev', 'config', 'check', *args)
-
-
-def findings(rows):
-    return [{k: r[k] for k in ('Severity', 'Where', 'Message')}
-            for r in rows if r['Severity'] in FINDINGS]
-
-
-def by_node(rows):
-    nodes = {}
-    for row in rows:
-        nodes.setdefault(row['Node'], []).append(
-            {k: v for k, v in row.items() if k != 'Node'})
-    return nodes
 
 
 def conf(*specs, one_time_use=()):
@@ -74,18 +57,15 @@ def conf(*specs, one_time_use=()):
                               'pci_in_placement = True', ''])
 
 
-class Fleet:
+class Fleet(host_snapshots.NodeFiles):
     """Nodes with four whole GPUs (10de:2330) and an SR-IOV PF with two
     VFs (10de:25b6) in sysfs, each with its nova.conf and snapshot.
     """
 
     def __init__(self, placement, base, prefix):
+        super().__init__(base)
         self.placement = placement
         self.prefix = prefix
-        self.base = pathlib.Path(base)
-        self.snapshots = self.base / 'snapshots'
-        self.snapshots.mkdir(parents=True)
-        self.nodes = {}     # name: (conf path, sysfs root)
         self.roots = {}
 
     def name(self, kind):
@@ -93,21 +73,13 @@ class Fleet:
 
     def node(self, name, conf_text, vgpu_gpus=()):
         self.roots[name] = self.placement.add_compute_node(name)
-        where = self.base / name
-        where.mkdir()
-        path = where / 'nova.conf'
-        path.write_text(conf_text)
         ids = {a: ('10de', '2330') for a in GPUS}
         ids[PF] = ('10de', '2236')
         ids.update({v: ('10de', '25b6') for v in VFS})
-        root = sysfs.build(
-            where / 'sys', devices=[(a, {}, None) for a in GPUS] + [
+        self.add_node(
+            name, conf_text, devices=[(a, {}, None) for a in GPUS] + [
                 (PF, {}, None)] + [(v, {}, PF) for v in VFS],
             ids=ids, vgpu_gpus=vgpu_gpus)
-        (self.snapshots / ('%s.json' % name)).write_text(snapshot.dumps(
-            snapshot.take(root, [str(path)], str(where / 'qemu'),
-                          node_name=name)))
-        self.nodes[name] = (str(path), root)
 
     def device(self, name, address, resource_class=H100, total=1,
                traits=(), reserved=0, ratio=1.0, used=0):
@@ -208,13 +180,6 @@ def _odd_nodes(fleet):
     fleet.device(fleet.name('empty'), GPUS[2])
 
 
-def _requests(placement_url, func):
-    before = placement_data.server_stats(placement_url)['requests']
-    result = func()
-    return result, placement_data.server_stats(placement_url)[
-        'requests'] - before
-
-
 def test_every_pci_node_as_checked_on_its_own(
         placement, placement_url, auth, tmp_path, one_time_use):
     fleet = build(placement, tmp_path, 'fp')
@@ -260,9 +225,9 @@ def test_only_devices_unlike_their_files_cost_a_request(
         placement, placement_url, auth, tmp_path, one_time_use):
     clean = build(placement, tmp_path / 'clean', 'fc', clean=3, odd=False)
     odd = build(placement, tmp_path / 'odd', 'fo', clean=12)
-    _, base = _requests(placement_url, lambda: check(
+    _, base = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(clean.snapshots), '-f', 'json', auth=auth))
-    result, count = _requests(placement_url, lambda: check(
+    result, count = requests_of(placement_url, lambda: check(
         '--snapshot-dir', str(odd.snapshots), '-f', 'json', auth=auth))
     assert result.rc in (0, 1), result.stderr
     assert len(by_node(result.json())) == 17
