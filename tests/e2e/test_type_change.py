@@ -157,6 +157,12 @@ def test_an_mdev_gpu_changes_type(cloud, tmp_path):
     wrong = mdev('type', 'change', *args, '--snapshot', str(old))
     assert wrong.rc == 1 and 'no host snapshot' in wrong.stderr, \
         wrong.stderr
+    # A type the GPU's sysfs does not offer: one line, nothing planned.
+    unknown = mdev('type', 'change', gpu, '--to', 'nvidia-99', *confs,
+                   '--snapshot', snapshot)
+    assert (unknown.rc, unknown.stdout) == (1, ''), unknown
+    assert 'offers no mdev type nvidia-99' in unknown.stderr, \
+        unknown.stderr
     new = tmp_path / 'new.conf'
     new.write_text(apply_diff(steps['edit nova.conf'], OLD_CONF))
     # Nova's own option parser reads the new file as meant.

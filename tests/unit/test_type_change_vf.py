@@ -163,3 +163,15 @@ def test_a_request_for_a_pci_alias_keys_a_dict():
         'dev_type': 'type-VF', 'resource_class': 'CUSTOM_NVIDIA_L4_4Q'},))
     found = {(pci_request.PciRequest(alias, 1), 'root'): 1}
     assert found[(pci_request.PciRequest(same, 1), 'root')] == 1
+
+
+def test_an_mdev_gpu_must_offer_the_new_type(tmp_path):
+    gpu = '0000:84:00.0'
+    host = local_sysfs.read_host(sysfs.build(tmp_path / 'sys', devices=[
+        (gpu, {'nvidia-11': 15, 'nvidia-12': 8}, None)]))
+    change.check_offered(host, gpu, 'nvidia-12')
+    with pytest.raises(errors.Invalid, match='offers no mdev type') as got:
+        change.check_offered(host, gpu, 'nvidia-99')
+    assert got.value.data['choices'] == ['nvidia-11', 'nvidia-12']
+    with pytest.raises(errors.Invalid, match='shows no GPU'):
+        change.check_offered(host, '0000:85:00.0', 'nvidia-12')

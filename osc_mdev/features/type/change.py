@@ -251,6 +251,25 @@ def mdevs_to_remove(host: host_gpus.Host, address: str,
                    if m.mdev_type != new_type), key=lambda m: m.uuid)
 
 
+def check_offered(host: host_gpus.Host, address: str,
+                  new_type: str) -> None:
+    """``errors.Invalid`` when the node's sysfs has no mdev-capable GPU
+    at ``address`` or the GPU lists no ``new_type`` in its
+    ``mdev_supported_types``: nova-compute would give it no inventory of
+    that type.
+    """
+    device = host.devices.get(address)
+    if device is None or not device.types:
+        raise errors.Invalid(
+            'The snapshot shows no GPU offering mdev types at %s; take the '
+            "snapshot of the GPU's node again." % address, parameter='to')
+    if new_type not in device.types:
+        raise errors.Invalid(
+            'The GPU at %s offers no mdev type %s; its sysfs offers %s.'
+            % (address, new_type, ', '.join(sorted(device.types))),
+            parameter='to', choices=sorted(device.types))
+
+
 def total_after(host: host_gpus.Host, address: str,
                 new_type: str) -> int | None:
     """What Nova reports for the GPU at ``address`` once it serves

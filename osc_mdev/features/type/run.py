@@ -135,6 +135,10 @@ def plan(placement: placement_client.PlacementClient,
         return vf_run.plan(placement, compute, gpu, new_type, compute_confs,
                            prefix, node, controller_confs, _moves)
     device = gpu.device
+    if node is not None:
+        assert device.candidate.pci_address is not None
+        change.check_offered(node.host, device.candidate.pci_address,
+                             new_type)
     conf = change.new_conf_text(gpu.conf_path, gpu.conf_text,
                                 device.candidate.nodedev, new_type)
     steps = _moves(placement, compute, gpu, compute_confs, prefix,
