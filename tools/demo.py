@@ -61,6 +61,8 @@ from tools import sandbox  # noqa: E402
 #: The demo cloud's one-time-use device: a whole GPU of sriov1 (after its
 #: PFs), which Nova keeps from the next server until it is cleaned.
 ONE_TIME_USE = {'vendor_id': '10de', 'product_id': '2335'}
+#: The controller's ``[pci] alias`` of that GPU.
+H200_ALIAS = dict(name='h200', **ONE_TIME_USE, device_type='type-PCI')
 
 
 def topology():
@@ -75,9 +77,18 @@ def topology():
     host['pci']['whole'] = [dict(ONE_TIME_USE, count=1)]
     host['pci']['device_spec'].append(
         dict(ONE_TIME_USE, one_time_use='true'))
-    demo['pci_alias'].append(dict(ONE_TIME_USE, name='h200',
-                                  device_type='type-PCI'))
+    demo['pci_alias'].append(H200_ALIAS)
     return demo
+
+
+def controller_conf():
+    """The controller's nova.conf of the demo cloud: the embedded cloud's
+    demo topology's, with the alias h200 of the one-time-use GPU.
+    """
+    pci, blank, rest = client.DEMO_CONTROLLER_CONF.partition('\n\n')
+    assert pci.startswith('[pci]\n') and blank, \
+        'the controller nova.conf does not start with its [pci] section'
+    return '%s\nalias = %s\n\n%s' % (pci, json.dumps(H200_ALIAS), rest)
 
 
 def openstack_command():
@@ -453,7 +464,7 @@ def audit_tour(t, cloud):
 def pci_tour(t, cloud):
     """The PCI-in-Placement host of the mixed cloud."""
     conf = t.workdir / 'controller.conf'
-    conf.write_text(client.DEMO_CONTROLLER_CONF)
+    conf.write_text(controller_conf())
     t.say('Host sriov1 has no mdev: Nova reports its SR-IOV GPUs through '
           'PCI in Placement,\none provider per PF holding its VFs. Both '
           'kinds in one table:')

@@ -143,11 +143,11 @@ def write_vgpu_sysfs(info, root, typed=True):
         vgpu_gpus=vgpu_gpus(info, typed))
 
 
-def write_confs(cloud, directory):
+def write_confs(cloud, directory, controller_conf=None):
     """Write ``nova-<host>.conf`` of each mdev or PCI host and the
-    controller's ``controller.conf`` into ``directory``, and for a host
-    with SR-IOV GPUs a copy of its /sys (``sys-<host>``); answers their
-    names.
+    controller's ``controller.conf`` (``controller_conf``, by default the
+    demo topology's) into ``directory``, and for a host with SR-IOV GPUs
+    a copy of its /sys (``sys-<host>``); answers their names.
     """
     directory = pathlib.Path(directory)
     written = []
@@ -162,7 +162,7 @@ def write_confs(cloud, directory):
                 write_vgpu_sysfs(info, root)
             written.append('sys-%s' % host)
     (directory / 'controller.conf').write_text(
-        client.DEMO_CONTROLLER_CONF)
+        controller_conf or client.DEMO_CONTROLLER_CONF)
     written.append('controller.conf')
     return written
 
@@ -175,8 +175,8 @@ def boot_command(cloud, flavor='vgpu.nvidia-12', name='vm1'):
         {'op': 'boot', 'flavor': flavor, 'name': name}))
 
 
-def describe(cloud):
-    confs = write_confs(cloud, cloud.workdir)
+def describe(cloud, controller_conf=None):
+    confs = write_confs(cloud, cloud.workdir, controller_conf)
     lines = [
         'The sandbox cloud is running. In another shell:',
         '',
@@ -246,8 +246,8 @@ def openstack_path():
     return str(here) if here.exists() else 'openstack'
 
 
-def wait(cloud):
-    print('\n' + describe(cloud), flush=True)
+def wait(cloud, controller_conf=None):
+    print('\n' + describe(cloud, controller_conf), flush=True)
     stop = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.append(True))
@@ -275,7 +275,7 @@ def main():
     topology = args.topology or demo.topology()
     with client.EmbeddedCloud(args.workdir, topology=topology,
                               keystone=with_limits(args.topology)) as cloud:
-        wait(cloud)
+        wait(cloud, None if args.topology else demo.controller_conf())
     return 0
 
 
