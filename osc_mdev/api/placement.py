@@ -66,6 +66,16 @@ MicroversionUnsupported = http.MicroversionUnsupported
 Body = dict[str, typing.Any]
 
 
+def pause_after_conflict(attempt: int,
+                         backoff: float = UPDATE_BACKOFF) -> None:
+    """Sleep before attempt ``attempt + 1`` of a write that met a
+    generation conflict: jittered, ``backoff`` doubling per attempt, at
+    most 2 seconds.
+    """
+    delay = min(backoff * 2 ** attempt, 2.0)
+    time.sleep(random.uniform(delay / 2, delay))
+
+
 #: The reads of the whole cloud ``shared_reads`` sends once.
 SHARED = ('/resource_providers?resources=', '/allocation_candidates?')
 
@@ -390,8 +400,7 @@ class PlacementClient(pool.ServiceClient):
             except GenerationConflict:
                 if attempt == 0 and known is not None:
                     continue  # the bulk read was stale: re-read at once
-                delay = min(backoff * 2 ** attempt, 2.0)
-                time.sleep(random.uniform(delay / 2, delay))
+                pause_after_conflict(attempt, backoff)
         raise errors.ServiceError(
             'Provider %s kept changing under %d attempts to update its '
             'traits; run the command again.' % (uuid, attempts),

@@ -29,8 +29,6 @@ from collections.abc import Callable
 from collections.abc import Sequence
 import dataclasses
 import logging
-import random
-import time
 
 from osc_mdev.api import placement as placement_client
 from osc_mdev.api import pool
@@ -151,8 +149,7 @@ def release_device(placement: 'placement_client.PlacementClient',
             _put_released(placement, current)
         except placement_client.GenerationConflict:
             if attempt:
-                delay = min(backoff * 2 ** attempt, 2.0)
-                time.sleep(random.uniform(delay / 2, delay))
+                placement_client.pause_after_conflict(attempt, backoff)
             continue
         except errors.Error as exc:
             return Outcome(current, state, 'failed: %s' % exc, failed=True)
